@@ -1,0 +1,108 @@
+"""The exception hierarchy of agentscope-rt.
+
+Everything the library raises on purpose derives from :class:`AgentScopeRTError`, so an
+application can catch the whole family with one ``except`` clause. Where an error is also a
+classic Python error (bad input is a ``ValueError``, a missing tool a ``LookupError``) the
+class derives from both, so code written against the builtin types keeps working.
+"""
+
+from __future__ import annotations
+
+
+class AgentScopeRTError(Exception):
+    """Base class of every error agentscope-rt raises on purpose."""
+
+
+# -- foundation -----------------------------------------------------------------------------
+
+
+class MessageFormatError(AgentScopeRTError, ValueError):
+    """Data could not be turned into a message or content block.
+
+    Raised by :meth:`Msg.from_dict`, by ``Msg(...)`` for dict content, and wherever JSON data is
+    structured into attrs values. The message names the offending path, e.g.
+    ``content[2].source.url``. Nothing half-built is ever returned.
+    """
+
+    def __init__(self, message: str, *, path: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class StateError(AgentScopeRTError, ValueError):
+    """A state could not be registered, saved or loaded.
+
+    Raised by :meth:`StateModule.register_state` for attributes that cannot be serialised and
+    by :meth:`StateModule.load_state_dict` for missing, unexpected or malformed keys. A failed
+    load leaves the module unchanged.
+    """
+
+
+# -- agents ---------------------------------------------------------------------------------
+
+
+class AgentError(AgentScopeRTError):
+    """An agent was used in a way it does not support."""
+
+
+# -- models ---------------------------------------------------------------------------------
+
+
+class ModelError(AgentScopeRTError):
+    """A chat or embedding model failed."""
+
+
+class ModelAPIError(ModelError):
+    """A model provider answered with an error (after all retries).
+
+    :ivar provider: the provider's name, e.g. ``"openai"``.
+    :ivar status_code: the HTTP status, or ``None`` for connection errors and timeouts.
+    :ivar message: the provider's own error text.
+    """
+
+    def __init__(
+        self,
+        provider: str,
+        message: str,
+        *,
+        status_code: int | None = None,
+        attempts: int = 1,
+    ) -> None:
+        self.provider = provider
+        self.status_code = status_code
+        self.message = message
+        self.attempts = attempts
+        status = f"HTTP {status_code}" if status_code is not None else "no response"
+        tries = f" after {attempts} attempts" if attempts > 1 else ""
+        super().__init__(f"{provider} request failed{tries} ({status}): {message}")
+
+
+class ModelResponseError(ModelError):
+    """A model's response could not be understood (e.g. invalid structured output)."""
+
+
+# -- tools ----------------------------------------------------------------------------------
+
+
+class ToolError(AgentScopeRTError):
+    """Base class of toolkit errors."""
+
+
+class FunctionNotFoundError(ToolError, LookupError):
+    """No tool function with the requested name is registered."""
+
+
+class FunctionInactiveError(ToolError):
+    """The tool function belongs to a tool group that is not active."""
+
+
+class ToolGroupError(ToolError, ValueError):
+    """A tool group does not exist, already exists, or cannot be changed."""
+
+
+class ToolRegistrationError(ToolError, ValueError):
+    """A function cannot be registered as a tool (name clash, bad schema, ...)."""
+
+
+class MCPError(ToolError):
+    """An MCP client or server failed (not connected, disconnected, server error)."""

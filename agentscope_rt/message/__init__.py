@@ -1,0 +1,46 @@
+"""Messages and content blocks.
+
+:class:`Msg` is what agents say and hear; its content is a string or a list of typed blocks.
+All classes are attrs classes; blocks also read like AgentScope's dict blocks.
+"""
+
+from ._block import (
+    AudioBlock,
+    Base64Source,
+    ContentBlock,
+    ImageBlock,
+    MediaBlock,
+    MsgContent,
+    Source,
+    TextBlock,
+    ThinkingBlock,
+    ToolOutput,
+    ToolResultBlock,
+    ToolUseBlock,
+    URLSource,
+    VideoBlock,
+)
+from ._msg import Msg, Role, now_timestamp
+
+__all__ = [
+    "AudioBlock",
+    "Base64Source",
+    "ContentBlock",
+    "ImageBlock",
+    "MediaBlock",
+    "Msg",
+    "MsgContent",
+    "Role",
+    "Source",
+    "TextBlock",
+    "ThinkingBlock",
+    "ToolOutput",
+    "ToolResultBlock",
+    "ToolUseBlock",
+    "URLSource",
+    "VideoBlock",
+    "now_timestamp",
+]
+
+# Importing the converter registers the message hooks; it must follow the classes above.
+from .. import _serde as _serde  # noqa: E402

@@ -1,0 +1,222 @@
+"""The message: what agents say, hear, remember and broadcast."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any, Literal, overload
+
+import attrs
+
+from .._copy import copy_json
+from ._block import (
+    BLOCK_TYPES,
+    ContentBlock,
+    MsgContent,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    _MappingView,
+)
+
+__all__ = ["Msg", "Role", "now_timestamp"]
+
+Role = Literal["user", "assistant", "system"]
+_ROLES = frozenset(("user", "assistant", "system"))
+_BlockType = Literal["text", "thinking", "image", "audio", "video", "tool_use", "tool_result"]
+
+
+def now_timestamp() -> str:
+    """The current local time in AgentScope's format, ``YYYY-MM-DD HH:MM:SS.mmm``."""
+    return datetime.now().strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+
+def _new_id() -> str:
+    return uuid.uuid4().hex
+
+
+def _convert_content(content: Any) -> str | list[ContentBlock]:
+    """Turn accepted content forms into a str or a fresh list of blocks.
+
+    Dict blocks (AgentScope's form) go through the shared converter, which raises
+    :class:`~agentscope_rt.exception.MessageFormatError` naming the bad field.
+    """
+    if isinstance(content, str):
+        return content
+    if isinstance(content, _MappingView):
+        content = [content]
+    elif isinstance(content, dict):
+        content = [content]
+    elif not isinstance(content, list | tuple):
+        raise TypeError(
+            "Msg content must be a str, a content block, a dict block or a list of them, "
+            f"not {type(content).__name__}"
+        )
+    blocks: list[ContentBlock] = []
+    for index, item in enumerate(content):
+        if isinstance(item, _MappingView) and item.type in BLOCK_TYPES:
+            blocks.append(item)  # type: ignore[arg-type]
+        elif isinstance(item, dict):
+            from .._serde import structure_block
+
+            blocks.append(structure_block(item, path=f"content[{index}]"))
+        else:
+            raise TypeError(
+                f"Msg content[{index}] must be a content block or a dict with a 'type' key, "
+                f"not {type(item).__name__}"
+            )
+    return blocks
+
+
+@attrs.define(slots=True, init=False, repr=False)
+class Msg:
+    """A message.
+
+    :param name: who speaks (an agent's or user's name).
+    :param content: a string (kept as a string, as AgentScope does), one content block, a list
+        of blocks, or AgentScope-style dicts such as ``{"type": "text", "text": "hi"}`` (turned
+        into blocks here).
+    :param role: ``"user"``, ``"assistant"`` or ``"system"``.
+    :param metadata: JSON data carried with the message (structured output, generate reason).
+    :param timestamp: ``YYYY-MM-DD HH:MM:SS.mmm``; defaults to now.
+    :param invocation_id: the id of the agent call that produced this message, if any.
+    :param id: the message id; generated when omitted.
+    :raises ValueError: for an unknown role.
+    :raises TypeError: for content, name or metadata of the wrong type.
+    :raises MessageFormatError: for a malformed dict block (the message names the field).
+    """
+
+    name: str
+    content: MsgContent
+    role: Role
+    metadata: dict[str, Any]
+    timestamp: str
+    invocation_id: str | None
+    id: str
+
+    def __init__(
+        self,
+        name: str,
+        content: str | ContentBlock | dict[str, Any] | Sequence[ContentBlock | dict[str, Any]],
+        role: Role,
+        metadata: dict[str, Any] | None = None,
+        timestamp: str | None = None,
+        invocation_id: str | None = None,
+        *,
+        id: str | None = None,
+    ) -> None:
+        if role not in _ROLES:
+            raise ValueError(f"Msg role must be 'user', 'assistant' or 'system', not {role!r}")
+        if not isinstance(name, str):
+            raise TypeError(f"Msg name must be a str, not {type(name).__name__}")
+        if metadata is None:
+            metadata = {}
+        elif not isinstance(metadata, dict):
+            raise TypeError(f"Msg metadata must be a dict or None, not {type(metadata).__name__}")
+        self.name = name
+        self.content = content if content.__class__ is str else _convert_content(content)  # type: ignore[assignment]
+        self.role = role
+        self.metadata = metadata
+        self.timestamp = now_timestamp() if timestamp is None else timestamp
+        self.invocation_id = invocation_id
+        self.id = _new_id() if id is None else id
+
+    def __repr__(self) -> str:
+        return (
+            f"Msg(id={self.id!r}, name={self.name!r}, role={self.role!r}, "
+            f"content={self.content!r}, metadata={self.metadata!r}, "
+            f"timestamp={self.timestamp!r}, invocation_id={self.invocation_id!r})"
+        )
+
+    # -- reading -------------------------------------------------------------------------
+
+    def get_text_content(self, separator: str = "\n") -> str | None:
+        """The text of the message: the string content, or the text blocks joined by
+        *separator* (thinking excluded). ``None`` when there is no text."""
+        if self.content.__class__ is str:
+            return self.content  # type: ignore[return-value]
+        texts = [b.text for b in self.content if b.__class__ is TextBlock]  # type: ignore[union-attr]
+        return separator.join(texts) if texts else None
+
+    @overload
+    def get_content_blocks(self, block_type: Literal["text"]) -> list[TextBlock]: ...
+    @overload
+    def get_content_blocks(self, block_type: Literal["thinking"]) -> list[ThinkingBlock]: ...
+    @overload
+    def get_content_blocks(self, block_type: Literal["tool_use"]) -> list[ToolUseBlock]: ...
+    @overload
+    def get_content_blocks(self, block_type: Literal["tool_result"]) -> list[ToolResultBlock]: ...
+    @overload
+    def get_content_blocks(
+        self, block_type: _BlockType | Iterable[_BlockType] | None = None
+    ) -> list[ContentBlock]: ...
+
+    def get_content_blocks(
+        self, block_type: _BlockType | Iterable[_BlockType] | None = None
+    ) -> list[Any]:
+        """The content as a list of blocks, optionally only those of *block_type* (a type
+        name or several). A string content reads as one :class:`TextBlock`.
+
+        :raises ValueError: for an unknown block type name.
+        """
+        blocks: list[ContentBlock] = (
+            [TextBlock(text=self.content)]  # type: ignore[arg-type]
+            if self.content.__class__ is str
+            else list(self.content)
+        )
+        if block_type is None:
+            return blocks
+        wanted = {block_type} if isinstance(block_type, str) else set(block_type)
+        unknown = wanted - BLOCK_TYPES.keys()
+        if unknown:
+            raise ValueError(
+                f"unknown block type(s) {sorted(unknown)}; expected one of {sorted(BLOCK_TYPES)}"
+            )
+        return [b for b in blocks if b.type in wanted]
+
+    def has_content_blocks(
+        self, block_type: _BlockType | Iterable[_BlockType] | None = None
+    ) -> bool:
+        """Whether the message holds at least one block (of *block_type*, when given)."""
+        return len(self.get_content_blocks(block_type)) > 0
+
+    # -- copying and serialising -----------------------------------------------------------
+
+    def copy(self) -> Msg:
+        """An independent deep copy with the same id (blocks and metadata copied too)."""
+        new = object.__new__(Msg)
+        new.name = self.name
+        new.content = (
+            self.content
+            if self.content.__class__ is str
+            else [b.copy() for b in self.content]  # type: ignore[union-attr]
+        )
+        new.role = self.role
+        new.metadata = copy_json(self.metadata)
+        new.timestamp = self.timestamp
+        new.invocation_id = self.invocation_id
+        new.id = self.id
+        return new
+
+    def to_dict(self) -> dict[str, Any]:
+        """The message as AgentScope 1.0's JSON dict.
+
+        Keys ``id, name, role, content, metadata, timestamp`` (plus ``invocation_id`` when
+        set). ``content`` stays a string when the message was built from one.
+        """
+        from .._serde import unstructure_msg
+
+        return unstructure_msg(self)
+
+    @classmethod
+    def from_dict(cls, json_data: Any) -> Msg:
+        """Build a message from AgentScope's JSON dict (the inverse of :meth:`to_dict`).
+
+        :raises MessageFormatError: for anything malformed; the message names the offending
+            path (e.g. ``content[2].source.url``). Nothing half-built is returned.
+        """
+        from .._serde import structure_msg
+
+        return structure_msg(json_data)

@@ -1,0 +1,234 @@
+"""StateModule: objects whose state can be saved to JSON and loaded back.
+
+The contract is AgentScope's: attributes holding other StateModules are tracked automatically
+(through ``__setattr__``) and nested to any depth; other attributes are opted in with
+:meth:`StateModule.register_state`. What differs is how values are serialised: registered
+attributes go through the shared cattrs converter, so attrs values (messages, blocks, plans,
+your own attrs classes, and lists/dicts of them) round-trip without custom functions.
+
+Loading is all-or-nothing: :meth:`StateModule.load_state_dict` first builds every new value of
+the whole tree, and only when all of them are valid assigns them. A bad state raises
+:class:`~agentscope_rt.exception.StateError` and leaves every module unchanged.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import typing
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+
+from .._serde import check_json, converter, structure
+from ..exception import MessageFormatError, StateError
+
+__all__ = ["StateModule"]
+
+_PRIMITIVES = (str, int, float, bool)
+
+
+@attrs.frozen
+class _StateAttr:
+    """How one registered attribute is saved and loaded."""
+
+    to_json: Callable[[Any], Any] | None
+    from_json: Callable[[Any], Any] | None
+    state_type: Any
+
+
+def _infer_type(value: Any) -> Any:
+    """A type the converter can structure *value*'s JSON form back into.
+
+    Containers get their element type from their items when all items agree; otherwise (and
+    for empty containers) the elements stay plain JSON.
+    """
+    if value is None:
+        return Any
+    cls = type(value)
+    if cls in _PRIMITIVES or attrs.has(cls) or issubclass(cls, enum.Enum):
+        return cls
+    if cls is list or cls is tuple:
+        item_types = {_infer_type(item) for item in value}
+        item = item_types.pop() if len(item_types) == 1 else Any
+        return list[item] if cls is list else tuple[item, ...]  # type: ignore[valid-type]
+    if cls is dict:
+        value_types = {_infer_type(item) for item in value.values()}
+        item = value_types.pop() if len(value_types) == 1 else Any
+        return dict[str, item]  # type: ignore[valid-type]
+    return cls
+
+
+def _annotated_type(owner: type, attr_name: str) -> Any:
+    """The attribute's annotation on the class (or a base), if it can be resolved."""
+    try:
+        hints = typing.get_type_hints(owner)
+    except Exception:  # unresolvable forward references: fall back to inference
+        return None
+    return hints.get(attr_name)
+
+
+class StateModule:
+    """Base class for everything whose state can be saved and restored.
+
+    Subclasses call ``super().__init__()`` before assigning attributes. Attributes that are
+    StateModules are tracked automatically; other attributes are saved once registered with
+    :meth:`register_state`. :meth:`state_dict` returns plain JSON data.
+    """
+
+    _module_dict: dict[str, StateModule]
+    _attribute_dict: dict[str, _StateAttr]
+
+    def __init__(self) -> None:
+        object.__setattr__(self, "_module_dict", {})
+        object.__setattr__(self, "_attribute_dict", {})
+
+    def __setattr__(self, key: str, value: Any) -> None:
+        modules = self.__dict__.get("_module_dict")
+        if isinstance(value, StateModule):
+            if modules is None:
+                raise AttributeError(
+                    f"{type(self).__name__}: call super().__init__() before assigning the "
+                    f"sub-module {key!r}"
+                )
+            modules[key] = value
+        elif modules is not None and key in modules:
+            del modules[key]
+        object.__setattr__(self, key, value)
+
+    def __delattr__(self, key: str) -> None:
+        self.__dict__.get("_module_dict", {}).pop(key, None)
+        self.__dict__.get("_attribute_dict", {}).pop(key, None)
+        object.__delattr__(self, key)
+
+    # -- registration ------------------------------------------------------------------
+
+    def register_state(
+        self,
+        attr_name: str,
+        custom_to_json: Callable[[Any], Any] | None = None,
+        custom_from_json: Callable[[Any], Any] | None = None,
+        *,
+        state_type: Any = None,
+    ) -> None:
+        """Save and load attribute *attr_name* as part of this module's state.
+
+        Without custom functions the value goes through the shared cattrs converter. The type
+        to load it back as is *state_type* when given, else the attribute's class annotation,
+        else inferred from the current value (an empty list with no annotation loads back as
+        plain JSON, so annotate it or pass ``state_type=list[Msg]``).
+
+        :param custom_to_json: turns the value into JSON data when saving.
+        :param custom_from_json: turns that JSON data back into the value when loading.
+        :raises StateError: if the attribute does not exist, is itself a StateModule (those
+            are tracked automatically), or cannot be serialised to JSON.
+        """
+        if not hasattr(self, attr_name):
+            raise StateError(
+                f"{type(self).__name__} has no attribute {attr_name!r} to register as state; "
+                "assign it before calling register_state()"
+            )
+        if attr_name in self._module_dict:
+            raise StateError(
+                f"{type(self).__name__}.{attr_name} is a StateModule and is already saved "
+                "automatically; do not register it"
+            )
+        value = getattr(self, attr_name)
+        if custom_to_json is not None:
+            data = custom_to_json(value)
+        else:
+            if state_type is None:
+                state_type = _annotated_type(type(self), attr_name) or _infer_type(value)
+            data = converter.unstructure(value, unstructure_as=state_type)
+        try:
+            json.dumps(data)
+        except (TypeError, ValueError) as exc:
+            raise StateError(
+                f"{type(self).__name__}.{attr_name} ({type(value).__name__}) cannot be saved "
+                f"as JSON ({exc}); pass custom_to_json and custom_from_json to register_state()"
+            ) from None
+        self._attribute_dict[attr_name] = _StateAttr(custom_to_json, custom_from_json, state_type)
+
+    # -- saving ------------------------------------------------------------------------
+
+    def state_dict(self) -> dict[str, Any]:
+        """The state of this module and its sub-modules, as plain JSON data.
+
+        :raises StateError: if a registered attribute now holds a value that is not JSON
+            serialisable.
+        """
+        state: dict[str, Any] = {}
+        for key, module in self._module_dict.items():
+            state[key] = module.state_dict()
+        for key, attr in self._attribute_dict.items():
+            value = getattr(self, key)
+            if attr.to_json is not None:
+                data = attr.to_json(value)
+            else:
+                data = converter.unstructure(value, unstructure_as=attr.state_type)
+            try:
+                check_json(data, key)
+            except MessageFormatError as exc:
+                raise StateError(f"{type(self).__name__}: cannot save {exc}") from None
+            state[key] = data
+        return state
+
+    # -- loading -----------------------------------------------------------------------
+
+    def load_state_dict(self, state_dict: dict[str, Any], strict: bool = True) -> None:
+        """Restore the state saved by :meth:`state_dict`.
+
+        :param strict: when true, missing and unexpected keys (at any depth) are errors;
+            when false, keys missing from *state_dict* are left as they are and unknown keys
+            are ignored.
+        :raises StateError: naming the offending key path. Nothing is changed then.
+        """
+        plan: list[tuple[StateModule, str, Any]] = []
+        self._plan_load(state_dict, strict, "", plan)
+        for module, key, value in plan:
+            setattr(module, key, value)
+
+    def _plan_load(
+        self,
+        state: Any,
+        strict: bool,
+        path: str,
+        plan: list[tuple[StateModule, str, Any]],
+    ) -> None:
+        where = path or type(self).__name__
+        if not isinstance(state, dict):
+            raise StateError(f"{where}: expected a state object, got {type(state).__name__}")
+        if strict:
+            expected = self._module_dict.keys() | self._attribute_dict.keys()
+            missing = sorted(expected - state.keys())
+            unexpected = sorted(state.keys() - expected)
+            if missing or unexpected:
+                parts = []
+                if missing:
+                    parts.append(f"missing keys {missing}")
+                if unexpected:
+                    parts.append(f"unexpected keys {unexpected}")
+                raise StateError(
+                    f"{where}: {' and '.join(parts)} (pass strict=False to load a partial state)"
+                )
+        for key, module in self._module_dict.items():
+            if key in state:
+                module._plan_load(state[key], strict, f"{path}.{key}" if path else key, plan)
+        for key, attr in self._attribute_dict.items():
+            if key not in state:
+                continue
+            key_path = f"{path}.{key}" if path else key
+            raw = state[key]
+            try:
+                if attr.from_json is not None:
+                    value = attr.from_json(raw)
+                else:
+                    value = structure(raw, attr.state_type, what="state", path=key_path)
+            except MessageFormatError as exc:
+                raise StateError(str(exc)) from None
+            except Exception as exc:
+                raise StateError(
+                    f"{key_path}: custom_from_json failed: {type(exc).__name__}: {exc}"
+                ) from exc
+            plan.append((self, key, value))

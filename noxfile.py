@@ -1,0 +1,71 @@
+"""Developer sessions: ``nox -s tests``, ``nox -s examples``, ``nox -s lint``, ``nox -s bench``.
+
+Each session installs what it needs into its own virtualenv, so a machine with only Python and
+pip can run all of them.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import sys
+
+import nox
+
+nox.options.sessions = ["tests"]
+nox.options.reuse_existing_virtualenvs = True
+
+ROOT = pathlib.Path(__file__).parent
+# llama-cpp-python compiles from source where no wheel fits; use both cores for it.
+BUILD_ENV = {"CMAKE_BUILD_PARALLEL_LEVEL": str(os.cpu_count() or 2)}
+EXAMPLE_TIMEOUT_S = 600
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """Run the test suite on both anyio backends (asyncio and trio), local model included."""
+    session.install("-e", ".[dev,local]", env=BUILD_ENV)
+    session.run("pytest", *session.posargs)
+
+
+@nox.session
+def examples(session: nox.Session) -> None:
+    """Run every script in examples/ (offline: the local model stands in for API models)."""
+    session.install("-e", ".[local]", env=BUILD_ENV)
+    scripts = sorted(p for p in (ROOT / "examples").glob("*.py") if not p.name.startswith("_"))
+    if session.posargs:
+        scripts = [p for p in scripts if any(arg in p.name for arg in session.posargs)]
+    failed = []
+    for script in scripts:
+        session.log(f"--- {script.name}")
+        try:
+            session.run(
+                "python",
+                "-c",
+                "import runpy, signal, sys; "
+                f"signal.alarm({EXAMPLE_TIMEOUT_S}); "
+                "sys.argv = [sys.argv[1]]; runpy.run_path(sys.argv[0], run_name='__main__')",
+                str(script),
+                env={"AGENTSCOPE_RT_EXAMPLES": "1"},
+            )
+        except nox.command.CommandFailed:
+            failed.append(script.name)
+    if failed:
+        session.error(f"examples failed: {', '.join(failed)}")
+    session.log(f"{len(scripts)} examples ran")
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff check, ruff format --check and mypy on the package."""
+    session.install("-e", ".[dev]")
+    session.run("ruff", "check", "agentscope_rt", "tests", "examples", "bench", "noxfile.py")
+    session.run("ruff", "format", "--check", "agentscope_rt", "tests", "examples", "bench")
+    session.run("mypy", "agentscope_rt")
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """Benchmarks against AgentScope (installed in its own venvs) and a hand-written floor."""
+    session.install("-e", ".")
+    session.run("python", "bench/run.py", *session.posargs, env={"PYTHON": sys.executable})

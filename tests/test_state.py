@@ -1,0 +1,231 @@
+from __future__ import annotations
+
+import enum
+import json
+import socket
+from typing import Any
+
+import attrs
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from agentscope_rt.exception import StateError
+from agentscope_rt.message import Msg, TextBlock, ToolUseBlock
+from agentscope_rt.module import StateModule
+
+from .strategies import json_data, msgs
+
+
+class Color(enum.Enum):
+    RED = "red"
+    BLUE = "blue"
+
+
+@attrs.define
+class Point:
+    x: int
+    y: int
+    label: str = ""
+
+
+class Leaf(StateModule):
+    history: list[Msg]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.count = 0
+        self.history = []
+        self.point = Point(1, 2)
+        self.color = Color.RED
+        self.register_state("count")
+        self.register_state("history")
+        self.register_state("point")
+        self.register_state("color")
+
+
+class Tree(StateModule):
+    def __init__(self) -> None:
+        super().__init__()
+        self.name = "root"
+        self.left = Leaf()
+        self.right = Leaf()
+        self.register_state("name")
+
+
+def test_submodules_tracked_and_nested() -> None:
+    tree = Tree()
+    tree.left.count = 3
+    tree.left.history.append(Msg("a", [TextBlock(text="hi")], "user"))
+    tree.right.point = Point(5, 6, "p")
+    tree.right.color = Color.BLUE
+    state = tree.state_dict()
+    assert set(state) == {"name", "left", "right"}
+    assert state["right"]["point"] == {"x": 5, "y": 6, "label": "p"}
+    assert state["right"]["color"] == "blue"
+    restored = Tree()
+    restored.load_state_dict(json.loads(json.dumps(state)))
+    assert restored.left.count == 3
+    assert restored.left.history == tree.left.history
+    assert isinstance(restored.left.history[0], Msg)
+    assert restored.right.point == Point(5, 6, "p")
+    assert restored.right.color is Color.BLUE
+
+
+def test_replacing_a_submodule_with_a_plain_value_untracks_it() -> None:
+    tree = Tree()
+    tree.left = None  # type: ignore[assignment]
+    assert "left" not in tree.state_dict()
+
+
+def test_submodule_before_super_init_is_a_clear_error() -> None:
+    class Broken(StateModule):
+        def __init__(self) -> None:
+            self.child = Leaf()
+            super().__init__()
+
+    with pytest.raises(AttributeError, match=r"super\(\).__init__\(\)"):
+        Broken()
+
+
+def test_unserialisable_attribute_fails_at_registration() -> None:
+    class Holder(StateModule):
+        def __init__(self) -> None:
+            super().__init__()
+            self.sock = socket.socket()
+            self.sock.close()
+
+    holder = Holder()
+    with pytest.raises(StateError, match="custom_to_json"):
+        holder.register_state("sock")
+    with pytest.raises(StateError, match="no attribute"):
+        holder.register_state("missing")
+
+
+def test_custom_functions() -> None:
+    class Holder(StateModule):
+        def __init__(self) -> None:
+            super().__init__()
+            self.items = {3, 1, 2}
+            self.register_state("items", sorted, set)
+
+    holder = Holder()
+    assert holder.state_dict() == {"items": [1, 2, 3]}
+    other = Holder()
+    other.items = set()
+    other.load_state_dict({"items": [5]})
+    assert other.items == {5}
+
+
+def test_registering_a_submodule_is_refused() -> None:
+    tree = Tree()
+    with pytest.raises(StateError, match="automatically"):
+        tree.register_state("left")
+
+
+def test_strict_load_reports_missing_and_unexpected_and_changes_nothing() -> None:
+    tree = Tree()
+    tree.left.count = 7
+    state = tree.state_dict()
+    del state["right"]["count"]
+    state["right"]["extra"] = 1
+    state["left"]["count"] = 99
+    with pytest.raises(StateError) as info:
+        tree.load_state_dict(state)
+    assert "right" in str(info.value)
+    assert "missing keys ['count']" in str(info.value)
+    assert "unexpected keys ['extra']" in str(info.value)
+    assert tree.left.count == 7  # nothing applied, even the valid part
+
+
+def test_bad_value_anywhere_changes_nothing() -> None:
+    tree = Tree()
+    state = tree.state_dict()
+    state["left"]["count"] = 12
+    state["right"]["history"] = [{"name": "a", "role": "user", "content": [{"type": "?"}]}]
+    with pytest.raises(StateError, match=r"right\.history\[0\]\.content\[0\]"):
+        tree.load_state_dict(state)
+    assert tree.left.count == 0
+
+
+def test_non_strict_load_takes_what_is_there() -> None:
+    tree = Tree()
+    tree.load_state_dict({"left": {"count": 4}, "unknown": 1}, strict=False)
+    assert tree.left.count == 4
+    assert tree.right.count == 0
+
+
+def test_state_dict_refuses_values_that_became_unserialisable() -> None:
+    class Holder(StateModule):
+        def __init__(self) -> None:
+            super().__init__()
+            self.data: Any = {"a": 1}
+            self.register_state("data")
+
+    holder = Holder()
+    holder.data = {"a": object()}
+    with pytest.raises(StateError, match="data"):
+        holder.state_dict()
+
+
+def test_load_state_of_wrong_shape() -> None:
+    with pytest.raises(StateError, match="expected a state object"):
+        Tree().load_state_dict({"name": "x", "left": [], "right": {}}, strict=False)
+
+
+# -- property: random nested trees round-trip through JSON --------------------------------------
+
+
+class Node(StateModule):
+    def __init__(self, depth: int, width: int) -> None:
+        super().__init__()
+        self.value: Any = None
+        self.msgs: list[Msg] = []
+        self.tool_calls: dict[str, ToolUseBlock] = {}
+        self.register_state("value", state_type=Any)
+        self.register_state("msgs", state_type=list[Msg])
+        self.register_state("tool_calls", state_type=dict[str, ToolUseBlock])
+        self.width = width
+        for index in range(width if depth > 0 else 0):
+            setattr(self, f"child{index}", Node(depth - 1, width))
+
+    def children(self) -> list[Node]:
+        return [getattr(self, f"child{i}") for i in range(self.width) if hasattr(self, f"child{i}")]
+
+    def walk(self) -> list[Node]:
+        nodes = [self]
+        for child in self.children():
+            nodes.extend(child.walk())
+        return nodes
+
+
+@st.composite
+def filled_trees(draw: st.DrawFn) -> Node:
+    tree = Node(draw(st.integers(0, 3)), draw(st.integers(1, 2)))
+    for node in tree.walk():
+        node.value = draw(json_data)
+        node.msgs = draw(st.lists(msgs, max_size=3))
+        node.tool_calls = {
+            key: ToolUseBlock(id=key, name="f", input=draw(st.dictionaries(st.text(), json_data)))
+            for key in draw(st.lists(st.text(max_size=5), max_size=2, unique=True))
+        }
+    return tree
+
+
+@given(filled_trees())
+def test_nested_state_roundtrip_property(tree: Node) -> None:
+    state = tree.state_dict()
+    text = json.dumps(state)
+    # Rebuild the same shape, then load.
+    copy = Node(_depth(tree), tree.width)
+    copy.load_state_dict(json.loads(text))
+    assert copy.state_dict() == state
+    for original, loaded in zip(tree.walk(), copy.walk(), strict=True):
+        assert loaded.msgs == original.msgs
+        assert loaded.tool_calls == original.tool_calls
+        assert all(isinstance(m, Msg) for m in loaded.msgs)
+
+
+def _depth(node: Node) -> int:
+    children = node.children()
+    return 0 if not children else 1 + _depth(children[0])
