@@ -1,0 +1,234 @@
+"""The default short-term memory: messages and their marks in a Python list.
+
+Memory sits on the agent's hot path (four additions and a couple of reads per tool-using
+reply), so it keeps an index of stored ids for de-duplication instead of scanning, copies
+messages with :meth:`Msg.copy` (not ``deepcopy``), and returns the stored messages themselves
+from :meth:`InMemoryMemory.get_memory` (as AgentScope does): treat them as read-only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._serde import structure, unstructure_msg
+from ..message import Msg
+from ._memory_base import MemoryBase, _check_marks
+
+__all__ = ["InMemoryMemory"]
+
+_Entry = tuple[Msg, list[str]]
+
+
+def _content_to_json(entries: list[_Entry]) -> list[list[Any]]:
+    # AgentScope writes each entry as a two-item JSON list; the converter would keep tuples.
+    return [[unstructure_msg(msg), list(marks)] for msg, marks in entries]
+
+
+def _content_from_json(data: Any) -> list[_Entry]:
+    return structure(data, list[tuple[Msg, list[str]]], what="state", path="content")
+
+
+def _check_mark_arg(value: Any, what: str) -> None:
+    if value is not None and not isinstance(value, str):
+        raise TypeError(f"{what} must be a string or None, not {type(value).__name__}")
+
+
+class InMemoryMemory(MemoryBase):
+    """Messages with their marks, in insertion order, held in memory.
+
+    ``content`` is a list of ``(Msg, marks)`` pairs; its saved form is AgentScope 1.0's
+    ``{"_compressed_summary": str, "content": [[msg_dict, [mark, ...]], ...]}``, so memories
+    saved by either library load in the other. Change it through the methods: they keep the
+    id index used for de-duplication up to date (assigning ``content`` as a whole is fine too).
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._entries: list[_Entry] = []
+        self._ids: dict[str, int] = {}
+        self.register_state(
+            "content", custom_to_json=_content_to_json, custom_from_json=_content_from_json
+        )
+
+    # ``content`` is a property so that loading state (or a user assigning it) rebuilds the
+    # id index; the methods below work on ``_entries`` directly.
+    @property
+    def content(self) -> list[_Entry]:
+        """The stored ``(Msg, marks)`` pairs, oldest first."""
+        return self._entries
+
+    @content.setter
+    def content(self, value: list[_Entry]) -> None:
+        entries: list[_Entry] = []
+        for index, item in enumerate(value):
+            if not isinstance(item, tuple | list) or len(item) != 2 or not isinstance(item[0], Msg):
+                raise TypeError(
+                    f"InMemoryMemory.content[{index}] must be a (Msg, marks) pair, "
+                    f"not {type(item).__name__}"
+                )
+            entries.append((item[0], _check_marks(item[1], f"content[{index}] marks")))
+        self._entries = entries
+        self._reindex()
+
+    def _reindex(self) -> None:
+        ids: dict[str, int] = {}
+        for msg, _ in self._entries:
+            ids[msg.id] = ids.get(msg.id, 0) + 1
+        self._ids = ids
+
+    def _forget(self, msg_id: str) -> None:
+        count = self._ids[msg_id] - 1
+        if count:
+            self._ids[msg_id] = count
+        else:
+            del self._ids[msg_id]
+
+    async def add(
+        self,
+        memories: Msg | list[Msg] | None,
+        marks: str | list[str] | None = None,
+        allow_duplicates: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        """Store copies of *memories*, each with its own copy of *marks*.
+
+        ``None`` (and ``None`` items in a list) are ignored. Without *allow_duplicates*, a
+        message whose id is already stored (or appears earlier in the same call) is skipped.
+
+        :raises TypeError: for an item that is not a Msg, or marks that are not strings.
+        """
+        if memories is None:
+            return
+        if memories.__class__ is Msg:
+            batch: list[Msg] | tuple[Msg, ...] = (memories,)  # type: ignore[assignment]
+        elif isinstance(memories, list | tuple):
+            batch = memories
+        elif isinstance(memories, Msg):
+            batch = (memories,)
+        else:
+            raise TypeError(
+                f"memories must be a Msg, a list of Msg or None, not {type(memories).__name__}"
+            )
+        mark_list = _check_marks(marks, "marks") if marks is not None else None
+        ids = self._ids
+        entries = self._entries
+        for index, msg in enumerate(batch):
+            if msg is None:
+                continue
+            if not isinstance(msg, Msg):
+                raise TypeError(f"memories[{index}] must be a Msg, not {type(msg).__name__}")
+            msg_id = msg.id
+            if msg_id in ids:
+                if not allow_duplicates:
+                    continue
+                ids[msg_id] += 1
+            else:
+                ids[msg_id] = 1
+            entries.append((msg.copy(), [] if mark_list is None else list(mark_list)))
+
+    async def delete(self, msg_ids: list[str], **kwargs: Any) -> int:
+        """Remove every stored message whose id is in *msg_ids*; return how many."""
+        wanted = set(msg_ids)
+        if not wanted.intersection(self._ids):
+            return 0
+        before = len(self._entries)
+        self._entries = [e for e in self._entries if e[0].id not in wanted]
+        self._reindex()
+        return before - len(self._entries)
+
+    async def delete_by_mark(self, mark: str | list[str], **kwargs: Any) -> int:
+        """Remove every message carrying *mark* (or any of the marks); return how many.
+
+        :raises TypeError: if *mark* is not a string or a list of strings.
+        """
+        wanted = _check_marks(mark, "mark")
+        entries = self._entries
+        # Most memories carry no marks at all: skip rebuilding the list then.
+        if not any(marks for _, marks in entries):
+            return 0
+        kept = [e for e in entries if not any(m in e[1] for m in wanted)]
+        removed = len(entries) - len(kept)
+        if removed:
+            self._entries = kept
+            self._reindex()
+        return removed
+
+    async def get_memory(
+        self,
+        mark: str | None = None,
+        exclude_mark: str | None = None,
+        prepend_summary: bool = True,
+        **kwargs: Any,
+    ) -> list[Msg]:
+        """The stored messages (not copies), filtered by *mark* / *exclude_mark*.
+
+        With *prepend_summary* and a compressed summary set, a user message holding the
+        summary comes first.
+
+        :raises TypeError: if *mark* or *exclude_mark* is neither a string nor ``None``.
+        """
+        if mark is None and exclude_mark is None:
+            msgs = [e[0] for e in self._entries]
+        else:
+            _check_mark_arg(mark, "mark")
+            _check_mark_arg(exclude_mark, "exclude_mark")
+            msgs = [
+                msg
+                for msg, marks in self._entries
+                if (mark is None or mark in marks)
+                and (exclude_mark is None or exclude_mark not in marks)
+            ]
+        if prepend_summary and self._compressed_summary:
+            msgs.insert(0, Msg("user", self._compressed_summary, "user"))
+        return msgs
+
+    async def update_messages_mark(
+        self,
+        new_mark: str | None,
+        old_mark: str | None = None,
+        msg_ids: list[str] | None = None,
+    ) -> int:
+        """Add, replace or remove a mark; return how many messages changed.
+
+        Messages considered: ids in *msg_ids* (all when ``None``) carrying *old_mark* (any
+        when ``None``). ``new_mark=None`` removes *old_mark*; otherwise *old_mark* is replaced
+        by *new_mark* (or *new_mark* added when it is not there yet).
+
+        :raises TypeError: if a mark is neither a string nor ``None``.
+        """
+        _check_mark_arg(new_mark, "new_mark")
+        _check_mark_arg(old_mark, "old_mark")
+        if new_mark is not None:
+            new_mark = str(new_mark)
+        wanted = None if msg_ids is None else set(msg_ids)
+        updated = 0
+        for msg, marks in self._entries:
+            if wanted is not None and msg.id not in wanted:
+                continue
+            if old_mark is not None and old_mark not in marks:
+                continue
+            if new_mark is None:
+                if old_mark is not None and old_mark in marks:
+                    marks.remove(old_mark)
+                    updated += 1
+                continue
+            if old_mark is not None:
+                marks.remove(old_mark)
+            if new_mark not in marks:
+                marks.append(new_mark)
+                updated += 1
+        return updated
+
+    async def size(self) -> int:
+        """The number of stored messages."""
+        return len(self._entries)
+
+    async def clear(self) -> None:
+        """Remove every message (the compressed summary is kept)."""
+        self._entries = []
+        self._ids = {}
+
+    def __repr__(self) -> str:
+        return (
+            f"InMemoryMemory(size={len(self._entries)}, summary={bool(self._compressed_summary)})"
+        )

@@ -1,0 +1,145 @@
+"""The short-term memory interface: :class:`MemoryBase` and the built-in :class:`MemoryMark`s."""
+
+from __future__ import annotations
+
+import enum
+from abc import ABC, abstractmethod
+from typing import Any
+
+from ..message import Msg
+from ..module import StateModule
+
+__all__ = ["MemoryBase", "MemoryMark"]
+
+
+class MemoryMark(enum.StrEnum):
+    """The marks the agents of this package put on messages in memory.
+
+    Marks are plain strings; these members compare and hash equal to their values, so
+    ``MemoryMark.HINT == "hint"`` and either form may be passed wherever a mark is expected.
+    """
+
+    HINT = "hint"
+    """A hint message for the next reasoning step, deleted once it has been formatted."""
+
+    COMPRESSED = "compressed"
+    """A message already folded into the compressed summary; kept, but no longer sent."""
+
+
+class MemoryBase(StateModule, ABC):
+    """Base class of short-term memories: an ordered store of messages, each with marks.
+
+    Marks are strings (see :class:`MemoryMark`) used to select or drop groups of messages,
+    e.g. hints that live for one reasoning step or messages folded into the compressed summary.
+    The compressed summary (``_compressed_summary``) is part of the state; when set,
+    :meth:`get_memory` returns it first as a user message.
+
+    Subclasses implement :meth:`add`, :meth:`delete`, :meth:`get_memory`,
+    :meth:`update_messages_mark`, :meth:`size` and :meth:`clear`.
+    """
+
+    _compressed_summary: str
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._compressed_summary = ""
+        self.register_state("_compressed_summary", state_type=str)
+
+    async def update_compressed_summary(self, summary: str) -> None:
+        """Replace the compressed summary (``""`` removes it).
+
+        :raises TypeError: if *summary* is not a string.
+        """
+        if not isinstance(summary, str):
+            raise TypeError(f"the compressed summary must be a str, not {type(summary).__name__}")
+        self._compressed_summary = summary
+
+    @abstractmethod
+    async def add(
+        self,
+        memories: Msg | list[Msg] | None,
+        marks: str | list[str] | None = None,
+        allow_duplicates: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        """Store copies of *memories* (``None`` is ignored), each with *marks*.
+
+        :param allow_duplicates: when false, a message whose id is already stored is skipped.
+        :raises TypeError: for something that is not a Msg, or marks that are not strings.
+        """
+
+    @abstractmethod
+    async def delete(self, msg_ids: list[str], **kwargs: Any) -> int:
+        """Remove the messages with these ids; return how many were removed."""
+
+    async def delete_by_mark(self, mark: str | list[str], **kwargs: Any) -> int:
+        """Remove every message carrying *mark* (or any of the marks); return how many.
+
+        This default selects the messages with :meth:`get_memory` and removes them with
+        :meth:`delete`; storages with an index on marks override it.
+
+        :raises TypeError: if *mark* is not a string or a list of strings.
+        """
+        marks = _check_marks(mark, "mark")
+        ids: list[str] = []
+        for one in marks:
+            ids.extend(m.id for m in await self.get_memory(mark=one, prepend_summary=False))
+        return await self.delete(ids) if ids else 0
+
+    @abstractmethod
+    async def get_memory(
+        self,
+        mark: str | None = None,
+        exclude_mark: str | None = None,
+        prepend_summary: bool = True,
+        **kwargs: Any,
+    ) -> list[Msg]:
+        """The stored messages in order: those carrying *mark* (all when ``None``), minus
+        those carrying *exclude_mark*. With *prepend_summary* and a compressed summary set,
+        the summary comes first as a user message.
+
+        :raises TypeError: if *mark* or *exclude_mark* is neither a string nor ``None``.
+        """
+
+    @abstractmethod
+    async def update_messages_mark(
+        self,
+        new_mark: str | None,
+        old_mark: str | None = None,
+        msg_ids: list[str] | None = None,
+    ) -> int:
+        """Add, replace or remove a mark on messages; return how many messages changed.
+
+        The messages considered are those with ids in *msg_ids* (all when ``None``) that carry
+        *old_mark* (any when ``None``). With *new_mark* ``None``, *old_mark* is removed from
+        them; otherwise *old_mark* (if given) is replaced by *new_mark*, or *new_mark* added.
+        """
+
+    @abstractmethod
+    async def size(self) -> int:
+        """The number of stored messages."""
+
+    @abstractmethod
+    async def clear(self) -> None:
+        """Remove every message (the compressed summary stays; set it to ``""`` to drop it)."""
+
+
+def _check_marks(marks: Any, what: str) -> list[str]:
+    """Normalise a mark or list of marks to a fresh list of plain strings."""
+    if marks is None:
+        return []
+    if isinstance(marks, str):
+        return [str(marks)] if marks.__class__ is not str else [marks]
+    if isinstance(marks, list | tuple):
+        out: list[str] = []
+        for m in marks:
+            if not isinstance(m, str):
+                raise TypeError(
+                    f"{what} must be a string or a list of strings; got an item of type "
+                    f"{type(m).__name__}"
+                )
+            out.append(m if m.__class__ is str else str(m))
+        return out
+    raise TypeError(
+        f"{what} must be a string, a list of strings or None, not {type(marks).__name__}"
+    )
