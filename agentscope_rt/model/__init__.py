@@ -1,13 +1,28 @@
-"""Chat models: the provider-independent interface, real providers and test doubles."""
+"""Chat models: the provider-independent interface, real providers and test doubles.
 
+* Interface: :class:`ChatModelBase`, :class:`ChatResponse`, :class:`ChatUsage`.
+* Retry policy shared by every provider: :class:`RetryConfig`.
+* Providers: :class:`OpenAIChatModel`, :class:`DashScopeChatModel`, :class:`AnthropicChatModel`
+  (plus the Ollama, Gemini and llama.cpp models below).
+* Test doubles for users' own tests: :class:`ScriptedChatModel`, :class:`FunctionChatModel`.
+"""
+
+from ._anthropic_model import AnthropicChatModel
+from ._dashscope_model import DashScopeChatModel
 from ._model_base import ChatModelBase, ToolChoice, validate_tool_choice
 from ._model_response import ChatResponse, ChatUsage, ResponseBlock
+from ._openai_model import OpenAIChatModel
+from ._retry import RetryConfig
 
 __all__ = [
+    "AnthropicChatModel",
     "ChatModelBase",
     "ChatResponse",
     "ChatUsage",
+    "DashScopeChatModel",
+    "OpenAIChatModel",
     "ResponseBlock",
+    "RetryConfig",
     "ToolChoice",
     "validate_tool_choice",
 ]

@@ -1,0 +1,363 @@
+"""Anthropic messages API through the official ``anthropic`` SDK.
+
+Guarantees (as for every provider): retries follow :class:`RetryConfig` only, a
+:class:`~agentscope_rt.exception.ModelAPIError` after the last try, cumulative streaming chunks
+with one id and ``is_last``/usage on the last, the HTTP response closed when the consumer stops
+early or is cancelled, and the API key kept out of reprs, logs and errors.
+
+Anthropic specifics:
+
+* A leading ``system`` message is sent as the separate ``system`` parameter.
+* Tools given in OpenAI's function format are converted to ``{"name", "description",
+  "input_schema"}``; ``tool_choice`` maps ``"auto"``/``"none"``/``"required"``/a name to
+  ``{"type": "auto"|"none"|"any"|"tool"}``.
+* Thinking arrives as ``thinking`` blocks (``thinking_delta`` when streaming) and becomes
+  :class:`ThinkingBlock`.
+* Streamed tool arguments are assembled from ``input_json_delta`` events; text that is not a
+  JSON object ends as ``ToolUseBlock(input={}, raw_input=<text>)``.
+* Structured output is a forced call of the tool ``generate_structured_output``; the validated
+  data is returned in ``ChatResponse.metadata``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncGenerator
+from typing import Any, ClassVar
+
+from .._schema import StructuredModel
+from ..message import TextBlock, ThinkingBlock, ToolUseBlock
+from ._common import (
+    STRUCTURED_TOOL_NAME,
+    logger,
+    parse_partial_json,
+    parse_tool_input,
+    resolve_api_key,
+    structured_tool,
+    validated_metadata,
+)
+from ._model_base import ChatModelBase, ToolChoice, validate_tool_choice
+from ._model_response import ChatResponse, ChatUsage, ResponseBlock
+from ._retry import RetryConfig, call_with_retry, close_shielded, stream_with_retry
+from ._sdk_stream import close_sdk_stream
+
+__all__ = ["AnthropicChatModel"]
+
+
+def _anthropic_tool(schema: dict[str, Any]) -> dict[str, Any]:
+    """Convert an OpenAI function-format tool schema to Anthropic's tool format."""
+    if "input_schema" in schema:
+        return schema
+    function = schema.get("function")
+    if not isinstance(function, dict) or "name" not in function:
+        raise ValueError(
+            "each tool must be {'type': 'function', 'function': {'name': ..., 'parameters': "
+            f"...}} (as Toolkit.get_json_schemas returns), got {schema!r}"
+        )
+    tool: dict[str, Any] = {
+        "name": function["name"],
+        "input_schema": function.get("parameters") or {"type": "object", "properties": {}},
+    }
+    if function.get("description"):
+        tool["description"] = function["description"]
+    return tool
+
+
+def _anthropic_tool_choice(tool_choice: str) -> dict[str, Any]:
+    if tool_choice == "auto":
+        return {"type": "auto"}
+    if tool_choice == "none":
+        return {"type": "none"}
+    if tool_choice == "required":
+        return {"type": "any"}
+    return {"type": "tool", "name": tool_choice}
+
+
+class AnthropicChatModel(ChatModelBase):
+    """A chat model served by Anthropic's messages API.
+
+    :param model_name: the model, e.g. ``"claude-sonnet-4-5"``.
+    :param api_key: the API key; defaults to the ``ANTHROPIC_API_KEY`` environment variable
+        (may be omitted when ``client_kwargs`` names a ``base_url``).
+    :param max_tokens: the generation limit sent with every request.
+    :param stream: whether calls return an async generator of cumulative chunks.
+    :param thinking: extended-thinking configuration, e.g.
+        ``{"type": "enabled", "budget_tokens": 1024}``.
+    :param stream_tool_parsing: parse partial tool arguments in intermediate stream chunks.
+    :param client_kwargs: passed to ``anthropic.AsyncAnthropic`` (``max_retries`` is ignored).
+    :param generate_kwargs: sent with every request, e.g. ``{"temperature": 0}``.
+    :param retry_config: the retry policy; ``None`` means ``RetryConfig()``.
+    :raises ValueError: when no API key is available.
+    """
+
+    provider: ClassVar[str] = "anthropic"
+
+    def __init__(
+        self,
+        model_name: str,
+        api_key: str | None = None,
+        max_tokens: int = 2048,
+        stream: bool = True,
+        thinking: dict[str, Any] | None = None,
+        stream_tool_parsing: bool = True,
+        client_kwargs: dict[str, Any] | None = None,
+        generate_kwargs: dict[str, Any] | None = None,
+        retry_config: RetryConfig | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(model_name, stream)
+        if kwargs:
+            logger.warning(
+                "AnthropicChatModel ignores unknown keyword arguments: %s", sorted(kwargs)
+            )
+        client_kwargs = dict(client_kwargs or {})
+        if client_kwargs.pop("max_retries", None) is not None:
+            logger.warning(
+                "AnthropicChatModel: client_kwargs['max_retries'] is ignored; use retry_config"
+            )
+        key = resolve_api_key(
+            api_key,
+            "ANTHROPIC_API_KEY",
+            "AnthropicChatModel",
+            required=not client_kwargs.get("base_url"),
+        )
+        self._secrets: tuple[str, ...] = (key,) if key else ()
+        self.max_tokens = max_tokens
+        self.thinking = thinking
+        self.stream_tool_parsing = stream_tool_parsing
+        self.generate_kwargs: dict[str, Any] = dict(generate_kwargs or {})
+        self.retry_config = retry_config or RetryConfig()
+
+        import anthropic
+
+        self.client = anthropic.AsyncAnthropic(
+            api_key=key or "unused", max_retries=0, **client_kwargs
+        )
+
+    async def aclose(self) -> None:
+        """Close the SDK client and its connection pool (safe to call twice)."""
+        await close_shielded(self.client)
+
+    async def __aenter__(self) -> AnthropicChatModel:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    def _request_kwargs(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        tool_choice: ToolChoice | None,
+        structured_model: StructuredModel | None,
+        generate_kwargs: dict[str, Any],
+    ) -> dict[str, Any]:
+        if not isinstance(messages, list) or not messages:
+            raise ValueError("messages must be a non-empty list of dicts (from a formatter)")
+        for index, message in enumerate(messages):
+            if not isinstance(message, dict) or "role" not in message:
+                raise ValueError(
+                    f"messages[{index}] must be a dict with a 'role' key; format Msg objects "
+                    "with a formatter first"
+                )
+        kwargs: dict[str, Any] = {
+            "model": self.model_name,
+            "max_tokens": self.max_tokens,
+            **self.generate_kwargs,
+            **generate_kwargs,
+        }
+        if self.thinking and "thinking" not in kwargs:
+            kwargs["thinking"] = self.thinking
+        if structured_model is not None:
+            if tools or tool_choice:
+                logger.warning(
+                    "AnthropicChatModel: structured_model given, so tools and tool_choice are "
+                    "ignored"
+                )
+            kwargs["tools"] = [_anthropic_tool(structured_tool(structured_model))]
+            kwargs["tool_choice"] = {"type": "tool", "name": STRUCTURED_TOOL_NAME}
+        else:
+            if tools:
+                kwargs["tools"] = [_anthropic_tool(t) for t in tools]
+            if tool_choice:
+                validate_tool_choice(tool_choice, tools)
+                kwargs["tool_choice"] = _anthropic_tool_choice(tool_choice)
+        if messages[0]["role"] == "system":
+            kwargs["system"] = messages[0].get("content", "")
+            messages = messages[1:]
+        kwargs["messages"] = messages
+        if self.stream:
+            kwargs["stream"] = True
+        return kwargs
+
+    async def __call__(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
+        tool_choice: ToolChoice | None = None,
+        structured_model: StructuredModel | None = None,
+        **generate_kwargs: Any,
+    ) -> ChatResponse | AsyncGenerator[ChatResponse, None]:
+        """Send one messages request.
+
+        :param messages: Anthropic-format messages; a leading system message is sent as
+            ``system``.
+        :param tools: tool schemas in OpenAI's function format (converted here).
+        :param tool_choice: ``"auto"``, ``"none"``, ``"required"`` or a tool name.
+        :param structured_model: pydantic/attrs class or JSON schema; the validated data is
+            returned in ``metadata`` (``tools`` and ``tool_choice`` are then ignored).
+        :param generate_kwargs: extra request fields for this call.
+        :returns: a :class:`ChatResponse`, or an async generator of cumulative chunks.
+        :raises ModelAPIError: when the server fails after all retries.
+        :raises ModelResponseError: when structured output does not validate.
+        :raises ValueError: for malformed messages, tools or tool_choice.
+        """
+        kwargs = self._request_kwargs(
+            messages, tools, tool_choice, structured_model, generate_kwargs
+        )
+        if self.stream:
+            return stream_with_retry(
+                self.provider,
+                lambda: self._stream_once(kwargs, structured_model),
+                self.retry_config,
+                redact=self._secrets,
+            )
+        start = time.monotonic()
+        message = await call_with_retry(
+            self.provider,
+            lambda: self.client.messages.create(**kwargs),
+            self.retry_config,
+            redact=self._secrets,
+        )
+        blocks: list[ResponseBlock] = []
+        for block in message.content:
+            kind = getattr(block, "type", None)
+            if kind == "text":
+                blocks.append(TextBlock(block.text))
+            elif kind == "thinking":
+                blocks.append(ThinkingBlock(block.thinking))
+            elif kind == "tool_use":
+                if isinstance(block.input, dict):
+                    blocks.append(ToolUseBlock(block.id, block.name, block.input))
+                else:
+                    blocks.append(ToolUseBlock(block.id, block.name, {}, repr(block.input)))
+        response = ChatResponse(
+            blocks,
+            usage=ChatUsage(
+                message.usage.input_tokens or 0,
+                message.usage.output_tokens or 0,
+                time.monotonic() - start,
+            ),
+        )
+        if message.id:
+            response.id = message.id
+        if structured_model is not None:
+            response.metadata = self._structured_metadata(blocks, structured_model)
+        return response
+
+    def _structured_metadata(
+        self, blocks: list[ResponseBlock], structured_model: StructuredModel
+    ) -> dict[str, Any]:
+        for block in blocks:
+            if isinstance(block, ToolUseBlock) and block.name == STRUCTURED_TOOL_NAME:
+                data: Any = block.input if block.raw_input is None else block.raw_input
+                return validated_metadata(structured_model, data, self.provider)
+        text = "".join(b.text for b in blocks if isinstance(b, TextBlock))
+        return validated_metadata(structured_model, text, self.provider)
+
+    async def _stream_once(
+        self, kwargs: dict[str, Any], structured_model: StructuredModel | None
+    ) -> AsyncGenerator[ChatResponse, None]:
+        """One streaming attempt: open the event stream and yield cumulative chunks."""
+        start = time.monotonic()
+        stream = await self.client.messages.create(**kwargs)
+        response_id: str | None = None
+        input_tokens = 0
+        output_tokens = 0
+        # index -> [kind, text/thinking/json text, tool id, tool name, last parsed input]
+        parts: dict[int, list[Any]] = {}
+        try:
+            while True:
+                try:
+                    event = await stream.__anext__()
+                except StopAsyncIteration:
+                    break
+                kind = event.type
+                if kind == "message_start":
+                    response_id = event.message.id
+                    input_tokens = event.message.usage.input_tokens or 0
+                    output_tokens = event.message.usage.output_tokens or 0
+                elif kind == "content_block_start":
+                    block = event.content_block
+                    if block.type == "text":
+                        parts[event.index] = ["text", block.text or "", None, None, None]
+                    elif block.type == "thinking":
+                        parts[event.index] = ["thinking", block.thinking or "", None, None, None]
+                    elif block.type == "tool_use":
+                        parts[event.index] = ["tool_use", "", block.id, block.name, {}]
+                    else:
+                        continue
+                    if parts[event.index][1]:
+                        yield self._chunk(response_id, parts, False, None)
+                elif kind == "content_block_delta":
+                    part = parts.get(event.index)
+                    delta = event.delta
+                    if part is None:
+                        continue
+                    if delta.type == "text_delta":
+                        part[1] += delta.text
+                    elif delta.type == "thinking_delta":
+                        part[1] += delta.thinking
+                    elif delta.type == "input_json_delta":
+                        part[1] += delta.partial_json
+                    else:
+                        continue
+                    yield self._chunk(response_id, parts, False, None)
+                elif kind == "message_delta":
+                    usage = getattr(event, "usage", None)
+                    if usage is not None and usage.output_tokens is not None:
+                        output_tokens = usage.output_tokens
+                    if usage is not None and getattr(usage, "input_tokens", None):
+                        input_tokens = usage.input_tokens
+        finally:
+            await close_sdk_stream(stream)
+        final = self._chunk(
+            response_id,
+            parts,
+            True,
+            ChatUsage(input_tokens, output_tokens, time.monotonic() - start),
+        )
+        if structured_model is not None:
+            final.metadata = self._structured_metadata(final.content, structured_model)
+        yield final
+
+    def _chunk(
+        self,
+        response_id: str | None,
+        parts: dict[int, list[Any]],
+        is_last: bool,
+        usage: ChatUsage | None,
+    ) -> ChatResponse:
+        blocks: list[ResponseBlock] = []
+        for part in parts.values():
+            kind = part[0]
+            if kind == "text":
+                if part[1]:
+                    blocks.append(TextBlock(part[1]))
+            elif kind == "thinking":
+                if part[1]:
+                    blocks.append(ThinkingBlock(part[1]))
+            elif is_last:
+                tool_input, raw = parse_tool_input(part[1])
+                blocks.append(ToolUseBlock(part[2], part[3], tool_input, raw))
+            elif self.stream_tool_parsing:
+                partial = parse_partial_json(part[1])
+                if partial is not None:
+                    part[4] = partial
+                blocks.append(ToolUseBlock(part[2], part[3], part[4]))
+            else:
+                blocks.append(ToolUseBlock(part[2], part[3], {}))
+        response = ChatResponse(blocks, stream=True, is_last=is_last, usage=usage)
+        if response_id:
+            response.id = response_id
+        return response

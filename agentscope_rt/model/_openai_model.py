@@ -1,0 +1,409 @@
+"""OpenAI chat completions through the official ``openai`` SDK.
+
+Works with any OpenAI-compatible server: pass ``client_kwargs={"base_url": ...}``.
+
+Guarantees:
+
+* Retries follow :class:`RetryConfig` only (the SDK's own retries are switched off); after the
+  last try a :class:`~agentscope_rt.exception.ModelAPIError` names provider, status and message.
+* Streaming yields cumulative :class:`ChatResponse` chunks as the server sends them, all with
+  the response's id; the last has ``is_last=True`` and the usage. Closing the generator early
+  (``aclose``) or cancelling the consumer closes the HTTP response.
+* Tool-argument text that is not a JSON object yields ``ToolUseBlock(input={},
+  raw_input=<text>)`` instead of an exception.
+* Structured output is requested as a forced call of the function
+  ``generate_structured_output`` whose parameters are the model's JSON schema. This works on
+  every OpenAI-compatible server that supports tools (DashScope, DeepSeek, vLLM, ...), unlike
+  ``response_format={"type": "json_schema"}``, whose strict mode also rejects schemas with
+  optional fields. The validated data is returned in ``ChatResponse.metadata``.
+* The API key never appears in ``repr``, logs or error messages.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncGenerator
+from typing import Any, ClassVar, Literal
+
+from .._schema import StructuredModel
+from ..message import AudioBlock, Base64Source, TextBlock, ThinkingBlock, ToolUseBlock
+from ._common import (
+    STRUCTURED_TOOL_NAME,
+    logger,
+    parse_partial_json,
+    parse_tool_input,
+    resolve_api_key,
+    structured_tool,
+    validated_metadata,
+)
+from ._model_base import ChatModelBase, ToolChoice, validate_tool_choice
+from ._model_response import ChatResponse, ChatUsage, ResponseBlock
+from ._retry import RetryConfig, call_with_retry, close_shielded, stream_with_retry
+from ._sdk_stream import close_sdk_stream
+
+__all__ = ["OpenAIChatModel"]
+
+
+def _reasoning_of(obj: Any) -> str:
+    """Reasoning text of a message or delta (``reasoning_content`` or ``reasoning``)."""
+    for name in ("reasoning_content", "reasoning"):
+        value = getattr(obj, name, None)
+        if isinstance(value, str):
+            return value
+    return ""
+
+
+class OpenAIChatModel(ChatModelBase):
+    """A chat model served by OpenAI's chat completions API (or a compatible server).
+
+    :param model_name: the model, e.g. ``"gpt-4o-mini"``.
+    :param api_key: the API key; defaults to the ``OPENAI_API_KEY`` environment variable. May
+        be omitted when ``client_kwargs`` names a ``base_url`` (local compatible servers).
+    :param stream: whether calls return an async generator of cumulative chunks.
+    :param reasoning_effort: sent as ``reasoning_effort`` unless a call overrides it.
+    :param organization: the OpenAI organization id.
+    :param stream_tool_parsing: parse partial tool arguments in intermediate stream chunks
+        (otherwise their ``input`` stays ``{}`` until the last chunk).
+    :param client_type: ``"openai"`` or ``"azure"`` (``AsyncAzureOpenAI``).
+    :param client_kwargs: passed to the SDK client, e.g. ``{"base_url": ..., "timeout": 30}``.
+        ``max_retries`` is ignored: :paramref:`retry_config` governs retries.
+    :param generate_kwargs: sent with every request, e.g. ``{"temperature": 0}``.
+    :param retry_config: the retry policy; ``None`` means ``RetryConfig()``.
+    :raises ValueError: when no API key is available, or for an unknown ``client_type``.
+    """
+
+    provider: ClassVar[str] = "openai"
+    api_key_env: ClassVar[str] = "OPENAI_API_KEY"
+
+    def __init__(
+        self,
+        model_name: str,
+        api_key: str | None = None,
+        stream: bool = True,
+        reasoning_effort: Literal["none", "minimal", "low", "medium", "high", "xhigh"]
+        | str
+        | None = None,
+        organization: str | None = None,
+        stream_tool_parsing: bool = True,
+        client_type: Literal["openai", "azure"] = "openai",
+        client_kwargs: dict[str, Any] | None = None,
+        generate_kwargs: dict[str, Any] | None = None,
+        retry_config: RetryConfig | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(model_name, stream)
+        if kwargs:
+            logger.warning(
+                "%s ignores unknown keyword arguments: %s", type(self).__name__, sorted(kwargs)
+            )
+        if client_type not in ("openai", "azure"):
+            raise ValueError(f"client_type must be 'openai' or 'azure', not {client_type!r}")
+        client_kwargs = dict(client_kwargs or {})
+        if client_kwargs.pop("max_retries", None) is not None:
+            logger.warning(
+                "%s: client_kwargs['max_retries'] is ignored; use retry_config",
+                type(self).__name__,
+            )
+        has_endpoint = bool(client_kwargs.get("base_url") or client_kwargs.get("azure_endpoint"))
+        key = resolve_api_key(
+            api_key, self.api_key_env, type(self).__name__, required=not has_endpoint
+        )
+        self._secrets: tuple[str, ...] = (key,) if key else ()
+        self.reasoning_effort = reasoning_effort
+        self.stream_tool_parsing = stream_tool_parsing
+        self.generate_kwargs: dict[str, Any] = dict(generate_kwargs or {})
+        self.retry_config = retry_config or RetryConfig()
+
+        import openai
+
+        cls = openai.AsyncAzureOpenAI if client_type == "azure" else openai.AsyncOpenAI
+        self.client = cls(
+            api_key=key or "unused",
+            organization=organization,
+            max_retries=0,
+            **client_kwargs,
+        )
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        """Close the SDK client and its connection pool (safe to call twice)."""
+        await close_shielded(self.client)
+
+    async def __aenter__(self) -> OpenAIChatModel:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    # -- request --------------------------------------------------------------------------
+
+    def _request_kwargs(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        tool_choice: ToolChoice | None,
+        structured_model: StructuredModel | None,
+        generate_kwargs: dict[str, Any],
+    ) -> dict[str, Any]:
+        if not isinstance(messages, list):
+            raise TypeError(
+                f"messages must be a list of dicts (from a formatter), not "
+                f"{type(messages).__name__}"
+            )
+        for index, message in enumerate(messages):
+            if not isinstance(message, dict) or "role" not in message:
+                raise ValueError(
+                    f"messages[{index}] must be a dict with a 'role' key; format Msg objects "
+                    "with a formatter first"
+                )
+        kwargs: dict[str, Any] = {
+            "model": self.model_name,
+            "messages": messages,
+            **self.generate_kwargs,
+            **generate_kwargs,
+        }
+        if self.reasoning_effort and "reasoning_effort" not in kwargs:
+            kwargs["reasoning_effort"] = self.reasoning_effort
+        if structured_model is not None:
+            if tools or tool_choice:
+                logger.warning(
+                    "%s: structured_model given, so tools and tool_choice are ignored",
+                    type(self).__name__,
+                )
+            kwargs["tools"] = [structured_tool(structured_model)]
+            kwargs["tool_choice"] = {
+                "type": "function",
+                "function": {"name": STRUCTURED_TOOL_NAME},
+            }
+        else:
+            if tools:
+                kwargs["tools"] = tools
+            if tool_choice:
+                validate_tool_choice(tool_choice, tools)
+                kwargs["tool_choice"] = self._format_tool_choice(tool_choice)
+        if self.stream:
+            kwargs["stream"] = True
+            kwargs["stream_options"] = {"include_usage": True}
+        return kwargs
+
+    @staticmethod
+    def _format_tool_choice(tool_choice: str) -> str | dict[str, Any]:
+        if tool_choice in ("auto", "none", "required"):
+            return tool_choice
+        return {"type": "function", "function": {"name": tool_choice}}
+
+    async def __call__(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
+        tool_choice: ToolChoice | None = None,
+        structured_model: StructuredModel | None = None,
+        **generate_kwargs: Any,
+    ) -> ChatResponse | AsyncGenerator[ChatResponse, None]:
+        """Send one chat completion request.
+
+        :param messages: OpenAI-format messages (from an OpenAI-style formatter).
+        :param tools: tool schemas in OpenAI's function format.
+        :param tool_choice: ``"auto"``, ``"none"``, ``"required"`` or a tool name.
+        :param structured_model: pydantic/attrs class or JSON schema; forces a call of
+            ``generate_structured_output`` and returns the validated data in ``metadata``
+            (``tools`` and ``tool_choice`` are then ignored).
+        :param generate_kwargs: extra request fields for this call.
+        :returns: a :class:`ChatResponse`, or an async generator of cumulative chunks when
+            streaming.
+        :raises ModelAPIError: when the server fails after all retries.
+        :raises ModelResponseError: when structured output does not validate.
+        :raises ValueError: for malformed messages or an unknown tool_choice.
+        """
+        kwargs = self._request_kwargs(
+            messages, tools, tool_choice, structured_model, generate_kwargs
+        )
+        if self.stream:
+            return stream_with_retry(
+                self.provider,
+                lambda: self._stream_once(kwargs, structured_model),
+                self.retry_config,
+                redact=self._secrets,
+            )
+        start = time.monotonic()
+        completion = await call_with_retry(
+            self.provider,
+            lambda: self.client.chat.completions.create(**kwargs),
+            self.retry_config,
+            redact=self._secrets,
+        )
+        return self._parse_completion(completion, start, structured_model)
+
+    # -- responses ------------------------------------------------------------------------
+
+    def _audio_type(self) -> str:
+        audio = self.generate_kwargs.get("audio")
+        fmt = audio.get("format") if isinstance(audio, dict) else None
+        return f"audio/{fmt or 'wav'}"
+
+    def _parse_completion(
+        self, completion: Any, start: float, structured_model: StructuredModel | None
+    ) -> ChatResponse:
+        blocks: list[ResponseBlock] = []
+        if completion.choices:
+            message = completion.choices[0].message
+            reasoning = _reasoning_of(message)
+            if reasoning:
+                blocks.append(ThinkingBlock(reasoning))
+            if message.content:
+                blocks.append(TextBlock(message.content))
+            audio = getattr(message, "audio", None)
+            if audio is not None and getattr(audio, "data", None):
+                blocks.append(AudioBlock(Base64Source(self._audio_type(), audio.data)))
+                if getattr(audio, "transcript", None):
+                    blocks.append(TextBlock(audio.transcript))
+            for call in message.tool_calls or []:
+                function = getattr(call, "function", None)
+                if function is None:
+                    continue
+                tool_input, raw = parse_tool_input(function.arguments)
+                blocks.append(ToolUseBlock(call.id, function.name, tool_input, raw))
+        usage = None
+        if completion.usage is not None:
+            usage = ChatUsage(
+                completion.usage.prompt_tokens or 0,
+                completion.usage.completion_tokens or 0,
+                time.monotonic() - start,
+            )
+        response = ChatResponse(blocks, usage=usage)
+        if completion.id:
+            response.id = completion.id
+        if structured_model is not None:
+            response.metadata = self._structured_metadata(blocks, structured_model)
+        return response
+
+    def _structured_metadata(
+        self, blocks: list[ResponseBlock], structured_model: StructuredModel
+    ) -> dict[str, Any]:
+        for block in blocks:
+            if isinstance(block, ToolUseBlock) and block.name == STRUCTURED_TOOL_NAME:
+                data: Any = block.input if block.raw_input is None else block.raw_input
+                return validated_metadata(structured_model, data, self.provider)
+        # Some compatible servers answer with JSON text instead of the forced tool call.
+        text = "".join(b.text for b in blocks if isinstance(b, TextBlock))
+        parsed, raw = parse_tool_input(text)
+        return validated_metadata(
+            structured_model, parsed if raw is None and text else text, self.provider
+        )
+
+    async def _stream_once(
+        self, kwargs: dict[str, Any], structured_model: StructuredModel | None
+    ) -> AsyncGenerator[ChatResponse, None]:
+        """One streaming attempt: open the stream and yield cumulative chunks."""
+        start = time.monotonic()
+        stream = await self.client.chat.completions.create(**kwargs)
+        response_id: str | None = None
+        text = ""
+        thinking = ""
+        audio = ""
+        transcript = ""
+        calls: dict[int, list[Any]] = {}  # index -> [id, name, arguments, last parsed input]
+        usage: ChatUsage | None = None
+        try:
+            while True:
+                try:
+                    chunk = await stream.__anext__()
+                except StopAsyncIteration:
+                    break
+                if response_id is None and chunk.id:
+                    response_id = chunk.id
+                if chunk.usage is not None:
+                    usage = ChatUsage(
+                        chunk.usage.prompt_tokens or 0,
+                        chunk.usage.completion_tokens or 0,
+                    )
+                if not chunk.choices:
+                    continue
+                delta = chunk.choices[0].delta
+                changed = False
+                piece = _reasoning_of(delta)
+                if piece:
+                    thinking += piece
+                    changed = True
+                if delta.content:
+                    text += delta.content
+                    changed = True
+                delta_audio = getattr(delta, "audio", None)
+                if isinstance(delta_audio, dict):
+                    if delta_audio.get("data"):
+                        audio += delta_audio["data"]
+                        changed = True
+                    if delta_audio.get("transcript"):
+                        transcript += delta_audio["transcript"]
+                        changed = True
+                for call in delta.tool_calls or []:
+                    entry = calls.get(call.index)
+                    function = call.function
+                    if entry is None:
+                        entry = calls[call.index] = [call.id or "", "", "", {}]
+                    elif call.id and not entry[0]:
+                        entry[0] = call.id
+                    if function is not None:
+                        if function.name and not entry[1]:
+                            entry[1] = function.name
+                        if function.arguments:
+                            entry[2] += function.arguments
+                    changed = True
+                if changed:
+                    yield self._stream_chunk(
+                        response_id, thinking, audio, text + transcript, calls, False, None
+                    )
+        finally:
+            await close_sdk_stream(stream)
+        final = self._stream_chunk(
+            response_id,
+            thinking,
+            audio,
+            text + transcript,
+            calls,
+            True,
+            ChatUsage(
+                usage.input_tokens if usage else 0,
+                usage.output_tokens if usage else 0,
+                time.monotonic() - start,
+            ),
+        )
+        if structured_model is not None:
+            final.metadata = self._structured_metadata(final.content, structured_model)
+        yield final
+
+    def _stream_chunk(
+        self,
+        response_id: str | None,
+        thinking: str,
+        audio: str,
+        text: str,
+        calls: dict[int, list[Any]],
+        is_last: bool,
+        usage: ChatUsage | None,
+    ) -> ChatResponse:
+        blocks: list[ResponseBlock] = []
+        if thinking:
+            blocks.append(ThinkingBlock(thinking))
+        if audio:
+            blocks.append(AudioBlock(Base64Source(self._audio_type(), audio)))
+        if text:
+            blocks.append(TextBlock(text))
+        for entry in calls.values():
+            call_id, name, arguments = entry[0], entry[1], entry[2]
+            if is_last:
+                tool_input, raw = parse_tool_input(arguments)
+                blocks.append(ToolUseBlock(call_id, name, tool_input, raw))
+                continue
+            if self.stream_tool_parsing:
+                partial = parse_partial_json(arguments)
+                if partial is not None:
+                    entry[3] = partial
+                blocks.append(ToolUseBlock(call_id, name, entry[3]))
+            else:
+                blocks.append(ToolUseBlock(call_id, name, {}))
+        response = ChatResponse(blocks, stream=True, is_last=is_last, usage=usage)
+        if response_id:
+            response.id = response_id
+        return response

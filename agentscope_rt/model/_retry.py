@@ -1,0 +1,402 @@
+"""One retry policy for every model provider.
+
+Every provider in :mod:`agentscope_rt.model` sends its requests through the two helpers here,
+so retries behave the same everywhere:
+
+* :func:`call_with_retry` runs a request coroutine; :func:`stream_with_retry` wraps an async
+  generator of stream chunks.
+* A failure is *retryable* when it is an HTTP 408, 409, 429 or 5xx answer, a connection error
+  or a timeout. Between tries the helper sleeps with exponential backoff
+  (``initial_delay * multiplier ** n``, capped at ``max_delay``, spread by ``jitter``); when the
+  server sent ``Retry-After`` (seconds or an HTTP date) or ``retry-after-ms``, that wait is used
+  instead (also capped at ``max_delay``).
+* After the last try — or at once for a non-retryable HTTP error such as 400 or 401 — the helper
+  raises :class:`~agentscope_rt.exception.ModelAPIError` naming the provider, the HTTP status
+  (``None`` when no response arrived), the provider's own message and the number of attempts.
+  Exceptions that are not provider errors (bugs, validation errors) pass through untouched, and
+  cancellation is never caught.
+* A stream is retried only until its first chunk has been yielded: once the caller has seen
+  output, starting again would duplicate it, so a later failure raises ``ModelAPIError`` at once.
+  The wrapped generator is always closed (``aclose``), which closes the HTTP response, whether
+  the stream ends, fails, is closed early by the consumer or is cancelled.
+
+SDK clients must be built with their own retries disabled (``max_retries=0``) so that this is
+the only policy. Messages are scrubbed of the secrets a provider passes in ``redact`` before
+they reach an exception.
+
+Usage by a provider::
+
+    response = await call_with_retry(
+        "ollama", lambda: client.post("/api/chat", json=body), config, redact=(api_key,)
+    )
+
+    def open_stream() -> AsyncGenerator[ChatResponse, None]:
+        return self._stream_once(body)          # a fresh request each time
+
+    return stream_with_retry("ollama", open_stream, config)
+
+Tests make retries fast with e.g. ``RetryConfig(initial_delay=0.01, max_delay=0.05)``.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import random
+import time
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping
+from typing import Any, TypeVar
+
+import anyio
+import attrs
+import httpx
+
+from ..exception import ModelAPIError
+
+__all__ = [
+    "RETRYABLE_STATUS",
+    "FailureInfo",
+    "RetryConfig",
+    "call_with_retry",
+    "classify_error",
+    "close_shielded",
+    "parse_retry_after",
+    "stream_with_retry",
+]
+
+T = TypeVar("T")
+
+RETRYABLE_STATUS = frozenset({408, 409, 429})
+"""HTTP statuses retried besides every 5xx (timeout, conflict/lock, rate limit)."""
+
+_REDACTED = "***"
+
+CLOSE_TIMEOUT = 5.0
+"""Seconds a shielded close of a stream or response may take before it is abandoned."""
+
+
+def _non_negative(_instance: Any, attribute: attrs.Attribute[Any], value: float) -> None:
+    if value < 0:
+        raise ValueError(f"RetryConfig.{attribute.name} must be >= 0, got {value!r}")
+
+
+def _jitter_range(_instance: Any, _attribute: attrs.Attribute[Any], value: float) -> None:
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"RetryConfig.jitter must be between 0 and 1, got {value!r}")
+
+
+@attrs.frozen
+class RetryConfig:
+    """How often and how patiently a model request is retried.
+
+    The wait before retry *n* (0-based) is ``min(max_delay, initial_delay * multiplier ** n)``,
+    multiplied by a random factor in ``[1 - jitter, 1 + jitter]`` (and capped at ``max_delay``
+    again) so that many clients do not retry in lockstep. A server's ``Retry-After`` replaces
+    the computed wait when ``respect_retry_after`` is true.
+
+    :param max_retries: retries after the first attempt (``0`` disables retrying).
+    :param initial_delay: seconds before the first retry.
+    :param max_delay: upper bound of any single wait, ``Retry-After`` included.
+    :param multiplier: growth factor of the wait per retry.
+    :param jitter: relative spread of each wait, between 0 and 1.
+    :param respect_retry_after: use the server's ``Retry-After`` / ``retry-after-ms``.
+    :raises ValueError: for negative numbers, a multiplier below 1 or jitter outside ``[0, 1]``.
+    """
+
+    max_retries: int = attrs.field(default=3, validator=_non_negative)
+    initial_delay: float = attrs.field(default=1.0, validator=_non_negative)
+    max_delay: float = attrs.field(default=30.0, validator=_non_negative)
+    multiplier: float = attrs.field(default=2.0)
+    jitter: float = attrs.field(default=0.1, validator=_jitter_range)
+    respect_retry_after: bool = True
+
+    @multiplier.validator
+    def _check_multiplier(self, _attribute: attrs.Attribute[Any], value: float) -> None:
+        if value < 1.0:
+            raise ValueError(f"RetryConfig.multiplier must be >= 1, got {value!r}")
+
+    def backoff(self, retry_index: int) -> float:
+        """The wait in seconds before retry *retry_index* (0-based), jitter applied."""
+        base = min(self.max_delay, self.initial_delay * self.multiplier**retry_index)
+        if self.jitter:
+            base *= random.uniform(1.0 - self.jitter, 1.0 + self.jitter)
+        return min(self.max_delay, max(0.0, base))
+
+    def delay(self, retry_index: int, retry_after: float | None) -> float:
+        """The wait before retry *retry_index*, honouring the server's *retry_after*."""
+        if retry_after is not None and self.respect_retry_after:
+            return min(self.max_delay, max(0.0, retry_after))
+        return self.backoff(retry_index)
+
+
+DEFAULT_RETRY_CONFIG = RetryConfig()
+
+
+@attrs.frozen
+class FailureInfo:
+    """What a provider failure means for the retry policy.
+
+    :ivar status_code: the HTTP status, ``None`` when no response arrived.
+    :ivar message: the provider's own error text (not yet redacted).
+    :ivar retryable: whether another attempt may succeed.
+    :ivar retry_after: the server's requested wait in seconds, if it sent one.
+    """
+
+    status_code: int | None
+    message: str
+    retryable: bool
+    retry_after: float | None = None
+
+
+def parse_retry_after(
+    headers: Mapping[str, str] | None, *, now: float | None = None
+) -> float | None:
+    """The wait a server asked for, in seconds, or ``None``.
+
+    Reads ``retry-after-ms`` (milliseconds, as OpenAI and Anthropic send) and ``Retry-After``
+    (delay seconds, possibly fractional, or an HTTP date). A date in the past means ``0``.
+    Unparseable values are ignored.
+    """
+    if not headers:
+        return None
+    value = headers.get("retry-after-ms")
+    if value is not None:
+        try:
+            return max(0.0, float(value) / 1000.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when is None:
+        return None
+    current = time.time() if now is None else now
+    return max(0.0, when.timestamp() - current)
+
+
+def _body_message(body: Any) -> str | None:
+    """The human-readable message inside a provider's JSON error body, if any."""
+    if isinstance(body, Mapping):
+        error = body.get("error")
+        if isinstance(error, Mapping):
+            inner = _body_message(error)
+            if inner:
+                return inner
+        elif isinstance(error, str) and error:
+            return error
+        message = body.get("message")
+        if isinstance(message, str) and message:
+            return message
+    return None
+
+
+def _error_type(body: Any) -> str:
+    """The ``type`` of a provider's error body (``overloaded_error``, ...), or ``""``."""
+    if isinstance(body, Mapping):
+        error = body.get("error")
+        if isinstance(error, Mapping) and isinstance(error.get("type"), str):
+            return str(error["type"])
+        if isinstance(body.get("type"), str) and body.get("type") != "error":
+            return str(body["type"])
+    return ""
+
+
+def _headers_of(response: Any) -> Mapping[str, str] | None:
+    headers = getattr(response, "headers", None)
+    return headers if headers is not None and hasattr(headers, "get") else None
+
+
+def _is_sdk_error(exc: BaseException, module: str, name: str) -> bool:
+    """Whether *exc* is an instance of ``module.name`` (or a subclass), without importing."""
+    for cls in type(exc).__mro__:
+        if cls.__name__ == name and cls.__module__.split(".")[0] == module:
+            return True
+    return False
+
+
+def classify_error(exc: BaseException) -> FailureInfo | None:
+    """Map an exception to a :class:`FailureInfo`, or ``None`` when it is not a provider error.
+
+    Understands the ``openai`` and ``anthropic`` SDK errors (status errors, connection errors,
+    timeouts, errors reported inside a stream), ``httpx`` status, transport and timeout errors,
+    and the builtin ``ConnectionError`` / ``TimeoutError``.
+    """
+    for sdk in ("openai", "anthropic"):
+        if (
+            _is_sdk_error(exc, sdk, "APIStatusError")
+            and int(getattr(exc, "status_code", 0) or 0) >= 400
+        ):
+            status = int(getattr(exc, "status_code", 0) or 0)
+            response = getattr(exc, "response", None)
+            message = _body_message(getattr(exc, "body", None)) or str(getattr(exc, "message", exc))
+            return FailureInfo(
+                status,
+                message,
+                status in RETRYABLE_STATUS or status >= 500,
+                parse_retry_after(_headers_of(response)),
+            )
+        if _is_sdk_error(exc, sdk, "APIConnectionError"):
+            timeout = _is_sdk_error(exc, sdk, "APITimeoutError")
+            cause = exc.__cause__
+            detail = f": {cause}" if cause is not None and str(cause) else ""
+            return FailureInfo(
+                None,
+                ("request timed out" if timeout else "connection error") + detail,
+                True,
+            )
+        if _is_sdk_error(exc, sdk, "APIError"):
+            # An error event inside a stream whose HTTP status was already 200; providers
+            # report overload and rate limits this way, so those are worth another try.
+            body = getattr(exc, "body", None)
+            message = _body_message(body) or str(getattr(exc, "message", exc))
+            kind = _error_type(body)
+            retryable = kind in ("overloaded_error", "api_error", "rate_limit_error", "")
+            label = f"{kind}: " if kind else ""
+            return FailureInfo(None, f"{label}{message}", retryable)
+    if isinstance(exc, httpx.HTTPStatusError):
+        status = exc.response.status_code
+        try:
+            payload: Any = exc.response.json()
+        except Exception:
+            payload = None
+        message = _body_message(payload) or _response_text(exc.response) or str(exc)
+        return FailureInfo(
+            status,
+            message,
+            status in RETRYABLE_STATUS or status >= 500,
+            parse_retry_after(exc.response.headers),
+        )
+    if isinstance(exc, httpx.TimeoutException):
+        return FailureInfo(None, f"request timed out: {type(exc).__name__}", True)
+    if isinstance(exc, httpx.TransportError):
+        return FailureInfo(None, f"connection error: {exc}", True)
+    if isinstance(exc, TimeoutError):
+        return FailureInfo(None, f"request timed out: {exc}", True)
+    if isinstance(exc, ConnectionError):
+        return FailureInfo(None, f"connection error: {exc}", True)
+    return None
+
+
+def _response_text(response: httpx.Response) -> str:
+    try:
+        return response.text[:500]
+    except httpx.ResponseNotRead:
+        return ""
+
+
+def _redact(text: str, secrets: Iterable[str | None]) -> str:
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, _REDACTED)
+    return text
+
+
+def _api_error(
+    provider: str, info: FailureInfo, attempts: int, secrets: Iterable[str | None]
+) -> ModelAPIError:
+    return ModelAPIError(
+        provider,
+        _redact(info.message, secrets),
+        status_code=info.status_code,
+        attempts=attempts,
+    )
+
+
+async def call_with_retry(
+    provider: str,
+    request: Callable[[], Awaitable[T]],
+    config: RetryConfig | None = None,
+    *,
+    classify: Callable[[BaseException], FailureInfo | None] = classify_error,
+    redact: Iterable[str | None] = (),
+) -> T:
+    """Await ``request()`` until it succeeds or the retry budget is spent.
+
+    :param provider: the provider's name, used in errors (e.g. ``"openai"``).
+    :param request: makes one fresh attempt each time it is called.
+    :param config: the retry policy; ``None`` means ``RetryConfig()``.
+    :param classify: maps an exception to a :class:`FailureInfo` (``None``: not ours, re-raise).
+    :param redact: secrets to scrub from error messages.
+    :returns: what the first successful attempt returned.
+    :raises ModelAPIError: after the last retryable failure, or at once for a non-retryable
+        provider error.
+    """
+    config = config or DEFAULT_RETRY_CONFIG
+    secrets = tuple(redact)
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            return await request()
+        except Exception as exc:
+            info = classify(exc)
+            if info is None:
+                raise
+            if not info.retryable or attempt > config.max_retries:
+                raise _api_error(provider, info, attempt, secrets) from exc
+            wait = config.delay(attempt - 1, info.retry_after)
+        await anyio.sleep(wait)
+
+
+async def stream_with_retry(
+    provider: str,
+    open_stream: Callable[[], AsyncGenerator[T, None]],
+    config: RetryConfig | None = None,
+    *,
+    classify: Callable[[BaseException], FailureInfo | None] = classify_error,
+    redact: Iterable[str | None] = (),
+) -> AsyncGenerator[T, None]:
+    """Yield the items of ``open_stream()``, retrying failures that happen before the first item.
+
+    Each attempt calls *open_stream* for a fresh generator (which sends a fresh request). The
+    current generator is always closed with ``aclose()`` — on success, failure, early close by
+    the consumer and cancellation — so its HTTP response is released promptly.
+
+    :param provider: the provider's name, used in errors.
+    :param open_stream: returns a new async generator of chunks for each attempt.
+    :param config: the retry policy; ``None`` means ``RetryConfig()``.
+    :param classify: maps an exception to a :class:`FailureInfo` (``None``: not ours, re-raise).
+    :param redact: secrets to scrub from error messages.
+    :raises ModelAPIError: after the last retryable failure before any output, at once for a
+        non-retryable failure, and at once for any provider failure after output was yielded.
+    """
+    config = config or DEFAULT_RETRY_CONFIG
+    secrets = tuple(redact)
+    attempt = 0
+    while True:
+        attempt += 1
+        yielded = False
+        stream = open_stream()
+        try:
+            async for item in stream:
+                yielded = True
+                yield item
+            return
+        except Exception as exc:
+            info = classify(exc)
+            if info is None:
+                raise
+            if yielded or not info.retryable or attempt > config.max_retries:
+                raise _api_error(provider, info, attempt, secrets) from exc
+            wait = config.delay(attempt - 1, info.retry_after)
+        finally:
+            await close_shielded(stream)
+        await anyio.sleep(wait)
+
+
+async def close_shielded(resource: Any) -> None:
+    """``await resource.aclose()`` even inside a cancelled scope, for at most a few seconds.
+
+    A cancelled consumer must still release the HTTP connection; without the shield the first
+    checkpoint inside ``aclose`` would raise the cancellation again and leave the socket open.
+    """
+    with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_TIMEOUT):
+        await resource.aclose()

@@ -1,0 +1,349 @@
+"""A scripted HTTP/1.1 server on 127.0.0.1 for wire-level model tests.
+
+The server runs in a background thread (started and stopped by a fixture), so it serves tests on
+both anyio backends alike. Each request pops the next :class:`Reply` from the script: a JSON
+body, an SSE stream (chunked transfer encoding, one event per write), or an error status with
+headers such as ``Retry-After``. Every request is recorded (path, headers, JSON body) and the
+server notices when a client closes a stream early (``disconnected``).
+
+Helpers build the real payloads: OpenAI ``chat.completions`` objects and chunks, and Anthropic
+``messages`` objects and stream events.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections import deque
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import attrs
+
+
+@attrs.define
+class Reply:
+    """One scripted answer.
+
+    :ivar status: HTTP status.
+    :ivar body: JSON body (for non-streaming answers and errors).
+    :ivar events: SSE event texts (``"data: ...\\n\\n"``) sent one per write.
+    :ivar headers: extra response headers.
+    :ivar interval: seconds between two events.
+    :ivar gate_after: after this many events, wait until the test sets ``server.gate``.
+    """
+
+    status: int = 200
+    body: Any = None
+    events: list[str] | None = None
+    headers: dict[str, str] = attrs.field(factory=dict)
+    interval: float = 0.0
+    gate_after: int | None = None
+
+
+@attrs.define
+class Recorded:
+    """A request the server received."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+
+
+class WireServer:
+    """The scripted server; use as a context manager (the fixture does)."""
+
+    def __init__(self) -> None:
+        self.script: deque[Reply] = deque()
+        self.requests: list[Recorded] = []
+        self.disconnected = threading.Event()
+        self.gate = threading.Event()
+        self.finished_streams = 0
+        self._lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                raw = self.rfile.read(length) if length else b""
+                try:
+                    body = json.loads(raw) if raw else None
+                except ValueError:
+                    body = raw.decode("utf-8", "replace")
+                with server._lock:
+                    server.requests.append(
+                        Recorded(
+                            "POST",
+                            self.path,
+                            {k.lower(): v for k, v in self.headers.items()},
+                            body,
+                        )
+                    )
+                    reply = server.script.popleft() if server.script else None
+                if reply is None:
+                    self._send_json(500, {"error": {"message": "script exhausted"}})
+                    return
+                if reply.events is None:
+                    self._send_json(reply.status, reply.body, reply.headers)
+                else:
+                    self._send_events(reply)
+
+            do_GET = do_POST
+
+            def _send_json(
+                self, status: int, body: Any, headers: dict[str, str] | None = None
+            ) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                for key, value in (headers or {}).items():
+                    self.send_header(key, value)
+                self.end_headers()
+                self.wfile.write(data)
+                self.wfile.flush()
+
+            def _send_events(self, reply: Reply) -> None:
+                self.send_response(reply.status)
+                self.send_header("content-type", "text/event-stream")
+                self.send_header("transfer-encoding", "chunked")
+                self.send_header("cache-control", "no-cache")
+                for key, value in reply.headers.items():
+                    self.send_header(key, value)
+                self.end_headers()
+                try:
+                    for index, event in enumerate(reply.events or []):
+                        if reply.gate_after is not None and index == reply.gate_after:
+                            server.gate.wait(10)
+                        elif index and reply.interval:
+                            time.sleep(reply.interval)
+                        data = event.encode()
+                        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                        self.wfile.flush()
+                    self.wfile.write(b"0\r\n\r\n")
+                    self.wfile.flush()
+                    with server._lock:
+                        server.finished_streams += 1
+                except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
+                    server.disconnected.set()
+                    self.close_connection = True
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        """The server's base URL, e.g. ``http://127.0.0.1:54321``."""
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def add(self, *replies: Reply) -> None:
+        """Append replies to the script."""
+        self.script.extend(replies)
+
+    def __enter__(self) -> WireServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.gate.set()
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(5)
+
+
+def free_port_url() -> str:
+    """A URL on 127.0.0.1 where nothing listens (for connection-error tests)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}"
+
+
+def sse(data: Any, event: str | None = None) -> str:
+    """One SSE event; *data* is JSON-encoded unless it is a string."""
+    text = data if isinstance(data, str) else json.dumps(data)
+    prefix = f"event: {event}\n" if event else ""
+    return f"{prefix}data: {text}\n\n"
+
+
+# -- OpenAI chat.completions ------------------------------------------------------------------
+
+
+def openai_completion(
+    content: str | None = None,
+    tool_calls: list[tuple[str, str, str]] | None = None,
+    reasoning: str | None = None,
+    usage: tuple[int, int] = (10, 5),
+    id: str = "chatcmpl-1",
+) -> dict[str, Any]:
+    """A ``chat.completion`` object; *tool_calls* are ``(id, name, arguments_text)``."""
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if reasoning is not None:
+        message["reasoning_content"] = reasoning
+    if tool_calls:
+        message["tool_calls"] = [
+            {"id": i, "type": "function", "function": {"name": n, "arguments": a}}
+            for i, n, a in tool_calls
+        ]
+    return {
+        "id": id,
+        "object": "chat.completion",
+        "created": 1700000000,
+        "model": "gpt-test",
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "finish_reason": "tool_calls" if tool_calls else "stop",
+            }
+        ],
+        "usage": {
+            "prompt_tokens": usage[0],
+            "completion_tokens": usage[1],
+            "total_tokens": sum(usage),
+        },
+    }
+
+
+def openai_chunk(
+    delta: dict[str, Any] | None = None,
+    usage: tuple[int, int] | None = None,
+    finish_reason: str | None = None,
+    id: str = "chatcmpl-s1",
+) -> str:
+    """One ``chat.completion.chunk`` SSE event (``delta=None`` gives a usage-only chunk)."""
+    chunk: dict[str, Any] = {
+        "id": id,
+        "object": "chat.completion.chunk",
+        "created": 1700000000,
+        "model": "gpt-test",
+        "choices": []
+        if delta is None
+        else [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
+    }
+    if usage is not None:
+        chunk["usage"] = {
+            "prompt_tokens": usage[0],
+            "completion_tokens": usage[1],
+            "total_tokens": sum(usage),
+        }
+    return sse(chunk)
+
+
+def openai_text_stream(pieces: list[str], usage: tuple[int, int] = (7, 3)) -> list[str]:
+    """Events streaming *pieces* of text, a usage chunk and ``[DONE]``."""
+    events = [openai_chunk({"role": "assistant", "content": ""})]
+    events += [openai_chunk({"content": p}) for p in pieces]
+    events.append(openai_chunk({}, finish_reason="stop"))
+    events.append(openai_chunk(None, usage=usage))
+    events.append(sse("[DONE]"))
+    return events
+
+
+def openai_tool_delta(
+    index: int, arguments: str, id: str | None = None, name: str | None = None
+) -> str:
+    """A chunk carrying part of tool call *index*."""
+    call: dict[str, Any] = {"index": index, "function": {"arguments": arguments}}
+    if id is not None:
+        call["id"] = id
+        call["type"] = "function"
+        call["function"]["name"] = name
+    return openai_chunk({"tool_calls": [call]})
+
+
+# -- Anthropic messages -----------------------------------------------------------------------
+
+
+def anthropic_message(
+    content: list[dict[str, Any]], usage: tuple[int, int] = (12, 6), id: str = "msg_1"
+) -> dict[str, Any]:
+    """A ``message`` object."""
+    return {
+        "id": id,
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-test",
+        "content": content,
+        "stop_reason": "tool_use" if any(b["type"] == "tool_use" for b in content) else "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": usage[0], "output_tokens": usage[1]},
+    }
+
+
+def anthropic_event(kind: str, **fields: Any) -> str:
+    """One Anthropic SSE event (``event:`` line plus JSON data with the same ``type``)."""
+    return sse({"type": kind, **fields}, event=kind)
+
+
+def anthropic_stream(
+    blocks: list[tuple[str, list[str]] | tuple[str, list[str], dict[str, Any]]],
+    usage: tuple[int, int] = (12, 6),
+    id: str = "msg_s1",
+) -> list[str]:
+    """Events for a streamed message.
+
+    Each block is ``(kind, deltas)`` or ``(kind, deltas, start_fields)`` with kind ``text``,
+    ``thinking`` or ``tool_use`` (deltas are text pieces, thinking pieces or partial JSON).
+    """
+    events = [
+        anthropic_event(
+            "message_start",
+            message={
+                "id": id,
+                "type": "message",
+                "role": "assistant",
+                "model": "claude-test",
+                "content": [],
+                "stop_reason": None,
+                "stop_sequence": None,
+                "usage": {"input_tokens": usage[0], "output_tokens": 1},
+            },
+        )
+    ]
+    for index, spec in enumerate(blocks):
+        kind, deltas = spec[0], spec[1]
+        extra = spec[2] if len(spec) > 2 else {}  # type: ignore[misc]
+        if kind == "text":
+            start: dict[str, Any] = {"type": "text", "text": ""}
+        elif kind == "thinking":
+            start = {"type": "thinking", "thinking": "", "signature": ""}
+        else:
+            start = {"type": "tool_use", "input": {}, **extra}
+        events.append(anthropic_event("content_block_start", index=index, content_block=start))
+        for piece in deltas:
+            if kind == "text":
+                delta = {"type": "text_delta", "text": piece}
+            elif kind == "thinking":
+                delta = {"type": "thinking_delta", "thinking": piece}
+            else:
+                delta = {"type": "input_json_delta", "partial_json": piece}
+            events.append(anthropic_event("content_block_delta", index=index, delta=delta))
+        if kind == "thinking":
+            events.append(
+                anthropic_event(
+                    "content_block_delta",
+                    index=index,
+                    delta={"type": "signature_delta", "signature": "sig-1"},
+                )
+            )
+        events.append(anthropic_event("content_block_stop", index=index))
+    events.append(
+        anthropic_event(
+            "message_delta",
+            delta={"stop_reason": "end_turn", "stop_sequence": None},
+            usage={"output_tokens": usage[1]},
+        )
+    )
+    events.append(anthropic_event("message_stop"))
+    return events
