@@ -1,5 +1,32 @@
-"""Tools: the Toolkit, tool responses and built-in tools."""
+"""Tools: the Toolkit, tool responses and built-in tools.
 
+:class:`Toolkit` registers functions as tools (JSON schema from signature and docstring),
+manages tool groups, and calls tools on a model's behalf, turning every failure into a
+:class:`ToolResponse` the model can read. Its module documentation states the concurrency,
+timeout and interrupt contract.
+"""
+
+from ._coding import execute_python_code, execute_shell_command
+from ._execution import INTERRUPTED_TEXT
 from ._response import ToolResponse
+from ._text_file import TextFileTools, insert_text_file, view_text_file, write_text_file
+from ._toolkit import MCPClientLike, Middleware, Toolkit, ToolResponseStream
+from ._types import PostprocessFunc, RegisteredToolFunction, ToolGroup
 
-__all__ = ["ToolResponse"]
+__all__ = [
+    "INTERRUPTED_TEXT",
+    "MCPClientLike",
+    "Middleware",
+    "PostprocessFunc",
+    "RegisteredToolFunction",
+    "TextFileTools",
+    "ToolGroup",
+    "ToolResponse",
+    "ToolResponseStream",
+    "Toolkit",
+    "execute_python_code",
+    "execute_shell_command",
+    "insert_text_file",
+    "view_text_file",
+    "write_text_file",
+]

@@ -1,0 +1,339 @@
+"""Built-in text file tools, optionally confined to a root directory.
+
+The module-level :func:`view_text_file`, :func:`write_text_file` and :func:`insert_text_file`
+accept any path, as in AgentScope. :class:`TextFileTools` offers the same three tools as
+methods confined to one directory: relative paths are taken inside the root, and a path that
+resolves outside it — through ``..``, an absolute path, or a symbolic link anywhere along the
+way — is refused with a message the model can read. Register the bound methods::
+
+    files = TextFileTools("/srv/workspace")
+    for tool in files.tools():
+        toolkit.register_tool_function(tool)
+
+Writes are atomic: new content goes to a temporary file in the same directory, which then
+replaces the target with ``os.replace``; a crash leaves the old or the new file, never a torn
+one. All file system work runs in a worker thread.
+
+Limits: confinement checks the resolved path and then opens it; a process that can swap a
+directory for a symlink inside the root between those two steps can defeat it. It protects
+against paths a model writes, not against a hostile local user.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+
+from ._execution import text_response
+from ._response import ToolResponse
+
+__all__ = ["TextFileTools", "insert_text_file", "view_text_file", "write_text_file"]
+
+_EXTRA_VIEW_LINES = 5
+
+
+class _ToolInputError(Exception):
+    """A problem the model caused; its message is returned as the tool result."""
+
+
+def _resolve(file_path: str, root: str | None) -> str:
+    if not isinstance(file_path, str) or not file_path or "\x00" in file_path:
+        raise _ToolInputError(f"InvalidArgumentsError: invalid file path {file_path!r}.")
+    if root is None:
+        return os.path.expanduser(file_path)
+    candidate = file_path if os.path.isabs(file_path) else os.path.join(root, file_path)
+    real = os.path.realpath(candidate)
+    if real != root and not real.startswith(root.rstrip(os.sep) + os.sep):
+        raise _ToolInputError(
+            f"PermissionError: The path '{file_path}' is outside the allowed directory "
+            f"'{root}'. Only files inside that directory can be used; give a path relative to it."
+        )
+    return real
+
+
+def _read_lines(path: str) -> list[str]:
+    with open(path, encoding="utf-8") as file:
+        return file.readlines()
+
+
+def _atomic_write(path: str, text: str) -> None:
+    directory = os.path.dirname(path) or "."
+    fd, tmp = tempfile.mkstemp(prefix=".tmp_", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as file:
+            file.write(text)
+            file.flush()
+            os.fsync(file.fileno())
+        try:
+            os.chmod(tmp, os.stat(path).st_mode & 0o7777)
+        except FileNotFoundError:
+            os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _numbered(lines: list[str], start: int) -> str:
+    return "".join(f"{index + start}: {line}" for index, line in enumerate(lines))
+
+
+def _check_ranges(ranges: Any, n_lines: int) -> tuple[int, int]:
+    """Turn ``[start, end]`` (1-based, inclusive; negatives count from the end) into a range."""
+    if not (
+        isinstance(ranges, list)
+        and len(ranges) == 2
+        and all(isinstance(i, int) and not isinstance(i, bool) for i in ranges)
+    ):
+        raise _ToolInputError(
+            "InvalidArgumentError: Invalid range format. Expected a list of two integers, but "
+            f"got {ranges}."
+        )
+    start, end = (i if i >= 0 else n_lines + i + 1 for i in ranges)
+    if start < 1:
+        start = 1
+    if start > end:
+        raise _ToolInputError(
+            f"InvalidArgumentError: The start line is greater than the end line in the given "
+            f"range {ranges}."
+        )
+    return start, end
+
+
+def _view_ranges(old_n: int, new_n: int, start: int, end: int) -> tuple[int, int]:
+    view_start = max(1, start - _EXTRA_VIEW_LINES)
+    view_end = min(end + (new_n - old_n) + _EXTRA_VIEW_LINES, new_n)
+    return view_start, view_end
+
+
+def _ensure_newline(text: str) -> str:
+    return text if text.endswith("\n") or not text else text + "\n"
+
+
+# -- the operations (run in a worker thread) --------------------------------------------------
+
+
+def _view(file_path: str, ranges: list[int] | None, root: str | None) -> str:
+    path = _resolve(file_path, root)
+    if not os.path.exists(path):
+        raise _ToolInputError(f"Error: The file {file_path} does not exist.")
+    if not os.path.isfile(path):
+        raise _ToolInputError(f"Error: The path {file_path} is not a file.")
+    lines = _read_lines(path)
+    if ranges is None:
+        return f"The content of {file_path}:\n```\n{_numbered(lines, 1)}```"
+    start, end = _check_ranges(ranges, len(lines))
+    if start > len(lines):
+        raise _ToolInputError(
+            f"InvalidArgumentError: The range '{ranges}' is out of bounds for the file "
+            f"'{file_path}', which has only {len(lines)} lines."
+        )
+    snippet = _numbered(lines[start - 1 : end], start)
+    return f"The content of {file_path} in {ranges} lines:\n```\n{snippet}```"
+
+
+def _write(file_path: str, content: str, ranges: list[int] | None, root: str | None) -> str:
+    path = _resolve(file_path, root)
+    if os.path.isdir(path):
+        raise _ToolInputError(f"Error: The path {file_path} is a directory, not a file.")
+    if not os.path.isdir(os.path.dirname(path) or "."):
+        raise _ToolInputError(
+            f"Error: The directory of {file_path} does not exist; create it first."
+        )
+    if not os.path.exists(path):
+        _atomic_write(path, content)
+        if ranges:
+            return (
+                f"Create and write {file_path} successfully. The ranges {ranges} is ignored "
+                "because the file does not exist."
+            )
+        return f"Create and write {file_path} successfully."
+    if ranges is None:
+        _atomic_write(path, content)
+        return f"Overwrite {file_path} successfully."
+    lines = _read_lines(path)
+    start, end = _check_ranges(ranges, len(lines))
+    if start > len(lines):
+        raise _ToolInputError(
+            f"Error: The start line {start} is invalid. The file only has {len(lines)} lines."
+        )
+    tail = lines[end:]
+    replacement = _ensure_newline(content) if tail else content
+    new_text = "".join([*lines[: start - 1], replacement, *tail])
+    _atomic_write(path, new_text)
+    new_lines = new_text.splitlines(keepends=True)
+    view_start, view_end = _view_ranges(len(lines), len(new_lines), start, end)
+    snippet = _numbered(new_lines[view_start - 1 : view_end], view_start)
+    return f"Write {file_path} successfully. The new content snippet:\n```\n{snippet}```"
+
+
+def _insert(file_path: str, content: str, line_number: int, root: str | None) -> str:
+    if isinstance(line_number, bool) or not isinstance(line_number, int) or line_number <= 0:
+        raise _ToolInputError(f"InvalidArgumentsError: The line number {line_number} is invalid.")
+    path = _resolve(file_path, root)
+    if not os.path.isfile(path):
+        raise _ToolInputError(f"InvalidArgumentsError: The target file {file_path} does not exist.")
+    lines = _read_lines(path)
+    if line_number > len(lines) + 1:
+        raise _ToolInputError(
+            f"InvalidArgumentsError: The given line_number ({line_number}) is not in the valid "
+            f"range [1, {len(lines) + 1}]."
+        )
+    head = lines[: line_number - 1]
+    if head and not head[-1].endswith("\n"):
+        head[-1] += "\n"
+    new_text = "".join([*head, _ensure_newline(content), *lines[line_number - 1 :]])
+    _atomic_write(path, new_text)
+    new_lines = new_text.splitlines(keepends=True)
+    start, end = _view_ranges(len(lines), len(new_lines), line_number, line_number)
+    snippet = _numbered(new_lines[start - 1 : end], start)
+    return (
+        f"Insert content into {file_path} at line {line_number} successfully. The new content "
+        f"between lines {start}-{end} is:\n```\n{snippet}```"
+    )
+
+
+async def _run(operation: Callable[..., str], *args: Any) -> ToolResponse:
+    try:
+        text = await anyio.to_thread.run_sync(operation, *args)
+    except _ToolInputError as exc:
+        text = str(exc)
+    except (OSError, UnicodeDecodeError) as exc:
+        text = f"Error: {type(exc).__name__}: {exc}"
+    return text_response(text)
+
+
+# -- unconfined tools (AgentScope's) -----------------------------------------------------------
+
+
+async def view_text_file(file_path: str, ranges: list[int] | None = None) -> ToolResponse:
+    """View the file content in the specified range with line numbers. If `ranges` is not
+    provided, the entire file will be returned.
+
+    Args:
+        file_path (`str`):
+            The target file path.
+        ranges (`list[int] | None`):
+            The range of lines to be viewed (e.g. lines 1 to 100: [1, 100]), inclusive. If
+            not provided, the entire file will be returned. To view the last 100 lines, use
+            [-100, -1].
+    """
+    return await _run(_view, file_path, ranges, None)
+
+
+async def write_text_file(
+    file_path: str, content: str, ranges: list[int] | None = None
+) -> ToolResponse:
+    """Create/Replace/Overwrite content in a text file. When `ranges` is provided, the content
+    will be replaced in the specified range. Otherwise, the entire file (if exists) will be
+    overwritten.
+
+    Args:
+        file_path (`str`):
+            The target file path.
+        content (`str`):
+            The content to be written.
+        ranges (`list[int] | None`):
+            The range of lines to be replaced, e.g. [3, 5] for lines 3 to 5 inclusive. If
+            `None`, the entire file will be overwritten.
+    """
+    return await _run(_write, file_path, content, ranges, None)
+
+
+async def insert_text_file(file_path: str, content: str, line_number: int) -> ToolResponse:
+    """Insert the content at the specified line number in a text file.
+
+    Args:
+        file_path (`str`):
+            The target file path.
+        content (`str`):
+            The content to be inserted.
+        line_number (`int`):
+            The line number at which the content should be inserted, starting from 1. Use
+            the number of lines plus one to append to the end of the file.
+    """
+    return await _run(_insert, file_path, content, line_number, None)
+
+
+# -- confined tools ----------------------------------------------------------------------------
+
+
+class TextFileTools:
+    """The three text file tools, confined to the directory *root*.
+
+    :param root: an existing directory; it is resolved once (symlinks included).
+    :raises ValueError: if *root* is not an existing directory.
+    """
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        resolved = os.path.realpath(os.fspath(root))
+        if not os.path.isdir(resolved):
+            raise ValueError(f"root must be an existing directory, got {os.fspath(root)!r}")
+        self.root = resolved
+
+    def tools(self) -> list[Callable[..., Any]]:
+        """The bound tool methods, ready for ``Toolkit.register_tool_function``."""
+        return [self.view_text_file, self.write_text_file, self.insert_text_file]
+
+    async def view_text_file(self, file_path: str, ranges: list[int] | None = None) -> ToolResponse:
+        """View the file content in the specified range with line numbers. If `ranges` is not
+        provided, the entire file will be returned. Paths are relative to the working
+        directory; paths outside it are refused.
+
+        Args:
+            file_path (`str`):
+                The target file path.
+            ranges (`list[int] | None`):
+                The range of lines to be viewed (e.g. lines 1 to 100: [1, 100]), inclusive.
+                If not provided, the entire file will be returned. To view the last 100
+                lines, use [-100, -1].
+        """
+        return await _run(_view, file_path, ranges, self.root)
+
+    async def write_text_file(
+        self, file_path: str, content: str, ranges: list[int] | None = None
+    ) -> ToolResponse:
+        """Create/Replace/Overwrite content in a text file. When `ranges` is provided, the
+        content will be replaced in the specified range. Otherwise, the entire file (if
+        exists) will be overwritten. Paths are relative to the working directory; paths
+        outside it are refused.
+
+        Args:
+            file_path (`str`):
+                The target file path.
+            content (`str`):
+                The content to be written.
+            ranges (`list[int] | None`):
+                The range of lines to be replaced, e.g. [3, 5] for lines 3 to 5 inclusive. If
+                `None`, the entire file will be overwritten.
+        """
+        return await _run(_write, file_path, content, ranges, self.root)
+
+    async def insert_text_file(
+        self, file_path: str, content: str, line_number: int
+    ) -> ToolResponse:
+        """Insert the content at the specified line number in a text file. Paths are relative
+        to the working directory; paths outside it are refused.
+
+        Args:
+            file_path (`str`):
+                The target file path.
+            content (`str`):
+                The content to be inserted.
+            line_number (`int`):
+                The line number at which the content should be inserted, starting from 1. Use
+                the number of lines plus one to append to the end of the file.
+        """
+        return await _run(_insert, file_path, content, line_number, self.root)
