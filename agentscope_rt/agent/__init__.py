@@ -1,0 +1,34 @@
+"""Agents: stateful actors whose replies run in cancel scopes they own.
+
+:class:`AgentBase` gives every agent hooks, interruption (cancelling the reply's scope),
+serialised calls, incremental printing and broadcasting to subscribers;
+:class:`ReActAgentBase` adds the reasoning/acting steps and their hooks; :class:`UserAgent`
+brings a human into the conversation.
+"""
+
+from ._agent_base import AgentBase, check_msg_input
+from ._console import DISABLE_CONSOLE_ENV
+from ._generate_reason import GENERATE_REASON_KEY, GenerateReason
+from ._compression import CompressionConfig, SummarySchema
+from ._react_agent import ReActAgent
+from ._react_agent_base import ReActAgentBase
+from ._subscription import HubLink
+from ._user_agent import UserAgent
+from ._user_input import TerminalUserInput, UserInputBase, UserInputData
+
+__all__ = [
+    "DISABLE_CONSOLE_ENV",
+    "GENERATE_REASON_KEY",
+    "AgentBase",
+    "CompressionConfig",
+    "GenerateReason",
+    "HubLink",
+    "ReActAgent",
+    "ReActAgentBase",
+    "SummarySchema",
+    "TerminalUserInput",
+    "UserAgent",
+    "UserInputBase",
+    "UserInputData",
+    "check_msg_input",
+]

@@ -1,0 +1,520 @@
+"""AgentBase: a stateful agent whose every reply runs in a cancel scope it owns.
+
+Concurrency promises (each pinned by a test on asyncio and trio):
+
+* ``await agent(...)`` runs ``reply()`` inside a fresh :class:`anyio.CancelScope` owned by
+  that call. :meth:`AgentBase.interrupt` cancels exactly that scope — from another task, a
+  hook, a tool or another thread — and the call answers with :meth:`~AgentBase.handle_interrupt`
+  (``metadata["generate_reason"] == "interrupted"``).
+* A cancellation from outside (an enclosing ``fail_after``, a cancelled task group, Ctrl+C) is
+  not an interrupt: it propagates and ``handle_interrupt`` is not called, even when it lands
+  together with an interrupt.
+* Calls on one agent are serialised in arrival order (a fair lock); ``observe`` is not, so an
+  agent can hear messages while it replies.
+* When ``await agent(...)`` returns, the reply (or the interrupt reply) has been observed by
+  every subscriber (see :mod:`._subscription`).
+"""
+
+from __future__ import annotations
+
+import abc
+import inspect
+import itertools
+import logging
+import threading
+import uuid
+from collections.abc import Callable, Generator, Sequence
+from typing import Any, ClassVar
+
+import anyio
+import anyio.from_thread
+import anyio.lowlevel
+from anyio.streams.memory import MemoryObjectSendStream
+
+from ..message import Msg
+from ..module import StateModule
+from ._console import ConsolePrinter, console_disabled_globally
+from ._generate_reason import GENERATE_REASON_KEY, GenerateReason
+from ._hooks import (
+    HookEntry,
+    check_hook,
+    check_hook_type,
+    class_hooks_changed,
+    next_sequence,
+    wrap_hooked_method,
+)
+from ._subscription import HubLink, broadcast
+
+__all__ = ["AgentBase", "check_msg_input"]
+
+logger = logging.getLogger("agentscope_rt.agent")
+
+_INTERRUPTED = GenerateReason.INTERRUPTED.value
+
+# Reply ids are unique without a uuid4 per call: a random per-process prefix and a counter.
+_REPLY_ID_PREFIX = uuid.uuid4().hex[:16]
+_reply_counter = itertools.count(1)
+
+
+def _new_reply_id() -> str:
+    return f"{_REPLY_ID_PREFIX}{next(_reply_counter):016x}"
+
+
+def check_msg_input(
+    value: Any, where: str, *, allow_list: bool = True, allow_none: bool = True
+) -> None:
+    """Check that *value* is a :class:`Msg` (or a list of them, or ``None`` when allowed).
+
+    :param where: what received the value, for the error message (e.g. ``"UserAgent.reply"``).
+    :raises TypeError: naming *where*, what was expected and what was given.
+    """
+    if isinstance(value, Msg) or (allow_none and value is None):
+        return
+    if allow_list and isinstance(value, list):
+        for index, item in enumerate(value):
+            if not isinstance(item, Msg):
+                raise TypeError(
+                    f"{where}: msg[{index}] must be a Msg, not {type(item).__name__}; "
+                    "wrap plain text as Msg(name, text, role)"
+                )
+        return
+    expected = (
+        "a Msg" + (", a list of Msg" if allow_list else "") + (" or None" if allow_none else "")
+    )
+    raise TypeError(
+        f"{where}: msg must be {expected}, not {type(value).__name__}; "
+        "wrap plain text as Msg(name, text, role)"
+    )
+
+
+def _check_observe_input(where: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    msg = args[0] if args else kwargs.get("msg")
+    if msg is None or msg.__class__ is Msg:
+        return
+    check_msg_input(msg, where)
+
+
+def _check_print_input(where: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    msg = args[0] if args else kwargs.get("msg")
+    if msg.__class__ is Msg:
+        return
+    check_msg_input(msg, where, allow_list=False, allow_none=False)
+
+
+_INPUT_CHECKS: dict[str, Callable[[str, tuple[Any, ...], dict[str, Any]], None]] = {
+    "observe": _check_observe_input,
+    "print": _check_print_input,
+}
+
+
+class _InterruptRequested:
+    """What :meth:`AgentBase.interrupt` returns: awaiting it is optional and immediate
+    (AgentScope's ``interrupt`` is a coroutine, so ``await agent.interrupt()`` keeps working)."""
+
+    __slots__ = ()
+
+    def __await__(self) -> Generator[Any, None, None]:
+        yield from ()
+
+
+_INTERRUPT_REQUESTED = _InterruptRequested()
+
+
+class _ReplyCall:
+    """The state of the call in progress: its id, its cancel scope, and where it runs."""
+
+    __slots__ = ("reply_id", "scope", "thread_id", "token")
+
+    def __init__(self) -> None:
+        self.reply_id: str | None = None
+        self.scope: anyio.CancelScope | None = None
+        self.thread_id: int | None = None
+        self.token: Any = None
+
+
+class AgentBase(StateModule, abc.ABC):
+    """Base class of agents.
+
+    Subclasses implement ``async reply(...) -> Msg`` and ``async observe(msg) -> None``, and
+    may override ``async handle_interrupt(...) -> Msg``; they call ``super().__init__()``
+    first. Callers use ``await agent(...)``, which adds hooks, interruption, serialisation of
+    concurrent calls and broadcasting to subscribers around ``reply``.
+
+    Hook types: ``pre_reply``, ``post_reply``, ``pre_print``, ``post_print``,
+    ``pre_observe``, ``post_observe``. A pre hook is ``hook(self, kwargs) -> dict | None`` (a
+    returned dict replaces the arguments); a post hook is ``hook(self, kwargs, output) ->
+    output | None`` (a returned value replaces the output). Hooks may be coroutine functions.
+    They receive copies of the arguments and output. Instance hooks run first, in
+    registration order, then class hooks, in registration order.
+
+    :raises TypeError: at class creation, if a hooked method (``reply``, ``observe``,
+        ``print``) is not a coroutine function.
+    """
+
+    supported_hook_types: ClassVar[tuple[str, ...]] = (
+        "pre_reply",
+        "post_reply",
+        "pre_print",
+        "post_print",
+        "pre_observe",
+        "post_observe",
+    )
+    """The hook types agents of this class accept."""
+
+    _hooked_methods: ClassVar[dict[str, str]] = {
+        "reply": "reply",
+        "observe": "observe",
+        "print": "print",
+    }
+    # Per class (set in __init_subclass__): hooks registered on exactly this class, and the
+    # resolved hooks of the class (own and inherited) cached with the version they are for.
+    _own_class_hooks: ClassVar[dict[str, dict[str, tuple[int, Callable[..., Any], bool]]]]
+    _class_hook_cache: ClassVar[list[Any]]
+
+    id: str
+    """A unique id of the agent (a uuid4 hex string)."""
+
+    msg_queue: MemoryObjectSendStream[tuple[Msg, bool]] | None
+    """Where printed messages are sent when the message queue is enabled."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.id = uuid.uuid4().hex
+        self._instance_hooks: dict[str, dict[str, HookEntry]] = {
+            hook_type: {} for hook_type in type(self).supported_hook_types
+        }
+        self._reply_lock = anyio.Lock(fast_acquire=True)
+        self._call = _ReplyCall()
+        self._console = ConsolePrinter()
+        self._console_output_enabled = True
+        self.msg_queue = None
+        self._hub_links: dict[str, HubLink] = {}
+        self._subscribers: dict[str, list[AgentBase]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        _prepare_agent_class(cls)
+
+    # -- the methods subclasses write ---------------------------------------------------
+
+    @abc.abstractmethod
+    async def reply(self, *args: Any, **kwargs: Any) -> Msg:
+        """Produce the agent's answer to a call. Called by ``await agent(...)``."""
+
+    @abc.abstractmethod
+    async def observe(self, msg: Msg | list[Msg] | None) -> None:
+        """Receive message(s) without replying (e.g. what other agents say in a hub).
+
+        :raises TypeError: when *msg* is not a Msg, a list of Msg or None (checked before
+            the method runs).
+        """
+
+    async def handle_interrupt(self, *args: Any, **kwargs: Any) -> Msg:
+        """The answer when a reply is interrupted; receives the call's arguments.
+
+        The default says that the reply was interrupted. ``__call__`` sets
+        ``metadata["generate_reason"]`` to ``"interrupted"`` on whatever this returns.
+        """
+        return Msg(
+            getattr(self, "name", type(self).__name__),
+            "I noticed that you have interrupted me. What can I do for you?",
+            "assistant",
+            metadata={"_is_interrupted": True},
+        )
+
+    # -- calling ---------------------------------------------------------------------
+
+    @property
+    def _reply_id(self) -> str | None:
+        """The id of the current (or last) call; the reply's ``invocation_id``."""
+        return self._call.reply_id
+
+    async def __call__(self, *args: Any, **kwargs: Any) -> Msg:
+        """Reply to a call: pre_reply hooks, ``reply()``, post_reply hooks, broadcast.
+
+        The reply runs in a cancel scope owned by this call; :meth:`interrupt` cancels it and
+        the answer is then :meth:`handle_interrupt`'s Msg (post_reply hooks do not run on it).
+        Concurrent calls on one agent run one at a time, in arrival order. The returned Msg's
+        ``invocation_id`` is this call's reply id. When this returns, every subscriber has
+        observed the reply (thinking blocks stripped).
+
+        :raises Exception: whatever ``reply`` or a hook raises (the reply is then not
+            broadcast); a cancellation from outside the call propagates unchanged.
+        """
+        async with self._reply_lock:
+            call = self._call
+            reply_id = _new_reply_id()
+            scope = anyio.CancelScope()
+            call.reply_id = reply_id
+            call.thread_id = threading.get_ident()
+            call.token = anyio.lowlevel.current_token()
+            call.scope = scope
+            reply_msg: Any = None
+            try:
+                with scope:
+                    reply_msg = await self.reply(*args, **kwargs)
+            finally:
+                call.scope = None
+                call.token = None
+            if scope.cancelled_caught:
+                # An outer cancellation that landed together with the interrupt wins.
+                await anyio.lowlevel.checkpoint_if_cancelled()
+                reply_msg = await self.handle_interrupt(*args, **kwargs)
+                if not isinstance(reply_msg, Msg):
+                    raise TypeError(
+                        f"{type(self).__name__}.handle_interrupt must return a Msg, "
+                        f"not {type(reply_msg).__name__}"
+                    )
+                reply_msg.metadata[GENERATE_REASON_KEY] = _INTERRUPTED
+            if isinstance(reply_msg, Msg):
+                reply_msg.invocation_id = reply_id
+            if (self._hub_links or self._subscribers) and isinstance(reply_msg, Msg | list):
+                await broadcast(self, reply_msg, self._hub_links.values(), self._subscribers)
+            return reply_msg
+
+    def interrupt(self) -> _InterruptRequested:
+        """Interrupt the reply in progress (a no-op when the agent is idle).
+
+        Takes effect at once and may be called from any task (including a hook or a tool of
+        this very reply) or from another thread. The interrupted ``await agent(...)`` returns
+        :meth:`handle_interrupt`'s Msg. Returns an object that may be awaited, so AgentScope's
+        ``await agent.interrupt()`` works too.
+        """
+        call = self._call
+        scope = call.scope
+        if scope is not None:
+            if threading.get_ident() == call.thread_id:
+                scope.cancel()
+            else:
+                anyio.from_thread.run_sync(scope.cancel, token=call.token)
+        return _INTERRUPT_REQUESTED
+
+    @property
+    def is_replying(self) -> bool:
+        """Whether a reply is in progress."""
+        return self._call.scope is not None
+
+    # -- printing --------------------------------------------------------------------
+
+    async def print(self, msg: Msg, last: bool = True) -> None:
+        """Show *msg*: send it to the message queue (when enabled) and print it to the console
+        (unless disabled for this agent or globally).
+
+        Chunks of one streamed message share ``msg.id`` and are cumulative; the console shows
+        only what is new in each chunk, and the chunk with ``last=True`` ends the message.
+
+        :param last: whether this is the final chunk (always true for a whole message).
+        :raises TypeError: when *msg* is not a Msg.
+        """
+        queue = self.msg_queue
+        if queue is not None:
+            try:
+                await queue.send((msg.copy(), last))
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                # The reader is gone; printing must not break the reply.
+                self.msg_queue = None
+                logger.warning(
+                    "%s: the message queue was closed; printed messages are no longer sent to it",
+                    getattr(self, "name", type(self).__name__),
+                )
+        if self._console_output_enabled and not console_disabled_globally():
+            self._console.write(msg, last)
+
+    def set_console_output_enabled(self, enabled: bool) -> None:
+        """Enable or disable this agent's console output.
+
+        The environment variable ``AGENTSCOPE_RT_DISABLE_CONSOLE_OUTPUT=true`` disables it for
+        every agent regardless.
+        """
+        self._console_output_enabled = bool(enabled)
+
+    def disable_console_output(self) -> None:
+        """Disable console output (AgentScope's older spelling of
+        ``set_console_output_enabled(False)``)."""
+        self._console_output_enabled = False
+
+    def set_msg_queue_enabled(
+        self,
+        enabled: bool,
+        queue: MemoryObjectSendStream[tuple[Msg, bool]] | None = None,
+    ) -> None:
+        """Send every printed chunk, as ``(msg_copy, last)``, to *queue*; or stop doing so.
+
+        A bounded stream applies backpressure: ``print`` waits for room. When the receiving
+        end is closed, sending stops (with a warning) and the agent carries on.
+
+        :param queue: the send end of an anyio memory object stream; required when enabling
+            unless one is already set.
+        :raises ValueError: when enabling without a stream.
+        :raises TypeError: when *queue* is not a memory object send stream.
+        """
+        if not enabled:
+            self.msg_queue = None
+            return
+        if queue is None:
+            if self.msg_queue is None:
+                raise ValueError(
+                    "set_msg_queue_enabled(True, queue) needs the send end of an anyio memory "
+                    "object stream, e.g. anyio.create_memory_object_stream(100)[0]"
+                )
+            return
+        if not isinstance(queue, MemoryObjectSendStream):
+            raise TypeError(
+                f"queue must be an anyio MemoryObjectSendStream, not {type(queue).__name__}"
+            )
+        self.msg_queue = queue
+
+    # -- subscribers -----------------------------------------------------------------
+
+    def _attach_hub(self, key: str, link: HubLink) -> None:
+        """Broadcast this agent's replies through *link* until :meth:`_detach_hub` (called by
+        message hubs). Re-attaching a key replaces its link in place."""
+        self._hub_links[key] = link
+
+    def _detach_hub(self, key: str) -> None:
+        """Stop broadcasting through the link attached as *key* (no-op when absent)."""
+        self._hub_links.pop(key, None)
+
+    def reset_subscribers(self, msghub_name: str, subscribers: Sequence[AgentBase]) -> None:
+        """Set the agents that observe this agent's replies for hub *msghub_name* (this agent
+        itself is left out).
+
+        :raises TypeError: when an item is not an agent.
+        """
+        for index, agent in enumerate(subscribers):
+            if not isinstance(agent, AgentBase):
+                raise TypeError(
+                    f"subscribers[{index}] must be an AgentBase, not {type(agent).__name__}"
+                )
+        self._subscribers[msghub_name] = [agent for agent in subscribers if agent is not self]
+
+    def remove_subscribers(self, msghub_name: str) -> None:
+        """Forget the subscribers set for hub *msghub_name* (a warning when there are none)."""
+        if self._subscribers.pop(msghub_name, None) is None:
+            logger.warning("MsgHub named %r not found among the subscribers", msghub_name)
+
+    async def _broadcast_to_subscribers(self, msg: Msg | list[Msg] | None) -> None:
+        """Deliver *msg* to every hub link and subscriber once (thinking stripped)."""
+        await broadcast(self, msg, self._hub_links.values(), self._subscribers)
+
+    # -- hooks -------------------------------------------------------------------------
+
+    def register_instance_hook(
+        self, hook_type: str, hook_name: str, hook: Callable[..., Any]
+    ) -> None:
+        """Register *hook* on this agent only; a hook of the same type and name is replaced
+        (keeping its place in the order).
+
+        :raises ValueError: for an unknown hook type.
+        :raises TypeError: for a non-callable hook or a non-str name.
+        """
+        is_async = check_hook(
+            type(self).__name__, type(self).supported_hook_types, hook_type, hook_name, hook
+        )
+        self._instance_hooks[hook_type][hook_name] = (hook_name, hook, is_async)
+
+    def remove_instance_hook(self, hook_type: str, hook_name: str) -> None:
+        """Remove this agent's hook *hook_name* of *hook_type*.
+
+        :raises ValueError: for an unknown hook type or when no such hook is registered.
+        """
+        check_hook_type(type(self).__name__, type(self).supported_hook_types, hook_type)
+        hooks = self._instance_hooks[hook_type]
+        if hook_name not in hooks:
+            raise ValueError(
+                f"no {hook_type!r} instance hook named {hook_name!r} on this "
+                f"{type(self).__name__}; registered: {sorted(hooks) or 'none'}"
+            )
+        del hooks[hook_name]
+
+    def clear_instance_hooks(self, hook_type: str | None = None) -> None:
+        """Remove this agent's hooks of *hook_type*, or all of them.
+
+        :raises ValueError: for an unknown hook type.
+        """
+        if hook_type is None:
+            for hooks in self._instance_hooks.values():
+                hooks.clear()
+            return
+        check_hook_type(type(self).__name__, type(self).supported_hook_types, hook_type)
+        self._instance_hooks[hook_type].clear()
+
+    @classmethod
+    def register_class_hook(cls, hook_type: str, hook_name: str, hook: Callable[..., Any]) -> None:
+        """Register *hook* for every instance of this class and its subclasses (never for
+        base or sibling classes). A hook of the same type and name on this class is replaced
+        (keeping its place in the order).
+
+        :raises ValueError: for an unknown hook type.
+        :raises TypeError: for a non-callable hook or a non-str name.
+        """
+        is_async = check_hook(cls.__name__, cls.supported_hook_types, hook_type, hook_name, hook)
+        bucket = cls._own_class_hooks.setdefault(hook_type, {})
+        previous = bucket.get(hook_name)
+        seq = previous[0] if previous is not None else next_sequence()
+        bucket[hook_name] = (seq, hook, is_async)
+        class_hooks_changed(0 if previous is not None else 1)
+
+    @classmethod
+    def remove_class_hook(cls, hook_type: str, hook_name: str) -> None:
+        """Remove the hook *hook_name* of *hook_type* registered on this very class.
+
+        :raises ValueError: for an unknown hook type or when this class has no such hook
+            (the message names the class that has it, if a base class does).
+        """
+        check_hook_type(cls.__name__, cls.supported_hook_types, hook_type)
+        bucket = cls._own_class_hooks.get(hook_type, {})
+        if hook_name not in bucket:
+            owners = [
+                klass.__name__
+                for klass in cls.__mro__[1:]
+                if hook_name in klass.__dict__.get("_own_class_hooks", {}).get(hook_type, {})
+            ]
+            hint = f"; it is registered on {owners[0]}" if owners else ""
+            raise ValueError(
+                f"no {hook_type!r} class hook named {hook_name!r} registered on "
+                f"{cls.__name__}{hint}"
+            )
+        del bucket[hook_name]
+        class_hooks_changed(-1)
+
+    @classmethod
+    def clear_class_hooks(cls, hook_type: str | None = None) -> None:
+        """Remove the class hooks of *hook_type* (or all) registered on this very class;
+        hooks registered on base classes or subclasses stay.
+
+        :raises ValueError: for an unknown hook type.
+        """
+        if hook_type is not None:
+            check_hook_type(cls.__name__, cls.supported_hook_types, hook_type)
+        removed = 0
+        for typ, bucket in cls._own_class_hooks.items():
+            if hook_type is None or typ == hook_type:
+                removed += len(bucket)
+                bucket.clear()
+        class_hooks_changed(-removed)
+
+
+def _prepare_agent_class(cls: Any) -> None:
+    """Give *cls* its own class-hook registry and wrap the hooked methods it defines."""
+    cls._own_class_hooks = {}
+    cls._class_hook_cache = [-1, {}]
+    for method_name, kind in cls._hooked_methods.items():
+        if method_name not in cls.__dict__:
+            continue
+        func = cls.__dict__[method_name]
+        if getattr(func, "__agentscope_rt_hooked__", False):
+            continue
+        if not inspect.iscoroutinefunction(func):
+            raise TypeError(
+                f"{cls.__name__}.{method_name} must be an async def method (it is awaited "
+                f"and wrapped with {kind} hooks), not {type(func).__name__}"
+            )
+        setattr(
+            cls,
+            method_name,
+            wrap_hooked_method(func, method_name, kind, cls.__name__, _INPUT_CHECKS.get(kind)),
+        )
+
+
+_prepare_agent_class(AgentBase)

@@ -1,0 +1,88 @@
+"""Incremental console printing of (possibly streamed) messages.
+
+A streamed message arrives as cumulative chunks that share one ``msg.id``. The console shows
+each character once: per message id we remember only how many characters of its rendering
+have been written, and write the new suffix of each chunk. The last chunk (``last=True``)
+writes the non-text blocks (tool calls and results, as JSON), closes the message with a
+newline and forgets it, so the state lives only while a message is streaming.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from .._serde import unstructure
+from ..message import Msg, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
+
+__all__ = ["DISABLE_CONSOLE_ENV", "ConsolePrinter", "console_disabled_globally", "render_text"]
+
+DISABLE_CONSOLE_ENV = "AGENTSCOPE_RT_DISABLE_CONSOLE_OUTPUT"
+"""Set this environment variable to ``true`` to silence every agent's console output."""
+
+
+def console_disabled_globally() -> bool:
+    """Whether :data:`DISABLE_CONSOLE_ENV` is set to ``true`` (case-insensitive)."""
+    return os.environ.get(DISABLE_CONSOLE_ENV, "").strip().lower() == "true"
+
+
+def render_text(msg: Msg) -> str:
+    """The text and thinking of *msg* as printed: the speaker's name once, thinking marked
+    ``(thinking)``, one line break between blocks. Empty when there is no text or thinking."""
+    content = msg.content
+    if content.__class__ is str:
+        return f"{msg.name}: {content}"
+    parts: list[str] = []
+    for block in content:
+        if block.__class__ is TextBlock:
+            parts.append(block.text)
+        elif block.__class__ is ThinkingBlock:
+            parts.append(f"(thinking) {block.thinking}")
+    if not parts:
+        return ""
+    return f"{msg.name}: " + "\n".join(parts)
+
+
+class ConsolePrinter:
+    """Per-agent console state: for each message being streamed, the length already written
+    and whether the output so far ends with a newline."""
+
+    __slots__ = ("_open",)
+
+    def __init__(self) -> None:
+        self._open: dict[str, tuple[int, bool]] = {}
+
+    @property
+    def open_messages(self) -> int:
+        """How many streamed messages have printed chunks but not their last one yet."""
+        return len(self._open)
+
+    def write(self, msg: Msg, last: bool) -> None:
+        """Write what is new in *msg* to ``sys.stdout`` (see the module docstring)."""
+        out = sys.stdout
+        written, ends_newline = self._open.get(msg.id, (0, True))
+        rendered = render_text(msg)
+        if len(rendered) > written:
+            chunk = rendered[written:]
+            out.write(chunk)
+            written = len(rendered)
+            ends_newline = chunk.endswith("\n")
+        if not last:
+            self._open[msg.id] = (written, ends_newline)
+            out.flush()
+            return
+        self._open.pop(msg.id, None)
+        if msg.content.__class__ is not str:
+            for block in msg.content:
+                if block.__class__ is ToolUseBlock or block.__class__ is ToolResultBlock:
+                    text = json.dumps(unstructure(block), indent=4, ensure_ascii=False)
+                    if written:
+                        out.write(("" if ends_newline else "\n") + text)
+                    else:
+                        out.write(f"{msg.name}: {text}")
+                    written += len(text) + 1
+                    ends_newline = False
+        if written and not ends_newline:
+            out.write("\n")
+        out.flush()

@@ -1,0 +1,104 @@
+"""Broadcasting an agent's replies to the agents that listen to it.
+
+An agent answers a call (``await agent(...)``) and then broadcasts the reply. Two kinds of
+listeners receive it:
+
+* **hub links** — a message hub (``agentscope_rt.pipeline.MsgHub``) attaches a
+  :class:`HubLink` to every participant with ``agent._attach_hub(key, link)`` and removes it
+  with ``agent._detach_hub(key)``. On broadcast the agent asks the link for the current
+  recipients and hands the message to :meth:`HubLink.deliver`, which must return only once
+  every recipient has finished observing it (the hub may deliver in parallel, through
+  inboxes, with backpressure — that is the hub's business);
+* **plain subscribers** — AgentScope's interface, ``reset_subscribers(hub_name, agents)`` /
+  ``remove_subscribers(hub_name)``; each subscriber's ``observe`` is awaited in turn.
+
+Guarantees of :func:`broadcast` (and so of ``AgentBase.__call__``):
+
+* when it returns, every listener has finished observing the message;
+* the sender never observes its own message, and an agent reachable through several links or
+  subscriber lists observes it exactly once (the first link, in attachment order, that lists
+  it delivers it; then plain subscribers);
+* thinking blocks are private reasoning and are never broadcast: listeners receive a copy
+  without them (built only when there are thinking blocks to strip);
+* nothing happens for ``None``.
+
+An exception raised by a link or an observer propagates out of the broadcast (and so out of
+``await agent(...)``); listeners later in the order are then not reached.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+from ..message import ContentBlock, Msg, ThinkingBlock
+
+if TYPE_CHECKING:
+    from ._agent_base import AgentBase
+
+__all__ = ["HubLink", "broadcast", "strip_thinking_blocks"]
+
+
+@runtime_checkable
+class HubLink(Protocol):
+    """What a message hub gives each participant so that its replies reach the others."""
+
+    def recipients(self, sender: AgentBase) -> Sequence[AgentBase]:
+        """The hub's current members except *sender*, in the hub's order."""
+        ...
+
+    async def deliver(self, sender: AgentBase, msg: Msg, recipients: Sequence[AgentBase]) -> None:
+        """Deliver *msg* from *sender* to *recipients*; return once every one of them has
+        finished observing it."""
+        ...
+
+
+def _strip_one(msg: Msg) -> Msg:
+    content = msg.content
+    if isinstance(content, str) or not any(block.__class__ is ThinkingBlock for block in content):
+        return msg
+    stripped = msg.copy()
+    copied: list[ContentBlock] = stripped.content  # type: ignore[assignment]
+    stripped.content = [block for block in copied if block.__class__ is not ThinkingBlock]
+    return stripped
+
+
+def strip_thinking_blocks(msg: Msg | list[Msg]) -> Msg | list[Msg]:
+    """*msg* without thinking blocks: the same object when it has none, else a copy (same id)
+    without them. For a list, each message is treated so."""
+    if isinstance(msg, list):
+        return [_strip_one(m) for m in msg]
+    return _strip_one(msg)
+
+
+async def broadcast(
+    sender: AgentBase,
+    msg: Msg | list[Msg] | None,
+    hub_links: Iterable[HubLink],
+    subscribers: Mapping[str, Sequence[AgentBase]],
+) -> None:
+    """Deliver *msg* from *sender* to every listener exactly once (see the module docstring).
+
+    A list of messages is delivered as one item through plain subscribers (as AgentScope
+    does) and message by message through hub links.
+    """
+    if msg is None:
+        return
+    shared = strip_thinking_blocks(msg)
+    seen = {id(sender)}
+    for link in tuple(hub_links):
+        recipients = [agent for agent in link.recipients(sender) if id(agent) not in seen]
+        if not recipients:
+            continue
+        seen.update(id(agent) for agent in recipients)
+        if isinstance(shared, list):
+            for item in shared:
+                await link.deliver(sender, item, recipients)
+        else:
+            await link.deliver(sender, shared, recipients)
+    for agents in tuple(subscribers.values()):
+        for agent in tuple(agents):
+            if id(agent) in seen:
+                continue
+            seen.add(id(agent))
+            await agent.observe(shared)

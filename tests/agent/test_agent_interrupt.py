@@ -1,0 +1,195 @@
+"""Interrupting a reply cancels exactly the reply's scope; outer cancellation propagates."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import anyio
+import pytest
+
+from agentscope_rt.agent import GenerateReason
+from agentscope_rt.message import Msg
+
+from ._support import EchoAgent, FakeHubLink
+
+LONG = 30.0
+
+
+def user(text: str = "hi") -> Msg:
+    return Msg("user", text, "user")
+
+
+async def interrupt_later(agent: EchoAgent, delay: float = 0.05) -> None:
+    await anyio.sleep(delay)
+    agent.interrupt()
+
+
+async def test_interrupt_long_reply_returns_handle_interrupt_msg_quickly() -> None:
+    agent = EchoAgent(delay=LONG)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(interrupt_later, agent)
+        start = time.monotonic()
+        reply = await agent(user())
+        elapsed = time.monotonic() - start
+    assert reply.get_text_content() == "interrupted"
+    assert reply.metadata["generate_reason"] == "interrupted"
+    assert reply.metadata["generate_reason"] == GenerateReason.INTERRUPTED
+    assert reply.invocation_id == agent._reply_id
+    assert agent.interrupt_calls == 1
+    assert elapsed < 1.0
+    assert not agent.is_replying
+
+    agent.delay = 0
+    again = await agent(user("again"))
+    assert again.get_text_content() == "again"
+    assert "generate_reason" not in again.metadata
+    assert agent.interrupt_calls == 1
+
+
+async def test_outer_timeout_propagates_and_skips_handle_interrupt() -> None:
+    agent = EchoAgent(delay=LONG)
+    with pytest.raises(TimeoutError):
+        with anyio.fail_after(0.05):
+            await agent(user())
+    assert agent.interrupt_calls == 0
+    assert not agent.is_replying
+    agent.delay = 0
+    assert (await agent(user("ok"))).get_text_content() == "ok"
+
+
+async def test_outer_cancel_landing_with_interrupt_wins() -> None:
+    agent = EchoAgent(delay=LONG)
+    results: list[Msg] = []
+
+    async def call() -> None:
+        results.append(await agent(user()))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(call)
+        await anyio.sleep(0.05)
+        agent.interrupt()
+        tg.cancel_scope.cancel()
+    assert results == []
+    assert agent.interrupt_calls == 0
+
+
+async def test_interrupt_from_another_task_only_hits_current_call() -> None:
+    agent = EchoAgent(delay=0.2)
+    replies: dict[str, Msg] = {}
+
+    async def call(text: str) -> None:
+        replies[text] = await agent(user(text))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(call, "first")
+        await anyio.sleep(0.01)
+        tg.start_soon(call, "second")
+        await anyio.sleep(0.05)
+        agent.interrupt()
+    assert replies["first"].get_text_content() == "interrupted"
+    assert replies["second"].get_text_content() == "second"
+    assert agent.interrupt_calls == 1
+
+
+async def test_interrupt_from_pre_reply_hook() -> None:
+    agent = EchoAgent(delay=LONG)
+    post_calls: list[Any] = []
+
+    def pre(self: EchoAgent, kwargs: dict[str, Any]) -> None:
+        self.interrupt()
+
+    agent.register_instance_hook("pre_reply", "stop", pre)
+    agent.register_instance_hook("post_reply", "seen", lambda s, k, o: post_calls.append(o))
+    reply = await agent(user())
+    assert reply.metadata["generate_reason"] == "interrupted"
+    assert post_calls == []
+
+
+async def test_interrupt_from_inside_reply_like_a_tool() -> None:
+    class SelfStopping(EchoAgent):
+        async def reply(self, msg: Msg | None = None, suffix: str = "") -> Msg:
+            self.interrupt()  # as a tool of this reply would
+            await anyio.sleep(LONG)
+            raise AssertionError("not reached")
+
+    agent = SelfStopping()
+    reply = await agent(user())
+    assert reply.get_text_content() == "interrupted"
+
+
+async def test_interrupt_from_anyio_worker_thread() -> None:
+    agent = EchoAgent(delay=LONG)
+
+    async def from_worker() -> None:
+        await anyio.sleep(0.05)
+        await anyio.to_thread.run_sync(agent.interrupt)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(from_worker)
+        reply = await agent(user())
+    assert reply.metadata["generate_reason"] == "interrupted"
+
+
+async def test_interrupt_from_foreign_thread() -> None:
+    agent = EchoAgent(delay=LONG)
+    started = threading.Event()
+
+    def foreign() -> None:
+        started.wait(5)
+        time.sleep(0.05)
+        agent.interrupt()
+
+    thread = threading.Thread(target=foreign)
+    thread.start()
+    try:
+        started.set()
+        reply = await agent(user())
+    finally:
+        await anyio.to_thread.run_sync(thread.join)
+    assert reply.metadata["generate_reason"] == "interrupted"
+
+
+async def test_interrupt_when_idle_is_a_noop_and_awaitable() -> None:
+    agent = EchoAgent()
+    await agent.interrupt()
+    agent.interrupt()
+    reply = await agent(user("fine"))
+    assert reply.get_text_content() == "fine"
+    assert agent.interrupt_calls == 0
+
+
+async def test_interrupt_reply_is_broadcast_and_gets_invocation_id() -> None:
+    agent = EchoAgent(delay=LONG)
+    listener = EchoAgent("listener")
+    link = FakeHubLink([agent, listener])
+    agent._attach_hub("hub", link)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(interrupt_later, agent)
+        reply = await agent(user())
+    assert [m.get_text_content() for m in listener.observed] == ["interrupted"]  # type: ignore[union-attr]
+    assert reply.invocation_id is not None
+
+
+async def test_handle_interrupt_must_return_msg() -> None:
+    class Bad(EchoAgent):
+        async def handle_interrupt(self, *args: Any, **kwargs: Any) -> Msg:
+            return "nope"  # type: ignore[return-value]
+
+    agent = Bad(delay=LONG)
+    agent.register_instance_hook("pre_reply", "stop", lambda self, kwargs: self.interrupt())
+    with pytest.raises(TypeError, match="handle_interrupt must return a Msg"):
+        await agent(user())
+
+
+async def test_default_handle_interrupt() -> None:
+    class Plain(EchoAgent):
+        handle_interrupt = EchoAgent.__mro__[1].handle_interrupt  # type: ignore[assignment]
+
+    agent = Plain(delay=LONG)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(interrupt_later, agent)
+        reply = await agent(user())
+    assert reply.name == "echo"
+    assert reply.metadata == {"_is_interrupted": True, "generate_reason": "interrupted"}
