@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import pathlib
-import sys
 
 import nox
 
@@ -68,4 +67,4 @@ def lint(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     """Benchmarks against AgentScope (installed in its own venvs) and a hand-written floor."""
     session.install("-e", ".")
-    session.run("python", "bench/run.py", *session.posargs, env={"PYTHON": sys.executable})
+    session.run("python", "bench/run.py", *session.posargs)

@@ -45,9 +45,7 @@ def is_structured_model(value: Any) -> bool:
     """Whether *value* is a pydantic model class, an attrs class or a JSON schema dict."""
     if isinstance(value, dict):
         return True
-    return isinstance(value, type) and (
-        issubclass(value, pydantic.BaseModel) or attrs.has(value)
-    )
+    return isinstance(value, type) and (issubclass(value, pydantic.BaseModel) or attrs.has(value))
 
 
 def _mirror(tp: Any) -> Any:
@@ -61,7 +59,7 @@ def _mirror(tp: Any) -> Any:
     if not args:
         return tp
     if origin is typing.Annotated:
-        return typing.Annotated[(_mirror(args[0]), *args[1:])]  # type: ignore[misc]
+        return typing.Annotated[(_mirror(args[0]), *args[1:])]
     if origin is typing.Literal:
         return tp
     mirrored = tuple(_mirror(a) for a in args)
@@ -72,7 +70,7 @@ def _mirror(tp: Any) -> Any:
     try:
         return origin[mirrored]
     except TypeError:
-        return typing.get_origin(tp)[mirrored]  # type: ignore[index]
+        return typing.get_origin(tp)[mirrored]
 
 
 @functools.cache
@@ -83,7 +81,7 @@ def _attrs_to_dataclass(cls: type) -> type:
         spec: dict[str, Any] = {}
         if field.default is not attrs.NOTHING:
             if isinstance(field.default, attrs.Factory):  # type: ignore[arg-type]
-                spec["default_factory"] = field.default.factory  # type: ignore[attr-defined]
+                spec["default_factory"] = field.default.factory
             else:
                 spec["default"] = field.default
         specs.append((field.name, _mirror(field.type or Any), dataclasses.field(**spec)))
@@ -138,15 +136,16 @@ def validate_structured_output(model: StructuredModel, data: Any) -> dict[str, A
         if errors:
             raise StructuredOutputError(
                 "; ".join(
-                    f"{'.'.join(str(p) for p in e.path) or '(root)'}: {e.message}"
-                    for e in errors
+                    f"{'.'.join(str(p) for p in e.path) or '(root)'}: {e.message}" for e in errors
                 )
             )
         return typing.cast(dict[str, Any], data)
     try:
         if isinstance(model, type) and issubclass(model, pydantic.BaseModel):
             return model.model_validate(data).model_dump(mode="json")
-        adapter = type_adapter(model)
-        return typing.cast(dict[str, Any], adapter.dump_python(adapter.validate_python(data), mode="json"))
+        adapter = type_adapter(typing.cast(Any, model))
+        return typing.cast(
+            dict[str, Any], adapter.dump_python(adapter.validate_python(data), mode="json")
+        )
     except pydantic.ValidationError as exc:
         raise StructuredOutputError(_describe_pydantic_error(exc)) from None

@@ -15,7 +15,6 @@ import math
 import typing
 from typing import Any, TypeVar
 
-import attrs
 import cattrs
 from cattrs.cols import is_sequence, list_structure_factory
 from cattrs.errors import AttributeValidationNote, BaseValidationError
@@ -153,7 +152,7 @@ def _register_block(cls: type[_MappingView]) -> None:
     if cls is ToolUseBlock:
         overrides["raw_input"] = override(omit_if_default=True)
     gen_unstructure = make_dict_unstructure_fn(cls, converter, **overrides)  # type: ignore[arg-type]
-    gen_structure = make_dict_structure_fn(cls, converter)  # type: ignore[arg-type]
+    gen_structure = make_dict_structure_fn(cls, converter)
     tag = cls.type
 
     def unstructure_block(block: Any) -> dict[str, Any]:
@@ -185,8 +184,6 @@ def _tagged_union(table: dict[str, type[_MappingView]], what: str) -> Any:
     return hook
 
 
-
-
 def _register_exact(tp: Any, hook: Any) -> None:
     # Unions go through a predicate: registering a union directly would register the hook
     # for each member class too, shadowing the per-class hooks.
@@ -203,7 +200,7 @@ def _structure_tool_output(value: Any, _: Any) -> str | list[Any]:
         return value
     if not isinstance(value, list):
         raise _FieldError(f"expected a string or a list of blocks, got {_type_name(value)}")
-    return converter.structure(value, list[MediaBlock])  # type: ignore[arg-type]
+    return converter.structure(value, list[MediaBlock])
 
 
 _register_exact(ToolOutput, _structure_tool_output)
@@ -214,7 +211,7 @@ def _structure_content(value: Any, _: Any) -> str | list[Any]:
         return value
     if not isinstance(value, list):
         raise _FieldError(f"expected a string or a list of blocks, got {_type_name(value)}")
-    return converter.structure(value, list[ContentBlock])  # type: ignore[arg-type]
+    return converter.structure(value, list[ContentBlock])
 
 
 _register_exact(MsgContent, _structure_content)
@@ -277,9 +274,7 @@ def _structure_msg_hook(value: Any, _: Any) -> Msg:
     if "role" in fields and fields["role"] not in _ROLES:
         errors.append(
             _with_path(
-                _FieldError(
-                    f"expected 'user', 'assistant' or 'system', got {fields['role']!r}"
-                ),
+                _FieldError(f"expected 'user', 'assistant' or 'system', got {fields['role']!r}"),
                 "role",
             )
         )
@@ -363,5 +358,5 @@ def structure_msg(data: Any) -> Msg:
 
 def structure_block(data: Any, *, path: str = "") -> ContentBlock:
     """Build one content block from its dict form."""
-    return structure(data, ContentBlock, what="content block", path=path)  # type: ignore[arg-type]
-
+    block: ContentBlock = structure(data, ContentBlock, what="content block", path=path)
+    return block

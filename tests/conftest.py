@@ -1,12 +1,12 @@
 """Shared test configuration.
 
-Every ``async def`` test runs twice, on asyncio and on trio: the ``anyio`` marker is added
-automatically and ``anyio_backend`` is parametrised over both backends.
+Every ``async def`` test runs twice, on asyncio and on trio: anyio's pytest plugin runs in auto
+mode (``anyio_mode = "auto"`` in pyproject.toml), so each async test requests ``anyio_backend``,
+which is parametrised here over both backends.
 """
 
 from __future__ import annotations
 
-import inspect
 import os
 
 import pytest
@@ -28,10 +28,3 @@ os.environ.setdefault("AGENTSCOPE_RT_DISABLE_CONSOLE_OUTPUT", "true")
 @pytest.fixture(params=["asyncio", "trio"])
 def anyio_backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        function = getattr(item, "function", None)
-        if function is not None and inspect.iscoroutinefunction(function):
-            item.add_marker(pytest.mark.anyio)

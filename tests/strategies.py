@@ -20,7 +20,13 @@ from agentscope_rt.message import (
 )
 
 text = st.text(max_size=30)
-json_scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | text
+json_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | text
+)
 json_data: st.SearchStrategy[Any] = st.recursive(
     json_scalars,
     lambda children: st.lists(children, max_size=4) | st.dictionaries(text, children, max_size=4),

@@ -87,7 +87,11 @@ def test_bad_content_is_a_type_error(content: Any) -> None:
 
 def test_bad_dict_block_names_the_path() -> None:
     with pytest.raises(MessageFormatError) as info:
-        Msg("a", [{"type": "text", "text": "ok"}, {"type": "image", "source": {"type": "url"}}], "user")
+        Msg(
+            "a",
+            [{"type": "text", "text": "ok"}, {"type": "image", "source": {"type": "url"}}],
+            "user",
+        )
     assert "content[1].source.url" in str(info.value)
     assert isinstance(info.value, AgentScopeRTError)
 

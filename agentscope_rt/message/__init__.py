@@ -43,4 +43,4 @@ __all__ = [
 ]
 
 # Importing the converter registers the message hooks; it must follow the classes above.
-from .. import _serde as _serde  # noqa: E402
+from .. import _serde as _serde

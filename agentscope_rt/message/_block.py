@@ -29,12 +29,13 @@ __all__ = [
     "Source",
     "TextBlock",
     "ThinkingBlock",
-    "ToolResultBlock",
     "ToolOutput",
+    "ToolResultBlock",
     "ToolUseBlock",
     "URLSource",
     "VideoBlock",
 ]
+
 
 class _MappingView:
     """Mapping-style read/write access to an attrs block, for AgentScope compatibility."""
@@ -47,7 +48,7 @@ class _MappingView:
         # Cached per class: the attrs field list never changes after class creation.
         names: tuple[str, ...] | None = cls.__dict__.get("_field_names_cache")
         if names is None:
-            names = tuple(a.name for a in attrs.fields(cls))  # type: ignore[misc]
+            names = tuple(a.name for a in attrs.fields(cls))  # type: ignore[arg-type]
             type.__setattr__(cls, "_field_names_cache", names)
         return names
 
@@ -82,7 +83,7 @@ class _MappingView:
     def __contains__(self, key: object) -> bool:
         if key == "type":
             return True
-        return key in self._names() and getattr(self, key) is not None  # type: ignore[arg-type]
+        return isinstance(key, str) and key in self._names() and getattr(self, key) is not None
 
     def keys(self) -> list[str]:
         """The keys the block would have as an AgentScope dict (``type`` first)."""

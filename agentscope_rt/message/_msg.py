@@ -45,9 +45,7 @@ def _convert_content(content: Any) -> str | list[ContentBlock]:
     """
     if isinstance(content, str):
         return content
-    if isinstance(content, _MappingView):
-        content = [content]
-    elif isinstance(content, dict):
+    if isinstance(content, _MappingView | dict):
         content = [content]
     elif not isinstance(content, list | tuple):
         raise TypeError(
@@ -116,7 +114,7 @@ class Msg:
         elif not isinstance(metadata, dict):
             raise TypeError(f"Msg metadata must be a dict or None, not {type(metadata).__name__}")
         self.name = name
-        self.content = content if content.__class__ is str else _convert_content(content)  # type: ignore[assignment]
+        self.content = content if isinstance(content, str) else _convert_content(content)
         self.role = role
         self.metadata = metadata
         self.timestamp = now_timestamp() if timestamp is None else timestamp
@@ -135,9 +133,9 @@ class Msg:
     def get_text_content(self, separator: str = "\n") -> str | None:
         """The text of the message: the string content, or the text blocks joined by
         *separator* (thinking excluded). ``None`` when there is no text."""
-        if self.content.__class__ is str:
-            return self.content  # type: ignore[return-value]
-        texts = [b.text for b in self.content if b.__class__ is TextBlock]  # type: ignore[union-attr]
+        if isinstance(self.content, str):
+            return self.content
+        texts = [b.text for b in self.content if isinstance(b, TextBlock)]
         return separator.join(texts) if texts else None
 
     @overload
@@ -162,9 +160,7 @@ class Msg:
         :raises ValueError: for an unknown block type name.
         """
         blocks: list[ContentBlock] = (
-            [TextBlock(text=self.content)]  # type: ignore[arg-type]
-            if self.content.__class__ is str
-            else list(self.content)
+            [TextBlock(text=self.content)] if isinstance(self.content, str) else list(self.content)
         )
         if block_type is None:
             return blocks
@@ -189,9 +185,7 @@ class Msg:
         new = object.__new__(Msg)
         new.name = self.name
         new.content = (
-            self.content
-            if self.content.__class__ is str
-            else [b.copy() for b in self.content]  # type: ignore[union-attr]
+            self.content if self.content.__class__ is str else [b.copy() for b in self.content]  # type: ignore[union-attr]
         )
         new.role = self.role
         new.metadata = copy_json(self.metadata)

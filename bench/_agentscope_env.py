@@ -1,0 +1,60 @@
+"""Virtual environments holding AgentScope releases, for side-by-side benchmarks.
+
+AgentScope is never a dependency of agentscope-rt: each benchmark runs AgentScope's half of a
+workload in a subprocess with its own interpreter. This module creates (once) and reuses a venv
+per AgentScope version under ``bench/.venvs/``. AgentScope 1.0.x imports only with ``mcp<2``,
+``tqdm`` and ``greenlet`` installed beside it.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import subprocess
+import sys
+
+VENVS = pathlib.Path(__file__).parent / ".venvs"
+EXTRA_PACKAGES = ("mcp<2", "tqdm", "greenlet")
+# The fastest 1.x measured on this kind of machine, and the newest 1.0.x release.
+FAST_VERSION = "1.0.4"
+NEWEST_VERSION = "1.0.21"
+
+
+def agentscope_python(version: str) -> pathlib.Path:
+    """The interpreter of a venv with ``agentscope==version`` installed (created on first use).
+
+    :raises RuntimeError: if the venv cannot be created or the install fails (the message holds
+        pip's output).
+    """
+    venv = VENVS / f"agentscope-{version}"
+    python = venv / "bin" / "python"
+    marker = venv / ".installed"
+    if marker.exists() and python.exists():
+        return python
+    VENVS.mkdir(parents=True, exist_ok=True)
+    base = os.environ.get("PYTHON_FOR_AGENTSCOPE", sys.executable)
+    steps = [
+        [base, "-m", "venv", str(venv)],
+        [str(python), "-m", "pip", "install", "-q", f"agentscope=={version}", *EXTRA_PACKAGES],
+    ]
+    for step in steps:
+        result = subprocess.run(step, capture_output=True, text=True)
+        if result.returncode != 0:
+            raise RuntimeError(
+                f"could not prepare agentscope {version}: {' '.join(step)} failed:\n"
+                f"{result.stdout}\n{result.stderr}"
+            )
+    check = subprocess.run(
+        [str(python), "-c", "import agentscope, sys; sys.stdout.write(agentscope.__version__)"],
+        capture_output=True,
+        text=True,
+    )
+    if check.returncode != 0 or check.stdout.strip() != version:
+        raise RuntimeError(f"agentscope {version} does not import:\n{check.stderr}")
+    marker.write_text(version)
+    return python
+
+
+if __name__ == "__main__":
+    for v in sys.argv[1:] or [FAST_VERSION, NEWEST_VERSION]:
+        print(v, agentscope_python(v))
