@@ -9,8 +9,6 @@ brings a human into the conversation.
 from ._agent_base import AgentBase, check_msg_input
 from ._console import DISABLE_CONSOLE_ENV
 from ._generate_reason import GENERATE_REASON_KEY, GenerateReason
-from ._compression import CompressionConfig, SummarySchema
-from ._react_agent import ReActAgent
 from ._react_agent_base import ReActAgentBase
 from ._subscription import HubLink
 from ._user_agent import UserAgent
@@ -20,12 +18,9 @@ __all__ = [
     "DISABLE_CONSOLE_ENV",
     "GENERATE_REASON_KEY",
     "AgentBase",
-    "CompressionConfig",
     "GenerateReason",
     "HubLink",
-    "ReActAgent",
     "ReActAgentBase",
-    "SummarySchema",
     "TerminalUserInput",
     "UserAgent",
     "UserInputBase",
