@@ -1,0 +1,37 @@
+"""Formatters: turn messages into each provider's chat payload, within a token budget.
+
+For every provider there is a chat formatter (one user, one agent; speakers kept as roles)
+and a multi-agent formatter (several named speakers folded into ``<history>`` blocks). All
+formatters are async (media are read without blocking) and accept a ``token_counter`` and
+``max_tokens`` to drop the oldest turns, never splitting a tool call from its result.
+"""
+
+from ._anthropic_formatter import AnthropicChatFormatter, AnthropicMultiAgentFormatter
+from ._dashscope_formatter import DashScopeChatFormatter, DashScopeMultiAgentFormatter
+from ._deepseek_formatter import DeepSeekChatFormatter, DeepSeekMultiAgentFormatter
+from ._errors import FormatterError, TruncationWarning, UnsupportedBlockWarning
+from ._formatter_base import FormatterBase, MultiAgentFormatterBase, TruncatedFormatterBase
+from ._gemini_formatter import GeminiChatFormatter, GeminiMultiAgentFormatter
+from ._ollama_formatter import OllamaChatFormatter, OllamaMultiAgentFormatter
+from ._openai_formatter import OpenAIChatFormatter, OpenAIMultiAgentFormatter
+
+__all__ = [
+    "AnthropicChatFormatter",
+    "AnthropicMultiAgentFormatter",
+    "DashScopeChatFormatter",
+    "DashScopeMultiAgentFormatter",
+    "DeepSeekChatFormatter",
+    "DeepSeekMultiAgentFormatter",
+    "FormatterBase",
+    "FormatterError",
+    "GeminiChatFormatter",
+    "GeminiMultiAgentFormatter",
+    "MultiAgentFormatterBase",
+    "OllamaChatFormatter",
+    "OllamaMultiAgentFormatter",
+    "OpenAIChatFormatter",
+    "OpenAIMultiAgentFormatter",
+    "TruncatedFormatterBase",
+    "TruncationWarning",
+    "UnsupportedBlockWarning",
+]

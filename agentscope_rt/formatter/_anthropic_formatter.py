@@ -1,0 +1,188 @@
+"""Formatters for Anthropic's Messages API.
+
+Content is a list of typed blocks (``text``, ``thinking``, ``image``, ``tool_use``); a tool
+result is a ``tool_result`` block in a user message. The system prompt stays the first
+message with ``role: "system"``, exactly as AgentScope returns it; the Anthropic model (and
+:class:`~agentscope_rt.token.AnthropicTokenCounter`) take it out and send it as the separate
+``system`` parameter the API requires.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..message import ImageBlock, Msg, URLSource
+from ..token import TokenCounterBase
+from ._errors import FormatterError
+from ._formatter_base import (
+    DEFAULT_CONVERSATION_HISTORY_PROMPT,
+    MultiAgentFormatterBase,
+    TruncatedFormatterBase,
+    wrap_history,
+)
+from ._media import current_call, local_path_of, read_local_base64, sniff_media_type
+
+__all__ = ["AnthropicChatFormatter", "AnthropicMultiAgentFormatter"]
+
+_ANTHROPIC_IMAGE_TYPES = {
+    ".png": "image/png",
+    ".jpg": "image/jpeg",
+    ".jpeg": "image/jpeg",
+    ".gif": "image/gif",
+    ".webp": "image/webp",
+}
+
+
+async def format_anthropic_image_block(block: ImageBlock) -> dict[str, Any]:
+    """An image block in Anthropic's shape: base64 passes through, web URLs become a ``url``
+    source, local files are read and sent as base64.
+
+    :raises FormatterError: for a missing local file or one that is not an image.
+    """
+    source = block.source
+    if not isinstance(source, URLSource):
+        return {
+            "type": "image",
+            "source": {"type": "base64", "media_type": source.media_type, "data": source.data},
+        }
+    path = local_path_of(source.url)
+    if path is None:
+        return {"type": "image", "source": {"type": "url", "url": source.url}}
+    data, head = await read_local_base64(path)
+    extension = "." + path.rsplit(".", 1)[-1].lower() if "." in path else ""
+    media_type = _ANTHROPIC_IMAGE_TYPES.get(extension) or sniff_media_type(head)
+    if media_type is None or not media_type.startswith("image/"):
+        raise FormatterError(
+            f"{source.url!r} is not an image Anthropic accepts (png, jpeg, gif, webp)"
+        )
+    return {"type": "image", "source": {"type": "base64", "media_type": media_type, "data": data}}
+
+
+class AnthropicChatFormatter(TruncatedFormatterBase):
+    """Anthropic formatter for a conversation between a user and one agent.
+
+    Accepted blocks: text, thinking (passed back, as Anthropic recommends), image, tool_use,
+    tool_result (text and images inside). Audio and video are dropped with an
+    :class:`UnsupportedBlockWarning`. A system message other than the first becomes a user
+    message (the API allows one system prompt).
+
+    :param token_counter: counts tokens for truncation.
+    :param max_tokens: the token budget; ``None`` means no truncation.
+    """
+
+    support_tools_api: bool = True
+    support_multiagent: bool = False
+    support_vision: bool = True
+
+    async def _format(self, msgs: list[Msg]) -> list[dict[str, Any]]:
+        call = current_call()
+        messages: list[dict[str, Any]] = []
+        for index, msg in enumerate(msgs):
+            content: list[dict[str, Any]] = []
+            for block in msg.get_content_blocks():
+                typ = block.type
+                if typ == "text":
+                    content.append({"type": "text", "text": block.text})  # type: ignore[union-attr]
+                elif typ == "thinking":
+                    content.append({"type": "thinking", "thinking": block.thinking})  # type: ignore[union-attr]
+                elif typ == "image":
+                    content.append(await format_anthropic_image_block(block))  # type: ignore[arg-type]
+                elif typ == "tool_use":
+                    content.append(
+                        {
+                            "id": block.id,  # type: ignore[union-attr]
+                            "type": "tool_use",
+                            "name": block.name,  # type: ignore[union-attr]
+                            "input": block.input,  # type: ignore[union-attr]
+                        }
+                    )
+                elif typ == "tool_result":
+                    messages.append(
+                        {
+                            "role": "user",
+                            "content": [
+                                {
+                                    "type": "tool_result",
+                                    "tool_use_id": block.id,  # type: ignore[union-attr]
+                                    "content": await self._tool_result_content(block.output),  # type: ignore[union-attr]
+                                }
+                            ],
+                        }
+                    )
+                else:
+                    call.drop(typ)
+            role = "user" if msg.role == "system" and index != 0 else msg.role
+            if content:
+                messages.append({"role": role, "content": content})
+        return messages
+
+    @staticmethod
+    async def _tool_result_content(output: Any) -> list[dict[str, Any]]:
+        if output is None:
+            return [{"type": "text", "text": ""}]
+        if isinstance(output, str):
+            return [{"type": "text", "text": output}]
+        content: list[dict[str, Any]] = []
+        for item in output:
+            if item.type == "text":
+                content.append({"type": "text", "text": item.text})
+            elif item.type == "image":
+                content.append(await format_anthropic_image_block(item))
+            else:
+                # Anthropic tool results carry text and images only.
+                current_call().drop(item.type)
+        return content
+
+
+class AnthropicMultiAgentFormatter(MultiAgentFormatterBase):
+    """Anthropic formatter for conversations with several named speakers.
+
+    Plain messages are folded into one user message per run: ``name: text`` lines inside
+    ``<history>...</history>``, images kept in place between the text blocks. Tool calls and
+    results keep Anthropic's native shape (formatted by :class:`AnthropicChatFormatter`).
+
+    :param conversation_history_prompt: text before the first ``<history>`` block.
+    :param token_counter: counts tokens for truncation.
+    :param max_tokens: the token budget; ``None`` means no truncation.
+    """
+
+    support_tools_api: bool = True
+    support_multiagent: bool = True
+    support_vision: bool = True
+
+    def __init__(
+        self,
+        conversation_history_prompt: str = DEFAULT_CONVERSATION_HISTORY_PROMPT,
+        token_counter: TokenCounterBase | None = None,
+        max_tokens: int | None = None,
+    ) -> None:
+        super().__init__(token_counter=token_counter, max_tokens=max_tokens)
+        self.conversation_history_prompt = conversation_history_prompt
+        self._chat = AnthropicChatFormatter()
+
+    async def _format_tool_sequence(self, msgs: list[Msg]) -> list[dict[str, Any]]:
+        return await self._chat._format(list(msgs))
+
+    async def _format_agent_message(
+        self, msgs: list[Msg], is_first: bool = True
+    ) -> list[dict[str, Any]]:
+        call = current_call()
+        prompt = self.conversation_history_prompt if is_first else ""
+        blocks: list[dict[str, Any]] = []
+        lines: list[str] = []
+        for msg in msgs:
+            for block in msg.get_content_blocks():
+                typ = block.type
+                if typ == "text":
+                    lines.append(f"{msg.name}: {block.text}")  # type: ignore[union-attr]
+                elif typ == "image":
+                    if lines:
+                        blocks.append({"text": "\n".join(lines), "type": "text"})
+                        lines = []
+                    blocks.append(await format_anthropic_image_block(block))  # type: ignore[arg-type]
+                elif typ != "thinking":
+                    call.drop(typ)
+        if lines:
+            blocks.append({"text": "\n".join(lines), "type": "text"})
+        blocks = wrap_history(blocks, prompt, text_block={"type": "text"})
+        return [{"role": "user", "content": blocks}] if blocks else []

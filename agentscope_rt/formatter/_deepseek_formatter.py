@@ -1,0 +1,124 @@
+"""Formatters for DeepSeek's (OpenAI-compatible, text-only) chat API.
+
+Content is a plain string; an assistant's thinking goes back as ``reasoning_content``; tool
+calls follow OpenAI's ``tool_calls`` / ``role: "tool"`` shape. DeepSeek takes no media, so
+image, audio and video blocks are dropped with an :class:`UnsupportedBlockWarning`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..message import Msg
+from ..token import TokenCounterBase
+from ._formatter_base import (
+    DEFAULT_CONVERSATION_HISTORY_PROMPT,
+    MultiAgentFormatterBase,
+    TruncatedFormatterBase,
+    wrap_history,
+)
+from ._media import current_call
+from ._openai_formatter import openai_tool_call
+
+__all__ = ["DeepSeekChatFormatter", "DeepSeekMultiAgentFormatter"]
+
+
+class DeepSeekChatFormatter(TruncatedFormatterBase):
+    """DeepSeek formatter for a conversation between a user and one agent.
+
+    Accepted blocks: text, thinking (as ``reasoning_content``), tool_use, tool_result.
+
+    :param token_counter: counts tokens for truncation.
+    :param max_tokens: the token budget; ``None`` means no truncation.
+    """
+
+    support_tools_api: bool = True
+    support_multiagent: bool = False
+    support_vision: bool = False
+
+    async def _format(self, msgs: list[Msg]) -> list[dict[str, Any]]:
+        call = current_call()
+        messages: list[dict[str, Any]] = []
+        for msg in msgs:
+            texts: list[str] = []
+            reasoning: list[str] = []
+            tool_calls: list[dict[str, Any]] = []
+            for block in msg.get_content_blocks():
+                typ = block.type
+                if typ == "text":
+                    texts.append(block.text)  # type: ignore[union-attr]
+                elif typ == "thinking":
+                    reasoning.append(block.thinking)  # type: ignore[union-attr]
+                elif typ == "tool_use":
+                    tool_calls.append(openai_tool_call(block))
+                elif typ == "tool_result":
+                    text, _ = await self.convert_tool_result_to_string(block.output)  # type: ignore[union-attr]
+                    messages.append(
+                        {
+                            "role": "tool",
+                            "tool_call_id": block.id,  # type: ignore[union-attr]
+                            "content": text,
+                            "name": block.name,  # type: ignore[union-attr]
+                        }
+                    )
+                else:
+                    call.drop(typ)
+            content = "\n".join(texts)
+            message: dict[str, Any] = {
+                "role": msg.role,
+                "content": content or (None if tool_calls else ""),
+            }
+            if reasoning:
+                message["reasoning_content"] = "\n".join(reasoning)
+            if tool_calls:
+                message["tool_calls"] = tool_calls
+            if message["content"] or tool_calls:
+                messages.append(message)
+        return messages
+
+
+class DeepSeekMultiAgentFormatter(MultiAgentFormatterBase):
+    """DeepSeek formatter for conversations with several named speakers.
+
+    Plain messages are folded into one user message per run (``name: text`` lines inside
+    ``<history>...</history>``, as one string); tool calls and results keep the native shape
+    (formatted by :class:`DeepSeekChatFormatter`).
+
+    :param conversation_history_prompt: text before the first ``<history>`` block.
+    :param token_counter: counts tokens for truncation.
+    :param max_tokens: the token budget; ``None`` means no truncation.
+    """
+
+    support_tools_api: bool = True
+    support_multiagent: bool = True
+    support_vision: bool = False
+
+    def __init__(
+        self,
+        conversation_history_prompt: str = DEFAULT_CONVERSATION_HISTORY_PROMPT,
+        token_counter: TokenCounterBase | None = None,
+        max_tokens: int | None = None,
+    ) -> None:
+        super().__init__(token_counter=token_counter, max_tokens=max_tokens)
+        self.conversation_history_prompt = conversation_history_prompt
+        self._chat = DeepSeekChatFormatter()
+
+    async def _format_tool_sequence(self, msgs: list[Msg]) -> list[dict[str, Any]]:
+        return await self._chat._format(list(msgs))
+
+    async def _format_agent_message(
+        self, msgs: list[Msg], is_first: bool = True
+    ) -> list[dict[str, Any]]:
+        call = current_call()
+        prompt = self.conversation_history_prompt if is_first else ""
+        lines: list[str] = []
+        for msg in msgs:
+            for block in msg.get_content_blocks():
+                if block.type == "text":
+                    lines.append(f"{msg.name}: {block.text}")
+                elif block.type != "thinking":
+                    call.drop(block.type)
+        if not lines:
+            return []
+        blocks = wrap_history([{"text": "\n".join(lines)}], prompt)
+        return [{"role": "user", "content": "\n".join(b["text"] for b in blocks)}]

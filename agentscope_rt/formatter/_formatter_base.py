@@ -1,0 +1,378 @@
+"""Formatter base classes: messages in, provider payload out, within a token budget.
+
+A formatter turns ``list[Msg]`` into the list of dicts a provider's chat API takes.
+:class:`TruncatedFormatterBase` adds a token budget: with a ``token_counter`` and
+``max_tokens`` it keeps the system prompt and the newest turns that fit, dropping the oldest
+first. Truncation works on *units*: a cut may only fall where every tool call made so far has
+its result, so a ``tool_use`` is never sent without its ``tool_result`` (providers reject
+that) and vice versa.
+
+AgentScope formats, counts and drops one unit at a time, reformatting everything after each
+drop (quadratic in the history length) and raises when the system prompt alone is too long.
+Here the full prompt is tried first (one format, one count — the common case); when it does
+not fit, the smallest prompt (system + newest unit) is checked, and then a binary search over
+the unit boundaries finds the longest suffix that fits, in O(log n) format/count rounds. When
+even the smallest prompt is over budget it is returned with a :class:`TruncationWarning`
+instead of looping or failing: the caller still gets the most useful prompt there is.
+"""
+
+from __future__ import annotations
+
+import warnings
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from ..message import (
+    AudioBlock,
+    ImageBlock,
+    Msg,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    VideoBlock,
+)
+from ..token import TokenCounterBase
+from ._errors import TruncationWarning, UnsupportedBlockWarning
+from ._media import current_call, enter_call, exit_call, save_base64_data
+
+__all__ = ["FormatterBase", "MultiAgentFormatterBase", "TruncatedFormatterBase"]
+
+DEFAULT_CONVERSATION_HISTORY_PROMPT = (
+    "# Conversation History\n"
+    "The content between <history></history> tags contains your conversation history\n"
+)
+"""The text AgentScope's multi-agent formatters put before the first ``<history>`` block."""
+
+
+class FormatterBase(ABC):
+    """Base class of formatters.
+
+    Subclasses implement :meth:`format`. Formatting is async because media may have to be
+    read from disk or the network (always without blocking the event loop).
+    """
+
+    @abstractmethod
+    async def format(
+        self, msgs: list[Msg], tools: list[dict[str, Any]] | None = None
+    ) -> list[dict[str, Any]]:
+        """Turn *msgs* into the provider's message list.
+
+        :param msgs: the messages, oldest first; a leading ``system`` message is the system
+            prompt.
+        :param tools: the tool JSON schemas that will be sent along (used only to count
+            tokens against the budget).
+        :raises TypeError: when *msgs* is not a list of :class:`Msg`.
+        :raises FormatterError: for media that cannot be loaded or sent.
+        """
+
+    @staticmethod
+    def assert_list_of_msgs(msgs: Any) -> None:
+        """Check that *msgs* is a list (or tuple) of :class:`Msg`.
+
+        :raises TypeError: naming the first offending item.
+        """
+        if not isinstance(msgs, list | tuple):
+            raise TypeError(
+                f"formatters take a list of Msg objects, not {type(msgs).__name__}; wrap a "
+                "single message in a list"
+            )
+        for index, msg in enumerate(msgs):
+            if not isinstance(msg, Msg):
+                raise TypeError(
+                    f"msgs[{index}] is a {type(msg).__name__}, not a Msg; build messages with "
+                    "Msg(name, content, role) or Msg.from_dict(...)"
+                )
+
+    @staticmethod
+    async def convert_tool_result_to_string(
+        output: str | Sequence[TextBlock | ImageBlock | AudioBlock | VideoBlock] | None,
+    ) -> tuple[str, list[tuple[str, TextBlock | ImageBlock | AudioBlock | VideoBlock]]]:
+        """Render a tool result's output as text, for tool APIs that take only text.
+
+        Text blocks are kept; a media block becomes "The returned <type> can be found at:
+        <url or path>" — base64 media is written to a file first (named by content hash, see
+        :func:`~agentscope_rt.formatter._media.save_base64_data`). One piece of text is
+        returned as is, several as a "- " bullet list, as in AgentScope.
+
+        :returns: ``(text, [(url_or_path, media_block), ...])``.
+        :raises FormatterError: for base64 media that is not valid base64.
+        """
+        if output is None:
+            return "", []
+        if isinstance(output, str):
+            return output, []
+        texts: list[str] = []
+        media: list[tuple[str, TextBlock | ImageBlock | AudioBlock | VideoBlock]] = []
+        for block in output:
+            typ = block["type"]
+            if typ == "text":
+                texts.append(block["text"])
+                continue
+            source = block["source"]
+            if source["type"] == "url":
+                location = source["url"]
+            else:
+                location = await save_base64_data(source["media_type"], source["data"])
+            texts.append(f"The returned {typ} can be found at: {location}")
+            media.append((location, block))
+        if len(texts) == 1:
+            return texts[0], media
+        return "\n".join("- " + text for text in texts), media
+
+
+GroupType = Literal["tool_sequence", "agent_message"]
+
+
+def group_messages(msgs: Sequence[Msg]) -> list[tuple[GroupType, list[Msg]]]:
+    """Split *msgs* into runs of plain agent messages and runs of tool call/result messages
+    (AgentScope's grouping for multi-agent formatters)."""
+    groups: list[tuple[GroupType, list[Msg]]] = []
+    for msg in msgs:
+        typ: GroupType = (
+            "tool_sequence"
+            if msg.has_content_blocks(("tool_use", "tool_result"))
+            else "agent_message"
+        )
+        if groups and groups[-1][0] == typ:
+            groups[-1][1].append(msg)
+        else:
+            groups.append((typ, [msg]))
+    return groups
+
+
+def split_units(msgs: Sequence[Msg]) -> list[list[Msg]]:
+    """Split *msgs* into truncation units, oldest first.
+
+    A unit ends after a message at which every tool call seen so far has its result, so
+    dropping whole units from the front never separates a ``tool_use`` from its
+    ``tool_result``. A result whose call is not in *msgs* does not open anything; calls that
+    never get a result keep the rest of the list together as the last unit.
+    """
+    units: list[list[Msg]] = []
+    current: list[Msg] = []
+    open_ids: set[str] = set()
+    for msg in msgs:
+        current.append(msg)
+        if not isinstance(msg.content, str):
+            for block in msg.content:
+                if isinstance(block, ToolUseBlock):
+                    open_ids.add(block.id)
+                elif isinstance(block, ToolResultBlock):
+                    open_ids.discard(block.id)
+        if not open_ids:
+            units.append(current)
+            current = []
+    if current:
+        units.append(current)
+    return units
+
+
+class TruncatedFormatterBase(FormatterBase, ABC):
+    """A formatter that keeps the formatted prompt within ``max_tokens``.
+
+    Guarantees, when both *token_counter* and *max_tokens* are given:
+
+    - the system prompt (a leading ``system`` message) is always kept;
+    - what is kept is the newest messages, in their original order (a suffix);
+    - a ``tool_use`` and its ``tool_result`` are kept or dropped together;
+    - the result fits the budget whenever the system prompt plus the newest unit fits it;
+      otherwise exactly that minimum is returned, with a :class:`TruncationWarning`.
+
+    Blocks the provider does not accept are dropped with one :class:`UnsupportedBlockWarning`
+    per call (thinking blocks, the model's own reasoning, are dropped silently where the
+    provider takes no reasoning back).
+
+    :param token_counter: counts the tokens of the formatted messages (and tools).
+    :param max_tokens: the budget; ``None`` means no truncation.
+    :raises ValueError: when *max_tokens* is not a positive integer.
+    """
+
+    def __init__(
+        self,
+        token_counter: TokenCounterBase | None = None,
+        max_tokens: int | None = None,
+    ) -> None:
+        if max_tokens is not None and (
+            isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens <= 0
+        ):
+            raise ValueError(f"max_tokens must be a positive integer or None, not {max_tokens!r}")
+        if token_counter is not None and not isinstance(token_counter, TokenCounterBase):
+            raise TypeError(
+                "token_counter must be a TokenCounterBase (e.g. OpenAITokenCounter, "
+                f"CharTokenCounter), not {type(token_counter).__name__}"
+            )
+        self.token_counter = token_counter
+        self.max_tokens = max_tokens
+
+    async def format(
+        self, msgs: list[Msg], tools: list[dict[str, Any]] | None = None
+    ) -> list[dict[str, Any]]:
+        """Format *msgs*, truncating the oldest turns to fit ``max_tokens``.
+
+        :param msgs: the messages, oldest first; a leading ``system`` message is the system
+            prompt. The list and the messages are not modified.
+        :param tools: the tool schemas sent along; their tokens count against the budget.
+        :raises TypeError: when *msgs* is not a list of :class:`Msg`.
+        :raises FormatterError: for media that cannot be loaded or sent.
+        """
+        self.assert_list_of_msgs(msgs)
+        call, token = enter_call()
+        try:
+            formatted = await self._format_within_budget(list(msgs), tools)
+            if token is not None and call.dropped:
+                kinds = ", ".join(f"{n} {typ}" for typ, n in sorted(call.dropped.items()))
+                warnings.warn(
+                    f"{type(self).__name__} dropped block(s) the provider does not accept: {kinds}",
+                    UnsupportedBlockWarning,
+                    stacklevel=2,
+                )
+            return formatted
+        finally:
+            exit_call(token)
+
+    async def _format_once(self, msgs: list[Msg]) -> list[dict[str, Any]]:
+        # Only the dropped blocks of the prompt finally returned are reported.
+        current_call().dropped.clear()
+        return await self._format(list(msgs))
+
+    async def _format_within_budget(
+        self, msgs: list[Msg], tools: list[dict[str, Any]] | None
+    ) -> list[dict[str, Any]]:
+        formatted = await self._format_once(msgs)
+        if self.token_counter is None or self.max_tokens is None:
+            return formatted
+        budget = self.max_tokens
+        if await self._count(formatted, tools) <= budget:
+            return formatted
+
+        head = msgs[:1] if msgs and msgs[0].role == "system" else []
+        units = split_units(msgs[len(head) :])
+
+        def kept(start: int) -> list[Msg]:
+            return head + [m for unit in units[start:] for m in unit]
+
+        last = len(units) - 1
+        if last <= 0:
+            # Nothing can be dropped: the prompt is already the minimum.
+            self._warn_minimum_too_large(await self._count(formatted, tools))
+            return formatted
+        minimum = await self._format_once(kept(last))
+        n_minimum = await self._count(minimum, tools)
+        if n_minimum > budget:
+            self._warn_minimum_too_large(n_minimum)
+            return minimum
+
+        # Invariant: keeping units[lo:] is over budget, keeping units[hi:] fits.
+        lo, hi, best, formatted_last = 0, last, minimum, last
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            candidate = await self._format_once(kept(mid))
+            formatted_last = mid
+            if await self._count(candidate, tools) <= budget:
+                hi, best = mid, candidate
+            else:
+                lo = mid
+        if formatted_last != hi:
+            # The dropped-block record must describe the prompt returned.
+            best = await self._format_once(kept(hi))
+        return best
+
+    def _warn_minimum_too_large(self, n_tokens: int) -> None:
+        warnings.warn(
+            f"{type(self).__name__}: the system prompt plus the newest turn need {n_tokens} "
+            f"tokens, more than max_tokens={self.max_tokens}; returning them anyway",
+            TruncationWarning,
+            stacklevel=4,
+        )
+
+    async def _count(
+        self, formatted: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+    ) -> int:
+        """Count the tokens of *formatted* (and *tools*) with the token counter.
+
+        :raises RuntimeError: when no token counter is configured.
+        """
+        if self.token_counter is None:
+            raise RuntimeError("no token_counter configured")
+        return await self.token_counter.count(formatted, tools=tools)
+
+    @abstractmethod
+    async def _format(self, msgs: list[Msg]) -> list[dict[str, Any]]:
+        """Format *msgs* with no budget (the provider-specific part).
+
+        :param msgs: a fresh list the method may extend (e.g. with promoted tool-result
+            images); the messages themselves must not be modified.
+        """
+
+
+class MultiAgentFormatterBase(TruncatedFormatterBase, ABC):
+    """A formatter for conversations with several named speakers (AgentScope's layout).
+
+    The system prompt comes first; every run of plain messages becomes one user message whose
+    text is ``name: text`` lines inside ``<history>...</history>`` (the first run is preceded by
+    *conversation_history_prompt*); every run of tool call/result messages is formatted as the
+    provider's chat formatter would, so tool calls keep the provider's native shape.
+    """
+
+    async def _format(self, msgs: list[Msg]) -> list[dict[str, Any]]:
+        formatted: list[dict[str, Any]] = []
+        start = 0
+        if msgs and msgs[0].role == "system":
+            formatted.append(await self._format_system_message(msgs[0]))
+            start = 1
+        is_first = True
+        for typ, group in group_messages(msgs[start:]):
+            if typ == "tool_sequence":
+                formatted.extend(await self._format_tool_sequence(group))
+            else:
+                formatted.extend(await self._format_agent_message(group, is_first))
+                is_first = False
+        return formatted
+
+    async def _format_system_message(self, msg: Msg) -> dict[str, Any]:
+        """The system prompt as a provider message (default: OpenAI-style text blocks)."""
+        return {
+            "role": "system",
+            "content": [{"type": "text", "text": b.text} for b in msg.get_content_blocks("text")],
+        }
+
+    @abstractmethod
+    async def _format_tool_sequence(self, msgs: list[Msg]) -> list[dict[str, Any]]:
+        """Format a run of tool call/result messages in the provider's native tool shape."""
+
+    @abstractmethod
+    async def _format_agent_message(
+        self, msgs: list[Msg], is_first: bool = True
+    ) -> list[dict[str, Any]]:
+        """Format a run of plain messages from several speakers as one history message.
+
+        :param is_first: whether this is the first run (it gets the history prompt).
+        """
+
+
+def wrap_history(
+    blocks: list[dict[str, Any]],
+    prompt: str,
+    *,
+    open_tag: str = "<history>\n",
+    text_block: dict[str, Any] | None = None,
+) -> list[dict[str, Any]]:
+    """Put *prompt* + ``<history>`` before and ``</history>`` after a multi-agent block list.
+
+    The opening goes into the first block when it is text (else a new text block is
+    inserted), the closing into the last text block (else appended), as AgentScope does.
+    *text_block* is the extra keys of a new text block (e.g. ``{"type": "text"}``).
+    """
+    if not blocks:
+        return blocks
+    extra = text_block or {}
+    if blocks[0].get("text"):
+        blocks[0]["text"] = prompt + open_tag + blocks[0]["text"]
+    else:
+        blocks.insert(0, {**extra, "text": prompt + open_tag})
+    if blocks[-1].get("text"):
+        blocks[-1]["text"] += "\n</history>"
+    else:
+        blocks.append({**extra, "text": "</history>"})
+    return blocks

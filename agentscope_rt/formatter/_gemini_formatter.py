@@ -1,0 +1,211 @@
+"""Formatters for Google's Gemini API.
+
+Messages are ``{"role": "user" | "model", "parts": [...]}``; parts are ``{"text"}``,
+``{"inline_data": {"data", "mime_type"}}``, ``{"function_call": {"id", "name", "args"}}`` and
+``{"function_response": {"id", "name", "response": {"output"}}}`` — the field names AgentScope
+uses (the Gemini REST API accepts these snake_case names as well as camelCase). Media is
+always sent inline, so local files are read and web URLs downloaded.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..message import Msg, URLSource
+from ..token import TokenCounterBase
+from ._errors import FormatterError
+from ._formatter_base import (
+    DEFAULT_CONVERSATION_HISTORY_PROMPT,
+    MultiAgentFormatterBase,
+    TruncatedFormatterBase,
+    wrap_history,
+)
+from ._media import (
+    current_call,
+    fetch_base64,
+    guess_media_type,
+    local_path_of,
+    read_local_base64,
+)
+from ._openai_formatter import promoted_media_msg
+
+__all__ = ["GeminiChatFormatter", "GeminiMultiAgentFormatter"]
+
+# Gemini's documented media formats by kind; the MIME type is "<kind>/<extension>" as in
+# AgentScope. Other extensions fall back to Python's mimetypes table (e.g. .jpg -> image/jpeg).
+SUPPORTED_EXTENSIONS: dict[str, list[str]] = {
+    "image": ["png", "jpeg", "webp", "heic", "heif"],
+    "video": ["mp4", "mpeg", "mov", "avi", "x-flv", "mpg", "webm", "wmv", "3gpp"],
+    "audio": ["mp3", "wav", "aiff", "aac", "ogg", "flac"],
+}
+
+
+def _gemini_media_type(url: str) -> str | None:
+    extension = url.rsplit(".", 1)[-1].lower()
+    for kind, extensions in SUPPORTED_EXTENSIONS.items():
+        if extension in extensions:
+            return f"{kind}/{extension}"
+    return guess_media_type(url)
+
+
+async def format_gemini_media_block(block: Any) -> dict[str, Any]:
+    """An image/audio/video block as a Gemini ``inline_data`` part.
+
+    :raises FormatterError: for an unknown media type, a missing file or a failed download.
+    """
+    source = block.source
+    if not isinstance(source, URLSource):
+        return {"inline_data": {"data": source.data, "mime_type": source.media_type}}
+    url = source.url
+    path = local_path_of(url)
+    media_type = _gemini_media_type(path if path is not None else url.split("?", 1)[0])
+    if path is not None:
+        data, _ = await read_local_base64(path)
+    else:
+        data, _, served_type = await fetch_base64(url)
+        media_type = media_type or served_type
+    if media_type is None:
+        raise FormatterError(
+            f"cannot determine the media type of {url!r}; Gemini accepts {SUPPORTED_EXTENSIONS}"
+        )
+    return {"inline_data": {"data": data, "mime_type": media_type}}
+
+
+class GeminiChatFormatter(TruncatedFormatterBase):
+    """Gemini formatter for a conversation between a user and one agent.
+
+    Accepted blocks: text, image, audio, video, tool_use, tool_result. Thinking is left out
+    silently. Assistant messages get role ``model``, everything else ``user``.
+
+    :param promote_tool_result_images: show images from tool results in a following user
+        message (function responses carry text only).
+    :param token_counter: counts tokens for truncation.
+    :param max_tokens: the token budget; ``None`` means no truncation.
+    """
+
+    support_tools_api: bool = True
+    support_multiagent: bool = False
+    support_vision: bool = True
+    supported_extensions: dict[str, list[str]] = SUPPORTED_EXTENSIONS
+
+    def __init__(
+        self,
+        promote_tool_result_images: bool = False,
+        token_counter: TokenCounterBase | None = None,
+        max_tokens: int | None = None,
+    ) -> None:
+        super().__init__(token_counter, max_tokens)
+        self.promote_tool_result_images = promote_tool_result_images
+
+    async def _format(self, msgs: list[Msg]) -> list[dict[str, Any]]:
+        call = current_call()
+        messages: list[dict[str, Any]] = []
+        i = 0
+        while i < len(msgs):
+            msg = msgs[i]
+            parts: list[dict[str, Any]] = []
+            for block in msg.get_content_blocks():
+                typ = block.type
+                if typ == "text":
+                    parts.append({"text": block.text})  # type: ignore[union-attr]
+                elif typ == "tool_use":
+                    parts.append(
+                        {
+                            "function_call": {
+                                "id": None,
+                                "name": block.name,  # type: ignore[union-attr]
+                                "args": block.input,  # type: ignore[union-attr]
+                            }
+                        }
+                    )
+                elif typ == "tool_result":
+                    text, media = await self.convert_tool_result_to_string(block.output)  # type: ignore[union-attr]
+                    messages.append(
+                        {
+                            "role": "user",
+                            "parts": [
+                                {
+                                    "function_response": {
+                                        "id": block.id,  # type: ignore[union-attr]
+                                        "name": block.name,  # type: ignore[union-attr]
+                                        "response": {"output": text},
+                                    }
+                                }
+                            ],
+                        }
+                    )
+                    if self.promote_tool_result_images:
+                        promoted = promoted_media_msg(block.name, media, {"image"}, "image")  # type: ignore[union-attr]
+                        if promoted is not None:
+                            msgs.insert(i + 1, promoted)
+                elif typ in ("image", "audio", "video"):
+                    parts.append(await format_gemini_media_block(block))
+                elif typ != "thinking":
+                    call.drop(typ)
+            if parts:
+                messages.append(
+                    {"role": "model" if msg.role == "assistant" else "user", "parts": parts}
+                )
+            i += 1
+        return messages
+
+
+class GeminiMultiAgentFormatter(MultiAgentFormatterBase):
+    """Gemini formatter for conversations with several named speakers.
+
+    The system prompt becomes a user message (as in AgentScope); plain messages are folded
+    into one user message per run (``name: text`` lines inside ``<history>...</history>``,
+    media parts kept in place); tool calls and results keep Gemini's native shape.
+
+    :param conversation_history_prompt: text before the first ``<history>`` block.
+    :param promote_tool_result_images: see :class:`GeminiChatFormatter`.
+    :param token_counter: counts tokens for truncation.
+    :param max_tokens: the token budget; ``None`` means no truncation.
+    """
+
+    support_tools_api: bool = True
+    support_multiagent: bool = True
+    support_vision: bool = True
+
+    def __init__(
+        self,
+        conversation_history_prompt: str = DEFAULT_CONVERSATION_HISTORY_PROMPT,
+        promote_tool_result_images: bool = False,
+        token_counter: TokenCounterBase | None = None,
+        max_tokens: int | None = None,
+    ) -> None:
+        super().__init__(token_counter=token_counter, max_tokens=max_tokens)
+        self.conversation_history_prompt = conversation_history_prompt
+        self.promote_tool_result_images = promote_tool_result_images
+        self._chat = GeminiChatFormatter(promote_tool_result_images=promote_tool_result_images)
+
+    async def _format_system_message(self, msg: Msg) -> dict[str, Any]:
+        return {"role": "user", "parts": [{"text": msg.get_text_content()}]}
+
+    async def _format_tool_sequence(self, msgs: list[Msg]) -> list[dict[str, Any]]:
+        return await self._chat._format(list(msgs))
+
+    async def _format_agent_message(
+        self, msgs: list[Msg], is_first: bool = True
+    ) -> list[dict[str, Any]]:
+        call = current_call()
+        prompt = self.conversation_history_prompt if is_first else ""
+        parts: list[dict[str, Any]] = []
+        lines: list[str] = []
+        for msg in msgs:
+            for block in msg.get_content_blocks():
+                typ = block.type
+                if typ == "text":
+                    lines.append(f"{msg.name}: {block.text}")  # type: ignore[union-attr]
+                elif typ in ("image", "audio", "video"):
+                    if lines:
+                        parts.append({"text": "\n".join(lines)})
+                        lines = []
+                    parts.append(await format_gemini_media_block(block))
+                elif typ != "thinking":
+                    call.drop(typ)
+        if lines:
+            parts.append({"text": "\n".join(lines)})
+        # AgentScope's Gemini layout has no newline after the opening tag.
+        parts = wrap_history(parts, prompt, open_tag="<history>")
+        return [{"role": "user", "parts": parts}] if parts else []

@@ -1,0 +1,230 @@
+"""Media loading for formatters: local files, ``file://`` URLs, web URLs and base64 data.
+
+Formatting is async so that media can be read without blocking the event loop: local files
+are read through :class:`anyio.Path` (a worker thread), web URLs are fetched with ``httpx``
+(only for providers that need the bytes rather than the URL). Every load is cached for the
+duration of one ``format()`` call, so truncation, which may format the same messages a few
+times, reads each file once.
+
+The per-call state (the media cache and the set of dropped block types) lives in a context
+variable rather than on the formatter, so one formatter instance can serve concurrent calls
+from several tasks.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import contextvars
+import hashlib
+import mimetypes
+import os
+import tempfile
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from typing import Any
+from urllib.parse import urlparse
+
+import anyio
+import httpx
+
+from ._errors import FormatterError
+
+__all__ = [
+    "FormatCall",
+    "current_call",
+    "fetch_base64",
+    "local_path_of",
+    "read_local_base64",
+    "save_base64_data",
+    "sniff_media_type",
+]
+
+# How long one download of a media URL may take, and how often it is tried; AgentScope retries
+# web media three times too.
+DOWNLOAD_TIMEOUT_S = 30.0
+DOWNLOAD_ATTEMPTS = 3
+
+# Where base64 media from tool results is written so the model can be told a path. Files are
+# named by content hash, so formatting the same history again rewrites nothing.
+SAVED_MEDIA_DIR = os.path.join(tempfile.gettempdir(), "agentscope_rt_media")
+
+
+class FormatCall:
+    """State of one ``format()`` call: loaded media and dropped block types."""
+
+    __slots__ = ("cache", "dropped")
+
+    def __init__(self) -> None:
+        self.cache: dict[tuple[str, str], Any] = {}
+        self.dropped: Counter[str] = Counter()
+
+    async def cached(self, key: tuple[str, str], load: Callable[[], Awaitable[Any]]) -> Any:
+        """Return the cached value for *key*, computing it with *load* on first use."""
+        try:
+            return self.cache[key]
+        except KeyError:
+            value = await load()
+            self.cache[key] = value
+            return value
+
+    def drop(self, block_type: str) -> None:
+        """Record that a block of *block_type* was left out of the payload."""
+        self.dropped[block_type] += 1
+
+
+_CURRENT: contextvars.ContextVar[FormatCall | None] = contextvars.ContextVar(
+    "agentscope_rt_format_call", default=None
+)
+
+
+def current_call() -> FormatCall:
+    """The state of the ``format()`` call in progress (a fresh one outside any call)."""
+    call = _CURRENT.get()
+    return call if call is not None else FormatCall()
+
+
+def enter_call() -> tuple[FormatCall, contextvars.Token[FormatCall | None] | None]:
+    """Start a call, or join the enclosing one when a formatter formats inside another."""
+    call = _CURRENT.get()
+    if call is not None:
+        return call, None
+    call = FormatCall()
+    return call, _CURRENT.set(call)
+
+
+def exit_call(token: contextvars.Token[FormatCall | None] | None) -> None:
+    """End a call started by :func:`enter_call`."""
+    if token is not None:
+        _CURRENT.reset(token)
+
+
+def local_path_of(url: str) -> str | None:
+    """The filesystem path *url* names (a plain path or ``file://``), or ``None`` for a web,
+    data or other URL with a scheme."""
+    if url.startswith("file://"):
+        return url.removeprefix("file://")
+    scheme = urlparse(url).scheme
+    # A one-letter scheme is a Windows drive ("C:\\img.png"), not a URL.
+    if scheme == "" or (len(scheme) == 1 and os.name == "nt"):
+        return url
+    return None
+
+
+def sniff_media_type(head: bytes) -> str | None:
+    """Recognise common image/audio/video formats from their first bytes."""
+    if head.startswith(b"\x89PNG\r\n\x1a\n"):
+        return "image/png"
+    if head.startswith(b"\xff\xd8\xff"):
+        return "image/jpeg"
+    if head[:6] in (b"GIF87a", b"GIF89a"):
+        return "image/gif"
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        return "image/webp"
+    if head[:4] == b"RIFF" and head[8:12] == b"WAVE":
+        return "audio/wav"
+    if head.startswith(b"ID3") or head[:2] in (b"\xff\xfb", b"\xff\xf3", b"\xff\xf2"):
+        return "audio/mpeg"
+    if head[4:8] == b"ftyp":
+        return "video/mp4"
+    return None
+
+
+def guess_media_type(path: str) -> str | None:
+    """The MIME type of *path* from its extension (Python's ``mimetypes`` table)."""
+    return mimetypes.guess_type(path)[0]
+
+
+async def read_local_bytes(path: str) -> bytes:
+    """Read a local media file without blocking the event loop.
+
+    :raises FormatterError: when *path* is not an existing regular file.
+    """
+    apath = anyio.Path(path)
+    if not await apath.is_file():
+        raise FormatterError(
+            f"media file {path!r} does not exist or is not a regular file; give an existing "
+            "local path, a file:// URL, a web URL or base64 data"
+        )
+    return await apath.read_bytes()
+
+
+async def read_local_base64(path: str) -> tuple[str, bytes]:
+    """Read *path* and return ``(base64 text, first 16 bytes)``, cached per format call.
+
+    :raises FormatterError: when *path* is not an existing regular file.
+    """
+
+    async def load() -> tuple[str, bytes]:
+        data = await read_local_bytes(path)
+        return base64.b64encode(data).decode("ascii"), data[:16]
+
+    result: tuple[str, bytes] = await current_call().cached(("file", path), load)
+    return result
+
+
+async def fetch_base64(url: str) -> tuple[str, bytes, str | None]:
+    """Download *url* and return ``(base64 text, first 16 bytes, Content-Type or None)``.
+
+    Used only where a provider needs the bytes of web media (Gemini inline data, Ollama
+    images, OpenAI input audio). Tried :data:`DOWNLOAD_ATTEMPTS` times.
+
+    :raises FormatterError: when every attempt fails.
+    """
+
+    async def load() -> tuple[str, bytes, str | None]:
+        last_error: Exception | None = None
+        async with httpx.AsyncClient(timeout=DOWNLOAD_TIMEOUT_S, follow_redirects=True) as client:
+            for _ in range(DOWNLOAD_ATTEMPTS):
+                try:
+                    response = await client.get(url)
+                    response.raise_for_status()
+                except httpx.HTTPError as error:
+                    last_error = error
+                    continue
+                content_type = response.headers.get("content-type")
+                media_type = content_type.split(";")[0].strip() if content_type else None
+                data = response.content
+                return base64.b64encode(data).decode("ascii"), data[:16], media_type
+        raise FormatterError(
+            f"could not download media from {url!r} after {DOWNLOAD_ATTEMPTS} attempts "
+            f"({last_error}); this provider needs the bytes, so pass a reachable URL, a local "
+            "file or base64 data"
+        )
+
+    result: tuple[str, bytes, str | None] = await current_call().cached(("web", url), load)
+    return result
+
+
+async def save_base64_data(media_type: str, data: str) -> str:
+    """Write base64 *data* to a file named by its content hash and return the path.
+
+    Tool results that carry base64 media are shown to text-only tool APIs as "can be found
+    at: <path>" (AgentScope does the same with a fresh temporary file each time). Naming the
+    file by hash means formatting the same history again writes nothing new.
+
+    :raises FormatterError: when *data* is not valid base64.
+    """
+
+    async def load() -> str:
+        try:
+            raw = base64.b64decode(data, validate=True)
+        except binascii.Error as error:
+            raise FormatterError(
+                f"base64 media of type {media_type!r} is not valid base64: {error}"
+            ) from error
+        extension = media_type.split("/")[-1]
+        name = hashlib.sha256(raw).hexdigest()[:32] + "." + extension
+        directory = anyio.Path(SAVED_MEDIA_DIR)
+        await directory.mkdir(parents=True, exist_ok=True)
+        path = directory / name
+        if not await path.exists():
+            # Write to a unique temporary name first so a concurrent reader never sees a
+            # half-written file.
+            partial = directory / f".{name}.{os.getpid()}.{id(raw)}.part"
+            await partial.write_bytes(raw)
+            await partial.replace(path)
+        return str(path)
+
+    result: str = await current_call().cached(("save", data), load)
+    return result

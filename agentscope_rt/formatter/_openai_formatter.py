@@ -1,0 +1,288 @@
+"""Formatters for OpenAI's Chat Completions API (and OpenAI-compatible servers).
+
+Text and images go into ``content`` parts (``text``, ``image_url``), user audio into
+``input_audio``; tool calls become the assistant message's ``tool_calls`` and each tool
+result its own ``role: "tool"`` message. The ``name`` field carries the speaker.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..message import ImageBlock, Msg, TextBlock, URLSource
+from ..token import TokenCounterBase
+from ._errors import FormatterError
+from ._formatter_base import (
+    DEFAULT_CONVERSATION_HISTORY_PROMPT,
+    MultiAgentFormatterBase,
+    TruncatedFormatterBase,
+    wrap_history,
+)
+from ._media import (
+    current_call,
+    fetch_base64,
+    local_path_of,
+    read_local_base64,
+    sniff_media_type,
+)
+
+__all__ = ["OpenAIChatFormatter", "OpenAIMultiAgentFormatter"]
+
+# Image types OpenAI's vision models accept, by file extension.
+_OPENAI_IMAGE_TYPES = {
+    ".png": "image/png",
+    ".jpg": "image/jpeg",
+    ".jpeg": "image/jpeg",
+    ".gif": "image/gif",
+    ".webp": "image/webp",
+}
+# Audio formats ``input_audio`` accepts, by MIME type.
+_OPENAI_AUDIO_FORMATS = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/mp3": "mp3"}
+_OPENAI_AUDIO_FORMATS["audio/mpeg"] = "mp3"
+
+
+async def format_openai_image_block(block: ImageBlock) -> dict[str, Any]:
+    """An image block as an OpenAI ``image_url`` part.
+
+    Web and data URLs pass through; local paths and ``file://`` URLs are read (without
+    blocking) and sent as a base64 data URL.
+
+    :raises FormatterError: for a missing local file or one that is not an image.
+    """
+    source = block.source
+    if isinstance(source, URLSource):
+        url = await _to_openai_image_url(source.url)
+    else:
+        url = f"data:{source.media_type};base64,{source.data}"
+    return {"type": "image_url", "image_url": {"url": url}}
+
+
+async def _to_openai_image_url(url: str) -> str:
+    path = local_path_of(url)
+    if path is None:
+        return url
+    data, head = await read_local_base64(path)
+    extension = "." + path.rsplit(".", 1)[-1].lower() if "." in path else ""
+    media_type = _OPENAI_IMAGE_TYPES.get(extension) or sniff_media_type(head)
+    if media_type is None or not media_type.startswith("image/"):
+        raise FormatterError(f"{url!r} is not an image OpenAI accepts (png, jpeg, gif, webp)")
+    return f"data:{media_type};base64,{data}"
+
+
+async def format_openai_audio_data(block: Any) -> dict[str, str]:
+    """An audio block as OpenAI's ``input_audio`` payload ``{"data", "format"}``.
+
+    ``input_audio`` takes base64 wav or mp3 only, so web URLs are downloaded.
+
+    :raises FormatterError: for other formats, missing files or failed downloads.
+    """
+    source = block.source
+    if isinstance(source, URLSource):
+        url = source.url
+        path = local_path_of(url)
+        extension = (path or url).rsplit(".", 1)[-1].lower()
+        if extension not in ("wav", "mp3"):
+            raise FormatterError(
+                f"audio {url!r} has extension {extension!r}; OpenAI input_audio accepts wav and mp3"
+            )
+        if path is not None:
+            data, _ = await read_local_base64(path)
+        else:
+            data, _, _ = await fetch_base64(url)
+        return {"data": data, "format": extension}
+    audio_format = _OPENAI_AUDIO_FORMATS.get(source.media_type)
+    if audio_format is None:
+        raise FormatterError(
+            f"audio media type {source.media_type!r} is not accepted by OpenAI input_audio "
+            "(use audio/wav or audio/mp3)"
+        )
+    return {"data": source.data, "format": audio_format}
+
+
+def openai_tool_call(block: Any, *, arguments_as_json: bool = True) -> dict[str, Any]:
+    """A tool_use block as an OpenAI ``tool_calls`` entry."""
+    arguments: Any = block.input
+    if arguments_as_json:
+        arguments = json.dumps(arguments, ensure_ascii=False)
+    return {
+        "id": block.id,
+        "type": "function",
+        "function": {"name": block.name, "arguments": arguments},
+    }
+
+
+def promoted_media_msg(
+    tool_name: str, media: list[tuple[str, Any]], kinds: set[str], noun: str
+) -> Msg | None:
+    """A user message showing the media of a tool result that a text-only tool API cannot
+    carry (AgentScope's ``promote_tool_result_*`` options)."""
+    blocks: list[Any] = []
+    for url, block in media:
+        if block.type in kinds:
+            blocks.append(TextBlock(text=f"\n- The {block.type} from '{url}': "))
+            blocks.append(type(block)(source=URLSource(url=url)))
+    if not blocks:
+        return None
+    return Msg(
+        "user",
+        [
+            TextBlock(
+                text=f"<system-info>The following are the {noun} contents from the tool "
+                f"result of '{tool_name}':"
+            ),
+            *blocks,
+            TextBlock(text="</system-info>"),
+        ],
+        "user",
+    )
+
+
+class OpenAIChatFormatter(TruncatedFormatterBase):
+    """OpenAI formatter for a conversation between a user and one agent.
+
+    Each message keeps its role and its speaker in ``name``. Accepted blocks: text, image,
+    audio (user messages; an assistant's own audio output is left out, as in AgentScope),
+    tool_use and tool_result. Thinking is left out silently; video is dropped with an
+    :class:`UnsupportedBlockWarning`.
+
+    :param promote_tool_result_images: also show images from tool results in a following user
+        message (tool messages carry text only).
+    :param token_counter: counts tokens for truncation.
+    :param max_tokens: the token budget; ``None`` means no truncation.
+    """
+
+    support_tools_api: bool = True
+    support_multiagent: bool = True
+    support_vision: bool = True
+
+    def __init__(
+        self,
+        promote_tool_result_images: bool = False,
+        token_counter: TokenCounterBase | None = None,
+        max_tokens: int | None = None,
+    ) -> None:
+        super().__init__(token_counter=token_counter, max_tokens=max_tokens)
+        self.promote_tool_result_images = promote_tool_result_images
+
+    async def _format(self, msgs: list[Msg]) -> list[dict[str, Any]]:
+        call = current_call()
+        messages: list[dict[str, Any]] = []
+        i = 0
+        while i < len(msgs):
+            msg = msgs[i]
+            content: list[dict[str, Any]] = []
+            tool_calls: list[dict[str, Any]] = []
+            for block in msg.get_content_blocks():
+                typ = block.type
+                if typ == "text":
+                    content.append({"type": "text", "text": block.text})  # type: ignore[union-attr]
+                elif typ == "tool_use":
+                    tool_calls.append(openai_tool_call(block))
+                elif typ == "tool_result":
+                    text, media = await self.convert_tool_result_to_string(block.output)  # type: ignore[union-attr]
+                    messages.append(
+                        {
+                            "role": "tool",
+                            "tool_call_id": block.id,  # type: ignore[union-attr]
+                            "content": text,
+                            "name": block.name,  # type: ignore[union-attr]
+                        }
+                    )
+                    if self.promote_tool_result_images:
+                        promoted = promoted_media_msg(block.name, media, {"image"}, "image")  # type: ignore[union-attr]
+                        if promoted is not None:
+                            msgs.insert(i + 1, promoted)
+                elif typ == "image":
+                    content.append(await format_openai_image_block(block))  # type: ignore[arg-type]
+                elif typ == "audio":
+                    # An assistant's audio output cannot be sent back as input.
+                    if msg.role == "assistant":
+                        continue
+                    content.append(
+                        {
+                            "type": "input_audio",
+                            "input_audio": await format_openai_audio_data(block),
+                        }
+                    )
+                elif typ != "thinking":
+                    call.drop(typ)
+            formatted: dict[str, Any] = {
+                "role": msg.role,
+                "name": msg.name,
+                "content": content or None,
+            }
+            if tool_calls:
+                formatted["tool_calls"] = tool_calls
+            if content or tool_calls:
+                messages.append(formatted)
+            i += 1
+        return messages
+
+
+class OpenAIMultiAgentFormatter(MultiAgentFormatterBase):
+    """OpenAI formatter for conversations with several named speakers.
+
+    Plain messages are folded into one user message per run, ``name: text`` lines inside
+    ``<history>...</history>``, with images and audio appended as parts; tool calls and
+    results keep OpenAI's native shape (formatted by :class:`OpenAIChatFormatter`).
+
+    :param conversation_history_prompt: text before the first ``<history>`` block.
+    :param promote_tool_result_images: see :class:`OpenAIChatFormatter`.
+    :param token_counter: counts tokens for truncation.
+    :param max_tokens: the token budget; ``None`` means no truncation.
+    """
+
+    support_tools_api: bool = True
+    support_multiagent: bool = True
+    support_vision: bool = True
+
+    def __init__(
+        self,
+        conversation_history_prompt: str = DEFAULT_CONVERSATION_HISTORY_PROMPT,
+        promote_tool_result_images: bool = False,
+        token_counter: TokenCounterBase | None = None,
+        max_tokens: int | None = None,
+    ) -> None:
+        super().__init__(token_counter=token_counter, max_tokens=max_tokens)
+        self.conversation_history_prompt = conversation_history_prompt
+        self.promote_tool_result_images = promote_tool_result_images
+        self._chat = OpenAIChatFormatter(promote_tool_result_images=promote_tool_result_images)
+
+    async def _format_tool_sequence(self, msgs: list[Msg]) -> list[dict[str, Any]]:
+        return await self._chat._format(list(msgs))
+
+    async def _format_agent_message(
+        self, msgs: list[Msg], is_first: bool = True
+    ) -> list[dict[str, Any]]:
+        call = current_call()
+        prompt = self.conversation_history_prompt if is_first else ""
+        lines: list[str] = []
+        images: list[dict[str, Any]] = []
+        audios: list[dict[str, Any]] = []
+        for msg in msgs:
+            for block in msg.get_content_blocks():
+                typ = block.type
+                if typ == "text":
+                    lines.append(f"{msg.name}: {block.text}")  # type: ignore[union-attr]
+                elif typ == "image":
+                    images.append(await format_openai_image_block(block))  # type: ignore[arg-type]
+                elif typ == "audio":
+                    if msg.role == "assistant":
+                        continue
+                    audios.append(
+                        {
+                            "type": "input_audio",
+                            "input_audio": await format_openai_audio_data(block),
+                        }
+                    )
+                elif typ != "thinking":
+                    call.drop(typ)
+        blocks = wrap_history([{"text": "\n".join(lines)}] if lines else [], prompt)
+        text = "\n".join(b.get("text", "") for b in blocks)
+        content: list[dict[str, Any]] = []
+        if text:
+            content.append({"type": "text", "text": text})
+        content.extend(images)
+        content.extend(audios)
+        return [{"role": "user", "content": content}] if content else []
