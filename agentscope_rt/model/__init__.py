@@ -9,8 +9,11 @@
 
 from ._anthropic_model import AnthropicChatModel
 from ._dashscope_model import DashScopeChatModel
+from ._gemini_model import GeminiChatModel
+from ._llamacpp_model import LlamaCppChatModel
 from ._model_base import ChatModelBase, ToolChoice, validate_tool_choice
 from ._model_response import ChatResponse, ChatUsage, ResponseBlock
+from ._ollama_model import OllamaChatModel
 from ._openai_model import OpenAIChatModel
 from ._retry import RetryConfig
 
@@ -20,6 +23,9 @@ __all__ = [
     "ChatResponse",
     "ChatUsage",
     "DashScopeChatModel",
+    "GeminiChatModel",
+    "LlamaCppChatModel",
+    "OllamaChatModel",
     "OpenAIChatModel",
     "ResponseBlock",
     "RetryConfig",

@@ -1,0 +1,385 @@
+"""Google Gemini's ``generateContent`` REST API over httpx, streaming as SSE.
+
+Non-streaming calls POST ``models/{model}:generateContent``; streaming calls POST
+``models/{model}:streamGenerateContent?alt=sse`` and read one ``GenerateContentResponse`` per
+SSE event. The API key travels only in the ``x-goog-api-key`` header — never in the URL — and is
+scrubbed from every error message. As with Ollama, each call owns its ``httpx.AsyncClient``,
+and a stream closes its response when exhausted, closed early or cancelled. Requests are
+retried by :mod:`agentscope_rt.model._retry`.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import os
+import re
+import time
+import uuid
+from collections.abc import AsyncGenerator
+from typing import Any
+
+import httpx
+
+from .._schema import StructuredModel, structured_model_schema
+from ..exception import ModelAPIError
+from ..message import TextBlock, ThinkingBlock, ToolUseBlock
+from ._model_base import ChatModelBase, ToolChoice, validate_tool_choice
+from ._model_response import ChatResponse, ChatUsage, ResponseBlock
+from ._ollama_model import new_call_id, parse_structured, parse_tool_arguments
+from ._retry import RetryConfig, call_with_retry, close_shielded, stream_with_retry
+
+__all__ = ["GeminiChatModel"]
+
+logger = logging.getLogger(__name__)
+
+_PROVIDER = "gemini"
+DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
+DEFAULT_API_VERSION = "v1beta"
+DEFAULT_TIMEOUT = httpx.Timeout(600.0, connect=10.0)
+# GenerateContentRequest fields that live beside generationConfig, not inside it.
+_REQUEST_FIELDS = {"safetySettings", "cachedContent", "labels", "toolConfig", "tools"}
+_TOOL_MODES = {"auto": "AUTO", "none": "NONE", "required": "ANY"}
+_CAMEL_RE = re.compile(r"_([a-z])")
+
+
+def _camel(name: str) -> str:
+    return _CAMEL_RE.sub(lambda m: m.group(1).upper(), name)
+
+
+def _camel_keys(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {_camel(k): _camel_keys(v) for k, v in value.items()}
+    return value
+
+
+def _flatten_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """Inline every ``#/$defs/...`` reference: Gemini's schemas have no ``$ref``.
+
+    A recursive reference is cut to a plain ``object`` at its second appearance.
+    """
+    defs = schema.get("$defs", {})
+
+    def resolve(node: Any, seen: frozenset[str]) -> Any:
+        if isinstance(node, list):
+            return [resolve(item, seen) for item in node]
+        if not isinstance(node, dict):
+            return node
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            name = ref[len("#/$defs/") :]
+            if name in seen or name not in defs:
+                return {"type": "object"}
+            merged = {**defs[name], **{k: v for k, v in node.items() if k != "$ref"}}
+            return resolve(merged, seen | {name})
+        return {k: resolve(v, seen) for k, v in node.items() if k != "$defs"}
+
+    result: dict[str, Any] = resolve(schema, frozenset())
+    return result
+
+
+def _clean_part(part: Any) -> Any:
+    """Make a formatter's part JSON-ready: bytes (thought signatures) become base64."""
+    if isinstance(part, dict):
+        return {k: _clean_part(v) for k, v in part.items() if v is not None}
+    if isinstance(part, list):
+        return [_clean_part(v) for v in part]
+    if isinstance(part, bytes):
+        return base64.b64encode(part).decode("ascii")
+    return part
+
+
+class GeminiChatModel(ChatModelBase):
+    """A Google Gemini model through the ``generateContent`` REST API.
+
+    Accepts the ``contents`` ``GeminiChatFormatter`` produces (``{"role": "user" | "model",
+    "parts": [...]}``); entries with role ``"system"`` become the request's
+    ``systemInstruction``. Thought parts (``"thought": true``) come back as
+    :class:`ThinkingBlock`, function calls as :class:`ToolUseBlock` (with a generated id when
+    Gemini sends none), and usage from ``usageMetadata``.
+
+    :param model_name: e.g. ``"gemini-2.5-flash"``.
+    :param api_key: the API key; defaults to ``$GEMINI_API_KEY`` (then ``$GOOGLE_API_KEY``).
+        It is sent only as the ``x-goog-api-key`` header and never appears in reprs or errors.
+    :param stream: whether calls return an async generator of cumulative chunks.
+    :param thinking_config: e.g. ``{"include_thoughts": True, "thinking_budget": 1024}``.
+    :param client_kwargs: ``base_url`` and ``api_version`` of the endpoint, plus extra
+        arguments for ``httpx.AsyncClient`` (``timeout``, ``headers``, ...).
+    :param generate_kwargs: generation settings for every request (``temperature``,
+        ``max_output_tokens``, ...; snake_case or camelCase); ``safety_settings`` and the
+        like go to the request itself.
+    :param retry_config: the retry policy (default: 3 retries with exponential backoff).
+    :raises ValueError: if no API key is given or found in the environment.
+    """
+
+    def __init__(
+        self,
+        model_name: str,
+        api_key: str | None = None,
+        stream: bool = True,
+        thinking_config: dict[str, Any] | None = None,
+        client_kwargs: dict[str, Any] | None = None,
+        generate_kwargs: dict[str, Any] | None = None,
+        retry_config: RetryConfig | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(model_name, stream)
+        key = api_key or os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY")
+        if not key:
+            raise ValueError(
+                "GeminiChatModel needs an API key: pass api_key=... or set GEMINI_API_KEY"
+            )
+        if kwargs:
+            logger.warning("GeminiChatModel ignores unknown arguments %s", sorted(kwargs))
+        self._api_key = key
+        client_kwargs = dict(client_kwargs or {})
+        base_url = str(client_kwargs.pop("base_url", DEFAULT_BASE_URL)).rstrip("/")
+        api_version = str(client_kwargs.pop("api_version", DEFAULT_API_VERSION))
+        self.base_url = f"{base_url}/{api_version}"
+        self.client_kwargs = {"timeout": DEFAULT_TIMEOUT, **client_kwargs}
+        self.thinking_config = thinking_config
+        self.generate_kwargs = dict(generate_kwargs or {})
+        self.retry_config = retry_config
+
+    def _client(self) -> httpx.AsyncClient:
+        kwargs = dict(self.client_kwargs)
+        headers = {**kwargs.pop("headers", {}), "x-goog-api-key": self._api_key}
+        return httpx.AsyncClient(base_url=self.base_url, headers=headers, **kwargs)
+
+    def _body(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        tool_choice: ToolChoice | None,
+        structured_model: StructuredModel | None,
+        call_kwargs: dict[str, Any],
+    ) -> dict[str, Any]:
+        contents: list[dict[str, Any]] = []
+        system_parts: list[Any] = []
+        for index, message in enumerate(messages):
+            if not isinstance(message, dict) or "role" not in message:
+                raise ValueError(
+                    f"messages[{index}] is not a Gemini content dict with a 'role'; pass "
+                    "messages formatted by GeminiChatFormatter"
+                )
+            if message["role"] == "system":
+                parts = message.get("parts")
+                if parts is None:
+                    parts = [{"text": str(message.get("content", ""))}]
+                system_parts.extend(_clean_part(parts))
+            else:
+                contents.append(_clean_part(message))
+        body: dict[str, Any] = {"contents": contents}
+        if system_parts:
+            body["systemInstruction"] = {"parts": system_parts}
+        config: dict[str, Any] = {}
+        if self.thinking_config is not None:
+            config["thinkingConfig"] = _camel_keys(self.thinking_config)
+        for key, value in {**self.generate_kwargs, **call_kwargs}.items():
+            name = _camel(key)
+            if name == "thinkingConfig" and isinstance(value, dict):
+                value = _camel_keys(value)
+            if name in _REQUEST_FIELDS:
+                body[name] = value
+            else:
+                config[name] = value
+        if structured_model is not None:
+            if tools or tool_choice:
+                logger.warning("structured_model is given: tools and tool_choice are ignored")
+            config["responseMimeType"] = "application/json"
+            config["responseJsonSchema"] = _flatten_schema(
+                structured_model_schema(structured_model)
+            )
+        elif tools:
+            declarations = []
+            for tool in tools:
+                function = dict(tool.get("function") or {})
+                if "parameters" in function:
+                    function["parameters"] = _flatten_schema(function["parameters"])
+                declarations.append(function)
+            body["tools"] = [{"functionDeclarations": declarations}]
+            if tool_choice is not None:
+                if tool_choice in _TOOL_MODES:
+                    calling: dict[str, Any] = {"mode": _TOOL_MODES[tool_choice]}
+                else:
+                    calling = {"mode": "ANY", "allowedFunctionNames": [tool_choice]}
+                body["toolConfig"] = {"functionCallingConfig": calling}
+        if config:
+            body["generationConfig"] = config
+        return body
+
+    async def __call__(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
+        tool_choice: ToolChoice | None = None,
+        structured_model: StructuredModel | None = None,
+        **generate_kwargs: Any,
+    ) -> ChatResponse | AsyncGenerator[ChatResponse, None]:
+        """Generate content.
+
+        ``tool_choice`` maps to ``functionCallingConfig``: ``"auto"`` → ``AUTO``, ``"none"``
+        → ``NONE``, ``"required"`` → ``ANY``, a name → ``ANY`` limited to that function.
+
+        :raises ValueError: for malformed messages or an invalid ``tool_choice``.
+        :raises ModelAPIError: when Gemini fails after all retries (status and Gemini's
+            message included, the API key never).
+        :raises ModelResponseError: for structured output that does not match the schema.
+        """
+        validate_tool_choice(tool_choice, tools)
+        body = self._body(messages, tools, tool_choice, structured_model, generate_kwargs)
+        started = time.monotonic()
+        if self.stream:
+            return stream_with_retry(
+                _PROVIDER,
+                lambda: self._stream_once(body, structured_model, started),
+                self.retry_config,
+                redact=(self._api_key,),
+            )
+        data = await call_with_retry(
+            _PROVIDER, lambda: self._post(body), self.retry_config, redact=(self._api_key,)
+        )
+        state = _Accumulator()
+        state.add(data)
+        return state.response(structured_model, started, stream=False, is_last=True)
+
+    async def _post(self, body: dict[str, Any]) -> dict[str, Any]:
+        async with self._client() as client:
+            response = await client.post(f"models/{self.model_name}:generateContent", json=body)
+            response.raise_for_status()
+            data: dict[str, Any] = response.json()
+        return data
+
+    async def _stream_once(
+        self, body: dict[str, Any], structured_model: StructuredModel | None, started: float
+    ) -> AsyncGenerator[ChatResponse, None]:
+        state = _Accumulator()
+        async with self._client() as client:
+            request = client.build_request(
+                "POST",
+                f"models/{self.model_name}:streamGenerateContent",
+                params={"alt": "sse"},
+                json=body,
+            )
+            response = await client.send(request, stream=True)
+            try:
+                if response.is_error:
+                    await response.aread()
+                    response.raise_for_status()
+                data_lines: list[str] = []
+                async for line in response.aiter_lines():
+                    if line.startswith("data:"):
+                        data_lines.append(line[5:].lstrip())
+                        continue
+                    if line.strip() or not data_lines:
+                        continue
+                    state.add(self._event(data_lines))
+                    data_lines = []
+                    # Only the end of the stream tells which event was the last one, so
+                    # every event yields at once and a final chunk follows the stream's end.
+                    yield state.response(None, started, stream=True, is_last=False)
+                if data_lines:
+                    state.add(self._event(data_lines))
+                if not state.seen:
+                    raise ModelAPIError(_PROVIDER, "the stream ended without any event")
+                yield state.response(structured_model, started, stream=True, is_last=True)
+            finally:
+                await close_shielded(response)
+
+    @staticmethod
+    def _event(data_lines: list[str]) -> dict[str, Any]:
+        text = "\n".join(data_lines)
+        try:
+            event = json.loads(text)
+        except json.JSONDecodeError:
+            raise ModelAPIError(
+                _PROVIDER, f"malformed SSE event in the stream: {text[:200]!r}"
+            ) from None
+        if isinstance(event, dict) and isinstance(event.get("error"), dict):
+            error = event["error"]
+            raise ModelAPIError(
+                _PROVIDER, str(error.get("message", error)), status_code=error.get("code")
+            )
+        if not isinstance(event, dict):
+            raise ModelAPIError(_PROVIDER, f"unexpected SSE event: {text[:200]!r}")
+        return event
+
+
+class _Accumulator:
+    """Content of a Gemini answer, accumulated over stream events (or from one response)."""
+
+    __slots__ = ("id", "seen", "text", "thinking", "tool_calls", "usage_metadata")
+
+    def __init__(self) -> None:
+        self.id: str = uuid.uuid4().hex
+        self.seen = False
+        self.text = ""
+        self.thinking = ""
+        self.tool_calls: list[ToolUseBlock] = []
+        self.usage_metadata: dict[str, Any] = {}
+
+    def add(self, data: dict[str, Any]) -> None:
+        if not self.seen and data.get("responseId"):
+            self.id = str(data["responseId"])
+        self.seen = True
+        if data.get("usageMetadata"):
+            self.usage_metadata = data["usageMetadata"]
+        candidates = data.get("candidates") or []
+        if not candidates:
+            return
+        for part in (candidates[0].get("content") or {}).get("parts") or []:
+            call = part.get("functionCall") or part.get("function_call")
+            if call is not None:
+                arguments, raw = parse_tool_arguments(call.get("args"))
+                self.tool_calls.append(
+                    ToolUseBlock(
+                        str(call.get("id") or new_call_id()),
+                        str(call.get("name", "")),
+                        arguments,
+                        raw_input=raw,
+                    )
+                )
+            elif "text" in part:
+                if part.get("thought"):
+                    self.thinking += part["text"] or ""
+                else:
+                    self.text += part["text"] or ""
+
+    def response(
+        self,
+        structured_model: StructuredModel | None,
+        started: float,
+        stream: bool,
+        is_last: bool,
+    ) -> ChatResponse:
+        content: list[ResponseBlock] = []
+        if self.thinking:
+            content.append(ThinkingBlock(self.thinking))
+        if self.text:
+            content.append(TextBlock(self.text))
+        content.extend(self.tool_calls)
+        usage = None
+        if is_last and self.usage_metadata:
+            meta = self.usage_metadata
+            prompt = int(meta.get("promptTokenCount") or 0)
+            if "totalTokenCount" in meta:
+                output = int(meta["totalTokenCount"]) - prompt
+            else:
+                output = int(meta.get("candidatesTokenCount") or 0) + int(
+                    meta.get("thoughtsTokenCount") or 0
+                )
+            usage = ChatUsage(prompt, output, time.monotonic() - started)
+        elif is_last:
+            usage = ChatUsage(0, 0, time.monotonic() - started)
+        metadata = None
+        if structured_model is not None and is_last:
+            metadata = parse_structured(_PROVIDER, structured_model, self.text)
+        return ChatResponse(
+            content=content,
+            id=self.id,
+            stream=stream,
+            is_last=is_last,
+            usage=usage,
+            metadata=metadata,
+        )

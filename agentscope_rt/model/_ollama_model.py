@@ -1,0 +1,295 @@
+"""Ollama's chat API (``POST /api/chat``) over httpx, streaming as NDJSON.
+
+Each call opens its own ``httpx.AsyncClient``, so a model object can be used from any event
+loop (asyncio or trio) and never leaves a connection behind: a non-streaming call closes the
+client before returning, and a stream closes its response and client when the generator is
+exhausted, closed early (``aclose``) or cancelled. Requests are retried by
+:mod:`agentscope_rt.model._retry` (429/5xx/connection errors/timeouts; ``Retry-After``
+honoured); a stream is retried only until its first chunk reached the caller.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+import uuid
+from collections.abc import AsyncGenerator
+from typing import Any
+
+import httpx
+
+from .._schema import StructuredModel, structured_model_schema, validate_structured_output
+from ..exception import ModelAPIError, ModelResponseError
+from ..message import TextBlock, ThinkingBlock, ToolUseBlock
+from ._model_base import ChatModelBase, ToolChoice, validate_tool_choice
+from ._model_response import ChatResponse, ChatUsage, ResponseBlock
+from ._retry import RetryConfig, call_with_retry, close_shielded, stream_with_retry
+
+__all__ = ["OllamaChatModel"]
+
+logger = logging.getLogger(__name__)
+
+_PROVIDER = "ollama"
+DEFAULT_HOST = "http://localhost:11434"
+# Local models can take minutes to load and answer; connecting should still fail fast.
+DEFAULT_TIMEOUT = httpx.Timeout(600.0, connect=10.0)
+
+
+def new_call_id() -> str:
+    """A fresh tool-call id for providers that do not send one."""
+    return f"call_{uuid.uuid4().hex[:24]}"
+
+
+def parse_tool_arguments(value: Any) -> tuple[dict[str, Any], str | None]:
+    """``(input, raw_input)`` for tool arguments as a provider sent them.
+
+    A JSON object (or a string holding one) becomes ``input``; anything else is kept verbatim
+    in ``raw_input`` with an empty ``input``, so the caller can report it instead of crashing.
+    """
+    if value is None:
+        return {}, None
+    if isinstance(value, dict):
+        return value, None
+    if isinstance(value, str):
+        if not value.strip():
+            return {}, None
+        try:
+            parsed = json.loads(value)
+        except json.JSONDecodeError:
+            return {}, value
+        if isinstance(parsed, dict):
+            return parsed, None
+        return {}, value
+    return {}, json.dumps(value, ensure_ascii=False, default=str)
+
+
+def parse_structured(provider: str, structured_model: StructuredModel, text: str) -> dict[str, Any]:
+    """Parse and validate structured-output *text* against *structured_model*.
+
+    :raises ModelResponseError: if the text is not JSON or does not match the model.
+    """
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ModelResponseError(
+            f"{provider} returned structured output that is not valid JSON ({exc}): {text[:200]!r}"
+        ) from None
+    try:
+        return validate_structured_output(structured_model, data)
+    except ValueError as exc:
+        raise ModelResponseError(
+            f"{provider} returned structured output that does not match the schema: {exc}"
+        ) from exc
+
+
+class OllamaChatModel(ChatModelBase):
+    """A model served by Ollama, through its ``/api/chat`` HTTP API.
+
+    Accepts the messages ``OllamaChatFormatter`` produces (``role``, ``content``, ``images``,
+    ``tool_calls``). Thinking models return their reasoning as a :class:`ThinkingBlock`
+    (``enable_thinking`` sends Ollama's ``think`` flag). Usage comes from ``prompt_eval_count``
+    and ``eval_count``.
+
+    :param model_name: the Ollama model, e.g. ``"qwen3:8b"``.
+    :param stream: whether calls return an async generator of cumulative chunks.
+    :param options: Ollama ``options`` (``temperature``, ``num_ctx``, ...).
+    :param keep_alive: how long Ollama keeps the model loaded, e.g. ``"5m"``.
+    :param enable_thinking: Ollama's ``think`` flag; ``None`` leaves it to the server.
+    :param host: the server; defaults to ``$OLLAMA_HOST`` or ``http://localhost:11434``.
+    :param client_kwargs: extra arguments for ``httpx.AsyncClient`` (``timeout``,
+        ``headers``, ...).
+    :param generate_kwargs: extra fields for every request body.
+    :param retry_config: the retry policy (default: 3 retries with exponential backoff).
+    :param kwargs: merged into ``client_kwargs``, as AgentScope passes them to the client.
+    """
+
+    def __init__(
+        self,
+        model_name: str,
+        stream: bool = False,
+        options: dict[str, Any] | None = None,
+        keep_alive: str = "5m",
+        enable_thinking: bool | None = None,
+        host: str | None = None,
+        client_kwargs: dict[str, Any] | None = None,
+        generate_kwargs: dict[str, Any] | None = None,
+        retry_config: RetryConfig | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(model_name, stream)
+        host = host or os.environ.get("OLLAMA_HOST") or DEFAULT_HOST
+        if "://" not in host:
+            host = f"http://{host}"
+        self.host = host.rstrip("/")
+        self.options = options
+        self.keep_alive = keep_alive
+        self.think = enable_thinking
+        self.client_kwargs = {"timeout": DEFAULT_TIMEOUT, **(client_kwargs or {}), **kwargs}
+        self.generate_kwargs = dict(generate_kwargs or {})
+        self.retry_config = retry_config
+
+    def _client(self) -> httpx.AsyncClient:
+        return httpx.AsyncClient(base_url=self.host, **self.client_kwargs)
+
+    async def __call__(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
+        tool_choice: ToolChoice | None = None,
+        structured_model: StructuredModel | None = None,
+        **generate_kwargs: Any,
+    ) -> ChatResponse | AsyncGenerator[ChatResponse, None]:
+        """Chat with the model.
+
+        Ollama has no ``tool_choice``: ``"none"`` sends no tools, a tool name sends only
+        that tool, and ``"required"`` is sent as ``"auto"`` with a warning.
+
+        :raises ValueError: for an invalid ``tool_choice``.
+        :raises ModelAPIError: when Ollama fails after all retries (HTTP status and
+            Ollama's own message included).
+        :raises ModelResponseError: for structured output that does not match the schema.
+        """
+        validate_tool_choice(tool_choice, tools)
+        body: dict[str, Any] = {
+            "model": self.model_name,
+            "messages": messages,
+            "stream": self.stream,
+            "keep_alive": self.keep_alive,
+        }
+        if self.options is not None:
+            body["options"] = self.options
+        if self.think is not None:
+            body["think"] = self.think
+        body.update(self.generate_kwargs)
+        body.update(generate_kwargs)
+        if tools and tool_choice != "none":
+            selected = tools
+            if tool_choice not in (None, "auto", "required"):
+                selected = [t for t in tools if t.get("function", {}).get("name") == tool_choice]
+            elif tool_choice == "required":
+                logger.warning("Ollama has no tool_choice; 'required' is sent as 'auto'")
+            body["tools"] = selected
+        if structured_model is not None:
+            body["format"] = structured_model_schema(structured_model)
+        started = time.monotonic()
+        if self.stream:
+            return stream_with_retry(
+                _PROVIDER,
+                lambda: self._stream_once(body, structured_model, started),
+                self.retry_config,
+            )
+        data = await call_with_retry(_PROVIDER, lambda: self._post(body), self.retry_config)
+        return self._parse(data, structured_model, started)
+
+    async def _post(self, body: dict[str, Any]) -> dict[str, Any]:
+        async with self._client() as client:
+            response = await client.post("/api/chat", json=body)
+            response.raise_for_status()
+            data: dict[str, Any] = response.json()
+        if "error" in data:
+            raise ModelAPIError(_PROVIDER, str(data["error"]), status_code=response.status_code)
+        return data
+
+    def _parse(
+        self, data: dict[str, Any], structured_model: StructuredModel | None, started: float
+    ) -> ChatResponse:
+        message = data.get("message") or {}
+        state = _Accumulator()
+        state.add(message)
+        return state.response(data, structured_model, started, stream=False, is_last=True)
+
+    async def _stream_once(
+        self, body: dict[str, Any], structured_model: StructuredModel | None, started: float
+    ) -> AsyncGenerator[ChatResponse, None]:
+        state = _Accumulator()
+        async with self._client() as client:
+            response = await client.send(
+                client.build_request("POST", "/api/chat", json=body), stream=True
+            )
+            try:
+                if response.is_error:
+                    await response.aread()
+                    response.raise_for_status()
+                async for line in response.aiter_lines():
+                    if not line.strip():
+                        continue
+                    try:
+                        chunk = json.loads(line)
+                    except json.JSONDecodeError:
+                        raise ModelAPIError(
+                            _PROVIDER, f"malformed NDJSON line in the stream: {line[:200]!r}"
+                        ) from None
+                    if "error" in chunk:
+                        raise ModelAPIError(_PROVIDER, str(chunk["error"]), status_code=200)
+                    state.add(chunk.get("message") or {})
+                    done = bool(chunk.get("done"))
+                    yield state.response(
+                        chunk, structured_model if done else None, started, True, done
+                    )
+                    if done:
+                        return
+                raise ModelAPIError(_PROVIDER, "the stream ended without its final chunk")
+            finally:
+                await close_shielded(response)
+
+
+class _Accumulator:
+    """Content of an Ollama answer, accumulated over NDJSON chunks."""
+
+    __slots__ = ("id", "text", "thinking", "tool_calls")
+
+    def __init__(self) -> None:
+        self.id = uuid.uuid4().hex
+        self.text = ""
+        self.thinking = ""
+        self.tool_calls: list[ToolUseBlock] = []
+
+    def add(self, message: dict[str, Any]) -> None:
+        self.text += message.get("content") or ""
+        self.thinking += message.get("thinking") or ""
+        for call in message.get("tool_calls") or []:
+            function = call.get("function") or {}
+            arguments, raw = parse_tool_arguments(function.get("arguments"))
+            self.tool_calls.append(
+                ToolUseBlock(
+                    str(call.get("id") or new_call_id()),
+                    str(function.get("name", "")),
+                    arguments,
+                    raw_input=raw,
+                )
+            )
+
+    def response(
+        self,
+        data: dict[str, Any],
+        structured_model: StructuredModel | None,
+        started: float,
+        stream: bool,
+        is_last: bool,
+    ) -> ChatResponse:
+        content: list[ResponseBlock] = []
+        if self.thinking:
+            content.append(ThinkingBlock(self.thinking))
+        if self.text:
+            content.append(TextBlock(self.text))
+        content.extend(self.tool_calls)
+        usage = None
+        if is_last:
+            usage = ChatUsage(
+                int(data.get("prompt_eval_count") or 0),
+                int(data.get("eval_count") or 0),
+                time.monotonic() - started,
+            )
+        metadata = None
+        if structured_model is not None and is_last:
+            metadata = parse_structured(_PROVIDER, structured_model, self.text)
+        return ChatResponse(
+            content=content,
+            id=self.id,
+            stream=stream,
+            is_last=is_last,
+            usage=usage,
+            metadata=metadata,
+        )

@@ -1,0 +1,301 @@
+"""GeminiChatModel against a local server speaking Gemini's generateContent protocol (SSE)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncGenerator, Iterator
+from contextlib import aclosing
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import attrs
+import pytest
+
+from agentscope_rt.exception import ModelAPIError
+from agentscope_rt.message import TextBlock, ThinkingBlock
+from agentscope_rt.model import ChatResponse
+from agentscope_rt.model._gemini_model import GeminiChatModel
+from agentscope_rt.model._retry import RetryConfig
+
+from ._wire_servers_b import (
+    Answer,
+    ScriptedServer,
+    gemini_error,
+    gemini_response,
+    running_server,
+    sse,
+)
+
+API_KEY = "test-gemini-key-5f3a9c"
+FAST_RETRY = RetryConfig(max_retries=2, initial_delay=0.01, max_delay=0.05)
+CONTENTS = [
+    {"role": "system", "parts": [{"text": "You are terse."}]},
+    {"role": "user", "parts": [{"text": "Weather in Paris and Oslo?"}]},
+]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "Current weather of a city.",
+            "parameters": {
+                "type": "object",
+                "properties": {"place": {"$ref": "#/$defs/Place"}},
+                "required": ["place"],
+                "$defs": {"Place": {"type": "object", "properties": {"city": {"type": "string"}}}},
+            },
+        },
+    }
+]
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedServer]:
+    with running_server() as srv:
+        yield srv
+
+
+def model(server: ScriptedServer, stream: bool = False, **kwargs: Any) -> GeminiChatModel:
+    return GeminiChatModel(
+        "gemini-2.5-flash",
+        api_key=API_KEY,
+        stream=stream,
+        client_kwargs={"base_url": server.url},
+        retry_config=FAST_RETRY,
+        **kwargs,
+    )
+
+
+def sse_answer(*events: dict[str, Any], pause_after: int | None = None) -> Answer:
+    return Answer(content_type="text/event-stream", events=sse(*events), pause_after=pause_after)
+
+
+async def collect(stream: Any) -> list[ChatResponse]:
+    assert isinstance(stream, AsyncGenerator)
+    async with aclosing(stream):
+        return [chunk async for chunk in stream]
+
+
+async def test_text_reply_request_shape_and_usage(server: ScriptedServer) -> None:
+    server.add(Answer(body=gemini_response({"text": "Sunny."}, prompt_tokens=12, output_tokens=2)))
+    m = model(
+        server,
+        thinking_config={"include_thoughts": True, "thinking_budget": 64},
+        generate_kwargs={"temperature": 0.2, "safety_settings": []},
+    )
+    response = await m(CONTENTS, max_output_tokens=50)
+    assert isinstance(response, ChatResponse)
+    assert response.content == [TextBlock("Sunny.")]
+    assert response.id == "resp-1"
+    assert response.usage is not None
+    assert (response.usage.input_tokens, response.usage.output_tokens) == (12, 2)
+    request = server.requests[0]
+    assert request.path == "/v1beta/models/gemini-2.5-flash:generateContent"
+    assert request.query == {}
+    assert request.headers["x-goog-api-key"] == API_KEY
+    body = request.body
+    assert body["systemInstruction"] == {"parts": [{"text": "You are terse."}]}
+    assert body["contents"] == CONTENTS[1:]
+    assert body["safetySettings"] == []
+    assert body["generationConfig"] == {
+        "thinkingConfig": {"includeThoughts": True, "thinkingBudget": 64},
+        "temperature": 0.2,
+        "maxOutputTokens": 50,
+    }
+
+
+async def test_several_function_calls_thinking_and_tool_config(server: ScriptedServer) -> None:
+    server.add(
+        Answer(
+            body=gemini_response(
+                {"text": "Two cities.", "thought": True},
+                {"functionCall": {"name": "get_weather", "args": {"place": {"city": "Paris"}}}},
+                {
+                    "functionCall": {"name": "get_weather", "args": {"place": {"city": "Oslo"}}},
+                    "thoughtSignature": "c2ln",
+                },
+                prompt_tokens=30,
+                output_tokens=10,
+                thoughts_tokens=5,
+            )
+        )
+    )
+    response = await model(server)(CONTENTS, tools=TOOLS, tool_choice="get_weather")
+    assert isinstance(response, ChatResponse)
+    assert response.content[0] == ThinkingBlock("Two cities.")
+    assert [c.input for c in response.tool_calls] == [
+        {"place": {"city": "Paris"}},
+        {"place": {"city": "Oslo"}},
+    ]
+    assert len({c.id for c in response.tool_calls}) == 2
+    assert response.usage is not None and response.usage.output_tokens == 15
+    body = server.requests[0].body
+    (declaration,) = body["tools"][0]["functionDeclarations"]
+    # Gemini schemas have no $ref: definitions are inlined.
+    assert declaration["parameters"]["properties"]["place"]["properties"] == {
+        "city": {"type": "string"}
+    }
+    assert "$defs" not in declaration["parameters"]
+    assert body["toolConfig"] == {
+        "functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": ["get_weather"]}
+    }
+
+
+async def test_tool_choice_modes(server: ScriptedServer) -> None:
+    modes = {"auto": "AUTO", "none": "NONE", "required": "ANY"}
+    for choice in modes:
+        server.add(Answer(body=gemini_response({"text": "ok"}, prompt_tokens=1)))
+        await model(server)(CONTENTS, tools=TOOLS, tool_choice=choice)
+    sent = [r.body["toolConfig"]["functionCallingConfig"] for r in server.requests]
+    assert sent == [{"mode": mode} for mode in modes.values()]
+
+
+async def test_malformed_function_args_become_raw_input(server: ScriptedServer) -> None:
+    server.add(
+        Answer(
+            body=gemini_response(
+                {"functionCall": {"name": "get_weather", "args": '{"place": '}}, prompt_tokens=1
+            )
+        )
+    )
+    response = await model(server)(CONTENTS, tools=TOOLS)
+    assert isinstance(response, ChatResponse)
+    (block,) = response.tool_calls
+    assert block.input == {}
+    assert block.raw_input == '{"place": '
+
+
+async def test_structured_output_with_attrs_class(server: ScriptedServer) -> None:
+    @attrs.define
+    class Answer_:
+        city: str
+        celsius: float
+
+    server.add(
+        Answer(body=gemini_response({"text": '{"city": "Oslo", "celsius": 3}'}, prompt_tokens=1))
+    )
+    response = await model(server)(CONTENTS, structured_model=Answer_)
+    assert isinstance(response, ChatResponse)
+    assert response.metadata == {"city": "Oslo", "celsius": 3.0}
+    config = server.requests[0].body["generationConfig"]
+    assert config["responseMimeType"] == "application/json"
+    assert set(config["responseJsonSchema"]["properties"]) == {"city", "celsius"}
+
+
+async def test_stream_sse_cumulative_chunks(server: ScriptedServer) -> None:
+    server.add(
+        sse_answer(
+            gemini_response({"text": "Think", "thought": True}),
+            gemini_response({"text": "ing.", "thought": True}),
+            gemini_response({"text": "Hel"}),
+            gemini_response(
+                {"text": "lo"},
+                {"functionCall": {"name": "get_weather", "args": {"place": {"city": "Oslo"}}}},
+                prompt_tokens=7,
+                output_tokens=3,
+            ),
+        )
+    )
+    chunks = await collect(await model(server, stream=True)(CONTENTS, tools=TOOLS))
+    request = server.requests[0]
+    assert request.path == "/v1beta/models/gemini-2.5-flash:streamGenerateContent"
+    assert request.query == {"alt": ["sse"]}
+    assert [c.is_last for c in chunks] == [False] * 4 + [True]
+    assert chunks[2].get_text() == "Hel"
+    last = chunks[-1]
+    assert last.content[:2] == [ThinkingBlock("Thinking."), TextBlock("Hello")]
+    assert [c.input for c in last.tool_calls] == [{"place": {"city": "Oslo"}}]
+    assert last.usage is not None and (last.usage.input_tokens, last.usage.output_tokens) == (7, 3)
+
+
+async def test_stream_is_incremental_and_early_close_disconnects(server: ScriptedServer) -> None:
+    server.add(
+        sse_answer(
+            gemini_response({"text": "first"}),
+            gemini_response({"text": " second"}, prompt_tokens=1),
+            pause_after=1,
+        )
+    )
+    stream = await model(server, stream=True)(CONTENTS)
+    assert isinstance(stream, AsyncGenerator)
+    async with aclosing(stream):
+        first = await stream.__anext__()
+        assert first.get_text() == "first"
+        assert server.completed_streams == 0
+    assert await anyio.to_thread.run_sync(server.disconnected.wait, 5)
+
+
+async def test_cancelled_consumer_closes_the_connection(server: ScriptedServer) -> None:
+    server.add(
+        sse_answer(
+            gemini_response({"text": "first"}),
+            gemini_response({"text": "!"}, prompt_tokens=1),
+            pause_after=1,
+        )
+    )
+    stream = await model(server, stream=True)(CONTENTS)
+    assert isinstance(stream, AsyncGenerator)
+    seen = []
+    with anyio.move_on_after(0.5):
+        async with aclosing(stream):
+            async for chunk in stream:
+                seen.append(chunk.get_text())
+    assert seen == ["first"]
+    assert await anyio.to_thread.run_sync(server.disconnected.wait, 5)
+
+
+async def test_429_then_success(server: ScriptedServer) -> None:
+    for stream in (False, True):
+        server.requests.clear()
+        server.add(
+            Answer(429, gemini_error(429, "Resource has been exhausted", "RESOURCE_EXHAUSTED")),
+            sse_answer(gemini_response({"text": "ok"}, prompt_tokens=1))
+            if stream
+            else Answer(body=gemini_response({"text": "ok"}, prompt_tokens=1)),
+        )
+        result = await model(server, stream=stream)(CONTENTS)
+        response = (await collect(result))[-1] if stream else result
+        assert isinstance(response, ChatResponse)
+        assert response.get_text() == "ok"
+        assert len(server.requests) == 2
+
+
+async def test_500_until_failure_names_provider_and_hides_key(
+    server: ScriptedServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    for stream in (False, True):
+        server.requests.clear()
+        for _ in range(3):
+            server.add(
+                Answer(500, gemini_error(500, f"internal error for key {API_KEY}", "INTERNAL"))
+            )
+        with pytest.raises(ModelAPIError) as info:
+            result = await model(server, stream=stream)(CONTENTS)
+            await collect(result)
+        error = info.value
+        assert (error.provider, error.status_code, error.attempts) == ("gemini", 500, 3)
+        assert "internal error" in str(error)
+        assert API_KEY not in str(error) and API_KEY not in repr(error)
+        assert API_KEY not in caplog.text
+        assert len(server.requests) == 3
+
+
+async def test_error_event_inside_stream(server: ScriptedServer) -> None:
+    server.add(
+        sse_answer(gemini_response({"text": "par"}), gemini_error(503, "overloaded", "UNAVAILABLE"))
+    )
+    with pytest.raises(ModelAPIError, match="overloaded"):
+        await collect(await model(server, stream=True)(CONTENTS))
+
+
+def test_api_key_from_environment_and_never_in_repr(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GEMINI_API_KEY", API_KEY)
+    m = GeminiChatModel("gemini-2.5-flash")
+    assert API_KEY not in repr(m)
+    assert API_KEY not in str(vars(m).get("client_kwargs"))
+    monkeypatch.delenv("GEMINI_API_KEY")
+    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+    with pytest.raises(ValueError, match="GEMINI_API_KEY"):
+        GeminiChatModel("gemini-2.5-flash")
