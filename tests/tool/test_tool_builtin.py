@@ -1,6 +1,9 @@
 """Built-in tools: subprocess execution (output, exit codes, killing the process tree) and the
 text file tools (editing, atomic writes, root confinement against traversal)."""
 
+# Tests read and write small files directly and poll /proc; blocking there is intended.
+# ruff: noqa: ASYNC240, ASYNC110
+
 from __future__ import annotations
 
 import os
@@ -255,7 +258,7 @@ async def test_confinement_refuses_every_escape(
 async def test_arbitrary_names_never_escape(
     sandbox: tuple[pathlib.Path, pathlib.Path], name: str
 ) -> None:
-    root, outside = sandbox
+    root, _ = sandbox
     files = TextFileTools(root)
     result = await files.view_text_file(name)
     assert "1: secret" not in result.get_text()
