@@ -1,0 +1,163 @@
+"""HttpStatefulClient and HttpStatelessClient against real servers on 127.0.0.1.
+
+Each test runs against a streamable-HTTP and an SSE server (the ``http_server`` fixture), on
+asyncio and on trio.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import anyio
+import pytest
+
+from agentscope_rt.exception import MCPError
+from agentscope_rt.mcp import HttpStatefulClient, HttpStatelessClient
+from agentscope_rt.message import ImageBlock
+from agentscope_rt.tool import ToolResponse
+
+from .conftest import HttpServer
+
+
+def stateful(server: HttpServer, **kwargs: object) -> HttpStatefulClient:
+    return HttpStatefulClient("web", server.client_transport, server.url, **kwargs)  # type: ignore[arg-type]
+
+
+def stateless(server: HttpServer, **kwargs: object) -> HttpStatelessClient:
+    return HttpStatelessClient("web", server.client_transport, server.url, **kwargs)  # type: ignore[arg-type]
+
+
+async def test_stateful_list_call_image_and_error(http_server: HttpServer) -> None:
+    async with stateful(http_server) as client:
+        names = {t.name for t in await client.list_tools()}
+        assert {"add", "image", "fail", "session_marker"} <= names
+        add = await client.get_callable_function("add")
+        assert add.json_schema["function"]["parameters"]["required"] == ["a", "b"]
+        assert (await add(a=2, b=3)).get_text() == "5"  # type: ignore[union-attr]
+        image = await (await client.get_callable_function("image"))()
+        assert isinstance(image, ToolResponse)
+        assert isinstance(image.content[1], ImageBlock)
+        assert image.content[1].source.media_type == "image/png"  # type: ignore[union-attr]
+        failed = await (await client.get_callable_function("fail"))(reason="quota")
+        assert isinstance(failed, ToolResponse)
+        assert failed.get_text().startswith("Error:")
+        assert "quota" in failed.get_text()
+
+
+async def test_stateful_keeps_one_session(http_server: HttpServer) -> None:
+    async with stateful(http_server) as client:
+        marker = await client.get_callable_function("session_marker")
+        first = (await marker()).get_text()  # type: ignore[union-attr]
+        second = (await marker()).get_text()  # type: ignore[union-attr]
+        assert first == second
+
+
+async def test_stateless_opens_a_session_per_call(http_server: HttpServer) -> None:
+    client = stateless(http_server)
+    assert client.stateful is False
+    names = {t.name for t in await client.list_tools()}
+    assert "echo" in names
+    marker = await client.get_callable_function("session_marker")
+    markers = {(await marker()).get_text() for _ in range(3)}  # type: ignore[union-attr]
+    assert len(markers) == 3
+    echo = await client.get_callable_function("echo")
+    assert (await echo(text="ping")).get_text() == "ping"  # type: ignore[union-attr]
+    failed = await (await client.get_callable_function("fail"))(reason="stateless")
+    assert failed.get_text().startswith("Error:")  # type: ignore[union-attr]
+
+
+async def test_stateless_concurrent_calls(http_server: HttpServer) -> None:
+    client = stateless(http_server)
+    sleep = await client.get_callable_function("sleep")
+    results: list[str] = []
+
+    async def one() -> None:
+        results.append((await sleep(seconds=0.3)).get_text())  # type: ignore[union-attr]
+
+    start = anyio.current_time()
+    async with anyio.create_task_group() as tg:
+        for _ in range(3):
+            tg.start_soon(one)
+    assert results == ["slept 0.3"] * 3
+    assert anyio.current_time() - start < 2.5
+
+
+async def test_cancel_mid_call_keeps_the_session(http_server: HttpServer) -> None:
+    async with stateful(http_server) as client:
+        sleep = await client.get_callable_function("sleep")
+        with anyio.move_on_after(0.3) as scope:
+            await sleep(seconds=30)
+        assert scope.cancelled_caught
+        assert (await client.call_tool("echo", {"text": "after"})).content[0].text == "after"  # type: ignore[union-attr]
+
+
+async def test_execution_timeout(http_server: HttpServer) -> None:
+    async with stateful(http_server) as client:
+        sleep = await client.get_callable_function("sleep", execution_timeout=0.3)
+        with anyio.fail_after(10), pytest.raises(MCPError, match=r"timed out"):
+            await sleep(seconds=30)
+
+
+@pytest.mark.parametrize("transport", ["streamable-http", "sse"])
+async def test_server_crash_mid_call(
+    transport: str, fresh_http_server: Callable[[str], HttpServer]
+) -> None:
+    server = fresh_http_server(transport)
+    async with stateful(server) as client:
+        crash = await client.get_callable_function("crash")
+        with anyio.fail_after(20):
+            try:
+                response = await crash()
+            except MCPError as exc:
+                assert "'web'" in str(exc)
+            else:
+                # A server may also answer with an error before the connection drops.
+                assert isinstance(response, ToolResponse)
+                assert response.get_text().startswith("Error:")
+        with anyio.fail_after(20), pytest.raises(MCPError, match=r"'web'"):
+            await client.call_tool("echo", {"text": "anyone?"})
+    assert server.process.wait(timeout=5) == 3
+
+
+@pytest.mark.parametrize("transport", ["streamable-http", "sse"])
+async def test_stateless_server_crash_mid_call(
+    transport: str, fresh_http_server: Callable[[str], HttpServer]
+) -> None:
+    server = fresh_http_server(transport)
+    client = stateless(server)
+    crash = await client.get_callable_function("crash")
+    with anyio.fail_after(20), pytest.raises(MCPError, match=r"'web'"):
+        await crash()
+    with anyio.fail_after(20), pytest.raises(MCPError, match=r"could not connect"):
+        await client.call_tool("echo", {"text": "anyone?"})
+
+
+async def test_unreachable_server_is_a_clear_error() -> None:
+    client = HttpStatefulClient("nowhere", "streamable_http", "http://127.0.0.1:9/mcp", timeout=2)
+    with anyio.fail_after(20), pytest.raises(MCPError, match=r"could not connect.*'nowhere'"):
+        await client.connect()
+    lone = HttpStatelessClient("nowhere", "sse", "http://127.0.0.1:9/sse", timeout=2)
+    with anyio.fail_after(20), pytest.raises(MCPError, match=r"could not connect.*'nowhere'"):
+        await lone.list_tools()
+
+
+def test_constructor_validation_and_secret_free_repr() -> None:
+    with pytest.raises(ValueError, match=r"transport must be"):
+        HttpStatefulClient("x", "websocket", "http://h/mcp")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"url"):
+        HttpStatelessClient("x", "sse", "ftp://h/sse")
+    with pytest.raises(ValueError, match=r"headers"):
+        HttpStatefulClient("x", "sse", "http://h/sse", headers={"A": 1})  # type: ignore[dict-item]
+    with pytest.raises(ValueError, match=r"timeout"):
+        HttpStatelessClient("x", "sse", "http://h/sse", timeout=-1)
+    client = HttpStatefulClient(
+        "x",
+        "streamable_http",
+        "https://user:pw@h.example/mcp?token=abc",
+        headers={"Authorization": "Bearer sk-secret"},
+    )
+    text = repr(client)
+    assert "sk-secret" not in text
+    assert "token=abc" not in text
+    assert "pw" not in text
+    assert "h.example/mcp" in text
