@@ -1,0 +1,355 @@
+"""Media handling, dropped blocks and errors — including where this project differs from
+AgentScope on purpose (documented in docs/formatter.md)."""
+
+from __future__ import annotations
+
+import base64
+import http.server
+import threading
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.lowlevel
+import pytest
+
+from agentscope_rt.formatter import (
+    AnthropicChatFormatter,
+    AnthropicMultiAgentFormatter,
+    DashScopeChatFormatter,
+    DeepSeekChatFormatter,
+    FormatterError,
+    GeminiChatFormatter,
+    OllamaChatFormatter,
+    OllamaMultiAgentFormatter,
+    OpenAIChatFormatter,
+    OpenAIMultiAgentFormatter,
+    UnsupportedBlockWarning,
+)
+from agentscope_rt.formatter._media import SAVED_MEDIA_DIR
+from agentscope_rt.message import (
+    AudioBlock,
+    Base64Source,
+    ImageBlock,
+    Msg,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    URLSource,
+    VideoBlock,
+)
+
+DATA = Path(__file__).parent / "data"
+PNG = (DATA / "pixel.png").read_bytes()
+PNG_B64 = base64.b64encode(PNG).decode()
+WAV = (DATA / "tone.wav").read_bytes()
+
+
+class _MediaServer(http.server.BaseHTTPRequestHandler):
+    """Serves /pixel.png, /tone.wav, /image (no extension); 404 otherwise."""
+
+    hits: list[str]
+
+    def do_GET(self) -> None:
+        self.hits.append(self.path)
+        files = {
+            "/pixel.png": (PNG, "image/png"),
+            "/tone.wav": (WAV, "audio/wav"),
+            "/image": (PNG, "image/png"),
+        }
+        if self.path not in files:
+            self.send_error(404)
+            return
+        body, content_type = files[self.path]
+        self.send_response(200)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+
+@pytest.fixture
+def media_server() -> Iterator[tuple[str, list[str]]]:
+    hits: list[str] = []
+    handler = type("Handler", (_MediaServer,), {"hits": hits})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", hits
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def _image(url: str) -> ImageBlock:
+    return ImageBlock(source=URLSource(url=url))
+
+
+# -- dropped blocks: one warning per call -----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("formatter", "dropped"),
+    [
+        (DeepSeekChatFormatter(), {"image", "audio", "video"}),
+        (AnthropicChatFormatter(), {"audio", "video"}),
+        (OllamaChatFormatter(), {"audio", "video"}),
+        (OpenAIChatFormatter(), {"video"}),
+        (AnthropicMultiAgentFormatter(), {"audio", "video"}),
+        (OpenAIMultiAgentFormatter(), {"video"}),
+    ],
+    ids=lambda v: type(v).__name__ if not isinstance(v, set) else "",
+)
+async def test_unsupported_blocks_dropped_with_one_warning(
+    formatter: Any, dropped: set[str]
+) -> None:
+    media = [
+        ImageBlock(source=Base64Source(media_type="image/png", data=PNG_B64)),
+        AudioBlock(source=URLSource(url=str(DATA / "tone.wav"))),
+        VideoBlock(source=URLSource(url=str(DATA / "clip.mp4"))),
+    ]
+    msgs = [
+        Msg("user", [TextBlock(text="look"), *media], "user"),
+        Msg("user", [TextBlock(text="again"), *media], "user"),
+    ]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = await formatter.format(msgs)
+    relevant = [w for w in caught if issubclass(w.category, UnsupportedBlockWarning)]
+    assert len(relevant) == 1
+    message = str(relevant[0].message)
+    for typ in dropped:
+        assert f"2 {typ}" in message
+    assert type(formatter).__name__ in message
+    assert out  # the text still goes through
+
+
+async def test_thinking_is_dropped_silently_where_not_accepted() -> None:
+    msgs = [Msg("bot", [ThinkingBlock(thinking="hmm"), TextBlock(text="hi")], "assistant")]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = await OpenAIChatFormatter().format(msgs)
+    assert out == [
+        {"role": "assistant", "name": "bot", "content": [{"type": "text", "text": "hi"}]}
+    ]
+
+
+async def test_no_warning_when_nothing_is_dropped() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        await AnthropicChatFormatter().format(
+            [Msg("user", [TextBlock(text="x"), _image(str(DATA / "pixel.png"))], "user")]
+        )
+
+
+async def test_dropped_blocks_of_truncated_turns_do_not_warn() -> None:
+    from agentscope_rt.token import CharTokenCounter
+
+    video = VideoBlock(source=URLSource(url="https://example.com/v.mp4"))
+    msgs = [Msg("user", [TextBlock(text="old " * 200), video], "user"), Msg("user", "new", "user")]
+    formatter = DeepSeekChatFormatter(token_counter=CharTokenCounter(), max_tokens=40)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = await formatter.format(msgs)
+    assert out == [{"role": "user", "content": "new"}]
+
+
+# -- local files ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("prefix", ["", "file://"])
+async def test_local_image_is_read_and_base64_encoded(prefix: str) -> None:
+    msgs = [Msg("user", [_image(prefix + str(DATA / "pixel.png"))], "user")]
+    openai = await OpenAIChatFormatter().format(msgs)
+    assert openai[0]["content"][0]["image_url"]["url"] == f"data:image/png;base64,{PNG_B64}"
+    anthropic = await AnthropicChatFormatter().format(msgs)
+    assert anthropic[0]["content"][0]["source"] == {
+        "type": "base64",
+        "media_type": "image/png",
+        "data": PNG_B64,
+    }
+    ollama = await OllamaChatFormatter().format(msgs)
+    assert ollama[0]["images"] == [PNG_B64]
+
+
+async def test_image_without_extension_is_recognised_by_content(tmp_path: Path) -> None:
+    path = tmp_path / "snapshot"
+    path.write_bytes(PNG)
+    out = await OpenAIChatFormatter().format([Msg("user", [_image(str(path))], "user")])
+    assert out[0]["content"][0]["image_url"]["url"].startswith("data:image/png;base64,")
+
+
+@pytest.mark.parametrize(
+    "formatter",
+    [
+        OpenAIChatFormatter(),
+        AnthropicChatFormatter(),
+        DashScopeChatFormatter(),
+        GeminiChatFormatter(),
+        OllamaChatFormatter(),
+    ],
+    ids=lambda f: type(f).__name__,
+)
+async def test_missing_local_file_is_a_clear_error(formatter: Any) -> None:
+    # AgentScope's DashScope formatter sends a missing path on as if it were a URL; here every
+    # formatter names the file instead.
+    msgs = [Msg("user", [_image("/no/such/dir/cat.png")], "user")]
+    with pytest.raises(FormatterError, match="/no/such/dir/cat.png"):
+        await formatter.format(msgs)
+
+
+async def test_non_image_file_in_image_block_is_rejected(tmp_path: Path) -> None:
+    path = tmp_path / "notes.txt"
+    path.write_text("not an image")
+    with pytest.raises(FormatterError, match="not an image"):
+        await OpenAIChatFormatter().format([Msg("user", [_image(str(path))], "user")])
+    with pytest.raises(FormatterError, match="not an image"):
+        await AnthropicChatFormatter().format([Msg("user", [_image(str(path))], "user")])
+
+
+async def test_gemini_maps_jpg_through_mimetypes(tmp_path: Path) -> None:
+    # AgentScope's Gemini formatter rejects ".jpg" (its table lists only "jpeg").
+    path = tmp_path / "photo.jpg"
+    path.write_bytes(b"\xff\xd8\xff\xe0fakejpeg")
+    out = await GeminiChatFormatter().format([Msg("user", [_image(str(path))], "user")])
+    assert out[0]["parts"][0]["inline_data"]["mime_type"] == "image/jpeg"
+
+
+async def test_openai_audio_accepts_audio_mpeg() -> None:
+    block = AudioBlock(source=Base64Source(media_type="audio/mpeg", data="AAAA"))
+    out = await OpenAIChatFormatter().format([Msg("user", [block], "user")])
+    assert out[0]["content"][0] == {
+        "type": "input_audio",
+        "input_audio": {"data": "AAAA", "format": "mp3"},
+    }
+    with pytest.raises(FormatterError, match="audio/ogg"):
+        bad = AudioBlock(source=Base64Source(media_type="audio/ogg", data="AAAA"))
+        await OpenAIChatFormatter().format([Msg("user", [bad], "user")])
+
+
+async def test_each_file_is_read_once_per_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentscope_rt.formatter import _media
+
+    reads: list[str] = []
+    original = _media.read_local_bytes
+
+    async def counting(path: str) -> bytes:
+        reads.append(path)
+        return await original(path)
+
+    monkeypatch.setattr(_media, "read_local_bytes", counting)
+    image = _image(str(DATA / "pixel.png"))
+    msgs = [Msg("user", [image, image], "user"), Msg("user", [image], "user")]
+    await OpenAIChatFormatter().format(msgs)
+    assert reads == [str(DATA / "pixel.png")]
+
+
+async def test_base64_tool_result_media_saved_once_by_content_hash() -> None:
+    image = ImageBlock(source=Base64Source(media_type="image/png", data=PNG_B64))
+    msgs = [
+        Msg("bot", [ToolUseBlock(id="t", name="shot", input={})], "assistant"),
+        Msg("system", [ToolResultBlock(id="t", name="shot", output=[image])], "system"),
+    ]
+    first = await OpenAIChatFormatter().format(msgs)
+    second = await OpenAIChatFormatter().format(msgs)
+    assert first == second
+    text = first[1]["content"]
+    path = text.removeprefix("The returned image can be found at: ")
+    assert path.startswith(SAVED_MEDIA_DIR)
+    assert Path(path).read_bytes() == PNG
+
+
+async def test_invalid_base64_in_tool_result_is_a_clear_error() -> None:
+    image = ImageBlock(source=Base64Source(media_type="image/png", data="%%%not base64%%%"))
+    msgs = [Msg("system", [ToolResultBlock(id="t", name="shot", output=[image])], "system")]
+    with pytest.raises(FormatterError, match="not valid base64"):
+        await OpenAIChatFormatter().format(msgs)
+
+
+# -- web URLs ------------------------------------------------------------------------------
+
+
+async def test_web_urls_pass_through_where_accepted() -> None:
+    url = "https://example.com/cat.png"
+    msgs = [Msg("user", [_image(url)], "user")]
+    assert (await OpenAIChatFormatter().format(msgs))[0]["content"][0]["image_url"]["url"] == url
+    assert (await AnthropicChatFormatter().format(msgs))[0]["content"][0]["source"] == {
+        "type": "url",
+        "url": url,
+    }
+    assert (await DashScopeChatFormatter().format(msgs))[0]["content"] == [{"image": url}]
+
+
+async def test_gemini_and_ollama_download_web_media(media_server: tuple[str, list[str]]) -> None:
+    base, hits = media_server
+    msgs = [Msg("user", [_image(base + "/pixel.png"), _image(base + "/image")], "user")]
+    gemini = await GeminiChatFormatter().format(msgs)
+    assert gemini[0]["parts"] == [
+        {"inline_data": {"data": PNG_B64, "mime_type": "image/png"}},
+        # No extension: the server's Content-Type decides.
+        {"inline_data": {"data": PNG_B64, "mime_type": "image/png"}},
+    ]
+    ollama = await OllamaMultiAgentFormatter().format(msgs)
+    assert ollama[0]["images"] == [PNG_B64, PNG_B64]
+    assert hits.count("/pixel.png") == 2  # once per format call
+
+
+async def test_openai_downloads_web_audio(media_server: tuple[str, list[str]]) -> None:
+    base, _ = media_server
+    block = AudioBlock(source=URLSource(url=base + "/tone.wav"))
+    out = await OpenAIChatFormatter().format([Msg("user", [block], "user")])
+    assert out[0]["content"][0]["input_audio"] == {
+        "data": base64.b64encode(WAV).decode(),
+        "format": "wav",
+    }
+
+
+async def test_failed_download_is_a_clear_error(media_server: tuple[str, list[str]]) -> None:
+    base, hits = media_server
+    with pytest.raises(FormatterError, match="could not download"):
+        await GeminiChatFormatter().format([Msg("user", [_image(base + "/missing.png")], "user")])
+    assert hits.count("/missing.png") == 3
+
+
+# -- concurrency and input validation -------------------------------------------------------
+
+
+async def test_one_formatter_serves_concurrent_calls() -> None:
+    formatter = DeepSeekChatFormatter()
+    video = VideoBlock(source=URLSource(url="https://example.com/v.mp4"))
+    results: dict[int, Any] = {}
+
+    async def run(i: int) -> None:
+        content: list[Any] = [TextBlock(text=f"call {i}")]
+        for _ in range(i):
+            content.append(video)
+            # Let the other calls run in between, so their per-call state would mix if shared.
+            await anyio.lowlevel.checkpoint()
+        results[i] = await formatter.format([Msg("user", content, "user")])
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        async with anyio.create_task_group() as tg:
+            for i in range(1, 6):
+                tg.start_soon(run, i)
+    for i, out in results.items():
+        assert out == [{"role": "user", "content": f"call {i}"}]
+    messages = sorted(str(w.message) for w in caught if w.category is UnsupportedBlockWarning)
+    assert messages == sorted(
+        f"DeepSeekChatFormatter dropped block(s) the provider does not accept: {i} video"
+        for i in range(1, 6)
+    )
+
+
+@pytest.mark.parametrize("bad", ["hello", [{"role": "user", "content": "x"}], None])
+async def test_non_msg_input_is_rejected(bad: Any) -> None:
+    with pytest.raises(TypeError, match="Msg"):
+        await OpenAIChatFormatter().format(bad)
