@@ -87,21 +87,21 @@ def check_msg_input(
     )
 
 
-def _check_observe_input(where: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+def _check_observe_input(self: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
     msg = args[0] if args else kwargs.get("msg")
     if msg is None or msg.__class__ is Msg:
         return
-    check_msg_input(msg, where)
+    check_msg_input(msg, f"{type(self).__name__}.observe")
 
 
-def _check_print_input(where: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+def _check_print_input(self: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
     msg = args[0] if args else kwargs.get("msg")
     if msg.__class__ is Msg:
         return
-    check_msg_input(msg, where, allow_list=False, allow_none=False)
+    check_msg_input(msg, f"{type(self).__name__}.print", allow_list=False, allow_none=False)
 
 
-_INPUT_CHECKS: dict[str, Callable[[str, tuple[Any, ...], dict[str, Any]], None]] = {
+_INPUT_CHECKS: dict[str, Callable[[Any, tuple[Any, ...], dict[str, Any]], None]] = {
     "observe": _check_observe_input,
     "print": _check_print_input,
 }

@@ -314,23 +314,23 @@ def wrap_hooked_method(
     method_name: str,
     kind: str,
     owner: str,
-    check_input: Callable[[str, tuple[Any, ...], dict[str, Any]], None] | None = None,
+    check_input: Callable[[Any, tuple[Any, ...], dict[str, Any]], None] | None = None,
 ) -> Callable[..., Coroutine[Any, Any, Any]]:
     """Wrap *func* so that ``pre_<kind>`` and ``post_<kind>`` hooks run around it.
 
     :param method_name: the attribute name (``"reply"``, ``"_reasoning"``).
     :param kind: the hook kind (``"reply"``, ``"reasoning"``).
-    :param check_input: validates the caller's arguments before anything runs.
+    :param check_input: ``check_input(self, args, kwargs)`` validates the caller's arguments
+        before anything runs.
     """
     spec = _CallSpec(func, f"{owner}.{method_name}")
     pre_type = "pre_" + kind
     post_type = "post_" + kind
-    where = spec.where
 
     @functools.wraps(func)
     async def hooked(self: AgentBase, *args: Any, **kwargs: Any) -> Any:
         if check_input is not None:
-            check_input(where, args, kwargs)
+            check_input(self, args, kwargs)
         top = getattr(type(self), method_name)
         if top is not hooked and getattr(top, "__agentscope_rt_hooked__", False):
             # Reached through super() from a more derived hooked method: its wrapper runs

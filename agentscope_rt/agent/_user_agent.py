@@ -84,7 +84,10 @@ class UserAgent(AgentBase):
         return answer
 
     async def _ask_input(self, structured_model: StructuredModel | None) -> UserInputData:
-        method = self._input_method
+        # Looked up without binding: a plain function stored on the class is not a method.
+        method = self.__dict__.get("_input_method") or inspect.getattr_static(
+            type(self), "_input_method"
+        )
         kwargs: dict[str, Any] = {
             "agent_id": self.id,
             "agent_name": self.name,
