@@ -29,6 +29,7 @@ from .._schema import StructuredModel
 from ..message import TextBlock, ThinkingBlock, ToolUseBlock
 from ._common import (
     STRUCTURED_TOOL_NAME,
+    Secrets,
     logger,
     parse_partial_json,
     parse_tool_input,
@@ -38,8 +39,8 @@ from ._common import (
 )
 from ._model_base import ChatModelBase, ToolChoice, validate_tool_choice
 from ._model_response import ChatResponse, ChatUsage, ResponseBlock
-from ._retry import RetryConfig, call_with_retry, close_shielded, stream_with_retry
-from ._sdk_stream import close_sdk_stream
+from ._retry import RetryConfig, call_with_retry, stream_with_retry
+from ._sdk_stream import close_sdk_client, close_sdk_stream, route_extra_fields
 
 __all__ = ["AnthropicChatModel"]
 
@@ -121,7 +122,7 @@ class AnthropicChatModel(ChatModelBase):
             "AnthropicChatModel",
             required=not client_kwargs.get("base_url"),
         )
-        self._secrets: tuple[str, ...] = (key,) if key else ()
+        self._secrets = Secrets((key,) if key else ())
         self.max_tokens = max_tokens
         self.thinking = thinking
         self.stream_tool_parsing = stream_tool_parsing
@@ -136,7 +137,7 @@ class AnthropicChatModel(ChatModelBase):
 
     async def aclose(self) -> None:
         """Close the SDK client and its connection pool (safe to call twice)."""
-        await close_shielded(self.client)
+        await close_sdk_client(self.client)
 
     async def __aenter__(self) -> AnthropicChatModel:
         return self
@@ -188,7 +189,7 @@ class AnthropicChatModel(ChatModelBase):
         kwargs["messages"] = messages
         if self.stream:
             kwargs["stream"] = True
-        return kwargs
+        return route_extra_fields(type(self.client.messages).create, kwargs)
 
     async def __call__(
         self,

@@ -17,6 +17,7 @@ from ..exception import ModelResponseError
 
 __all__ = [
     "STRUCTURED_TOOL_NAME",
+    "Secrets",
     "parse_partial_json",
     "parse_tool_input",
     "resolve_api_key",
@@ -145,3 +146,14 @@ def resolve_api_key(
             "environment variable"
         )
     return value
+
+
+class Secrets(tuple[str, ...]):
+    """Secrets to scrub from error messages; shows as ``Secrets(***)`` in any repr."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "Secrets(***)"
+
+    __str__ = __repr__

@@ -29,6 +29,7 @@ from .._schema import StructuredModel
 from ..message import AudioBlock, Base64Source, TextBlock, ThinkingBlock, ToolUseBlock
 from ._common import (
     STRUCTURED_TOOL_NAME,
+    Secrets,
     logger,
     parse_partial_json,
     parse_tool_input,
@@ -38,8 +39,8 @@ from ._common import (
 )
 from ._model_base import ChatModelBase, ToolChoice, validate_tool_choice
 from ._model_response import ChatResponse, ChatUsage, ResponseBlock
-from ._retry import RetryConfig, call_with_retry, close_shielded, stream_with_retry
-from ._sdk_stream import close_sdk_stream
+from ._retry import RetryConfig, call_with_retry, stream_with_retry
+from ._sdk_stream import close_sdk_client, close_sdk_stream, route_extra_fields
 
 __all__ = ["OpenAIChatModel"]
 
@@ -108,7 +109,7 @@ class OpenAIChatModel(ChatModelBase):
         key = resolve_api_key(
             api_key, self.api_key_env, type(self).__name__, required=not has_endpoint
         )
-        self._secrets: tuple[str, ...] = (key,) if key else ()
+        self._secrets = Secrets((key,) if key else ())
         self.reasoning_effort = reasoning_effort
         self.stream_tool_parsing = stream_tool_parsing
         self.generate_kwargs: dict[str, Any] = dict(generate_kwargs or {})
@@ -128,7 +129,7 @@ class OpenAIChatModel(ChatModelBase):
 
     async def aclose(self) -> None:
         """Close the SDK client and its connection pool (safe to call twice)."""
-        await close_shielded(self.client)
+        await close_sdk_client(self.client)
 
     async def __aenter__(self) -> OpenAIChatModel:
         return self
@@ -185,7 +186,7 @@ class OpenAIChatModel(ChatModelBase):
         if self.stream:
             kwargs["stream"] = True
             kwargs["stream_options"] = {"include_usage": True}
-        return kwargs
+        return route_extra_fields(type(self.client.chat.completions).create, kwargs)
 
     @staticmethod
     def _format_tool_choice(tool_choice: str) -> str | dict[str, Any]:

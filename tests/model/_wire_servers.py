@@ -138,13 +138,15 @@ class WireServer:
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
+        )
 
     @property
     def url(self) -> str:
         """The server's base URL, e.g. ``http://127.0.0.1:54321``."""
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
+        port = self._httpd.server_address[1]
+        return f"http://127.0.0.1:{port}"
 
     def add(self, *replies: Reply) -> None:
         """Append replies to the script."""
@@ -313,7 +315,7 @@ def anthropic_stream(
     ]
     for index, spec in enumerate(blocks):
         kind, deltas = spec[0], spec[1]
-        extra = spec[2] if len(spec) > 2 else {}  # type: ignore[misc]
+        extra: dict[str, Any] = spec[2] if len(spec) > 2 else {}  # type: ignore[misc]
         if kind == "text":
             start: dict[str, Any] = {"type": "text", "text": ""}
         elif kind == "thinking":

@@ -1,0 +1,339 @@
+"""AnthropicChatModel against a local server speaking the messages API, SSE events included."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import anyio
+import attrs
+import pytest
+
+from agentscope_rt.exception import ModelAPIError
+from agentscope_rt.message import TextBlock, ThinkingBlock, ToolUseBlock
+from agentscope_rt.model import AnthropicChatModel, ChatResponse, RetryConfig
+
+from ._wire_servers import (
+    Reply,
+    WireServer,
+    anthropic_event,
+    anthropic_message,
+    anthropic_stream,
+)
+
+SECRET = "sk-ant-test-secret-987654"
+FAST = RetryConfig(max_retries=2, initial_delay=0.01, max_delay=0.05, jitter=0.0)
+MESSAGES = [
+    {"role": "system", "content": "You are terse."},
+    {"role": "user", "content": [{"type": "text", "text": "Weather in Paris and Oslo?"}]},
+]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "Weather of a city.",
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}},
+                "required": ["city"],
+            },
+        },
+    }
+]
+
+
+@pytest.fixture
+def server() -> Iterator[WireServer]:
+    with WireServer() as srv:
+        yield srv
+
+
+@contextlib.asynccontextmanager
+async def anthropic_model(
+    server: WireServer, stream: bool, **kwargs: Any
+) -> AsyncIterator[AnthropicChatModel]:
+    model = AnthropicChatModel(
+        "claude-test",
+        api_key=SECRET,
+        stream=stream,
+        client_kwargs={"base_url": server.url},
+        retry_config=kwargs.pop("retry_config", FAST),
+        **kwargs,
+    )
+    async with model:
+        yield model
+
+
+async def collect(stream: Any) -> list[ChatResponse]:
+    return [chunk async for chunk in stream]
+
+
+async def test_request_shape_system_tools_and_thinking(server: WireServer) -> None:
+    server.add(Reply(body=anthropic_message([{"type": "text", "text": "Sunny."}], id="msg_a")))
+    thinking = {"type": "enabled", "budget_tokens": 1024}
+    async with anthropic_model(server, False, max_tokens=512, thinking=thinking) as model:
+        response = await model(MESSAGES, tools=TOOLS, tool_choice="required", temperature=1)
+    assert isinstance(response, ChatResponse)
+    assert response.id == "msg_a"
+    assert response.content == [TextBlock("Sunny.")]
+    assert response.usage is not None
+    assert (response.usage.input_tokens, response.usage.output_tokens) == (12, 6)
+    request = server.requests[0]
+    assert request.path == "/v1/messages"
+    # Depending on the SDK release the key travels as x-api-key or as a bearer token.
+    assert SECRET in (
+        request.headers.get("x-api-key"),
+        request.headers.get("authorization", "")[7:],
+    )
+    body = request.body
+    assert body["system"] == "You are terse."
+    assert body["messages"] == MESSAGES[1:]
+    assert body["max_tokens"] == 512
+    assert body["thinking"] == thinking
+    assert body["temperature"] == 1
+    assert body["tools"] == [
+        {
+            "name": "get_weather",
+            "description": "Weather of a city.",
+            "input_schema": TOOLS[0]["function"]["parameters"],
+        }
+    ]
+    assert body["tool_choice"] == {"type": "any"}
+
+
+@pytest.mark.parametrize(
+    ("choice", "expected"),
+    [
+        ("auto", {"type": "auto"}),
+        ("none", {"type": "none"}),
+        ("get_weather", {"type": "tool", "name": "get_weather"}),
+    ],
+)
+async def test_tool_choice_mapping(
+    server: WireServer, choice: str, expected: dict[str, str]
+) -> None:
+    server.add(Reply(body=anthropic_message([{"type": "text", "text": "ok"}])))
+    async with anthropic_model(server, False) as model:
+        await model(MESSAGES, tools=TOOLS, tool_choice=choice)
+    assert server.requests[0].body["tool_choice"] == expected
+
+
+async def test_thinking_and_several_tool_calls(server: WireServer) -> None:
+    content = [
+        {"type": "thinking", "thinking": "Two cities.", "signature": "sig"},
+        {"type": "text", "text": "Checking."},
+        {"type": "tool_use", "id": "tu_1", "name": "get_weather", "input": {"city": "Paris"}},
+        {"type": "tool_use", "id": "tu_2", "name": "get_weather", "input": {"city": "Oslo"}},
+    ]
+    server.add(Reply(body=anthropic_message(content)))
+    async with anthropic_model(server, False) as model:
+        response = await model(MESSAGES, tools=TOOLS)
+    assert isinstance(response, ChatResponse)
+    assert response.content == [
+        ThinkingBlock("Two cities."),
+        TextBlock("Checking."),
+        ToolUseBlock("tu_1", "get_weather", {"city": "Paris"}),
+        ToolUseBlock("tu_2", "get_weather", {"city": "Oslo"}),
+    ]
+
+
+async def test_stream_thinking_text_and_streamed_tool_arguments(server: WireServer) -> None:
+    events = anthropic_stream(
+        [
+            ("thinking", ["Two ", "cities."]),
+            ("text", ["Check", "ing."]),
+            ("tool_use", ['{"ci', 'ty": "Par', 'is"}'], {"id": "tu_1", "name": "get_weather"}),
+            ("tool_use", ['{"city": "Oslo"}'], {"id": "tu_2", "name": "get_weather"}),
+        ],
+        usage=(30, 17),
+    )
+    server.add(Reply(events=events))
+    async with anthropic_model(server, True) as model:
+        chunks = await collect(await model(MESSAGES, tools=TOOLS))
+    assert {c.id for c in chunks} == {"msg_s1"}
+    assert [c.is_last for c in chunks] == [False] * (len(chunks) - 1) + [True]
+    thinking_seen = [c.content[0].thinking for c in chunks if c.content]  # type: ignore[union-attr]
+    assert thinking_seen[:2] == ["Two ", "Two cities."]
+    partial = [c.tool_calls[0].input for c in chunks if c.tool_calls and not c.is_last]
+    assert {"city": "Par"} in partial
+    last = chunks[-1]
+    assert last.content == [
+        ThinkingBlock("Two cities."),
+        TextBlock("Checking."),
+        ToolUseBlock("tu_1", "get_weather", {"city": "Paris"}),
+        ToolUseBlock("tu_2", "get_weather", {"city": "Oslo"}),
+    ]
+    assert last.usage is not None
+    assert (last.usage.input_tokens, last.usage.output_tokens) == (30, 17)
+    assert server.requests[0].body["stream"] is True
+
+
+async def test_streamed_malformed_tool_json_becomes_raw_input(server: WireServer) -> None:
+    events = anthropic_stream(
+        [("tool_use", ['{"city": ', "Paris}"], {"id": "tu_1", "name": "get_weather"})]
+    )
+    server.add(Reply(events=events))
+    async with anthropic_model(server, True) as model:
+        chunks = await collect(await model(MESSAGES, tools=TOOLS))
+    assert chunks[-1].tool_calls == [ToolUseBlock("tu_1", "get_weather", {}, '{"city": Paris}')]
+
+
+async def test_stream_is_incremental(server: WireServer) -> None:
+    events = anthropic_stream([("text", ["first", " second"])])
+    # message_start, content_block_start, first delta, then wait for the test.
+    server.add(Reply(events=events, gate_after=3))
+    async with anthropic_model(server, True) as model:
+        stream = await model(MESSAGES)
+        try:
+            with anyio.fail_after(5):
+                first = await stream.__anext__()
+            assert first.get_text() == "first"
+            assert server.finished_streams == 0
+            server.gate.set()
+            rest = await collect(stream)
+        finally:
+            await stream.aclose()
+    assert rest[-1].get_text() == "first second"
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_429_then_success_honours_retry_after(server: WireServer, stream: bool) -> None:
+    error = {"type": "error", "error": {"type": "rate_limit_error", "message": "Slow down"}}
+    server.add(
+        Reply(429, error, headers={"retry-after": "0.2"}),
+        Reply(events=anthropic_stream([("text", ["late"])]))
+        if stream
+        else Reply(body=anthropic_message([{"type": "text", "text": "late"}])),
+    )
+    config = RetryConfig(max_retries=2, initial_delay=0.001, max_delay=2.0, jitter=0.0)
+    async with anthropic_model(server, stream, retry_config=config) as model:
+        start = anyio.current_time()
+        result = await model(MESSAGES)
+        final = result if isinstance(result, ChatResponse) else (await collect(result))[-1]
+        elapsed = anyio.current_time() - start
+    assert final.get_text() == "late"
+    assert len(server.requests) == 2
+    assert elapsed >= 0.19
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_500_until_failure_raises_clear_error(server: WireServer, stream: bool) -> None:
+    error = {"type": "error", "error": {"type": "api_error", "message": "Internal server error"}}
+    server.add(*[Reply(500, error) for _ in range(3)])
+    async with anthropic_model(server, stream) as model:
+        with pytest.raises(ModelAPIError) as info:
+            result = await model(MESSAGES)
+            if not isinstance(result, ChatResponse):
+                await collect(result)
+    assert (info.value.provider, info.value.status_code, info.value.attempts) == (
+        "anthropic",
+        500,
+        3,
+    )
+    assert info.value.message == "Internal server error"
+    assert SECRET not in str(info.value)
+
+
+async def test_overload_error_event_before_output_is_retried(server: WireServer) -> None:
+    overloaded = anthropic_event(
+        "error", error={"type": "overloaded_error", "message": "Overloaded"}
+    )
+    server.add(
+        Reply(events=[overloaded]),
+        Reply(events=anthropic_stream([("text", ["fine"])])),
+    )
+    async with anthropic_model(server, True) as model:
+        chunks = await collect(await model(MESSAGES))
+    assert chunks[-1].get_text() == "fine"
+    assert len(server.requests) == 2
+
+
+def _long_stream() -> Reply:
+    return Reply(
+        events=anthropic_stream([("text", [f"w{i} " for i in range(400)])]), interval=0.005
+    )
+
+
+async def test_consumer_closing_early_closes_the_connection(server: WireServer) -> None:
+    server.add(_long_stream())
+    async with anthropic_model(server, True) as model:
+        stream = await model(MESSAGES)
+        async for chunk in stream:
+            if len(chunk.get_text()) > 10:
+                break
+        await stream.aclose()
+        assert await anyio.to_thread.run_sync(server.disconnected.wait, 5)
+    assert server.finished_streams == 0
+
+
+async def test_cancelled_consumer_closes_the_connection(server: WireServer) -> None:
+    server.add(_long_stream())
+    async with anthropic_model(server, True) as model:
+        stream = await model(MESSAGES)
+        seen = 0
+        with anyio.move_on_after(0.2):
+            try:
+                async for _ in stream:
+                    seen += 1
+            finally:
+                await stream.aclose()
+        assert seen > 0
+        assert await anyio.to_thread.run_sync(server.disconnected.wait, 5)
+    assert server.finished_streams == 0
+
+
+@attrs.define
+class Forecast:
+    city: str
+    temperature: float
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_structured_output_with_attrs_class(server: WireServer, stream: bool) -> None:
+    if stream:
+        server.add(
+            Reply(
+                events=anthropic_stream(
+                    [
+                        (
+                            "tool_use",
+                            ['{"city": "Oslo", ', '"temperature": 4}'],
+                            {"id": "tu_s", "name": "generate_structured_output"},
+                        )
+                    ]
+                )
+            )
+        )
+    else:
+        block = {
+            "type": "tool_use",
+            "id": "tu_s",
+            "name": "generate_structured_output",
+            "input": {"city": "Oslo", "temperature": 4},
+        }
+        server.add(Reply(body=anthropic_message([block])))
+    async with anthropic_model(server, stream) as model:
+        result = await model(MESSAGES, structured_model=Forecast)
+        final = result if isinstance(result, ChatResponse) else (await collect(result))[-1]
+    assert final.metadata == {"city": "Oslo", "temperature": 4.0}
+    body = server.requests[0].body
+    assert body["tool_choice"] == {"type": "tool", "name": "generate_structured_output"}
+    assert body["tools"][0]["input_schema"]["required"] == ["city", "temperature"]
+
+
+def test_key_is_absent_from_repr_and_required(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", SECRET)
+    model = AnthropicChatModel("claude-test")
+    assert SECRET not in repr(model)
+    assert SECRET not in str(vars(model))
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    with pytest.raises(ValueError, match="ANTHROPIC_API_KEY"):
+        AnthropicChatModel("claude-test")
+
+
+def test_bad_tool_schema_is_rejected() -> None:
+    model = AnthropicChatModel("claude-test", api_key=SECRET)
+    with pytest.raises(ValueError, match="function"):
+        model._request_kwargs(MESSAGES, [{"name_only": "x"}], None, None, {})
