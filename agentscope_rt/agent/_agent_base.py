@@ -256,6 +256,10 @@ class AgentBase(StateModule, abc.ABC):
             finally:
                 call.scope = None
                 call.token = None
+                if self._console.open_messages:
+                    self._console.close_all(
+                        self._console_output_enabled and not console_disabled_globally()
+                    )
             if scope.cancelled_caught:
                 # An outer cancellation that landed together with the interrupt wins.
                 await anyio.lowlevel.checkpoint_if_cancelled()

@@ -58,6 +58,14 @@ class ConsolePrinter:
         """How many streamed messages have printed chunks but not their last one yet."""
         return len(self._open)
 
+    def close_all(self, enabled: bool) -> None:
+        """Forget every message still streaming (its reply ended without a last chunk, e.g.
+        on interrupt), ending the console line when *enabled* and the output is mid-line."""
+        if enabled and any(not ends_newline for _, ends_newline in self._open.values()):
+            sys.stdout.write("\n")
+            sys.stdout.flush()
+        self._open.clear()
+
     def write(self, msg: Msg, last: bool) -> None:
         """Write what is new in *msg* to ``sys.stdout`` (see the module docstring)."""
         out = sys.stdout

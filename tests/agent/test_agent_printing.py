@@ -135,3 +135,20 @@ def test_msg_queue_bad_input() -> None:
         agent.set_msg_queue_enabled(True)
     with pytest.raises(TypeError, match="MemoryObjectSendStream"):
         agent.set_msg_queue_enabled(True, [])  # type: ignore[arg-type]
+
+
+async def test_interrupted_stream_ends_the_line_and_drops_state(
+    console_on: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    class Streamer(EchoAgent):
+        async def reply(self, msg: Msg | None = None, suffix: str = "") -> Msg:
+            await self.print(Msg(self.name, "partial", "assistant", id="p"), last=False)
+            self.interrupt()
+            await anyio.sleep(30)
+            raise AssertionError("not reached")
+
+    agent = Streamer("Eve")
+    reply = await agent(Msg("user", "go", "user"))
+    assert reply.metadata["generate_reason"] == "interrupted"
+    assert capsys.readouterr().out == "Eve: partial\n"
+    assert agent._console.open_messages == 0
