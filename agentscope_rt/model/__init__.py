@@ -16,6 +16,16 @@ from ._model_response import ChatResponse, ChatUsage, ResponseBlock
 from ._ollama_model import OllamaChatModel
 from ._openai_model import OpenAIChatModel
 from ._retry import RetryConfig
+from ._testing import (
+    FunctionChatModel,
+    ModelCall,
+    ScriptedChatModel,
+    ScriptExhaustedError,
+    reply,
+    text,
+    thinking,
+    tool_call,
+)
 
 __all__ = [
     "AnthropicChatModel",
@@ -23,12 +33,20 @@ __all__ = [
     "ChatResponse",
     "ChatUsage",
     "DashScopeChatModel",
+    "FunctionChatModel",
     "GeminiChatModel",
     "LlamaCppChatModel",
+    "ModelCall",
     "OllamaChatModel",
     "OpenAIChatModel",
     "ResponseBlock",
     "RetryConfig",
+    "ScriptExhaustedError",
+    "ScriptedChatModel",
     "ToolChoice",
+    "reply",
+    "text",
+    "thinking",
+    "tool_call",
     "validate_tool_choice",
 ]
