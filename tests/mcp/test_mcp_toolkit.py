@@ -1,0 +1,101 @@
+"""Real MCP clients registered into a Toolkit and called through ToolUseBlocks."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from agentscope_rt.mcp import HttpStatefulClient, HttpStatelessClient
+from agentscope_rt.message import ImageBlock, ToolUseBlock
+from agentscope_rt.tool import Toolkit, ToolResponse
+
+from .conftest import HttpServer
+from .helpers import stdio_client
+
+
+async def call(toolkit: Toolkit, name: str, **kwargs: object) -> list[ToolResponse]:
+    block = ToolUseBlock(id=f"call-{name}", name=name, input=dict(kwargs))
+    return [chunk async for chunk in toolkit.call_tool_function(block)]
+
+
+async def test_enable_funcs_registers_only_those() -> None:
+    async with stdio_client() as client:
+        toolkit = Toolkit()
+        await toolkit.register_mcp_client(client, enable_funcs=["add", "image"])
+        names = {s["function"]["name"] for s in toolkit.get_json_schemas()}
+        assert names == {"add", "image"}
+        (response,) = await call(toolkit, "add", a=40, b=2)
+        assert response.get_text() == "42"
+        (picture,) = await call(toolkit, "image")
+        assert isinstance(picture.content[1], ImageBlock)
+        (missing,) = await call(toolkit, "echo", text="x")
+        assert "FunctionNotFoundError" in missing.get_text()
+
+
+async def test_disable_funcs_and_groups() -> None:
+    async with stdio_client() as client:
+        toolkit = Toolkit()
+        toolkit.create_tool_group("demo", "tools of the demo MCP server", active=False)
+        await toolkit.register_mcp_client(client, group_name="demo", disable_funcs=["crash"])
+        assert toolkit.get_json_schemas() == []
+        toolkit.update_tool_groups(["demo"], active=True)
+        names = {s["function"]["name"] for s in toolkit.get_json_schemas()}
+        assert "crash" not in names
+        assert {"add", "echo", "fail", "sleep"} <= names
+        (echoed,) = await call(toolkit, "echo", text="hey", repeat=2)
+        assert echoed.get_text() == "hey hey"
+
+
+async def test_preset_kwargs_are_hidden_and_applied() -> None:
+    async with stdio_client() as client:
+        toolkit = Toolkit()
+        await toolkit.register_mcp_client(
+            client, enable_funcs=["echo"], preset_kwargs_mapping={"echo": {"repeat": 3}}
+        )
+        (schema,) = toolkit.get_json_schemas()
+        assert "repeat" not in schema["function"]["parameters"]["properties"]
+        (response,) = await call(toolkit, "echo", text="la")
+        assert response.get_text() == "la la la"
+
+
+async def test_tool_error_and_bad_arguments_through_the_toolkit() -> None:
+    async with stdio_client() as client:
+        toolkit = Toolkit()
+        await toolkit.register_mcp_client(client)
+        (failed,) = await call(toolkit, "fail", reason="no way")
+        assert failed.get_text().startswith("Error:")
+        assert "no way" in failed.get_text()
+        (invalid,) = await call(toolkit, "add", a="one")
+        assert invalid.get_text() != ""
+        assert "42" not in invalid.get_text()
+
+
+async def test_server_crash_through_the_toolkit_is_readable() -> None:
+    async with stdio_client() as client:
+        toolkit = Toolkit()
+        await toolkit.register_mcp_client(client)
+        with anyio.fail_after(20):
+            (crashed,) = await call(toolkit, "crash")
+        assert "MCPError" in crashed.get_text()
+        assert "lost the connection" in crashed.get_text()
+        with anyio.fail_after(20):
+            (after,) = await call(toolkit, "add", a=1, b=2)
+        assert "MCPError" in after.get_text()
+
+
+async def test_http_clients_through_the_toolkit(http_server: HttpServer) -> None:
+    transport = http_server.client_transport
+    lone = HttpStatelessClient("lone", transport, http_server.url)  # type: ignore[arg-type]
+    async with HttpStatefulClient("kept", transport, http_server.url) as kept:  # type: ignore[arg-type]
+        toolkit = Toolkit()
+        await toolkit.register_mcp_client(kept, enable_funcs=["add"])
+        with pytest.raises(ValueError):
+            # Same tool name from another server: the toolkit refuses by default.
+            await toolkit.register_mcp_client(lone, enable_funcs=["add"])
+        await toolkit.register_mcp_client(lone, enable_funcs=["echo"])
+        (summed,) = await call(toolkit, "add", a=5, b=6)
+        assert summed.get_text() == "11"
+        (echoed,) = await call(toolkit, "echo", text="stateless")
+        assert echoed.get_text() == "stateless"
+        await toolkit.remove_mcp_clients("kept")
+        assert {s["function"]["name"] for s in toolkit.get_json_schemas()} == {"echo"}
