@@ -7,8 +7,10 @@ brings a human into the conversation.
 """
 
 from ._agent_base import AgentBase, check_msg_input
+from ._compression import CompressionConfig, SummarySchema
 from ._console import DISABLE_CONSOLE_ENV
 from ._generate_reason import GENERATE_REASON_KEY, GenerateReason
+from ._react_agent import ReActAgent
 from ._react_agent_base import ReActAgentBase
 from ._subscription import HubLink
 from ._user_agent import UserAgent
@@ -18,9 +20,12 @@ __all__ = [
     "DISABLE_CONSOLE_ENV",
     "GENERATE_REASON_KEY",
     "AgentBase",
+    "CompressionConfig",
     "GenerateReason",
     "HubLink",
+    "ReActAgent",
     "ReActAgentBase",
+    "SummarySchema",
     "TerminalUserInput",
     "UserAgent",
     "UserInputBase",

@@ -100,7 +100,7 @@ class InMemoryMemory(MemoryBase):
         if memories is None:
             return
         if memories.__class__ is Msg:
-            batch: list[Msg] | tuple[Msg, ...] = (memories,)  # type: ignore[assignment]
+            batch: list[Msg] | tuple[Msg, ...] = (memories,)
         elif isinstance(memories, list | tuple):
             batch = memories
         elif isinstance(memories, Msg):

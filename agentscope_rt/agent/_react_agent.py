@@ -1,0 +1,838 @@
+"""ReActAgent: the reasoning-acting loop most applications use.
+
+One reply records the input, then alternates *reasoning* (format the memory, call the model,
+print its answer as it streams) and *acting* (run the tool calls it asked for, sequentially
+or concurrently), until the model answers without tool calls, the structured-output finish
+function succeeds, a hook asks to stop, or ``max_iters`` runs out (then one more model call,
+without tools, summarises the situation).
+
+Guarantees:
+
+* **Memory stays consistent under interrupts.** Interrupting (cancelling the reply's scope)
+  during reasoning records the part of the answer streamed so far; during acting, every
+  running tool is cancelled. In every case each ``tool_use`` in memory is followed by exactly
+  one ``tool_result`` — the real one, or one saying the call was interrupted — followed by
+  :meth:`ReActAgent.handle_interrupt`'s answer. The next call continues normally.
+* **Results are recorded in call order**, also when ``parallel_tool_calls=True`` runs the calls
+  concurrently in one task group (the group ends before the step does; no task outlives it).
+* **The hot path stays lean.** Nothing is deep-copied except the copies memory keeps; no
+  signature is inspected per call; hooks cost nothing unless registered; the system message
+  is rebuilt only when the system prompt changes.
+"""
+
+from __future__ import annotations
+
+import logging
+from contextlib import aclosing
+from typing import Any, ClassVar, Literal
+
+import anyio
+import anyio.lowlevel
+
+from .._schema import (
+    StructuredModel,
+    StructuredOutputError,
+    is_structured_model,
+    validate_structured_output,
+)
+from ..formatter import FormatterBase
+from ..memory import InMemoryMemory, LongTermMemoryBase, MemoryBase, MemoryMark
+from ..message import Msg, TextBlock, ToolResultBlock, ToolUseBlock
+from ..model import ChatModelBase, ChatResponse, ChatUsage
+from ..plan import PlanNotebookBase
+from ..rag import Document, KnowledgeBase
+from ..tool import INTERRUPTED_TEXT, Toolkit, ToolResponse
+from ._compression import CompressionConfig as _CompressionConfig
+from ._compression import compression_cut
+from ._generate_reason import GENERATE_REASON_KEY, GenerateReason
+from ._react_agent_base import ReActAgentBase
+
+__all__ = ["ReActAgent"]
+
+logger = logging.getLogger("agentscope_rt.agent")
+
+USAGE_KEY = "usage"
+"""The reply metadata key holding the summed :class:`ChatUsage` of the reply (as a dict)."""
+
+FINISH_FUNCTION_NAME = "generate_response"
+
+_HINT = MemoryMark.HINT.value
+_COMPRESSED = MemoryMark.COMPRESSED.value
+_MODEL_STOP = GenerateReason.MODEL_STOP.value
+_MAX_ITERATIONS = GenerateReason.MAX_ITERATIONS.value
+_REASONING_STOP = GenerateReason.REASONING_STOP_REQUESTED.value
+_ACTING_STOP = GenerateReason.ACTING_STOP_REQUESTED.value
+
+_STRUCTURED_TEXT_HINT = (
+    "<system-hint>Now generate a text response based on your current situation</system-hint>"
+)
+_SUMMARIZE_HINT = (
+    "You have failed to generate response within the maximum iterations. Now respond "
+    "directly by summarizing the current situation."
+)
+_INTERRUPT_REPLY = "I noticed that you have interrupted me. What can I do for you?"
+_REASONING_INTERRUPTED_OUTPUT = "The tool call has been interrupted by the user."
+_SKIPPED_OUTPUT = (
+    "<system-info>The tool call was not executed: the user sent a new message instead of "
+    "letting it run.</system-info>"
+)
+_REWRITE_HINT = (
+    "<system-hint>Now you need to rewrite the above user query to be more specific and "
+    "concise for knowledge retrieval. For example, rewrite the query 'what happened last "
+    "day' to 'what happened on 2023-10-01' (assuming today is 2023-10-02).</system-hint>"
+)
+_REWRITE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "rewritten_query": {
+            "type": "string",
+            "description": "The rewritten query, which should be specific and concise. ",
+        }
+    },
+    "required": ["rewritten_query"],
+}
+
+_LTM_MODES = ("agent_control", "static_control", "both")
+
+
+def _structured_hint(finish_name: str) -> str:
+    return (
+        "<system-hint>Structured output is required, go on to finish your task or call "
+        f"'{finish_name}' to generate the required structured output.</system-hint>"
+    )
+
+
+def _tool_calls(msg: Msg) -> list[ToolUseBlock]:
+    """The tool-use blocks of *msg* (cheaper than ``get_content_blocks`` on the hot path)."""
+    content = msg.content
+    if content.__class__ is str:
+        return []
+    return [b for b in content if b.__class__ is ToolUseBlock]
+
+
+def _has_text(msg: Msg) -> bool:
+    content = msg.content
+    if content.__class__ is str:
+        return True
+    return any(b.__class__ is TextBlock for b in content)
+
+
+def _result_msg(tool_call: ToolUseBlock, output: Any) -> Msg:
+    return Msg(
+        "system",
+        [ToolResultBlock(id=tool_call.id, name=tool_call.name, output=output)],
+        "system",
+    )
+
+
+def _usage_dict(usage: ChatUsage) -> dict[str, Any]:
+    return {
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "time": usage.time,
+        "type": usage.type,
+    }
+
+
+class ReActAgent(ReActAgentBase):
+    """An agent that reasons with a chat model and acts with tools (AgentScope's ReActAgent).
+
+    :param name: the agent's name (the speaker of its messages).
+    :param sys_prompt: the system prompt.
+    :param model: the chat model.
+    :param formatter: turns messages into *model*'s payload.
+    :param toolkit: the tools (an empty :class:`Toolkit` when omitted).
+    :param memory: short-term memory (a new :class:`InMemoryMemory` when omitted).
+    :param long_term_memory: a long-term memory (see :class:`LongTermMemoryBase`).
+    :param long_term_memory_mode: ``"agent_control"`` (its two tools are registered),
+        ``"static_control"`` (retrieve at the start of each reply, record at the end) or
+        ``"both"``.
+    :param enable_meta_tool: register the toolkit's ``reset_equipped_tools`` so the model can
+        switch tool groups on and off.
+    :param parallel_tool_calls: run the tool calls of one reasoning step concurrently.
+    :param knowledge: knowledge base(s) searched with the input at the start of each reply.
+    :param enable_rewrite_query: let the model rewrite the query before searching knowledge.
+    :param plan_notebook: a plan notebook (see :class:`PlanNotebookBase`): its tools are
+        registered and its hint is shown before each reasoning step.
+    :param print_hint_msg: also print hint and retrieval messages.
+    :param max_iters: the most reasoning-acting rounds per reply.
+    :param compression_config: memory compression (see :class:`CompressionConfig`).
+    :raises TypeError: for arguments of the wrong type.
+    :raises ValueError: for an unknown *long_term_memory_mode* or a *max_iters* below 1.
+
+    Hooks (``pre_``/``post_`` ``reasoning`` and ``acting``, besides the reply, print and
+    observe hooks): reasoning hooks get ``{"tool_choice": ...}`` and the reasoning Msg as
+    output; acting hooks get ``{"tool_call": ToolUseBlock}`` and the structured output (a
+    dict, or ``None``) as output. A hook may call :meth:`request_stop` to end the reply after
+    the current step.
+
+    The reply's ``metadata`` holds ``generate_reason`` (see :class:`GenerateReason`), ``usage``
+    (the summed token usage of every model call of the reply, as a :class:`ChatUsage` dict)
+    and, with a structured model, the validated fields.
+    """
+
+    CompressionConfig: ClassVar[type[_CompressionConfig]] = _CompressionConfig
+    """The compression configuration class, also reachable as ``ReActAgent.CompressionConfig``
+    as in AgentScope."""
+
+    finish_function_name: str = FINISH_FUNCTION_NAME
+    """The finish function registered while a structured model is requested."""
+
+    def __init__(
+        self,
+        name: str,
+        sys_prompt: str,
+        model: ChatModelBase,
+        formatter: FormatterBase,
+        toolkit: Toolkit | None = None,
+        memory: MemoryBase | None = None,
+        long_term_memory: LongTermMemoryBase | None = None,
+        long_term_memory_mode: Literal["agent_control", "static_control", "both"] = "both",
+        enable_meta_tool: bool = False,
+        parallel_tool_calls: bool = False,
+        knowledge: KnowledgeBase | list[KnowledgeBase] | None = None,
+        enable_rewrite_query: bool = True,
+        plan_notebook: PlanNotebookBase | None = None,
+        print_hint_msg: bool = False,
+        max_iters: int = 10,
+        compression_config: _CompressionConfig | None = None,
+    ) -> None:
+        super().__init__()
+        _check_type("name", name, str)
+        _check_type("sys_prompt", sys_prompt, str)
+        _check_type("model", model, ChatModelBase)
+        _check_type("formatter", formatter, FormatterBase)
+        _check_type("toolkit", toolkit, Toolkit, optional=True)
+        _check_type("memory", memory, MemoryBase, optional=True)
+        _check_type("long_term_memory", long_term_memory, LongTermMemoryBase, optional=True)
+        _check_type("plan_notebook", plan_notebook, PlanNotebookBase, optional=True)
+        _check_type("compression_config", compression_config, _CompressionConfig, optional=True)
+        if long_term_memory_mode not in _LTM_MODES:
+            raise ValueError(
+                f"long_term_memory_mode must be one of {', '.join(_LTM_MODES)}, not "
+                f"{long_term_memory_mode!r}"
+            )
+        if isinstance(max_iters, bool) or not isinstance(max_iters, int) or max_iters < 1:
+            raise ValueError(f"max_iters must be a positive integer, not {max_iters!r}")
+        if isinstance(knowledge, KnowledgeBase):
+            knowledge = [knowledge]
+        for index, kb in enumerate(knowledge or []):
+            if not isinstance(kb, KnowledgeBase):
+                raise TypeError(
+                    f"knowledge[{index}] must be a KnowledgeBase, not {type(kb).__name__}"
+                )
+
+        self.name = name
+        self._sys_prompt = sys_prompt
+        self.model = model
+        self.formatter = formatter
+        self.max_iters = max_iters
+        self.compression_config = compression_config
+        self.memory = memory if memory is not None else InMemoryMemory()
+        self.toolkit = toolkit if toolkit is not None else Toolkit()
+        self.parallel_tool_calls = bool(parallel_tool_calls)
+        self.knowledge: list[KnowledgeBase] = list(knowledge or [])
+        self.enable_rewrite_query = bool(enable_rewrite_query)
+        self.print_hint_msg = bool(print_hint_msg)
+
+        self.long_term_memory = long_term_memory
+        self._static_control = long_term_memory is not None and long_term_memory_mode in (
+            "static_control",
+            "both",
+        )
+        self._agent_control = long_term_memory is not None and long_term_memory_mode in (
+            "agent_control",
+            "both",
+        )
+        if self._agent_control:
+            assert long_term_memory is not None
+            self.toolkit.register_tool_function(long_term_memory.record_to_memory)
+            self.toolkit.register_tool_function(long_term_memory.retrieve_from_memory)
+        if enable_meta_tool:
+            self.toolkit.register_tool_function(self.toolkit.reset_equipped_tools)
+
+        self.plan_notebook = plan_notebook
+        if plan_notebook is not None:
+            if enable_meta_tool:
+                self.toolkit.create_tool_group(
+                    "plan_related", description=plan_notebook.description
+                )
+                for tool in plan_notebook.list_tools():
+                    self.toolkit.register_tool_function(tool, group_name="plan_related")
+            else:
+                for tool in plan_notebook.list_tools():
+                    self.toolkit.register_tool_function(tool)
+
+        # Per-reply state.
+        self._required_structured_model: StructuredModel | None = None
+        self._stop_requested = False
+        self._usage: ChatUsage | None = None
+        # The reasoning Msg whose tool calls a reasoning-stop left unexecuted.
+        self._pending_reasoning: Msg | None = None
+        # The reasoning Msg as last recorded in memory (to detect post_reasoning rewrites).
+        self._recorded_reasoning: Msg | None = None
+        # While parallel calls run, results are collected here and recorded in call order.
+        self._deferred_results: dict[str, Msg] | None = None
+        self._recorded_ids: set[str] = set()
+        self._sys_msg: Msg | None = None
+
+        self.register_state("name")
+        self.register_state("_sys_prompt")
+
+    # -- configuration -----------------------------------------------------------------------
+
+    @property
+    def sys_prompt(self) -> str:
+        """The system prompt."""
+        return self._sys_prompt
+
+    def request_stop(self) -> None:
+        """Ask the reply in progress to stop after the current step (human in the loop).
+
+        Call it from a reasoning or acting hook. After reasoning, the reply returns the
+        reasoning Msg with ``generate_reason="reasoning_stop_requested"`` and its tool calls
+        are left pending: calling the agent again with no message runs them and goes on;
+        calling it with a new message records them as not executed instead. After acting, the
+        reply returns with ``"acting_stop_requested"`` (the tool results are in memory) and
+        the next call goes on reasoning.
+        """
+        self._stop_requested = True
+
+    def _system_msg(self) -> Msg:
+        # Built once and reused: a Msg costs a uuid and a timestamp, and formatters only read.
+        prompt = self.sys_prompt
+        sys_msg = self._sys_msg
+        if sys_msg is None or sys_msg.content != prompt:
+            sys_msg = self._sys_msg = Msg("system", prompt, "system")
+        return sys_msg
+
+    def _exclude_mark(self) -> str | None:
+        config = self.compression_config
+        return _COMPRESSED if config is not None and config.enable else None
+
+    def _add_usage(self, usage: ChatUsage | None) -> None:
+        if usage is not None:
+            self._usage = usage if self._usage is None else self._usage + usage
+
+    def _finish(self, msg: Msg, reason: str, extra: dict[str, Any] | None = None) -> Msg:
+        metadata = dict(extra) if extra else {}
+        metadata[GENERATE_REASON_KEY] = reason
+        if self._usage is not None:
+            metadata[USAGE_KEY] = _usage_dict(self._usage)
+        msg.metadata = metadata
+        return msg
+
+    # -- the reply ---------------------------------------------------------------------------
+
+    async def reply(
+        self,
+        msg: Msg | list[Msg] | None = None,
+        structured_model: StructuredModel | None = None,
+    ) -> Msg:
+        """Answer *msg* (recorded in memory first) by reasoning and acting.
+
+        :param msg: the input message(s); ``None`` continues from memory (e.g. to resume after
+            a stop requested by a hook).
+        :param structured_model: a pydantic model class, attrs class or JSON schema; the model
+            must then call the finish function ``generate_response`` with valid fields, which
+            land in the reply's metadata.
+        :raises TypeError: when *msg* is not a Msg, a list of Msg or None, or
+            *structured_model* is not a structured model.
+        """
+        if msg is not None and msg.__class__ is not Msg:
+            _check_msg(msg)
+        if structured_model is not None and not is_structured_model(structured_model):
+            raise TypeError(
+                "structured_model must be a pydantic model class, an attrs class or a JSON "
+                f"schema dict, not {structured_model!r}"
+            )
+        self._usage = None
+        self._stop_requested = False
+        pending = self._pending_reasoning
+        self._pending_reasoning = None
+        if pending is not None and msg is not None:
+            # The user moved on instead of letting the held tool calls run.
+            for call in _tool_calls(pending):
+                await self.memory.add(_result_msg(call, _SKIPPED_OUTPUT))
+            pending = None
+
+        await self.memory.add(msg)
+        if self._static_control:
+            await self._retrieve_from_long_term_memory(msg)
+        if self.knowledge:
+            await self._retrieve_from_knowledge(msg)
+
+        toolkit = self.toolkit
+        finish_name = self.finish_function_name
+        tool_choice: str | None = None
+        self._required_structured_model = structured_model
+        if structured_model is not None:
+            if finish_name not in toolkit.tools:
+                toolkit.register_tool_function(self.generate_response)
+            toolkit.set_extended_model(finish_name, structured_model)
+            tool_choice = "required"
+        elif finish_name in toolkit.tools:
+            toolkit.remove_tool_function(finish_name)
+
+        structured_output: dict[str, Any] | None = None
+        reply_msg: Msg | None = None
+        compress = self.compression_config is not None and self.compression_config.enable
+        for _ in range(self.max_iters):
+            if pending is not None:
+                msg_reasoning, pending = pending, None
+            else:
+                if compress:
+                    await self._compress_memory_if_needed()
+                msg_reasoning = await self._reasoning(tool_choice=tool_choice)
+                if msg_reasoning is not self._recorded_reasoning:
+                    await self._replace_reasoning(msg_reasoning)
+                if self._stop_requested:
+                    if _tool_calls(msg_reasoning):
+                        self._pending_reasoning = msg_reasoning
+                    return self._finish(msg_reasoning, _REASONING_STOP, structured_output)
+
+            calls = _tool_calls(msg_reasoning)
+            outputs = await self._act(calls) if calls else []
+            if self._stop_requested:
+                return self._finish(msg_reasoning, _ACTING_STOP, structured_output)
+
+            if self._required_structured_model is not None:
+                produced = [o for o in outputs if o]
+                hint: Msg | None = None
+                if produced:
+                    structured_output = produced[-1]
+                    if _has_text(msg_reasoning):
+                        # Reuse the text already generated instead of asking for more.
+                        reply_msg = Msg(
+                            self.name,
+                            msg_reasoning.get_content_blocks("text"),
+                            "assistant",
+                        )
+                        break
+                    hint = Msg("user", _STRUCTURED_TEXT_HINT, "user")
+                    await self.memory.add(hint, marks=_HINT)
+                    tool_choice = "none"
+                    self._required_structured_model = None
+                elif not calls:
+                    hint = Msg("user", _structured_hint(finish_name), "user")
+                    await self.memory.add(hint, marks=_HINT)
+                    tool_choice = "required"
+                if hint is not None and self.print_hint_msg:
+                    await self.print(hint, True)
+            elif not calls:
+                reply_msg = msg_reasoning
+                break
+
+        if reply_msg is None:
+            reply_msg = await self._summarizing()
+            self._finish(reply_msg, _MAX_ITERATIONS, structured_output)
+            await self.memory.add(reply_msg)
+        else:
+            self._finish(reply_msg, _MODEL_STOP, structured_output)
+
+        if self._static_control:
+            assert self.long_term_memory is not None
+            await self.long_term_memory.record(
+                list(await self.memory.get_memory(exclude_mark=_COMPRESSED))
+            )
+        return reply_msg
+
+    async def _replace_reasoning(self, msg_reasoning: Msg) -> None:
+        """A post_reasoning hook returned another Msg: store that one instead, so that the
+        model later sees the tool calls that actually ran."""
+        recorded = self._recorded_reasoning
+        if recorded is not None:
+            await self.memory.delete([recorded.id])
+        await self.memory.add(msg_reasoning)
+        self._recorded_reasoning = msg_reasoning
+
+    # -- reasoning ---------------------------------------------------------------------------
+
+    async def _reasoning(self, tool_choice: str | None = None) -> Msg:
+        """One model call over the memory (plus hints); the answer is printed as it streams
+        and recorded in memory, also when interrupted part-way.
+
+        :param tool_choice: ``"auto"``, ``"none"``, ``"required"`` or a tool name.
+        """
+        memory = self.memory
+        if self.plan_notebook is not None:
+            plan_hint = await self.plan_notebook.get_current_hint()
+            if plan_hint is not None:
+                if self.print_hint_msg:
+                    await self.print(plan_hint, True)
+                await memory.add(plan_hint, marks=_HINT)
+
+        prompt = await self.formatter.format(
+            [self._system_msg(), *await memory.get_memory(exclude_mark=self._exclude_mark())]
+        )
+        await memory.delete_by_mark(_HINT)
+
+        schemas = self.toolkit.get_json_schemas()
+        res = await self.model(prompt, tools=schemas or None, tool_choice=tool_choice)
+
+        msg = Msg(self.name, [], "assistant")
+        completed = False
+        try:
+            if isinstance(res, ChatResponse):
+                msg.invocation_id = res.id
+                msg.content = list(res.content)
+                self._add_usage(res.usage)
+            else:
+                last: ChatResponse | None = None
+                async with aclosing(res) as stream:
+                    async for chunk in stream:
+                        last = chunk
+                        msg.invocation_id = chunk.id
+                        msg.content = list(chunk.content)
+                        await self.print(msg, False)
+                if last is not None:
+                    self._add_usage(last.usage)
+            await self.print(msg, True)
+            completed = True
+        finally:
+            if completed:
+                await memory.add(msg)
+                self._recorded_reasoning = msg
+            else:
+                with anyio.CancelScope(shield=True):
+                    await self._record_partial_reasoning(msg)
+        return msg
+
+    async def _record_partial_reasoning(self, msg: Msg) -> None:
+        """Record what was generated before an interrupt, and close its tool calls."""
+        self._recorded_reasoning = None
+        if msg.content.__class__ is str or not msg.content:
+            return
+        await self.memory.add(msg)
+        self._recorded_reasoning = msg
+        for call in _tool_calls(msg):
+            result = _result_msg(call, _REASONING_INTERRUPTED_OUTPUT)
+            await self.memory.add(result)
+            await self.print(result, True)
+
+    # -- acting ------------------------------------------------------------------------------
+
+    async def _act(self, calls: list[ToolUseBlock]) -> list[dict[str, Any] | None]:
+        """Run *calls* (one acting step each) and make sure each ends with a result in memory,
+        in call order, whatever happens."""
+        recorded: set[str] = set()
+        self._recorded_ids = recorded
+        if not self.parallel_tool_calls or len(calls) == 1:
+            outputs: list[dict[str, Any] | None] = []
+            try:
+                for call in calls:
+                    outputs.append(await self._acting(tool_call=call))
+            except BaseException:
+                with anyio.CancelScope(shield=True):
+                    for call in calls:
+                        if call.id not in recorded:
+                            await self.memory.add(_result_msg(call, _interrupted_output(None)))
+                raise
+            return outputs
+
+        deferred: dict[str, Msg] = {}
+        slots: list[dict[str, Any] | None] = [None] * len(calls)
+        self._deferred_results = deferred
+
+        async def run(index: int, call: ToolUseBlock) -> None:
+            slots[index] = await self._acting(tool_call=call)
+
+        try:
+            async with anyio.create_task_group() as tg:
+                for index, call in enumerate(calls):
+                    tg.start_soon(run, index, call)
+        except BaseException as exc:
+            self._deferred_results = None
+            with anyio.CancelScope(shield=True):
+                await self._record_in_order(calls, deferred)
+            if isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+                raise exc.exceptions[0] from None
+            raise
+        self._deferred_results = None
+        await self._record_in_order(calls, deferred)
+        return slots
+
+    async def _record_in_order(self, calls: list[ToolUseBlock], deferred: dict[str, Msg]) -> None:
+        for call in calls:
+            result = deferred.get(call.id)
+            await self.memory.add(
+                result if result is not None else _result_msg(call, _interrupted_output(None))
+            )
+
+    async def _acting(self, tool_call: ToolUseBlock) -> dict[str, Any] | None:
+        """Run one tool call, print its result chunks and record the result (also when the
+        call is interrupted, with the interrupt notice).
+
+        :returns: the validated structured output when this was a successful call of the
+            finish function, else ``None``.
+        """
+        res_msg = _result_msg(tool_call, [])
+        block: ToolResultBlock = res_msg.content[0]  # type: ignore[assignment]
+        is_finish = tool_call.name == self.finish_function_name
+        structured: dict[str, Any] | None = None
+        last: ToolResponse | None = None
+        completed = False
+        try:
+            async for chunk in self.toolkit.call_tool_function(tool_call):
+                last = chunk
+                block.output = list(chunk.content)
+                await self.print(res_msg, chunk.is_last)
+                if is_finish and chunk.metadata and chunk.metadata.get("success", False):
+                    structured = chunk.metadata.get("structured_output")
+            completed = True
+        finally:
+            if completed:
+                await self._record_result(tool_call, res_msg)
+            else:
+                block.output = _interrupted_output(last)
+                with anyio.CancelScope(shield=True):
+                    await self._record_result(tool_call, res_msg)
+        if last is not None and last.is_interrupted:
+            # A tool reported an interrupt by itself: treat it as the user's, as AgentScope does.
+            self.interrupt()
+            await anyio.lowlevel.checkpoint()
+        return structured
+
+    async def _record_result(self, tool_call: ToolUseBlock, res_msg: Msg) -> None:
+        deferred = self._deferred_results
+        if deferred is not None:
+            deferred[tool_call.id] = res_msg
+        else:
+            await self.memory.add(res_msg)
+        self._recorded_ids.add(tool_call.id)
+
+    # -- the finish function -------------------------------------------------------------
+
+    def generate_response(self, **kwargs: Any) -> ToolResponse:
+        """Generate the required structured output by calling this function with its fields;
+        it checks them and ends the task."""
+        model = self._required_structured_model
+        if model is None:
+            logger.warning(
+                "%s: %s was called while no structured output is required",
+                self.name,
+                self.finish_function_name,
+            )
+            structured_output = None
+        else:
+            try:
+                structured_output = validate_structured_output(model, kwargs)
+            except StructuredOutputError as exc:
+                return ToolResponse(
+                    content=[TextBlock(text=f"Arguments Validation Error: {exc}")],
+                    metadata={"success": False, "structured_output": {}},
+                )
+        return ToolResponse(
+            content=[TextBlock(text="Successfully generated response.")],
+            metadata={"success": True, "structured_output": structured_output},
+            is_last=True,
+        )
+
+    # -- summarising, interrupts, observing ----------------------------------------------
+
+    async def _summarizing(self) -> Msg:
+        """One model call without tools asking for a summary of the situation (used when
+        ``max_iters`` is exhausted)."""
+        hint = Msg("user", _SUMMARIZE_HINT, "user")
+        prompt = await self.formatter.format(
+            [
+                self._system_msg(),
+                *await self.memory.get_memory(exclude_mark=self._exclude_mark()),
+                hint,
+            ]
+        )
+        res = await self.model(prompt)
+        msg = Msg(self.name, [], "assistant")
+        if isinstance(res, ChatResponse):
+            msg.invocation_id = res.id
+            msg.content = list(res.content)
+            self._add_usage(res.usage)
+        else:
+            last: ChatResponse | None = None
+            async with aclosing(res) as stream:
+                async for chunk in stream:
+                    last = chunk
+                    msg.invocation_id = chunk.id
+                    msg.content = list(chunk.content)
+                    await self.print(msg, False)
+            if last is not None:
+                self._add_usage(last.usage)
+        await self.print(msg, True)
+        return msg
+
+    async def handle_interrupt(
+        self,
+        msg: Msg | list[Msg] | None = None,
+        structured_model: StructuredModel | None = None,
+    ) -> Msg:
+        """The answer to an interrupted reply: "I noticed that you have interrupted me. What can
+        I do for you?" with ``metadata["_is_interrupted"] = True`` (and the usage so far),
+        printed and recorded in memory. Override it to answer differently."""
+        metadata: dict[str, Any] = {"_is_interrupted": True}
+        if self._usage is not None:
+            metadata[USAGE_KEY] = _usage_dict(self._usage)
+        response = Msg(self.name, _INTERRUPT_REPLY, "assistant", metadata=metadata)
+        await self.print(response, True)
+        await self.memory.add(response)
+        return response
+
+    async def observe(self, msg: Msg | list[Msg] | None) -> None:
+        """Record *msg* in memory without replying."""
+        await self.memory.add(msg)
+
+    # -- retrieval -----------------------------------------------------------------------
+
+    async def _retrieve_from_long_term_memory(self, msg: Msg | list[Msg] | None) -> None:
+        if msg is None or self.long_term_memory is None:
+            return
+        retrieved = await self.long_term_memory.retrieve(msg)
+        if retrieved:
+            retrieved_msg = Msg(
+                "long_term_memory",
+                "<long_term_memory>The content below are retrieved from long-term memory, "
+                f"which maybe useful:\n{retrieved}</long_term_memory>",
+                "user",
+            )
+            if self.print_hint_msg:
+                await self.print(retrieved_msg, True)
+            await self.memory.add(retrieved_msg)
+
+    async def _retrieve_from_knowledge(self, msg: Msg | list[Msg] | None) -> None:
+        if msg is None:
+            return
+        msgs = [msg] if isinstance(msg, Msg) else msg
+        query = "\n".join(t for t in (m.get_text_content() for m in msgs) if t)
+        if not query:
+            return
+        if self.enable_rewrite_query:
+            query = await self._rewrite_query(query)
+        docs: list[Document] = []
+        for kb in self.knowledge:
+            docs.extend(await kb.retrieve(query=query))
+        if not docs:
+            return
+        docs.sort(key=lambda doc: doc.score or 0.0, reverse=True)
+        retrieved_msg = Msg(
+            "user",
+            [
+                TextBlock(
+                    text="<retrieved_knowledge>Use the following content from the knowledge "
+                    "base(s) if it's helpful:\n"
+                ),
+                *[doc.metadata.content for doc in docs],
+                TextBlock(text="</retrieved_knowledge>"),
+            ],
+            "user",
+        )
+        if self.print_hint_msg:
+            await self.print(retrieved_msg, True)
+        await self.memory.add(retrieved_msg)
+
+    async def _rewrite_query(self, query: str) -> str:
+        """Ask the model for a more specific query; keep *query* if that fails."""
+        stream = self.model.stream
+        try:
+            prompt = await self.formatter.format(
+                [
+                    self._system_msg(),
+                    *await self.memory.get_memory(exclude_mark=self._exclude_mark()),
+                    Msg("user", _REWRITE_HINT, "user"),
+                ]
+            )
+            self.model.stream = False
+            res = await self.model(prompt, structured_model=_REWRITE_SCHEMA)
+            if isinstance(res, ChatResponse):
+                self._add_usage(res.usage)
+                rewritten = (res.metadata or {}).get("rewritten_query")
+                if isinstance(rewritten, str) and rewritten:
+                    return rewritten
+        except Exception as exc:
+            logger.warning("%s: skipping the query rewriting after an error: %s", self.name, exc)
+        finally:
+            self.model.stream = stream
+        return query
+
+    # -- compression -----------------------------------------------------------------------
+
+    async def _compress_memory_if_needed(self) -> None:
+        """Summarise the older uncompressed messages when they exceed the token threshold."""
+        config = self.compression_config
+        if config is None or not config.enable:
+            return
+        uncompressed = await self.memory.get_memory(exclude_mark=_COMPRESSED)
+        cut = compression_cut(uncompressed, config.keep_recent)
+        if cut == 0:
+            return
+        to_compress = uncompressed[:cut]
+        sys_msg = self._system_msg()
+        prompt = await self.formatter.format([sys_msg, *to_compress])
+        n_tokens = await config.agent_token_counter.count(prompt)
+        if n_tokens <= config.trigger_threshold:
+            return
+        logger.info(
+            "%s: compressing %d messages (%d tokens > threshold %d)",
+            self.name,
+            len(to_compress),
+            n_tokens,
+            config.trigger_threshold,
+        )
+        formatter = config.compression_formatter or self.formatter
+        model = config.compression_model or self.model
+        compression_prompt = await formatter.format(
+            [sys_msg, *to_compress, Msg("user", config.compression_prompt, "user")]
+        )
+        res = await model(compression_prompt, structured_model=config.summary_schema)
+        last: ChatResponse | None = None
+        if isinstance(res, ChatResponse):
+            last = res
+        else:
+            async with aclosing(res) as stream:
+                async for chunk in stream:
+                    last = chunk
+        if last is None:
+            return
+        self._add_usage(last.usage)
+        if not last.metadata:
+            logger.warning(
+                "%s: the compression model returned no structured summary; memory left as is",
+                self.name,
+            )
+            return
+        try:
+            summary = config.summary_template.format(**last.metadata)
+        except (KeyError, IndexError, ValueError) as exc:
+            logger.warning(
+                "%s: the summary template does not fit the summary (%s); memory left as is",
+                self.name,
+                exc,
+            )
+            return
+        await self.memory.update_compressed_summary(summary)
+        await self.memory.update_messages_mark(
+            new_mark=_COMPRESSED, msg_ids=[m.id for m in to_compress]
+        )
+
+
+def _interrupted_output(last: ToolResponse | None) -> list[Any]:
+    """The output recorded for a tool call cut short: what it produced so far, then the
+    interrupt notice."""
+    if last is not None and last.is_interrupted:
+        return list(last.content)
+    return [*(last.content if last is not None else ()), TextBlock(text=INTERRUPTED_TEXT)]
+
+
+def _check_type(what: str, value: Any, kind: type, *, optional: bool = False) -> None:
+    if value is None and optional:
+        return
+    if not isinstance(value, kind):
+        raise TypeError(
+            f"ReActAgent {what} must be a {kind.__name__}"
+            + (" or None" if optional else "")
+            + f", not {type(value).__name__}"
+        )
+
+
+def _check_msg(msg: Any) -> None:
+    from ._agent_base import check_msg_input
+
+    check_msg_input(msg, "ReActAgent.reply")

@@ -1,0 +1,316 @@
+"""The reasoning-acting loop: tool conversations, parallel calls, max_iters, usage, meta tool."""
+
+from __future__ import annotations
+
+import time
+
+import anyio
+import pytest
+
+from agentscope_rt.agent import GenerateReason, ReActAgent
+from agentscope_rt.formatter import OpenAIChatFormatter
+from agentscope_rt.message import Msg, TextBlock
+from agentscope_rt.tool import Toolkit, ToolResponse
+
+from ._support import (
+    ScriptModel,
+    call,
+    history,
+    make_agent,
+    response,
+    text,
+    texts_of,
+    tool_pair_problems,
+    user,
+)
+
+
+def add(a: int, b: int) -> ToolResponse:
+    """Add two integers.
+
+    Args:
+        a: the first number.
+        b: the second number.
+    """
+    return ToolResponse(content=[TextBlock(text=str(a + b))])
+
+
+async def multiply(a: int, b: int) -> ToolResponse:
+    """Multiply two integers.
+
+    Args:
+        a: the first number.
+        b: the second number.
+    """
+    return ToolResponse(content=[TextBlock(text=str(a * b))])
+
+
+def _toolkit(*funcs: object) -> Toolkit:
+    toolkit = Toolkit()
+    for func in funcs:
+        toolkit.register_tool_function(func)  # type: ignore[arg-type]
+    return toolkit
+
+
+async def test_multi_step_tool_conversation() -> None:
+    model = ScriptModel(
+        [
+            response(text("First the sum."), call("add", "c1", a=2, b=3)),
+            response(call("multiply", "c2", a=5, b=4)),
+            response(text("(2 + 3) * 4 = 20")),
+        ]
+    )
+    agent = make_agent(model, _toolkit(add, multiply))
+    question = user("What is (2 + 3) * 4?")
+    reply = await agent(question)
+
+    assert reply.get_text_content() == "(2 + 3) * 4 = 20"
+    assert reply.metadata["generate_reason"] == GenerateReason.MODEL_STOP
+    # Three model calls of (10 in, 5 out) each.
+    assert reply.metadata["usage"]["input_tokens"] == 30
+    assert reply.metadata["usage"]["output_tokens"] == 15
+    assert reply.invocation_id is not None
+
+    msgs = await history(agent.memory)
+    assert [m.role for m in msgs] == [
+        "user",
+        "assistant",
+        "system",
+        "assistant",
+        "system",
+        "assistant",
+    ]
+    assert msgs[0].id == question.id
+    assert texts_of(msgs[2]) == "5" and texts_of(msgs[4]) == "20"
+    assert msgs[-1].id == reply.id
+    assert tool_pair_problems(msgs) == []
+
+    # The model saw the system prompt, the question, and each tool result before the next call.
+    assert model.calls[0].messages[0] == {
+        "role": "system",
+        "content": "You are a helpful assistant.",
+    } or (model.calls[0].messages[0]["role"] == "system")
+    assert "What is (2 + 3) * 4?" in model.calls[0].text()
+    assert "5" in model.calls[1].text() and "20" in model.calls[2].text()
+    assert model.calls[0].tool_names == ["add", "multiply"]
+    assert model.calls[0].tool_choice is None
+
+
+async def test_plain_answer_without_tools_ends_after_one_call() -> None:
+    model = ScriptModel([response(text("Hello!"))])
+    agent = make_agent(model)
+    reply = await agent(user("hi"))
+    assert reply.get_text_content() == "Hello!"
+    assert len(model.calls) == 1
+    assert model.calls[0].tools is None  # an empty toolkit sends no tools
+    assert [m.role for m in await history(agent.memory)] == ["user", "assistant"]
+
+
+async def test_failing_and_unknown_tools_become_results_and_the_loop_goes_on() -> None:
+    def broken(x: int) -> ToolResponse:
+        """Always fails.
+
+        Args:
+            x: anything.
+        """
+        raise RuntimeError("disk on fire")
+
+    model = ScriptModel(
+        [
+            response(call("broken", "c1", x=1), call("missing", "c2")),
+            response(text("Both failed.")),
+        ]
+    )
+    agent = make_agent(model, _toolkit(broken))
+    reply = await agent(user("go"))
+    assert reply.get_text_content() == "Both failed."
+    msgs = await history(agent.memory)
+    assert "disk on fire" in texts_of(msgs[2])
+    assert "FunctionNotFoundError" in texts_of(msgs[3])
+    assert tool_pair_problems(msgs) == []
+
+
+async def test_parallel_tool_calls_overlap_and_are_recorded_in_call_order() -> None:
+    finished: list[str] = []
+
+    async def slow(tag: str, seconds: float) -> ToolResponse:
+        """Sleep, then report.
+
+        Args:
+            tag: a label.
+            seconds: how long to sleep.
+        """
+        await anyio.sleep(seconds)
+        finished.append(tag)
+        return ToolResponse(content=[TextBlock(text=f"done {tag}")])
+
+    script = [
+        response(
+            call("slow", "c1", tag="first", seconds=0.2),
+            call("slow", "c2", tag="second", seconds=0.15),
+        ),
+        response(text("both done")),
+    ]
+    agent = make_agent(ScriptModel(script), _toolkit(slow), parallel_tool_calls=True)
+    start = time.perf_counter()
+    await agent(user("run both"))
+    elapsed = time.perf_counter() - start
+    assert elapsed < 0.3, f"parallel calls took {elapsed:.3f}s"
+    assert finished == ["second", "first"]  # the second finished first...
+    msgs = await history(agent.memory)
+    # ...but results are recorded in call order.
+    assert [texts_of(m) for m in msgs[2:4]] == ["done first", "done second"]
+    assert tool_pair_problems(msgs) == []
+
+    # Sequentially the same calls take the sum of their times.
+    agent = make_agent(ScriptModel(script), _toolkit(slow), parallel_tool_calls=False)
+    start = time.perf_counter()
+    await agent(user("run both"))
+    assert time.perf_counter() - start >= 0.35
+
+
+async def test_two_parallel_tools_of_0_2_seconds_finish_in_about_0_2_seconds() -> None:
+    async def wait(seconds: float) -> ToolResponse:
+        """Wait.
+
+        Args:
+            seconds: how long.
+        """
+        await anyio.sleep(seconds)
+        return ToolResponse(content=[TextBlock(text="ok")])
+
+    model = ScriptModel(
+        [
+            response(call("wait", "a", seconds=0.2), call("wait", "b", seconds=0.2)),
+            response(text("done")),
+        ]
+    )
+    agent = make_agent(model, _toolkit(wait), parallel_tool_calls=True)
+    start = time.perf_counter()
+    await agent(user("wait twice"))
+    assert time.perf_counter() - start < 0.35
+
+
+async def test_max_iters_ends_with_one_summarising_call_without_tools() -> None:
+    steps = [response(call("add", f"c{i}", a=i, b=i)) for i in range(3)]
+    steps.append(response(text("I could not finish; here is where I am.")))
+    model = ScriptModel(steps)
+    agent = make_agent(model, _toolkit(add), max_iters=3)
+    reply = await agent(user("loop forever"))
+
+    assert len(model.calls) == 4
+    last = model.calls[-1]
+    assert last.tools is None and last.tool_choice is None
+    assert (
+        last.messages[-1]["content"]
+        == (
+            "You have failed to generate response within the maximum iterations. Now respond "
+            "directly by summarizing the current situation."
+        )
+        or "You have failed to generate response within the maximum iterations" in last.text()
+    )
+    assert reply.metadata["generate_reason"] == GenerateReason.MAX_ITERATIONS
+    assert reply.metadata["usage"]["input_tokens"] == 40
+    msgs = await history(agent.memory)
+    assert msgs[-1].id == reply.id  # the summary is saved
+    assert len(msgs) == 1 + 3 * 2 + 1
+    assert tool_pair_problems(msgs) == []
+    # The summarising hint itself is not kept.
+    assert all("maximum iterations" not in texts_of(m) for m in msgs)
+
+
+async def test_streaming_reasoning_prints_chunks_with_one_id() -> None:
+    model = ScriptModel([response(text("Streaming answer here"))], stream=True)
+    agent = make_agent(model)
+    send, receive = anyio.create_memory_object_stream[tuple[Msg, bool]](100)
+    agent.set_msg_queue_enabled(True, send)
+    reply = await agent(user("stream please"))
+    printed = []
+    while True:
+        try:
+            printed.append(receive.receive_nowait())
+        except anyio.WouldBlock:
+            break
+    send.close()
+    receive.close()
+    assert len(printed) >= 3
+    assert {m.id for m, _ in printed} == {reply.id}
+    assert [last for _, last in printed][-1] is True
+    assert not any(last for _, last in printed[:-1])
+    assert printed[-1][0].get_text_content() == "Streaming answer here"
+    assert len(printed[0][0].get_text_content() or "") < len("Streaming answer here")
+
+
+async def test_meta_tool_lets_the_model_activate_a_group() -> None:
+    def search(query: str) -> ToolResponse:
+        """Search the web.
+
+        Args:
+            query: what to look for.
+        """
+        return ToolResponse(content=[TextBlock(text=f"results for {query}")])
+
+    toolkit = Toolkit()
+    toolkit.create_tool_group("browsing", "Tools to browse the web.", notes="Cite your sources.")
+    toolkit.register_tool_function(search, group_name="browsing")
+    model = ScriptModel(
+        [
+            response(call("reset_equipped_tools", "m1", browsing=True)),
+            response(call("search", "s1", query="anyio")),
+            response(text("Found it.")),
+        ]
+    )
+    agent = make_agent(model, toolkit, enable_meta_tool=True)
+    reply = await agent(user("look up anyio"))
+    assert reply.get_text_content() == "Found it."
+    assert model.calls[0].tool_names == ["reset_equipped_tools"]
+    assert "browsing" in str(model.calls[0].tools)
+    assert set(model.calls[1].tool_names) == {"reset_equipped_tools", "search"}
+    msgs = await history(agent.memory)
+    assert "Cite your sources." in texts_of(msgs[2])
+    assert texts_of(msgs[4]) == "results for anyio"
+
+
+async def test_observe_records_without_replying() -> None:
+    model = ScriptModel([])
+    agent = make_agent(model)
+    await agent.observe(Msg("Bob", "I am Bob", "assistant"))
+    assert [m.name for m in await history(agent.memory)] == ["Bob"]
+    assert model.calls == []
+
+
+async def test_state_holds_memory_toolkit_name_and_prompt() -> None:
+    agent = make_agent(ScriptModel([response(text("hi"))]), _toolkit(add))
+    await agent(user("hello"))
+    state = agent.state_dict()
+    assert {"memory", "toolkit", "name", "_sys_prompt"} <= set(state)
+    assert state["name"] == "Friday" and state["_sys_prompt"] == "You are a helpful assistant."
+    other = make_agent(ScriptModel([]), _toolkit(add))
+    other.memory.load_state_dict(state["memory"])
+    assert [m.get_text_content() for m in await history(other.memory)] == ["hello", "hi"]
+
+
+def test_constructor_rejects_bad_arguments() -> None:
+    model = ScriptModel([])
+    formatter = OpenAIChatFormatter()
+    with pytest.raises(ValueError, match="long_term_memory_mode"):
+        ReActAgent("a", "p", model, formatter, long_term_memory_mode="sometimes")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="max_iters"):
+        ReActAgent("a", "p", model, formatter, max_iters=0)
+    with pytest.raises(TypeError, match="model must be a ChatModelBase"):
+        ReActAgent("a", "p", "gpt-4o", formatter)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="formatter"):
+        ReActAgent("a", "p", model, None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="toolkit"):
+        ReActAgent("a", "p", model, formatter, toolkit=[add])  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"knowledge\[0\]"):
+        ReActAgent("a", "p", model, formatter, knowledge=["docs"])  # type: ignore[list-item]
+
+
+async def test_reply_rejects_bad_input() -> None:
+    agent = make_agent(ScriptModel([]))
+    with pytest.raises(TypeError, match="Msg"):
+        await agent("hello")
+    with pytest.raises(TypeError, match="structured_model"):
+        await agent(user("x"), structured_model=42)
+    assert await agent.memory.size() == 0
