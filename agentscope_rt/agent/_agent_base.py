@@ -272,7 +272,7 @@ class AgentBase(StateModule, abc.ABC):
                 reply_msg.metadata[GENERATE_REASON_KEY] = _INTERRUPTED
             if isinstance(reply_msg, Msg):
                 reply_msg.invocation_id = reply_id
-            if (self._hub_links or self._subscribers) and isinstance(reply_msg, Msg | list):
+            if (self._hub_links or self._subscribers) and isinstance(reply_msg, (Msg, list)):
                 await broadcast(self, reply_msg, self._hub_links.values(), self._subscribers)
             return reply_msg
 
