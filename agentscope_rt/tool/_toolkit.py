@@ -50,6 +50,7 @@ from __future__ import annotations
 import functools
 import inspect
 import uuid
+from contextlib import aclosing
 from collections.abc import AsyncGenerator, Awaitable, Callable, Generator
 from types import TracebackType
 from typing import Any, Literal, Protocol, Self
@@ -619,15 +620,25 @@ class Toolkit(StateModule):
     async def _through_middlewares(
         self, tool_call: ToolUseBlock
     ) -> AsyncGenerator[ToolResponse, None]:
+        # Every stream a layer opens, outermost first. A middleware's `async for` does not
+        # close the inner stream when the call stops early, so they are all closed here.
+        opened: list[Any] = []
+
         async def innermost(**kwargs: Any) -> ToolResponseStream:
-            return ToolResponseStream(self._call(**kwargs))
+            stream = ToolResponseStream(self._call(**kwargs))
+            opened.append(stream)
+            return stream
 
         handler: Callable[..., Awaitable[Any]] = innermost
         for middleware in reversed(self._middlewares):
-            handler = _layer(middleware, handler)
-        stream = await handler(tool_call=tool_call)
-        async for chunk in stream:
-            yield chunk
+            handler = _layer(middleware, handler, opened)
+        try:
+            stream = await handler(tool_call=tool_call)
+            async for chunk in stream:
+                yield chunk
+        finally:
+            for opened_stream in opened:
+                await opened_stream.aclose()
 
     async def _call(self, tool_call: ToolUseBlock) -> AsyncGenerator[ToolResponse, None]:
         name = tool_call["name"]
@@ -652,8 +663,9 @@ class Toolkit(StateModule):
             yield self._start_background(tool, kwargs, tool_call)
             return
         timeout = tool.timeout if tool.timeout is not None else self.timeout
-        async for chunk in execute_tool(tool, kwargs, tool_call, timeout):
-            yield chunk
+        async with aclosing(execute_tool(tool, kwargs, tool_call, timeout)) as chunks:
+            async for chunk in chunks:
+                yield chunk
 
     # -- background execution ----------------------------------------------------------------
 
@@ -687,8 +699,9 @@ class Toolkit(StateModule):
         timeout = tool.timeout if tool.timeout is not None else self.timeout
         try:
             with task.scope:
-                async for chunk in execute_tool(tool, kwargs, tool_call, timeout):
-                    last = chunk
+                async with aclosing(execute_tool(tool, kwargs, tool_call, timeout)) as chunks:
+                    async for chunk in chunks:
+                        last = chunk
         finally:
             final = last if last is not None else interrupted_response(None)
             task.result = attrs.evolve(final, stream=False, is_last=True)
@@ -786,12 +799,14 @@ class Toolkit(StateModule):
 
 
 def _layer(
-    middleware: Middleware, inner: Callable[..., Awaitable[Any]]
+    middleware: Middleware, inner: Callable[..., Awaitable[Any]], opened: list[Any]
 ) -> Callable[..., Awaitable[Any]]:
     async def handler(**kwargs: Any) -> Any:
         result = middleware(kwargs, inner)
         if inspect.isawaitable(result) and not hasattr(result, "__aiter__"):
             result = await result
+        if hasattr(result, "aclose"):
+            opened.append(result)
         return result
 
     return handler

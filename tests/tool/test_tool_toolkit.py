@@ -547,6 +547,60 @@ async def test_middleware_onion_order_and_short_circuit() -> None:
     assert await one_text(toolkit, call("broken", reason="x")) == "outer(inner(Unauthorized))"
 
 
+@pytest.mark.parametrize("with_middleware", [False, True])
+@pytest.mark.parametrize("kind", ["async", "sync"])
+async def test_closing_a_call_early_closes_the_tool_generator(
+    kind: str, with_middleware: bool
+) -> None:
+    finished = threading.Event()
+
+    async def async_stream(n: int) -> AsyncGenerator[ToolResponse, None]:
+        """Stream numbers.
+
+        Args:
+            n: How many.
+        """
+        try:
+            for i in range(n):
+                yield ToolResponse(content=[TextBlock(text=str(i))], stream=True, is_last=False)
+                await anyio.lowlevel.checkpoint()
+        finally:
+            finished.set()
+
+    def sync_stream(n: int) -> Generator[ToolResponse, None, None]:
+        """Stream numbers.
+
+        Args:
+            n: How many.
+        """
+        try:
+            for i in range(n):
+                yield ToolResponse(content=[TextBlock(text=str(i))], stream=True, is_last=False)
+        finally:
+            finished.set()
+
+    async def passthrough(
+        kwargs: dict[str, Any], next_handler: Callable[..., Any]
+    ) -> AsyncGenerator[ToolResponse, None]:
+        async for response in await next_handler(**kwargs):
+            yield response
+
+    toolkit = Toolkit()
+    toolkit.register_tool_function(
+        async_stream if kind == "async" else sync_stream, func_name="stream"
+    )
+    if with_middleware:
+        toolkit.register_middleware(passthrough)
+    stream = toolkit.call_tool_function(call("stream", n=100))
+    async for chunk in stream:
+        assert chunk.get_text() == "0"
+        break
+    assert not finished.is_set()
+    await stream.aclose()
+    # Closed by aclose() itself, not later by the garbage collector.
+    assert finished.is_set()
+
+
 # -- background execution ---------------------------------------------------------------------
 
 
