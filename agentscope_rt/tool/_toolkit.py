@@ -50,8 +50,8 @@ from __future__ import annotations
 import functools
 import inspect
 import uuid
-from contextlib import aclosing
 from collections.abc import AsyncGenerator, Awaitable, Callable, Generator
+from contextlib import aclosing
 from types import TracebackType
 from typing import Any, Literal, Protocol, Self
 
