@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from collections.abc import Callable
 from typing import Any
 
@@ -61,29 +60,37 @@ def _read_lines(path: str) -> list[str]:
         return file.readlines()
 
 
+def _create_temp(directory: str, mode: int) -> tuple[int, str]:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    while True:
+        tmp = os.path.join(directory, f".tmp_{os.urandom(6).hex()}")
+        try:
+            return os.open(tmp, flags, mode), tmp
+        except FileExistsError:
+            continue
+
+
 def _atomic_write(path: str, text: str) -> None:
     directory = os.path.dirname(path) or "."
-    fd, tmp = tempfile.mkstemp(prefix=".tmp_", dir=directory)
+    try:
+        existing_mode: int | None = os.stat(path).st_mode & 0o7777
+    except FileNotFoundError:
+        existing_mode = None
+    # A new file gets 0o666 less the umask, applied by the kernel at creation: reading the
+    # umask in Python means setting it, which would race with other threads creating files.
+    fd, tmp = _create_temp(directory, 0o600 if existing_mode is not None else 0o666)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as file:
             file.write(text)
             file.flush()
             os.fsync(file.fileno())
-        try:
-            os.chmod(tmp, os.stat(path).st_mode & 0o7777)
-        except FileNotFoundError:
-            os.chmod(tmp, 0o666 & ~_umask())
+        if existing_mode is not None:
+            os.chmod(tmp, existing_mode)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def _numbered(lines: list[str], start: int) -> str:

@@ -187,6 +187,16 @@ async def test_writes_are_atomic_and_keep_mode(tmp_path: pathlib.Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["script.sh"]
 
 
+async def test_new_files_get_the_umask_mode(tmp_path: pathlib.Path) -> None:
+    previous = os.umask(0o027)
+    try:
+        await write_text_file(str(tmp_path / "new.txt"), "x\n")
+    finally:
+        os.umask(previous)
+    assert (tmp_path / "new.txt").stat().st_mode & 0o777 == 0o640
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["new.txt"]
+
+
 def test_confined_root_must_exist(tmp_path: pathlib.Path) -> None:
     with pytest.raises(ValueError, match="existing directory"):
         TextFileTools(tmp_path / "missing")
