@@ -143,13 +143,24 @@ def _unsupported_message(name: str, fields: dict[str, Any], exc: Exception) -> s
 # -- normalisation ----------------------------------------------------------------------------
 
 
-def _strip_titles(node: Any, in_properties: bool = False) -> None:
-    """Remove pydantic's auto-generated ``title`` keys (but not properties named "title")."""
+# Keywords whose values are data, not schemas: a "title" key inside them is the user's.
+_DATA_KEYWORDS = frozenset({"default", "const", "enum", "examples"})
+# Keywords whose values map names to schemas: a key there is a name, not a keyword.
+_NAMED_SCHEMAS = frozenset({"properties", "patternProperties", "$defs", "definitions"})
+
+
+def _strip_titles(node: Any, names_to_schemas: bool = False) -> None:
+    """Remove pydantic's auto-generated ``title`` keys, and only those: a property named
+    "title" and a ``title`` key inside a default value are kept."""
     if isinstance(node, dict):
-        if not in_properties:
-            node.pop("title", None)
+        if names_to_schemas:
+            for schema in node.values():
+                _strip_titles(schema)
+            return
+        node.pop("title", None)
         for key, value in node.items():
-            _strip_titles(value, in_properties=(key in ("properties", "$defs")))
+            if key not in _DATA_KEYWORDS:
+                _strip_titles(value, names_to_schemas=key in _NAMED_SCHEMAS)
     elif isinstance(node, list):
         for item in node:
             _strip_titles(item)

@@ -395,3 +395,36 @@ def test_extended_model_clash_is_rejected() -> None:
     toolkit.set_extended_model("nested_attrs", Shape)
     toolkit.set_extended_model("nested_attrs", None)
     assert "shape" not in toolkit.get_json_schemas()[0]["function"]["parameters"]["properties"]
+
+
+class _Page(pydantic.BaseModel):
+    title: str
+    properties: dict[str, str] = {}
+
+
+def test_titles_stripped_but_data_and_field_names_kept() -> None:
+    def tool(
+        meta: dict[str, str] | None = None,
+        page: _Page | None = None,
+        properties: str = "x",
+        style: dict[str, str] = {"title": "bold"},  # noqa: B006
+    ) -> ToolResponse:
+        """Tool.
+
+        Args:
+            meta: Meta.
+            page: Page.
+            properties: A field named like the keyword.
+            style: A default value holding a "title" key.
+        """
+        return ToolResponse()
+
+    toolkit = Toolkit()
+    toolkit.register_tool_function(tool)
+    params = toolkit.get_json_schemas()[0]["function"]["parameters"]
+    assert params["properties"]["style"]["default"] == {"title": "bold"}
+    assert "title" not in params["properties"]["properties"]
+    page = next(b for b in params["properties"]["page"]["anyOf"] if b.get("type") == "object")
+    assert set(page["properties"]) == {"title", "properties"}
+    assert "title" not in page["properties"]["properties"]
+    assert "title" not in page["properties"]["title"]
