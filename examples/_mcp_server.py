@@ -18,7 +18,10 @@ server = MCPServer("notes", log_level="ERROR")
 _notes: list[str] = []
 
 # A 1x1 PNG, so the example can show an image result without any file.
-_PIXEL = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+_PIXEL = (
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAC"
+    "hwGA60e6kgAAAABJRU5ErkJggg=="
+)
 
 
 @server.tool()
