@@ -52,6 +52,16 @@ async def test_stateful_keeps_one_session(http_server: HttpServer) -> None:
         assert first == second
 
 
+async def test_headers_reach_the_server(http_server: HttpServer) -> None:
+    headers = {"X-Trace-Id": "trace-123"}
+    async with stateful(http_server, headers=headers) as client:
+        result = await client.call_tool("read_header", {"name": "X-Trace-Id"})
+        assert result.content[0].text == "trace-123"  # type: ignore[union-attr]
+    lone = stateless(http_server, headers=headers)
+    result = await lone.call_tool("read_header", {"name": "X-Trace-Id"})
+    assert result.content[0].text == "trace-123"  # type: ignore[union-attr]
+
+
 async def test_stateless_opens_a_session_per_call(http_server: HttpServer) -> None:
     client = stateless(http_server)
     assert client.stateful is False

@@ -73,6 +73,13 @@ def session_marker(ctx: Context) -> str:
 
 
 @server.tool()
+def read_header(name: str, ctx: Context) -> str:
+    """Return the value of an HTTP request header of this call ("" if absent)."""
+    headers = ctx.headers or {}
+    return str(headers.get(name.lower(), ""))
+
+
+@server.tool()
 def image() -> list[types.ContentBlock]:
     """Return a caption and a PNG image."""
     return [
