@@ -16,7 +16,6 @@ import logging
 import os
 import re
 import time
-import uuid
 from collections.abc import AsyncGenerator
 from typing import Any
 
@@ -24,10 +23,9 @@ import httpx
 
 from .._schema import StructuredModel, structured_model_schema
 from ..exception import ModelAPIError
-from ..message import TextBlock, ThinkingBlock, ToolUseBlock
 from ._model_base import ChatModelBase, ToolChoice, validate_tool_choice
-from ._model_response import ChatResponse, ChatUsage, ResponseBlock
-from ._ollama_model import new_call_id, parse_structured, parse_tool_arguments
+from ._model_response import ChatResponse, ChatUsage
+from ._ollama_model import ChatAccumulator
 from ._retry import RetryConfig, call_with_retry, close_shielded, stream_with_retry
 
 __all__ = ["GeminiChatModel"]
@@ -287,36 +285,37 @@ class GeminiChatModel(ChatModelBase):
             finally:
                 await close_shielded(response)
 
-    @staticmethod
-    def _event(data_lines: list[str]) -> dict[str, Any]:
+    def _event(self, data_lines: list[str]) -> dict[str, Any]:
         text = "\n".join(data_lines)
         try:
             event = json.loads(text)
         except json.JSONDecodeError:
-            raise ModelAPIError(
-                _PROVIDER, f"malformed SSE event in the stream: {text[:200]!r}"
-            ) from None
+            raise self._stream_error(f"malformed SSE event in the stream: {text[:200]!r}") from None
         if isinstance(event, dict) and isinstance(event.get("error"), dict):
             error = event["error"]
-            raise ModelAPIError(
-                _PROVIDER, str(error.get("message", error)), status_code=error.get("code")
+            code = error.get("code")
+            raise self._stream_error(
+                str(error.get("message", error)), code if isinstance(code, int) else None
             )
         if not isinstance(event, dict):
-            raise ModelAPIError(_PROVIDER, f"unexpected SSE event: {text[:200]!r}")
+            raise self._stream_error(f"unexpected SSE event: {text[:200]!r}")
         return event
 
+    def _stream_error(self, message: str, status_code: int | None = None) -> ModelAPIError:
+        # Raised inside the stream, past the retry layer's redaction: scrub the key here.
+        return ModelAPIError(
+            _PROVIDER, message.replace(self._api_key, "***"), status_code=status_code
+        )
 
-class _Accumulator:
-    """Content of a Gemini answer, accumulated over stream events (or from one response)."""
 
-    __slots__ = ("id", "seen", "text", "thinking", "tool_calls", "usage_metadata")
+class _Accumulator(ChatAccumulator):
+    """A Gemini answer, accumulated over stream events (or from one response)."""
+
+    __slots__ = ("seen", "usage_metadata")
 
     def __init__(self) -> None:
-        self.id: str = uuid.uuid4().hex
+        super().__init__()
         self.seen = False
-        self.text = ""
-        self.thinking = ""
-        self.tool_calls: list[ToolUseBlock] = []
         self.usage_metadata: dict[str, Any] = {}
 
     def add(self, data: dict[str, Any]) -> None:
@@ -331,15 +330,7 @@ class _Accumulator:
         for part in (candidates[0].get("content") or {}).get("parts") or []:
             call = part.get("functionCall") or part.get("function_call")
             if call is not None:
-                arguments, raw = parse_tool_arguments(call.get("args"))
-                self.tool_calls.append(
-                    ToolUseBlock(
-                        str(call.get("id") or new_call_id()),
-                        str(call.get("name", "")),
-                        arguments,
-                        raw_input=raw,
-                    )
-                )
+                self.add_tool_call(call.get("id"), call.get("name"), call.get("args"))
             elif "text" in part:
                 if part.get("thought"):
                     self.thinking += part["text"] or ""
@@ -353,14 +344,8 @@ class _Accumulator:
         stream: bool,
         is_last: bool,
     ) -> ChatResponse:
-        content: list[ResponseBlock] = []
-        if self.thinking:
-            content.append(ThinkingBlock(self.thinking))
-        if self.text:
-            content.append(TextBlock(self.text))
-        content.extend(self.tool_calls)
         usage = None
-        if is_last and self.usage_metadata:
+        if is_last:
             meta = self.usage_metadata
             prompt = int(meta.get("promptTokenCount") or 0)
             if "totalTokenCount" in meta:
@@ -370,16 +355,4 @@ class _Accumulator:
                     meta.get("thoughtsTokenCount") or 0
                 )
             usage = ChatUsage(prompt, output, time.monotonic() - started)
-        elif is_last:
-            usage = ChatUsage(0, 0, time.monotonic() - started)
-        metadata = None
-        if structured_model is not None and is_last:
-            metadata = parse_structured(_PROVIDER, structured_model, self.text)
-        return ChatResponse(
-            content=content,
-            id=self.id,
-            stream=stream,
-            is_last=is_last,
-            usage=usage,
-            metadata=metadata,
-        )
+        return self.build(_PROVIDER, structured_model, usage, stream, is_last)

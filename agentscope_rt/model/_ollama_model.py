@@ -235,31 +235,71 @@ class OllamaChatModel(ChatModelBase):
                 await close_shielded(response)
 
 
-class _Accumulator:
-    """Content of an Ollama answer, accumulated over NDJSON chunks."""
+class ChatAccumulator:
+    """A provider's answer accumulated over stream chunks (or taken from one response).
+
+    Shared by the httpx-based providers: each feeds text, thinking and tool calls in its own
+    wire shape, and :meth:`build` turns what has accumulated into a cumulative
+    :class:`ChatResponse` (thinking, then text, then tool calls).
+    """
 
     __slots__ = ("id", "text", "thinking", "tool_calls")
 
     def __init__(self) -> None:
-        self.id = uuid.uuid4().hex
+        self.id: str = uuid.uuid4().hex
         self.text = ""
         self.thinking = ""
         self.tool_calls: list[ToolUseBlock] = []
+
+    def add_tool_call(self, call_id: Any, name: Any, arguments: Any) -> None:
+        """Record a tool call; unparsable *arguments* are kept in ``raw_input``."""
+        parsed, raw = parse_tool_arguments(arguments)
+        self.tool_calls.append(
+            ToolUseBlock(str(call_id or new_call_id()), str(name or ""), parsed, raw_input=raw)
+        )
+
+    def build(
+        self,
+        provider: str,
+        structured_model: StructuredModel | None,
+        usage: ChatUsage | None,
+        stream: bool,
+        is_last: bool,
+    ) -> ChatResponse:
+        """The response so far; the structured output is parsed only on the last chunk.
+
+        :raises ModelResponseError: if the structured output does not match the schema.
+        """
+        content: list[ResponseBlock] = []
+        if self.thinking:
+            content.append(ThinkingBlock(self.thinking))
+        if self.text:
+            content.append(TextBlock(self.text))
+        content.extend(self.tool_calls)
+        metadata = None
+        if structured_model is not None and is_last:
+            metadata = parse_structured(provider, structured_model, self.text)
+        return ChatResponse(
+            content=content,
+            id=self.id,
+            stream=stream,
+            is_last=is_last,
+            usage=usage,
+            metadata=metadata,
+        )
+
+
+class _Accumulator(ChatAccumulator):
+    """An Ollama answer, accumulated over NDJSON chunks."""
+
+    __slots__ = ()
 
     def add(self, message: dict[str, Any]) -> None:
         self.text += message.get("content") or ""
         self.thinking += message.get("thinking") or ""
         for call in message.get("tool_calls") or []:
             function = call.get("function") or {}
-            arguments, raw = parse_tool_arguments(function.get("arguments"))
-            self.tool_calls.append(
-                ToolUseBlock(
-                    str(call.get("id") or new_call_id()),
-                    str(function.get("name", "")),
-                    arguments,
-                    raw_input=raw,
-                )
-            )
+            self.add_tool_call(call.get("id"), function.get("name"), function.get("arguments"))
 
     def response(
         self,
@@ -269,12 +309,6 @@ class _Accumulator:
         stream: bool,
         is_last: bool,
     ) -> ChatResponse:
-        content: list[ResponseBlock] = []
-        if self.thinking:
-            content.append(ThinkingBlock(self.thinking))
-        if self.text:
-            content.append(TextBlock(self.text))
-        content.extend(self.tool_calls)
         usage = None
         if is_last:
             usage = ChatUsage(
@@ -282,14 +316,4 @@ class _Accumulator:
                 int(data.get("eval_count") or 0),
                 time.monotonic() - started,
             )
-        metadata = None
-        if structured_model is not None and is_last:
-            metadata = parse_structured(_PROVIDER, structured_model, self.text)
-        return ChatResponse(
-            content=content,
-            id=self.id,
-            stream=stream,
-            is_last=is_last,
-            usage=usage,
-            metadata=metadata,
-        )
+        return self.build(_PROVIDER, structured_model, usage, stream, is_last)

@@ -284,10 +284,15 @@ async def test_500_until_failure_names_provider_and_hides_key(
 
 async def test_error_event_inside_stream(server: ScriptedServer) -> None:
     server.add(
-        sse_answer(gemini_response({"text": "par"}), gemini_error(503, "overloaded", "UNAVAILABLE"))
+        sse_answer(
+            gemini_response({"text": "par"}),
+            gemini_error(503, f"overloaded (key {API_KEY})", "UNAVAILABLE"),
+        )
     )
-    with pytest.raises(ModelAPIError, match="overloaded"):
+    with pytest.raises(ModelAPIError, match="overloaded") as info:
         await collect(await model(server, stream=True)(CONTENTS))
+    assert info.value.status_code == 503
+    assert API_KEY not in str(info.value)
 
 
 def test_api_key_from_environment_and_never_in_repr(monkeypatch: pytest.MonkeyPatch) -> None:
