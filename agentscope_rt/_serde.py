@@ -51,7 +51,18 @@ converter = cattrs.Converter()
 
 
 class _FieldError(TypeError):
-    """Raised inside hooks; its text becomes the error message for the current path."""
+    """Raised inside hooks; its text becomes the error message for the current path.
+
+    :ivar subpath: where inside the current value the problem is (``"a.b[2]"``), if deeper.
+    """
+
+    def __init__(self, message: str, subpath: str = "") -> None:
+        super().__init__(message)
+        self.subpath = subpath
+
+
+# Separates a message from its subpath between _format_exception and _raise_format_error.
+_SUBPATH_MARK = "\x1f"
 
 
 def _type_name(value: Any) -> str:
@@ -99,42 +110,47 @@ converter.register_structure_hook_factory(
 # -- JSON data -------------------------------------------------------------------------------
 
 
+def _json_problem(value: Any, path: str) -> tuple[str, str] | None:
+    """``(path, reason)`` of the first part of *value* that is not plain JSON data, or None."""
+    cls = value.__class__
+    if cls is str or cls is int or cls is bool or value is None:
+        return None
+    if cls is float:
+        return None if math.isfinite(value) else (path, f"{value!r} is not valid JSON")
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                return path, f"JSON object keys must be strings, got {key!r}"
+            problem = _json_problem(item, f"{path}.{key}" if path else key)
+            if problem is not None:
+                return problem
+        return None
+    if isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            problem = _json_problem(item, f"{path}[{index}]")
+            if problem is not None:
+                return problem
+        return None
+    return path, f"{_type_name(value)} is not JSON data"
+
+
 def check_json(value: Any, path: str = "") -> None:
     """Check that *value* is plain JSON data (dict with str keys, list, str, number, bool, None).
 
     :raises MessageFormatError: naming the first offending path.
     """
-    cls = value.__class__
-    if cls is str or cls is int or cls is bool or value is None:
-        return
-    if cls is float:
-        if not math.isfinite(value):
-            raise MessageFormatError(f"{path or 'value'}: {value!r} is not valid JSON", path=path)
-        return
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if not isinstance(key, str):
-                raise MessageFormatError(
-                    f"{path or 'value'}: JSON object keys must be strings, got {key!r}", path=path
-                )
-            check_json(item, f"{path}.{key}" if path else key)
-        return
-    if isinstance(value, list | tuple):
-        for index, item in enumerate(value):
-            check_json(item, f"{path}[{index}]")
-        return
-    raise MessageFormatError(
-        f"{path or 'value'}: {_type_name(value)} is not JSON data", path=path or None
-    )
+    problem = _json_problem(value, path)
+    if problem is not None:
+        where, reason = problem
+        raise MessageFormatError(f"{where or 'value'}: {reason}", path=where or None)
 
 
 def _structure_json_dict(value: Any, _: Any) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise _FieldError(f"expected an object, got {_type_name(value)}")
-    try:
-        check_json(value)
-    except MessageFormatError as exc:
-        raise _FieldError(str(exc)) from None
+    problem = _json_problem(value, "")
+    if problem is not None:
+        raise _FieldError(problem[1], subpath=problem[0])
     return value
 
 
@@ -308,6 +324,8 @@ converter.register_unstructure_hook(Msg, unstructure_msg)
 
 
 def _format_exception(exc: BaseException, tp: Any) -> str:
+    if isinstance(exc, _FieldError) and exc.subpath:
+        return f"{exc}{_SUBPATH_MARK}{exc.subpath}"
     if isinstance(exc, _FieldError | MessageFormatError):
         return str(exc)
     if isinstance(exc, KeyError):
@@ -324,7 +342,10 @@ def _raise_format_error(exc: BaseException, what: str, prefix: str) -> typing.No
     first_path: str | None = None
     for line in lines:
         text, _, where = line.rpartition(" @ ")
+        text, _, subpath = text.partition(_SUBPATH_MARK)
         path = prefix + where[1:]
+        if subpath:
+            path += subpath if subpath.startswith("[") else f".{subpath}"
         path = path.lstrip(".") or (prefix or "$")
         if first_path is None:
             first_path = path

@@ -242,7 +242,18 @@ def test_message_shaped_json_builds_or_raises_the_documented_error(data: Any) ->
             "content[2].source.url",
         ),
         ({"name": "a", "role": "user", "content": [{"type": "nope"}]}, "content[0]"),
-        ({"name": "a", "role": "user", "content": "x", "metadata": {"k": {1, 2}}}, "metadata"),
+        ({"name": "a", "role": "user", "content": "x", "metadata": {"k": {1, 2}}}, "metadata.k"),
+        ({"name": "a", "role": "user", "content": "x", "metadata": {1: "v"}}, "metadata"),
+        (
+            {
+                "name": "a",
+                "role": "assistant",
+                "content": [
+                    {"type": "tool_use", "id": "1", "name": "f", "input": {"q": [1, float("nan")]}}
+                ],
+            },
+            "content[0].input.q[1]",
+        ),
         (
             {
                 "name": "a",
