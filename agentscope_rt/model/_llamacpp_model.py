@@ -41,6 +41,7 @@ from ..exception import ModelResponseError
 from ..message import TextBlock, ToolUseBlock
 from ._model_base import ChatModelBase, ToolChoice, validate_tool_choice
 from ._model_response import ChatResponse, ChatUsage, ResponseBlock
+from ._ollama_model import new_call_id
 
 __all__ = ["LlamaCppChatModel", "default_model_path"]
 
@@ -97,10 +98,6 @@ def _require_llama_cpp() -> None:
             f"LlamaCppChatModel needs llama-cpp-python, which is not installed; run "
             f"`{_INSTALL_HINT}`"
         )
-
-
-def _call_id() -> str:
-    return f"call_{uuid.uuid4().hex[:24]}"
 
 
 def _text_of(content: Any) -> str:
@@ -442,11 +439,11 @@ class LlamaCppChatModel(ChatModelBase):
             if name == plan.final_answer and isinstance(arguments, dict):
                 return [TextBlock(str(arguments.get("text", "")))], None
             if isinstance(arguments, dict):
-                return [ToolUseBlock(_call_id(), name, arguments)], None
+                return [ToolUseBlock(new_call_id(), name, arguments)], None
         # Cut off (max_tokens) before the JSON closed: keep what came, as raw_input.
         match = _NAME_RE.search(text)
         if match and match.group(1) in plan.tools:
-            return [ToolUseBlock(_call_id(), match.group(1), {}, raw_input=text)], None
+            return [ToolUseBlock(new_call_id(), match.group(1), {}, raw_input=text)], None
         return ([TextBlock(text)] if text else []), None
 
 
