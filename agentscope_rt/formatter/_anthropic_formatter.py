@@ -11,26 +11,26 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..message import ImageBlock, Msg, URLSource
+from ..message import (
+    ImageBlock,
+    Msg,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    URLSource,
+)
 from ..token import TokenCounterBase
-from ._errors import FormatterError
 from ._formatter_base import (
     DEFAULT_CONVERSATION_HISTORY_PROMPT,
     MultiAgentFormatterBase,
     TruncatedFormatterBase,
+    history_items,
     wrap_history,
 )
-from ._media import current_call, local_path_of, read_local_base64, sniff_media_type
+from ._media import current_call, local_path_of, read_local_image
 
 __all__ = ["AnthropicChatFormatter", "AnthropicMultiAgentFormatter"]
-
-_ANTHROPIC_IMAGE_TYPES = {
-    ".png": "image/png",
-    ".jpg": "image/jpeg",
-    ".jpeg": "image/jpeg",
-    ".gif": "image/gif",
-    ".webp": "image/webp",
-}
 
 
 async def format_anthropic_image_block(block: ImageBlock) -> dict[str, Any]:
@@ -48,13 +48,7 @@ async def format_anthropic_image_block(block: ImageBlock) -> dict[str, Any]:
     path = local_path_of(source.url)
     if path is None:
         return {"type": "image", "source": {"type": "url", "url": source.url}}
-    data, head = await read_local_base64(path)
-    extension = "." + path.rsplit(".", 1)[-1].lower() if "." in path else ""
-    media_type = _ANTHROPIC_IMAGE_TYPES.get(extension) or sniff_media_type(head)
-    if media_type is None or not media_type.startswith("image/"):
-        raise FormatterError(
-            f"{source.url!r} is not an image Anthropic accepts (png, jpeg, gif, webp)"
-        )
+    media_type, data = await read_local_image(path, source.url, "Anthropic")
     return {"type": "image", "source": {"type": "base64", "media_type": media_type, "data": data}}
 
 
@@ -80,37 +74,30 @@ class AnthropicChatFormatter(TruncatedFormatterBase):
         for index, msg in enumerate(msgs):
             content: list[dict[str, Any]] = []
             for block in msg.get_content_blocks():
-                typ = block.type
-                if typ == "text":
-                    content.append({"type": "text", "text": block.text})  # type: ignore[union-attr]
-                elif typ == "thinking":
-                    content.append({"type": "thinking", "thinking": block.thinking})  # type: ignore[union-attr]
-                elif typ == "image":
-                    content.append(await format_anthropic_image_block(block))  # type: ignore[arg-type]
-                elif typ == "tool_use":
+                if isinstance(block, TextBlock):
+                    content.append({"type": "text", "text": block.text})
+                elif isinstance(block, ThinkingBlock):
+                    content.append({"type": "thinking", "thinking": block.thinking})
+                elif isinstance(block, ImageBlock):
+                    content.append(await format_anthropic_image_block(block))
+                elif isinstance(block, ToolUseBlock):
                     content.append(
                         {
-                            "id": block.id,  # type: ignore[union-attr]
+                            "id": block.id,
                             "type": "tool_use",
-                            "name": block.name,  # type: ignore[union-attr]
-                            "input": block.input,  # type: ignore[union-attr]
+                            "name": block.name,
+                            "input": block.input,
                         }
                     )
-                elif typ == "tool_result":
-                    messages.append(
-                        {
-                            "role": "user",
-                            "content": [
-                                {
-                                    "type": "tool_result",
-                                    "tool_use_id": block.id,  # type: ignore[union-attr]
-                                    "content": await self._tool_result_content(block.output),  # type: ignore[union-attr]
-                                }
-                            ],
-                        }
-                    )
+                elif isinstance(block, ToolResultBlock):
+                    result = {
+                        "type": "tool_result",
+                        "tool_use_id": block.id,
+                        "content": await self._tool_result_content(block.output),
+                    }
+                    messages.append({"role": "user", "content": [result]})
                 else:
-                    call.drop(typ)
+                    call.drop(block.type)
             role = "user" if msg.role == "system" and index != 0 else msg.role
             if content:
                 messages.append({"role": role, "content": content})
@@ -156,33 +143,15 @@ class AnthropicMultiAgentFormatter(MultiAgentFormatterBase):
         token_counter: TokenCounterBase | None = None,
         max_tokens: int | None = None,
     ) -> None:
-        super().__init__(token_counter=token_counter, max_tokens=max_tokens)
-        self.conversation_history_prompt = conversation_history_prompt
+        super().__init__(conversation_history_prompt, token_counter, max_tokens)
         self._chat = AnthropicChatFormatter()
 
-    async def _format_tool_sequence(self, msgs: list[Msg]) -> list[dict[str, Any]]:
-        return await self._chat._format(list(msgs))
-
-    async def _format_agent_message(
-        self, msgs: list[Msg], is_first: bool = True
-    ) -> list[dict[str, Any]]:
-        call = current_call()
-        prompt = self.conversation_history_prompt if is_first else ""
-        blocks: list[dict[str, Any]] = []
-        lines: list[str] = []
-        for msg in msgs:
-            for block in msg.get_content_blocks():
-                typ = block.type
-                if typ == "text":
-                    lines.append(f"{msg.name}: {block.text}")  # type: ignore[union-attr]
-                elif typ == "image":
-                    if lines:
-                        blocks.append({"text": "\n".join(lines), "type": "text"})
-                        lines = []
-                    blocks.append(await format_anthropic_image_block(block))  # type: ignore[arg-type]
-                elif typ != "thinking":
-                    call.drop(typ)
-        if lines:
-            blocks.append({"text": "\n".join(lines), "type": "text"})
+    async def _format_agent_message(self, msgs: list[Msg], prompt: str) -> list[dict[str, Any]]:
+        items = await history_items(msgs, {"image": _anthropic_image})
+        blocks = [{"text": i, "type": "text"} if isinstance(i, str) else i for i in items]
         blocks = wrap_history(blocks, prompt, text_block={"type": "text"})
         return [{"role": "user", "content": blocks}] if blocks else []
+
+
+async def _anthropic_image(msg: Msg, block: ImageBlock) -> dict[str, Any]:
+    return await format_anthropic_image_block(block)

@@ -13,22 +13,34 @@ from typing import Any
 
 import anyio
 
-from ..message import Msg, URLSource
+from ..message import (
+    AudioBlock,
+    ImageBlock,
+    Msg,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    URLSource,
+    VideoBlock,
+)
 from ..token import TokenCounterBase
 from ._errors import FormatterError
 from ._formatter_base import (
     DEFAULT_CONVERSATION_HISTORY_PROMPT,
     MultiAgentFormatterBase,
     TruncatedFormatterBase,
+    history_items,
     wrap_history,
 )
 from ._media import current_call, guess_media_type, local_path_of, read_local_base64
-from ._openai_formatter import openai_tool_call, promoted_media_msg
+from ._openai_formatter import openai_tool_call, openai_tool_message
 
 __all__ = ["DashScopeChatFormatter", "DashScopeMultiAgentFormatter"]
 
 
-async def format_dashscope_media_block(block: Any) -> dict[str, str]:
+async def format_dashscope_media_block(
+    block: ImageBlock | AudioBlock | VideoBlock,
+) -> dict[str, str]:
     """An image/audio/video block as a DashScope part ``{type: url or data URL}``.
 
     :raises FormatterError: for a missing local file or one whose type is unknown.
@@ -104,19 +116,17 @@ class DashScopeChatFormatter(TruncatedFormatterBase):
         self.promote_tool_result_audios = promote_tool_result_audios
         self.promote_tool_result_videos = promote_tool_result_videos
 
-    def _promoted_kinds(self) -> set[str]:
-        kinds = set()
-        if self.promote_tool_result_images:
-            kinds.add("image")
-        if self.promote_tool_result_audios:
-            kinds.add("audio")
-        if self.promote_tool_result_videos:
-            kinds.add("video")
-        return kinds
+    def _promoted_kinds(self) -> tuple[str, ...]:
+        flags = (
+            ("image", self.promote_tool_result_images),
+            ("audio", self.promote_tool_result_audios),
+            ("video", self.promote_tool_result_videos),
+        )
+        return tuple(kind for kind, on in flags if on)
 
     async def _format(self, msgs: list[Msg]) -> list[dict[str, Any]]:
         call = current_call()
-        kinds = self._promoted_kinds()
+        promote = self._promoted_kinds()
         formatted: list[dict[str, Any]] = []
         i = 0
         while i < len(msgs):
@@ -124,29 +134,17 @@ class DashScopeChatFormatter(TruncatedFormatterBase):
             content: list[dict[str, Any]] = []
             tool_calls: list[dict[str, Any]] = []
             for block in msg.get_content_blocks():
-                typ = block.type
-                if typ == "text":
-                    content.append({"text": block.text})  # type: ignore[union-attr]
-                elif typ in ("image", "audio", "video"):
+                if isinstance(block, TextBlock):
+                    content.append({"text": block.text})
+                elif isinstance(block, ImageBlock | AudioBlock | VideoBlock):
                     content.append(await format_dashscope_media_block(block))
-                elif typ == "tool_use":
+                elif isinstance(block, ToolUseBlock):
                     tool_calls.append(openai_tool_call(block))
-                elif typ == "tool_result":
-                    text, media = await self.convert_tool_result_to_string(block.output)  # type: ignore[union-attr]
-                    formatted.append(
-                        {
-                            "role": "tool",
-                            "tool_call_id": block.id,  # type: ignore[union-attr]
-                            "content": text,
-                            "name": block.name,  # type: ignore[union-attr]
-                        }
-                    )
-                    if kinds:
-                        promoted = promoted_media_msg(block.name, media, kinds, "media")  # type: ignore[union-attr]
-                        if promoted is not None:
-                            msgs.insert(i + 1, promoted)
-                elif typ != "thinking":
-                    call.drop(typ)
+                elif isinstance(block, ToolResultBlock):
+                    text = await self.tool_result_text(block, msgs, i, promote, "media")
+                    formatted.append(openai_tool_message(block, text))
+                elif block.type != "thinking":
+                    call.drop(block.type)
             message: dict[str, Any] = {"role": msg.role, "content": content}
             if tool_calls:
                 message["tool_calls"] = tool_calls
@@ -185,8 +183,7 @@ class DashScopeMultiAgentFormatter(MultiAgentFormatterBase):
         token_counter: TokenCounterBase | None = None,
         max_tokens: int | None = None,
     ) -> None:
-        super().__init__(token_counter=token_counter, max_tokens=max_tokens)
-        self.conversation_history_prompt = conversation_history_prompt
+        super().__init__(conversation_history_prompt, token_counter, max_tokens)
         self.promote_tool_result_images = promote_tool_result_images
         self.promote_tool_result_audios = promote_tool_result_audios
         self.promote_tool_result_videos = promote_tool_result_videos
@@ -199,29 +196,12 @@ class DashScopeMultiAgentFormatter(MultiAgentFormatterBase):
     async def _format_system_message(self, msg: Msg) -> dict[str, Any]:
         return {"role": "system", "content": msg.get_text_content()}
 
-    async def _format_tool_sequence(self, msgs: list[Msg]) -> list[dict[str, Any]]:
-        return await self._chat._format(list(msgs))
-
-    async def _format_agent_message(
-        self, msgs: list[Msg], is_first: bool = True
-    ) -> list[dict[str, Any]]:
-        call = current_call()
-        prompt = self.conversation_history_prompt if is_first else ""
-        blocks: list[dict[str, Any]] = []
-        lines: list[str] = []
-        for msg in msgs:
-            for block in msg.get_content_blocks():
-                typ = block.type
-                if typ == "text":
-                    lines.append(f"{msg.name}: {block.text}")  # type: ignore[union-attr]
-                elif typ in ("image", "audio", "video"):
-                    if lines:
-                        blocks.append({"text": "\n".join(lines)})
-                        lines = []
-                    blocks.append(await format_dashscope_media_block(block))
-                elif typ != "thinking":
-                    call.drop(typ)
-        if lines:
-            blocks.append({"text": "\n".join(lines)})
-        blocks = wrap_history(blocks, prompt)
+    async def _format_agent_message(self, msgs: list[Msg], prompt: str) -> list[dict[str, Any]]:
+        media = _dashscope_media
+        items = await history_items(msgs, {"image": media, "audio": media, "video": media})
+        blocks = wrap_history([{"text": i} if isinstance(i, str) else i for i in items], prompt)
         return join_text_parts([{"role": "user", "content": blocks}]) if blocks else []
+
+
+async def _dashscope_media(msg: Msg, block: ImageBlock | AudioBlock | VideoBlock) -> dict[str, str]:
+    return await format_dashscope_media_block(block)

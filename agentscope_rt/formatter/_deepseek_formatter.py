@@ -9,16 +9,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..message import Msg
+from ..message import Msg, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
 from ..token import TokenCounterBase
 from ._formatter_base import (
     DEFAULT_CONVERSATION_HISTORY_PROMPT,
     MultiAgentFormatterBase,
     TruncatedFormatterBase,
+    history_items,
     wrap_history,
 )
 from ._media import current_call
-from ._openai_formatter import openai_tool_call
+from ._openai_formatter import openai_tool_call, openai_tool_message
 
 __all__ = ["DeepSeekChatFormatter", "DeepSeekMultiAgentFormatter"]
 
@@ -39,30 +40,22 @@ class DeepSeekChatFormatter(TruncatedFormatterBase):
     async def _format(self, msgs: list[Msg]) -> list[dict[str, Any]]:
         call = current_call()
         messages: list[dict[str, Any]] = []
-        for msg in msgs:
+        for index, msg in enumerate(msgs):
             texts: list[str] = []
             reasoning: list[str] = []
             tool_calls: list[dict[str, Any]] = []
             for block in msg.get_content_blocks():
-                typ = block.type
-                if typ == "text":
-                    texts.append(block.text)  # type: ignore[union-attr]
-                elif typ == "thinking":
-                    reasoning.append(block.thinking)  # type: ignore[union-attr]
-                elif typ == "tool_use":
+                if isinstance(block, TextBlock):
+                    texts.append(block.text)
+                elif isinstance(block, ThinkingBlock):
+                    reasoning.append(block.thinking)
+                elif isinstance(block, ToolUseBlock):
                     tool_calls.append(openai_tool_call(block))
-                elif typ == "tool_result":
-                    text, _ = await self.convert_tool_result_to_string(block.output)  # type: ignore[union-attr]
-                    messages.append(
-                        {
-                            "role": "tool",
-                            "tool_call_id": block.id,  # type: ignore[union-attr]
-                            "content": text,
-                            "name": block.name,  # type: ignore[union-attr]
-                        }
-                    )
+                elif isinstance(block, ToolResultBlock):
+                    text = await self.tool_result_text(block, msgs, index)
+                    messages.append(openai_tool_message(block, text))
                 else:
-                    call.drop(typ)
+                    call.drop(block.type)
             content = "\n".join(texts)
             message: dict[str, Any] = {
                 "role": msg.role,
@@ -99,26 +92,13 @@ class DeepSeekMultiAgentFormatter(MultiAgentFormatterBase):
         token_counter: TokenCounterBase | None = None,
         max_tokens: int | None = None,
     ) -> None:
-        super().__init__(token_counter=token_counter, max_tokens=max_tokens)
-        self.conversation_history_prompt = conversation_history_prompt
+        super().__init__(conversation_history_prompt, token_counter, max_tokens)
         self._chat = DeepSeekChatFormatter()
 
-    async def _format_tool_sequence(self, msgs: list[Msg]) -> list[dict[str, Any]]:
-        return await self._chat._format(list(msgs))
-
-    async def _format_agent_message(
-        self, msgs: list[Msg], is_first: bool = True
-    ) -> list[dict[str, Any]]:
-        call = current_call()
-        prompt = self.conversation_history_prompt if is_first else ""
-        lines: list[str] = []
-        for msg in msgs:
-            for block in msg.get_content_blocks():
-                if block.type == "text":
-                    lines.append(f"{msg.name}: {block.text}")
-                elif block.type != "thinking":
-                    call.drop(block.type)
-        if not lines:
+    async def _format_agent_message(self, msgs: list[Msg], prompt: str) -> list[dict[str, Any]]:
+        # DeepSeek takes no media: every block but text is dropped.
+        items = await history_items(msgs, {})
+        if not items:
             return []
-        blocks = wrap_history([{"text": "\n".join(lines)}], prompt)
+        blocks = wrap_history([{"text": "\n".join(map(str, items))}], prompt)
         return [{"role": "user", "content": "\n".join(b["text"] for b in blocks)}]

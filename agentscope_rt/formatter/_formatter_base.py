@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import warnings
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from typing import Any, Literal
 
 from ..message import (
@@ -30,6 +30,7 @@ from ..message import (
     TextBlock,
     ToolResultBlock,
     ToolUseBlock,
+    URLSource,
     VideoBlock,
 )
 from ..token import TokenCounterBase
@@ -119,6 +120,54 @@ class FormatterBase(ABC):
         if len(texts) == 1:
             return texts[0], media
         return "\n".join("- " + text for text in texts), media
+
+    async def tool_result_text(
+        self,
+        block: ToolResultBlock,
+        msgs: list[Msg],
+        index: int,
+        promote: Collection[str] = (),
+        noun: str = "image",
+    ) -> str:
+        """A tool result's output as text (see :meth:`convert_tool_result_to_string`), for
+        tool APIs that take only text.
+
+        When the output holds media of a kind in *promote*, a user message showing them
+        (AgentScope's ``promote_tool_result_*`` options) is inserted into *msgs* right after
+        ``msgs[index]``, so the caller's loop formats it next.
+
+        :raises FormatterError: for base64 media that is not valid base64.
+        """
+        text, media = await self.convert_tool_result_to_string(block.output)
+        if promote:
+            promoted = _promoted_media_msg(block.name, media, promote, noun)
+            if promoted is not None:
+                msgs.insert(index + 1, promoted)
+        return text
+
+
+def _promoted_media_msg(
+    tool_name: str, media: list[tuple[str, Any]], kinds: Collection[str], noun: str
+) -> Msg | None:
+    blocks: list[Any] = []
+    for url, block in media:
+        if block.type in kinds:
+            blocks.append(TextBlock(text=f"\n- The {block.type} from '{url}': "))
+            blocks.append(type(block)(source=URLSource(url=url)))
+    if not blocks:
+        return None
+    return Msg(
+        "user",
+        [
+            TextBlock(
+                text=f"<system-info>The following are the {noun} contents from the tool "
+                f"result of '{tool_name}':"
+            ),
+            *blocks,
+            TextBlock(text="</system-info>"),
+        ],
+        "user",
+    )
 
 
 GroupType = Literal["tool_sequence", "agent_message"]
@@ -311,9 +360,25 @@ class MultiAgentFormatterBase(TruncatedFormatterBase, ABC):
 
     The system prompt comes first; every run of plain messages becomes one user message whose
     text is ``name: text`` lines inside ``<history>...</history>`` (the first run is preceded by
-    *conversation_history_prompt*); every run of tool call/result messages is formatted as the
-    provider's chat formatter would, so tool calls keep the provider's native shape.
+    *conversation_history_prompt*); every run of tool call/result messages is formatted by the
+    provider's chat formatter (``self._chat``, set by the subclass), so tool calls keep the
+    provider's native shape.
+
+    :param conversation_history_prompt: text before the first ``<history>`` block.
+    :param token_counter: counts tokens for truncation.
+    :param max_tokens: the token budget; ``None`` means no truncation.
     """
+
+    _chat: TruncatedFormatterBase
+
+    def __init__(
+        self,
+        conversation_history_prompt: str = DEFAULT_CONVERSATION_HISTORY_PROMPT,
+        token_counter: TokenCounterBase | None = None,
+        max_tokens: int | None = None,
+    ) -> None:
+        super().__init__(token_counter=token_counter, max_tokens=max_tokens)
+        self.conversation_history_prompt = conversation_history_prompt
 
     async def _format(self, msgs: list[Msg]) -> list[dict[str, Any]]:
         formatted: list[dict[str, Any]] = []
@@ -324,9 +389,10 @@ class MultiAgentFormatterBase(TruncatedFormatterBase, ABC):
         is_first = True
         for typ, group in group_messages(msgs[start:]):
             if typ == "tool_sequence":
-                formatted.extend(await self._format_tool_sequence(group))
+                formatted.extend(await self._chat._format(group))
             else:
-                formatted.extend(await self._format_agent_message(group, is_first))
+                prompt = self.conversation_history_prompt if is_first else ""
+                formatted.extend(await self._format_agent_message(group, prompt))
                 is_first = False
         return formatted
 
@@ -338,17 +404,45 @@ class MultiAgentFormatterBase(TruncatedFormatterBase, ABC):
         }
 
     @abstractmethod
-    async def _format_tool_sequence(self, msgs: list[Msg]) -> list[dict[str, Any]]:
-        """Format a run of tool call/result messages in the provider's native tool shape."""
-
-    @abstractmethod
-    async def _format_agent_message(
-        self, msgs: list[Msg], is_first: bool = True
-    ) -> list[dict[str, Any]]:
+    async def _format_agent_message(self, msgs: list[Msg], prompt: str) -> list[dict[str, Any]]:
         """Format a run of plain messages from several speakers as one history message.
 
-        :param is_first: whether this is the first run (it gets the history prompt).
+        :param prompt: the text before ``<history>`` (the history prompt for the first run,
+            else empty).
         """
+
+
+async def history_items(
+    msgs: Sequence[Msg],
+    media: Mapping[str, Callable[[Msg, Any], Awaitable[dict[str, Any] | None]]],
+) -> list[str | dict[str, Any]]:
+    """The content of a run of plain multi-agent messages, in order: each stretch of text
+    blocks as one string of ``name: text`` lines, each media block as *media* formats it.
+
+    *media* maps the block types the provider accepts to a formatter of ``(msg, block)``
+    (``None`` leaves the block out silently). Thinking is left out silently; any other
+    type is recorded as dropped (one :class:`UnsupportedBlockWarning` per ``format()``).
+    """
+    call = current_call()
+    items: list[str | dict[str, Any]] = []
+    lines: list[str] = []
+    for msg in msgs:
+        for block in msg.get_content_blocks():
+            typ = block.type
+            if typ == "text":
+                lines.append(f"{msg.name}: {block.text}")  # type: ignore[union-attr]
+            elif typ in media:
+                if lines:
+                    items.append("\n".join(lines))
+                    lines = []
+                formatted = await media[typ](msg, block)
+                if formatted is not None:
+                    items.append(formatted)
+            elif typ != "thinking":
+                call.drop(typ)
+    if lines:
+        items.append("\n".join(lines))
+    return items
 
 
 def wrap_history(

@@ -11,13 +11,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..message import Msg, URLSource
+from ..message import (
+    AudioBlock,
+    ImageBlock,
+    Msg,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    URLSource,
+    VideoBlock,
+)
 from ..token import TokenCounterBase
 from ._errors import FormatterError
 from ._formatter_base import (
     DEFAULT_CONVERSATION_HISTORY_PROMPT,
     MultiAgentFormatterBase,
     TruncatedFormatterBase,
+    history_items,
     wrap_history,
 )
 from ._media import (
@@ -27,7 +37,6 @@ from ._media import (
     local_path_of,
     read_local_base64,
 )
-from ._openai_formatter import promoted_media_msg
 
 __all__ = ["GeminiChatFormatter", "GeminiMultiAgentFormatter"]
 
@@ -48,7 +57,9 @@ def _gemini_media_type(url: str) -> str | None:
     return guess_media_type(url)
 
 
-async def format_gemini_media_block(block: Any) -> dict[str, Any]:
+async def format_gemini_media_block(
+    block: ImageBlock | AudioBlock | VideoBlock,
+) -> dict[str, Any]:
     """An image/audio/video block as a Gemini ``inline_data`` part.
 
     :raises FormatterError: for an unknown media type, a missing file or a failed download.
@@ -99,49 +110,27 @@ class GeminiChatFormatter(TruncatedFormatterBase):
 
     async def _format(self, msgs: list[Msg]) -> list[dict[str, Any]]:
         call = current_call()
+        promote = ("image",) if self.promote_tool_result_images else ()
         messages: list[dict[str, Any]] = []
         i = 0
         while i < len(msgs):
             msg = msgs[i]
             parts: list[dict[str, Any]] = []
             for block in msg.get_content_blocks():
-                typ = block.type
-                if typ == "text":
-                    parts.append({"text": block.text})  # type: ignore[union-attr]
-                elif typ == "tool_use":
+                if isinstance(block, TextBlock):
+                    parts.append({"text": block.text})
+                elif isinstance(block, ToolUseBlock):
                     parts.append(
-                        {
-                            "function_call": {
-                                "id": None,
-                                "name": block.name,  # type: ignore[union-attr]
-                                "args": block.input,  # type: ignore[union-attr]
-                            }
-                        }
+                        {"function_call": {"id": None, "name": block.name, "args": block.input}}
                     )
-                elif typ == "tool_result":
-                    text, media = await self.convert_tool_result_to_string(block.output)  # type: ignore[union-attr]
-                    messages.append(
-                        {
-                            "role": "user",
-                            "parts": [
-                                {
-                                    "function_response": {
-                                        "id": block.id,  # type: ignore[union-attr]
-                                        "name": block.name,  # type: ignore[union-attr]
-                                        "response": {"output": text},
-                                    }
-                                }
-                            ],
-                        }
-                    )
-                    if self.promote_tool_result_images:
-                        promoted = promoted_media_msg(block.name, media, {"image"}, "image")  # type: ignore[union-attr]
-                        if promoted is not None:
-                            msgs.insert(i + 1, promoted)
-                elif typ in ("image", "audio", "video"):
+                elif isinstance(block, ToolResultBlock):
+                    text = await self.tool_result_text(block, msgs, i, promote)
+                    response = {"id": block.id, "name": block.name, "response": {"output": text}}
+                    messages.append({"role": "user", "parts": [{"function_response": response}]})
+                elif isinstance(block, ImageBlock | AudioBlock | VideoBlock):
                     parts.append(await format_gemini_media_block(block))
-                elif typ != "thinking":
-                    call.drop(typ)
+                elif block.type != "thinking":
+                    call.drop(block.type)
             if parts:
                 messages.append(
                     {"role": "model" if msg.role == "assistant" else "user", "parts": parts}
@@ -174,38 +163,21 @@ class GeminiMultiAgentFormatter(MultiAgentFormatterBase):
         token_counter: TokenCounterBase | None = None,
         max_tokens: int | None = None,
     ) -> None:
-        super().__init__(token_counter=token_counter, max_tokens=max_tokens)
-        self.conversation_history_prompt = conversation_history_prompt
+        super().__init__(conversation_history_prompt, token_counter, max_tokens)
         self.promote_tool_result_images = promote_tool_result_images
         self._chat = GeminiChatFormatter(promote_tool_result_images=promote_tool_result_images)
 
     async def _format_system_message(self, msg: Msg) -> dict[str, Any]:
         return {"role": "user", "parts": [{"text": msg.get_text_content()}]}
 
-    async def _format_tool_sequence(self, msgs: list[Msg]) -> list[dict[str, Any]]:
-        return await self._chat._format(list(msgs))
-
-    async def _format_agent_message(
-        self, msgs: list[Msg], is_first: bool = True
-    ) -> list[dict[str, Any]]:
-        call = current_call()
-        prompt = self.conversation_history_prompt if is_first else ""
-        parts: list[dict[str, Any]] = []
-        lines: list[str] = []
-        for msg in msgs:
-            for block in msg.get_content_blocks():
-                typ = block.type
-                if typ == "text":
-                    lines.append(f"{msg.name}: {block.text}")  # type: ignore[union-attr]
-                elif typ in ("image", "audio", "video"):
-                    if lines:
-                        parts.append({"text": "\n".join(lines)})
-                        lines = []
-                    parts.append(await format_gemini_media_block(block))
-                elif typ != "thinking":
-                    call.drop(typ)
-        if lines:
-            parts.append({"text": "\n".join(lines)})
+    async def _format_agent_message(self, msgs: list[Msg], prompt: str) -> list[dict[str, Any]]:
+        media = _gemini_media
+        items = await history_items(msgs, {"image": media, "audio": media, "video": media})
+        parts = [{"text": i} if isinstance(i, str) else i for i in items]
         # AgentScope's Gemini layout has no newline after the opening tag.
         parts = wrap_history(parts, prompt, open_tag="<history>")
         return [{"role": "user", "parts": parts}] if parts else []
+
+
+async def _gemini_media(msg: Msg, block: ImageBlock | AudioBlock | VideoBlock) -> dict[str, Any]:
+    return await format_gemini_media_block(block)

@@ -36,6 +36,7 @@ __all__ = [
     "fetch_base64",
     "local_path_of",
     "read_local_base64",
+    "read_local_image",
     "save_base64_data",
     "sniff_media_type",
 ]
@@ -161,6 +162,36 @@ async def read_local_base64(path: str) -> tuple[str, bytes]:
 
     result: tuple[str, bytes] = await current_call().cached(("file", path), load)
     return result
+
+
+# Image types the OpenAI and Anthropic vision APIs accept, by file extension.
+WEB_IMAGE_TYPES = {
+    ".png": "image/png",
+    ".jpg": "image/jpeg",
+    ".jpeg": "image/jpeg",
+    ".gif": "image/gif",
+    ".webp": "image/webp",
+}
+
+
+async def read_local_image(path: str, url: str, provider: str) -> tuple[str, str]:
+    """Read a local image for a provider that takes png, jpeg, gif and webp.
+
+    The media type comes from the extension, or from the file's first bytes when the
+    extension is missing or unknown.
+
+    :param path: the local path to read.
+    :param url: what the user wrote (a path or ``file://`` URL), for the error message.
+    :param provider: the provider's name, for the error message.
+    :returns: ``(media type, base64 text)``.
+    :raises FormatterError: for a missing file or one that is not such an image.
+    """
+    data, head = await read_local_base64(path)
+    extension = os.path.splitext(path)[1].lower()
+    media_type = WEB_IMAGE_TYPES.get(extension) or sniff_media_type(head)
+    if media_type is None or media_type not in WEB_IMAGE_TYPES.values():
+        raise FormatterError(f"{url!r} is not an image {provider} accepts (png, jpeg, gif, webp)")
+    return media_type, data
 
 
 async def fetch_base64(url: str) -> tuple[str, bytes, str | None]:

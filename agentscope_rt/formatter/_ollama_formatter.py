@@ -9,16 +9,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..message import ImageBlock, Msg, URLSource
+from ..message import ImageBlock, Msg, TextBlock, ToolResultBlock, ToolUseBlock, URLSource
 from ..token import TokenCounterBase
 from ._formatter_base import (
     DEFAULT_CONVERSATION_HISTORY_PROMPT,
     MultiAgentFormatterBase,
     TruncatedFormatterBase,
+    history_items,
     wrap_history,
 )
 from ._media import current_call, fetch_base64, local_path_of, read_local_base64
-from ._openai_formatter import openai_tool_call, promoted_media_msg
+from ._openai_formatter import openai_tool_call, openai_tool_message
 
 __all__ = ["OllamaChatFormatter", "OllamaMultiAgentFormatter"]
 
@@ -66,6 +67,7 @@ class OllamaChatFormatter(TruncatedFormatterBase):
 
     async def _format(self, msgs: list[Msg]) -> list[dict[str, Any]]:
         call = current_call()
+        promote = ("image",) if self.promote_tool_result_images else ()
         messages: list[dict[str, Any]] = []
         i = 0
         while i < len(msgs):
@@ -74,29 +76,17 @@ class OllamaChatFormatter(TruncatedFormatterBase):
             tool_calls: list[dict[str, Any]] = []
             images: list[str] = []
             for block in msg.get_content_blocks():
-                typ = block.type
-                if typ == "text":
-                    texts.append(block.text)  # type: ignore[union-attr]
-                elif typ == "tool_use":
+                if isinstance(block, TextBlock):
+                    texts.append(block.text)
+                elif isinstance(block, ToolUseBlock):
                     tool_calls.append(openai_tool_call(block, arguments_as_json=False))
-                elif typ == "tool_result":
-                    text, media = await self.convert_tool_result_to_string(block.output)  # type: ignore[union-attr]
-                    messages.append(
-                        {
-                            "role": "tool",
-                            "tool_call_id": block.id,  # type: ignore[union-attr]
-                            "content": text,
-                            "name": block.name,  # type: ignore[union-attr]
-                        }
-                    )
-                    if self.promote_tool_result_images:
-                        promoted = promoted_media_msg(block.name, media, {"image"}, "image")  # type: ignore[union-attr]
-                        if promoted is not None:
-                            msgs.insert(i + 1, promoted)
-                elif typ == "image":
-                    images.append(await format_ollama_image_block(block))  # type: ignore[arg-type]
-                elif typ != "thinking":
-                    call.drop(typ)
+                elif isinstance(block, ToolResultBlock):
+                    text = await self.tool_result_text(block, msgs, i, promote)
+                    messages.append(openai_tool_message(block, text))
+                elif isinstance(block, ImageBlock):
+                    images.append(await format_ollama_image_block(block))
+                elif block.type != "thinking":
+                    call.drop(block.type)
             message: dict[str, Any] = {"role": msg.role, "content": "\n".join(texts) or None}
             if tool_calls:
                 message["tool_calls"] = tool_calls
@@ -133,49 +123,29 @@ class OllamaMultiAgentFormatter(MultiAgentFormatterBase):
         token_counter: TokenCounterBase | None = None,
         max_tokens: int | None = None,
     ) -> None:
-        super().__init__(token_counter=token_counter, max_tokens=max_tokens)
-        self.conversation_history_prompt = conversation_history_prompt
+        super().__init__(conversation_history_prompt, token_counter, max_tokens)
         self.promote_tool_result_images = promote_tool_result_images
         self._chat = OllamaChatFormatter(promote_tool_result_images=promote_tool_result_images)
 
     async def _format_system_message(self, msg: Msg) -> dict[str, Any]:
         return {"role": "system", "content": msg.get_text_content()}
 
-    async def _format_tool_sequence(self, msgs: list[Msg]) -> list[dict[str, Any]]:
-        return await self._chat._format(list(msgs))
-
-    async def _format_agent_message(
-        self, msgs: list[Msg], is_first: bool = True
-    ) -> list[dict[str, Any]]:
-        call = current_call()
-        prompt = self.conversation_history_prompt if is_first else ""
-        # Image positions stay in the block list as empty text, so the joined history keeps
-        # a blank line where each image was (AgentScope's layout).
-        blocks: list[dict[str, Any]] = []
-        lines: list[str] = []
-        images: list[str] = []
-        for msg in msgs:
-            for block in msg.get_content_blocks():
-                typ = block.type
-                if typ == "text":
-                    lines.append(f"{msg.name}: {block.text}")  # type: ignore[union-attr]
-                elif typ == "image":
-                    if lines:
-                        blocks.append({"text": "\n".join(lines)})
-                        lines = []
-                    images.append(await format_ollama_image_block(block))  # type: ignore[arg-type]
-                    blocks.append({"image": True})
-                elif typ != "thinking":
-                    call.drop(typ)
-        if lines:
-            blocks.append({"text": "\n".join(lines)})
-        if not blocks:
+    async def _format_agent_message(self, msgs: list[Msg], prompt: str) -> list[dict[str, Any]]:
+        items = await history_items(msgs, {"image": _ollama_image})
+        if not items:
             return []
-        blocks = wrap_history(blocks, prompt)
+        # Each image leaves an empty block in its place, so the joined history keeps a blank
+        # line where the image was (AgentScope's layout).
+        blocks = wrap_history([{"text": i} if isinstance(i, str) else i for i in items], prompt)
         message: dict[str, Any] = {
             "role": "user",
             "content": "\n".join(b.get("text", "") for b in blocks),
         }
+        images = [i["image"] for i in items if not isinstance(i, str)]
         if images:
             message["images"] = images
         return [message]
+
+
+async def _ollama_image(msg: Msg, block: ImageBlock) -> dict[str, str]:
+    return {"image": await format_ollama_image_block(block)}

@@ -10,36 +10,35 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..message import ImageBlock, Msg, TextBlock, URLSource
+from ..message import (
+    AudioBlock,
+    ImageBlock,
+    Msg,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    URLSource,
+)
 from ..token import TokenCounterBase
 from ._errors import FormatterError
 from ._formatter_base import (
     DEFAULT_CONVERSATION_HISTORY_PROMPT,
     MultiAgentFormatterBase,
     TruncatedFormatterBase,
+    history_items,
     wrap_history,
 )
-from ._media import (
-    current_call,
-    fetch_base64,
-    local_path_of,
-    read_local_base64,
-    sniff_media_type,
-)
+from ._media import current_call, fetch_base64, local_path_of, read_local_base64, read_local_image
 
 __all__ = ["OpenAIChatFormatter", "OpenAIMultiAgentFormatter"]
 
-# Image types OpenAI's vision models accept, by file extension.
-_OPENAI_IMAGE_TYPES = {
-    ".png": "image/png",
-    ".jpg": "image/jpeg",
-    ".jpeg": "image/jpeg",
-    ".gif": "image/gif",
-    ".webp": "image/webp",
-}
 # Audio formats ``input_audio`` accepts, by MIME type.
-_OPENAI_AUDIO_FORMATS = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/mp3": "mp3"}
-_OPENAI_AUDIO_FORMATS["audio/mpeg"] = "mp3"
+_OPENAI_AUDIO_FORMATS = {
+    "audio/wav": "wav",
+    "audio/x-wav": "wav",
+    "audio/mp3": "mp3",
+    "audio/mpeg": "mp3",
+}
 
 
 async def format_openai_image_block(block: ImageBlock) -> dict[str, Any]:
@@ -62,15 +61,11 @@ async def _to_openai_image_url(url: str) -> str:
     path = local_path_of(url)
     if path is None:
         return url
-    data, head = await read_local_base64(path)
-    extension = "." + path.rsplit(".", 1)[-1].lower() if "." in path else ""
-    media_type = _OPENAI_IMAGE_TYPES.get(extension) or sniff_media_type(head)
-    if media_type is None or not media_type.startswith("image/"):
-        raise FormatterError(f"{url!r} is not an image OpenAI accepts (png, jpeg, gif, webp)")
+    media_type, data = await read_local_image(path, url, "OpenAI")
     return f"data:{media_type};base64,{data}"
 
 
-async def format_openai_audio_data(block: Any) -> dict[str, str]:
+async def format_openai_audio_data(block: AudioBlock) -> dict[str, str]:
     """An audio block as OpenAI's ``input_audio`` payload ``{"data", "format"}``.
 
     ``input_audio`` takes base64 wav or mp3 only, so web URLs are downloaded.
@@ -100,8 +95,9 @@ async def format_openai_audio_data(block: Any) -> dict[str, str]:
     return {"data": source.data, "format": audio_format}
 
 
-def openai_tool_call(block: Any, *, arguments_as_json: bool = True) -> dict[str, Any]:
-    """A tool_use block as an OpenAI ``tool_calls`` entry."""
+def openai_tool_call(block: ToolUseBlock, *, arguments_as_json: bool = True) -> dict[str, Any]:
+    """A tool_use block as an OpenAI ``tool_calls`` entry (Ollama takes the arguments as an
+    object: ``arguments_as_json=False``)."""
     arguments: Any = block.input
     if arguments_as_json:
         arguments = json.dumps(arguments, ensure_ascii=False)
@@ -112,30 +108,21 @@ def openai_tool_call(block: Any, *, arguments_as_json: bool = True) -> dict[str,
     }
 
 
-def promoted_media_msg(
-    tool_name: str, media: list[tuple[str, Any]], kinds: set[str], noun: str
-) -> Msg | None:
-    """A user message showing the media of a tool result that a text-only tool API cannot
-    carry (AgentScope's ``promote_tool_result_*`` options)."""
-    blocks: list[Any] = []
-    for url, block in media:
-        if block.type in kinds:
-            blocks.append(TextBlock(text=f"\n- The {block.type} from '{url}': "))
-            blocks.append(type(block)(source=URLSource(url=url)))
-    if not blocks:
+def openai_tool_message(block: ToolResultBlock, text: str) -> dict[str, Any]:
+    """A tool result as an OpenAI-style ``role: "tool"`` message (also DashScope, DeepSeek,
+    Ollama)."""
+    return {"role": "tool", "tool_call_id": block.id, "content": text, "name": block.name}
+
+
+async def _openai_input_audio(msg: Msg, block: AudioBlock) -> dict[str, Any] | None:
+    # An assistant's audio output cannot be sent back as input.
+    if msg.role == "assistant":
         return None
-    return Msg(
-        "user",
-        [
-            TextBlock(
-                text=f"<system-info>The following are the {noun} contents from the tool "
-                f"result of '{tool_name}':"
-            ),
-            *blocks,
-            TextBlock(text="</system-info>"),
-        ],
-        "user",
-    )
+    return {"type": "input_audio", "input_audio": await format_openai_audio_data(block)}
+
+
+async def _openai_image(msg: Msg, block: ImageBlock) -> dict[str, Any]:
+    return await format_openai_image_block(block)
 
 
 class OpenAIChatFormatter(TruncatedFormatterBase):
@@ -167,6 +154,7 @@ class OpenAIChatFormatter(TruncatedFormatterBase):
 
     async def _format(self, msgs: list[Msg]) -> list[dict[str, Any]]:
         call = current_call()
+        promote = ("image",) if self.promote_tool_result_images else ()
         messages: list[dict[str, Any]] = []
         i = 0
         while i < len(msgs):
@@ -174,39 +162,21 @@ class OpenAIChatFormatter(TruncatedFormatterBase):
             content: list[dict[str, Any]] = []
             tool_calls: list[dict[str, Any]] = []
             for block in msg.get_content_blocks():
-                typ = block.type
-                if typ == "text":
-                    content.append({"type": "text", "text": block.text})  # type: ignore[union-attr]
-                elif typ == "tool_use":
+                if isinstance(block, TextBlock):
+                    content.append({"type": "text", "text": block.text})
+                elif isinstance(block, ToolUseBlock):
                     tool_calls.append(openai_tool_call(block))
-                elif typ == "tool_result":
-                    text, media = await self.convert_tool_result_to_string(block.output)  # type: ignore[union-attr]
-                    messages.append(
-                        {
-                            "role": "tool",
-                            "tool_call_id": block.id,  # type: ignore[union-attr]
-                            "content": text,
-                            "name": block.name,  # type: ignore[union-attr]
-                        }
-                    )
-                    if self.promote_tool_result_images:
-                        promoted = promoted_media_msg(block.name, media, {"image"}, "image")  # type: ignore[union-attr]
-                        if promoted is not None:
-                            msgs.insert(i + 1, promoted)
-                elif typ == "image":
-                    content.append(await format_openai_image_block(block))  # type: ignore[arg-type]
-                elif typ == "audio":
-                    # An assistant's audio output cannot be sent back as input.
-                    if msg.role == "assistant":
-                        continue
-                    content.append(
-                        {
-                            "type": "input_audio",
-                            "input_audio": await format_openai_audio_data(block),
-                        }
-                    )
-                elif typ != "thinking":
-                    call.drop(typ)
+                elif isinstance(block, ToolResultBlock):
+                    text = await self.tool_result_text(block, msgs, i, promote)
+                    messages.append(openai_tool_message(block, text))
+                elif isinstance(block, ImageBlock):
+                    content.append(await format_openai_image_block(block))
+                elif isinstance(block, AudioBlock):
+                    audio = await _openai_input_audio(msg, block)
+                    if audio is not None:
+                        content.append(audio)
+                elif block.type != "thinking":
+                    call.drop(block.type)
             formatted: dict[str, Any] = {
                 "role": msg.role,
                 "name": msg.name,
@@ -244,45 +214,17 @@ class OpenAIMultiAgentFormatter(MultiAgentFormatterBase):
         token_counter: TokenCounterBase | None = None,
         max_tokens: int | None = None,
     ) -> None:
-        super().__init__(token_counter=token_counter, max_tokens=max_tokens)
-        self.conversation_history_prompt = conversation_history_prompt
+        super().__init__(conversation_history_prompt, token_counter, max_tokens)
         self.promote_tool_result_images = promote_tool_result_images
         self._chat = OpenAIChatFormatter(promote_tool_result_images=promote_tool_result_images)
 
-    async def _format_tool_sequence(self, msgs: list[Msg]) -> list[dict[str, Any]]:
-        return await self._chat._format(list(msgs))
-
-    async def _format_agent_message(
-        self, msgs: list[Msg], is_first: bool = True
-    ) -> list[dict[str, Any]]:
-        call = current_call()
-        prompt = self.conversation_history_prompt if is_first else ""
-        lines: list[str] = []
-        images: list[dict[str, Any]] = []
-        audios: list[dict[str, Any]] = []
-        for msg in msgs:
-            for block in msg.get_content_blocks():
-                typ = block.type
-                if typ == "text":
-                    lines.append(f"{msg.name}: {block.text}")  # type: ignore[union-attr]
-                elif typ == "image":
-                    images.append(await format_openai_image_block(block))  # type: ignore[arg-type]
-                elif typ == "audio":
-                    if msg.role == "assistant":
-                        continue
-                    audios.append(
-                        {
-                            "type": "input_audio",
-                            "input_audio": await format_openai_audio_data(block),
-                        }
-                    )
-                elif typ != "thinking":
-                    call.drop(typ)
-        blocks = wrap_history([{"text": "\n".join(lines)}] if lines else [], prompt)
-        text = "\n".join(b.get("text", "") for b in blocks)
-        content: list[dict[str, Any]] = []
-        if text:
-            content.append({"type": "text", "text": text})
-        content.extend(images)
-        content.extend(audios)
+    async def _format_agent_message(self, msgs: list[Msg], prompt: str) -> list[dict[str, Any]]:
+        items = await history_items(msgs, {"image": _openai_image, "audio": _openai_input_audio})
+        texts = [item for item in items if isinstance(item, str)]
+        blocks = wrap_history([{"text": "\n".join(texts)}] if texts else [], prompt)
+        text = "\n".join(b["text"] for b in blocks)
+        content: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
+        # Images first, then audio, as AgentScope orders them.
+        content.extend(i for i in items if isinstance(i, dict) and i["type"] == "image_url")
+        content.extend(i for i in items if isinstance(i, dict) and i["type"] == "input_audio")
         return [{"role": "user", "content": content}] if content else []
