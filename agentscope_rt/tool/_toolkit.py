@@ -722,9 +722,7 @@ class Toolkit(StateModule):
             return self._unknown_task(task_id)
         if not task.done.is_set():
             return text_response(f"Task {task_id} is still running.")
-        del self._background[task_id]
-        assert task.result is not None
-        return task.result
+        return self._take_result(task_id, task)
 
     async def cancel_task(self, task_id: str) -> ToolResponse:
         """Cancel an async tool task by its task ID.
@@ -762,7 +760,12 @@ class Toolkit(StateModule):
             return text_response(
                 f"Task {task_id} is still running after waiting for {timeout} seconds."
             )
-        del self._background[task_id]
+        return self._take_result(task_id, task)
+
+    def _take_result(self, task_id: str, task: _BackgroundTask) -> ToolResponse:
+        # A finished task's id is forgotten once its result is handed out; callers already
+        # waiting on it (parallel wait_task calls) still get the result.
+        self._background.pop(task_id, None)
         assert task.result is not None
         return task.result
 

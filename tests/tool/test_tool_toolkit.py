@@ -650,6 +650,31 @@ async def test_async_execution_view_wait_cancel() -> None:
     assert toolkit._task_group is None
 
 
+async def test_parallel_waits_on_one_task_all_get_its_result() -> None:
+    gate = anyio.Event()
+
+    async def job() -> ToolResponse:
+        """A job that waits for the gate."""
+        await gate.wait()
+        return text("done")
+
+    results: list[str] = []
+
+    async def wait(task_id: str) -> None:
+        results.append(await one_text(toolkit, call("wait_task", task_id=task_id)))
+
+    async with Toolkit() as toolkit:
+        toolkit.register_tool_function(job, async_execution=True)
+        reminder = await one_text(toolkit, call("job"))
+        task_id = reminder.split("Task ID: ")[1].split(".")[0]
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(wait, task_id)
+            tg.start_soon(wait, task_id)
+            await anyio.wait_all_tasks_blocked()
+            gate.set()
+    assert results == ["done", "done"]
+
+
 async def test_async_execution_outside_context_is_a_clear_error() -> None:
     toolkit = Toolkit()
     toolkit.register_tool_function(add, async_execution=True)
