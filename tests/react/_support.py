@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
-
-import anyio
 
 from agentscope_rt.agent import ReActAgent
 from agentscope_rt.formatter import OpenAIChatFormatter
 from agentscope_rt.memory import InMemoryMemory
 from agentscope_rt.message import Msg, TextBlock, ToolUseBlock
-from agentscope_rt.model import ChatModelBase, ChatResponse, ChatUsage
+from agentscope_rt.model import ChatResponse, ChatUsage, ModelCall
 from agentscope_rt.tool import Toolkit
 
 
@@ -94,120 +91,13 @@ def texts_of(msg: Msg) -> str:
     return "\n".join(parts)
 
 
-class ModelCall:
-    """What the agent sent in one model call."""
-
-    def __init__(
-        self,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]] | None,
-        tool_choice: str | None,
-        structured_model: Any,
-    ) -> None:
-        self.messages = messages
-        self.tools = tools
-        self.tool_choice = tool_choice
-        self.structured_model = structured_model
-
-    @property
-    def tool_names(self) -> list[str]:
-        return [t["function"]["name"] for t in self.tools or []]
-
-    def text(self) -> str:
-        """Every piece of text in the prompt, joined (for "was X sent?" assertions)."""
-        parts: list[str] = []
-        for message in self.messages:
-            content = message.get("content")
-            if isinstance(content, str):
-                parts.append(content)
-            elif isinstance(content, list):
-                parts.extend(str(p.get("text", "")) for p in content if isinstance(p, dict))
-        return "\n".join(parts)
-
-
-class Recorder:
-    """Keeps the ModelCall of every call a model double receives."""
-
-    def __init__(self) -> None:
-        self.calls: list[ModelCall] = []
-
-    def record(
-        self,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]] | None,
-        tool_choice: str | None,
-        structured_model: Any,
-    ) -> None:
-        self.calls.append(ModelCall(messages, tools, tool_choice, structured_model))
-
-
-Step = ChatResponse | Callable[[ModelCall], ChatResponse | Awaitable[ChatResponse]]
-
-
-class ScriptModel(ChatModelBase):
-    """Replays *steps* in order: a ChatResponse, or a function of the ModelCall returning one
-    (sync or async). With *stream*, each response arrives as cumulative chunks, *chunk_delay*
-    seconds apart. Every call is kept in ``calls``."""
-
-    def __init__(self, steps: Sequence[Step], stream: bool = False, chunk_delay: float = 0.0):
-        super().__init__("script", stream)
-        self.steps = list(steps)
-        self.chunk_delay = chunk_delay
-        self.recorder = Recorder()
-
-    @property
-    def calls(self) -> list[ModelCall]:
-        return self.recorder.calls
-
-    async def __call__(  # type: ignore[override]
-        self,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]] | None = None,
-        tool_choice: str | None = None,
-        structured_model: Any = None,
-        **kwargs: Any,
-    ) -> ChatResponse | AsyncGenerator[ChatResponse, None]:
-        self.recorder.record(messages, tools, tool_choice, structured_model)
-        index = len(self.calls) - 1
-        if index >= len(self.steps):
-            raise AssertionError(
-                f"the model was called {index + 1} times; script has {len(self.steps)}"
-            )
-        step = self.steps[index]
-        if isinstance(step, ChatResponse):
-            result = step
-        else:
-            produced = step(self.calls[-1])
-            result = await produced if inspect.isawaitable(produced) else produced
-        result = ChatResponse(
-            content=[b.copy() for b in result.content],
-            usage=result.usage,
-            metadata=result.metadata,
-        )
-        if not self.stream:
-            return result
-        return self._chunks(result)
-
-    async def _chunks(self, final: ChatResponse) -> AsyncGenerator[ChatResponse, None]:
-        content: list[Any] = []
-        for block in final.content:
-            if isinstance(block, TextBlock) and len(block.text) > 1:
-                half = len(block.text) // 2
-                yield ChatResponse(
-                    content=[*content, TextBlock(text=block.text[:half])],
-                    id=final.id,
-                    stream=True,
-                    is_last=False,
-                )
-                await anyio.sleep(self.chunk_delay)
-            content.append(block)
-            yield ChatResponse(content=list(content), id=final.id, stream=True, is_last=False)
-            await anyio.sleep(self.chunk_delay)
-        yield ChatResponse(
-            content=list(content),
-            id=final.id,
-            stream=True,
-            is_last=True,
-            usage=final.usage,
-            metadata=final.metadata,
-        )
+def prompt_text(model_call: ModelCall) -> str:
+    """Every piece of text the model was sent in one call, joined."""
+    parts: list[str] = []
+    for message in model_call.messages:
+        content = message.get("content")
+        if isinstance(content, str):
+            parts.append(content)
+        elif isinstance(content, list):
+            parts.extend(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return "\n".join(parts)

@@ -10,13 +10,14 @@ import pytest
 from agentscope_rt.agent import GenerateReason, ReActAgent
 from agentscope_rt.formatter import OpenAIChatFormatter
 from agentscope_rt.message import Msg, TextBlock
+from agentscope_rt.model import ScriptedChatModel
 from agentscope_rt.tool import Toolkit, ToolResponse
 
 from ._support import (
-    ScriptModel,
     call,
     history,
     make_agent,
+    prompt_text,
     response,
     text,
     texts_of,
@@ -53,7 +54,7 @@ def _toolkit(*funcs: object) -> Toolkit:
 
 
 async def test_multi_step_tool_conversation() -> None:
-    model = ScriptModel(
+    model = ScriptedChatModel(
         [
             response(text("First the sum."), call("add", "c1", a=2, b=3)),
             response(call("multiply", "c2", a=5, b=4)),
@@ -90,14 +91,14 @@ async def test_multi_step_tool_conversation() -> None:
         "role": "system",
         "content": "You are a helpful assistant.",
     } or (model.calls[0].messages[0]["role"] == "system")
-    assert "What is (2 + 3) * 4?" in model.calls[0].text()
-    assert "5" in model.calls[1].text() and "20" in model.calls[2].text()
+    assert "What is (2 + 3) * 4?" in prompt_text(model.calls[0])
+    assert "5" in prompt_text(model.calls[1]) and "20" in prompt_text(model.calls[2])
     assert model.calls[0].tool_names == ["add", "multiply"]
     assert model.calls[0].tool_choice is None
 
 
 async def test_plain_answer_without_tools_ends_after_one_call() -> None:
-    model = ScriptModel([response(text("Hello!"))])
+    model = ScriptedChatModel([response(text("Hello!"))])
     agent = make_agent(model)
     reply = await agent(user("hi"))
     assert reply.get_text_content() == "Hello!"
@@ -115,7 +116,7 @@ async def test_failing_and_unknown_tools_become_results_and_the_loop_goes_on() -
         """
         raise RuntimeError("disk on fire")
 
-    model = ScriptModel(
+    model = ScriptedChatModel(
         [
             response(call("broken", "c1", x=1), call("missing", "c2")),
             response(text("Both failed.")),
@@ -151,7 +152,7 @@ async def test_parallel_tool_calls_overlap_and_are_recorded_in_call_order() -> N
         ),
         response(text("both done")),
     ]
-    agent = make_agent(ScriptModel(script), _toolkit(slow), parallel_tool_calls=True)
+    agent = make_agent(ScriptedChatModel(script), _toolkit(slow), parallel_tool_calls=True)
     start = time.perf_counter()
     await agent(user("run both"))
     elapsed = time.perf_counter() - start
@@ -163,7 +164,7 @@ async def test_parallel_tool_calls_overlap_and_are_recorded_in_call_order() -> N
     assert tool_pair_problems(msgs) == []
 
     # Sequentially the same calls take the sum of their times.
-    agent = make_agent(ScriptModel(script), _toolkit(slow), parallel_tool_calls=False)
+    agent = make_agent(ScriptedChatModel(script), _toolkit(slow), parallel_tool_calls=False)
     start = time.perf_counter()
     await agent(user("run both"))
     assert time.perf_counter() - start >= 0.35
@@ -179,7 +180,7 @@ async def test_two_parallel_tools_of_0_2_seconds_finish_in_about_0_2_seconds() -
         await anyio.sleep(seconds)
         return ToolResponse(content=[TextBlock(text="ok")])
 
-    model = ScriptModel(
+    model = ScriptedChatModel(
         [
             response(call("wait", "a", seconds=0.2), call("wait", "b", seconds=0.2)),
             response(text("done")),
@@ -194,21 +195,17 @@ async def test_two_parallel_tools_of_0_2_seconds_finish_in_about_0_2_seconds() -
 async def test_max_iters_ends_with_one_summarising_call_without_tools() -> None:
     steps = [response(call("add", f"c{i}", a=i, b=i)) for i in range(3)]
     steps.append(response(text("I could not finish; here is where I am.")))
-    model = ScriptModel(steps)
+    model = ScriptedChatModel(steps)
     agent = make_agent(model, _toolkit(add), max_iters=3)
     reply = await agent(user("loop forever"))
 
     assert len(model.calls) == 4
     last = model.calls[-1]
     assert last.tools is None and last.tool_choice is None
-    assert (
-        last.messages[-1]["content"]
-        == (
-            "You have failed to generate response within the maximum iterations. Now respond "
-            "directly by summarizing the current situation."
-        )
-        or "You have failed to generate response within the maximum iterations" in last.text()
-    )
+    assert last.messages[-1]["content"] == (
+        "You have failed to generate response within the maximum iterations. Now respond "
+        "directly by summarizing the current situation."
+    ) or "You have failed to generate response within the maximum iterations" in prompt_text(last)
     assert reply.metadata["generate_reason"] == GenerateReason.MAX_ITERATIONS
     assert reply.metadata["usage"]["input_tokens"] == 40
     msgs = await history(agent.memory)
@@ -220,7 +217,7 @@ async def test_max_iters_ends_with_one_summarising_call_without_tools() -> None:
 
 
 async def test_streaming_reasoning_prints_chunks_with_one_id() -> None:
-    model = ScriptModel([response(text("Streaming answer here"))], stream=True)
+    model = ScriptedChatModel([response(text("Streaming answer here"))], stream=True)
     agent = make_agent(model)
     send, receive = anyio.create_memory_object_stream[tuple[Msg, bool]](100)
     agent.set_msg_queue_enabled(True, send)
@@ -253,7 +250,7 @@ async def test_meta_tool_lets_the_model_activate_a_group() -> None:
     toolkit = Toolkit()
     toolkit.create_tool_group("browsing", "Tools to browse the web.", notes="Cite your sources.")
     toolkit.register_tool_function(search, group_name="browsing")
-    model = ScriptModel(
+    model = ScriptedChatModel(
         [
             response(call("reset_equipped_tools", "m1", browsing=True)),
             response(call("search", "s1", query="anyio")),
@@ -272,7 +269,7 @@ async def test_meta_tool_lets_the_model_activate_a_group() -> None:
 
 
 async def test_observe_records_without_replying() -> None:
-    model = ScriptModel([])
+    model = ScriptedChatModel([])
     agent = make_agent(model)
     await agent.observe(Msg("Bob", "I am Bob", "assistant"))
     assert [m.name for m in await history(agent.memory)] == ["Bob"]
@@ -280,18 +277,18 @@ async def test_observe_records_without_replying() -> None:
 
 
 async def test_state_holds_memory_toolkit_name_and_prompt() -> None:
-    agent = make_agent(ScriptModel([response(text("hi"))]), _toolkit(add))
+    agent = make_agent(ScriptedChatModel([response(text("hi"))]), _toolkit(add))
     await agent(user("hello"))
     state = agent.state_dict()
     assert {"memory", "toolkit", "name", "_sys_prompt"} <= set(state)
     assert state["name"] == "Friday" and state["_sys_prompt"] == "You are a helpful assistant."
-    other = make_agent(ScriptModel([]), _toolkit(add))
+    other = make_agent(ScriptedChatModel([]), _toolkit(add))
     other.memory.load_state_dict(state["memory"])
     assert [m.get_text_content() for m in await history(other.memory)] == ["hello", "hi"]
 
 
 def test_constructor_rejects_bad_arguments() -> None:
-    model = ScriptModel([])
+    model = ScriptedChatModel([])
     formatter = OpenAIChatFormatter()
     with pytest.raises(ValueError, match="long_term_memory_mode"):
         ReActAgent("a", "p", model, formatter, long_term_memory_mode="sometimes")  # type: ignore[arg-type]
@@ -308,7 +305,7 @@ def test_constructor_rejects_bad_arguments() -> None:
 
 
 async def test_reply_rejects_bad_input() -> None:
-    agent = make_agent(ScriptModel([]))
+    agent = make_agent(ScriptedChatModel([]))
     with pytest.raises(TypeError, match="Msg"):
         await agent("hello")
     with pytest.raises(TypeError, match="structured_model"):

@@ -6,12 +6,13 @@ import attrs
 from pydantic import BaseModel, Field
 
 from agentscope_rt.agent import GenerateReason
+from agentscope_rt.model import ScriptedChatModel
 
 from ._support import (
-    ScriptModel,
     call,
     history,
     make_agent,
+    prompt_text,
     response,
     text,
     texts_of,
@@ -32,7 +33,7 @@ class City:
 
 
 async def test_valid_structured_output_lands_in_metadata() -> None:
-    model = ScriptModel(
+    model = ScriptedChatModel(
         [response(text("Here is Ada."), call("generate_response", "f1", name="Ada", age=36))]
     )
     agent = make_agent(model)
@@ -51,7 +52,7 @@ async def test_valid_structured_output_lands_in_metadata() -> None:
 
 
 async def test_invalid_arguments_go_back_to_the_model_which_corrects_them() -> None:
-    model = ScriptModel(
+    model = ScriptedChatModel(
         [
             response(call("generate_response", "f1", name="Ada", age=-3)),
             response(text("Fixed."), call("generate_response", "f2", name="Ada", age=36)),
@@ -65,12 +66,12 @@ async def test_invalid_arguments_go_back_to_the_model_which_corrects_them() -> N
     assert error.startswith("Arguments Validation Error: ")
     assert "age" in error
     # The model saw the error before its second attempt, and was still required to call a tool.
-    assert "Arguments Validation Error" in model.calls[1].text()
+    assert "Arguments Validation Error" in prompt_text(model.calls[1])
     assert model.calls[1].tool_choice == "required"
 
 
 async def test_without_text_the_model_is_asked_for_a_text_answer() -> None:
-    model = ScriptModel(
+    model = ScriptedChatModel(
         [
             response(call("generate_response", "f1", name="Paris", population=2100000)),
             response(text("Paris has about 2.1 million people.")),
@@ -82,7 +83,7 @@ async def test_without_text_the_model_is_asked_for_a_text_answer() -> None:
     assert reply.get_text_content() == "Paris has about 2.1 million people."
     second = model.calls[1]
     assert second.tool_choice == "none"
-    assert "Now generate a text response based on your current situation" in second.text()
+    assert "Now generate a text response based on your current situation" in prompt_text(second)
     # The hint was shown once and is gone from memory.
     assert all(
         "Now generate a text response" not in texts_of(m) for m in await history(agent.memory)
@@ -95,7 +96,7 @@ async def test_a_plain_answer_is_reminded_that_structured_output_is_required() -
         "properties": {"answer": {"type": "string"}},
         "required": ["answer"],
     }
-    model = ScriptModel(
+    model = ScriptedChatModel(
         [
             response(text("Just chatting.")),
             response(text("OK."), call("generate_response", "f1", answer="42")),
@@ -106,13 +107,13 @@ async def test_a_plain_answer_is_reminded_that_structured_output_is_required() -
     assert reply.metadata["answer"] == "42"
     assert (
         "Structured output is required, go on to finish your task or call 'generate_response'"
-        in (model.calls[1].text())
+        in (prompt_text(model.calls[1]))
     )
     assert model.calls[1].tool_choice == "required"
 
 
 async def test_finish_function_is_removed_for_plain_calls() -> None:
-    model = ScriptModel(
+    model = ScriptedChatModel(
         [
             response(text("A."), call("generate_response", "f1", name="Ada", age=36)),
             response(text("plain")),

@@ -1,0 +1,175 @@
+"""Long-term memory, knowledge and plan notebook, called through their interfaces."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from agentscope_rt.memory import LongTermMemoryBase
+from agentscope_rt.message import Msg, TextBlock
+from agentscope_rt.model import ChatResponse, ScriptedChatModel
+from agentscope_rt.plan import PlanNotebookBase
+from agentscope_rt.rag import DocMetadata, Document, KnowledgeBase
+from agentscope_rt.tool import ToolResponse
+
+from ._support import call, history, make_agent, prompt_text, response, text, texts_of, user
+
+
+class NotesMemory(LongTermMemoryBase):
+    """A long-term memory keeping texts in a list."""
+
+    def __init__(self, notes: list[str]) -> None:
+        super().__init__()
+        self.notes = notes
+        self.recorded: list[list[Msg | None]] = []
+
+    async def record(self, msgs: list[Msg | None], **kwargs: Any) -> None:
+        self.recorded.append(msgs)
+
+    async def retrieve(self, msg: Msg | list[Msg] | None, limit: int = 5, **kwargs: Any) -> str:
+        return "\n".join(self.notes)
+
+    async def record_to_memory(
+        self, thinking: str, content: list[str], **kwargs: Any
+    ) -> ToolResponse:
+        """Record important information.
+
+        Args:
+            thinking: why.
+            content: what to remember.
+        """
+        self.notes.extend(content)
+        return ToolResponse(content=[TextBlock(text="Recorded.")])
+
+    async def retrieve_from_memory(
+        self, keywords: list[str], limit: int = 5, **kwargs: Any
+    ) -> ToolResponse:
+        """Retrieve memories.
+
+        Args:
+            keywords: what to look for.
+            limit: how many per keyword.
+        """
+        found = [n for n in self.notes if any(k in n for k in keywords)]
+        return ToolResponse(content=[TextBlock(text="\n".join(found) or "nothing")])
+
+
+class Docs(KnowledgeBase):
+    def __init__(self, docs: list[tuple[str, float]]) -> None:
+        super().__init__()
+        self.docs = docs
+        self.queries: list[str] = []
+
+    async def retrieve(
+        self, query: str, limit: int = 5, score_threshold: float | None = None, **kwargs: Any
+    ) -> list[Document]:
+        self.queries.append(query)
+        return [
+            Document(
+                DocMetadata(
+                    TextBlock(text=body), doc_id="d", chunk_id=i, total_chunks=len(self.docs)
+                ),
+                score=s,
+            )
+            for i, (body, s) in enumerate(self.docs)
+        ]
+
+    async def add_documents(self, documents: list[Document], **kwargs: Any) -> None:
+        self.docs.extend((d.metadata.content["text"], d.score or 0.0) for d in documents)
+
+
+class Checklist(PlanNotebookBase):
+    def __init__(self) -> None:
+        super().__init__()
+        self.hints = 0
+
+    def list_tools(self) -> list[Callable[..., Any]]:
+        return [self.finish_subtask]
+
+    async def finish_subtask(self, subtask_idx: int) -> ToolResponse:
+        """Mark a subtask as done.
+
+        Args:
+            subtask_idx: which subtask.
+        """
+        return ToolResponse(content=[TextBlock(text=f"subtask {subtask_idx} done")])
+
+    async def get_current_hint(self) -> Msg | None:
+        self.hints += 1
+        return Msg("user", f"<system-hint>plan step {self.hints}</system-hint>", "user")
+
+
+async def test_static_long_term_memory_is_retrieved_and_recorded() -> None:
+    ltm = NotesMemory(["The user's name is Ada."])
+    model = ScriptedChatModel([response(text("Hi Ada!"))])
+    agent = make_agent(model, long_term_memory=ltm, long_term_memory_mode="static_control")
+    await agent(user("Who am I?"))
+    assert "The user's name is Ada." in prompt_text(model.calls[0])
+    assert "<long_term_memory>" in prompt_text(model.calls[0])
+    assert [m.get_text_content() for m in ltm.recorded[0] if m][-1] == "Hi Ada!"
+    assert "record_to_memory" not in agent.toolkit.tools
+
+
+async def test_agent_controlled_long_term_memory_tools() -> None:
+    ltm = NotesMemory([])
+    model = ScriptedChatModel(
+        [
+            response(call("record_to_memory", "c1", thinking="useful", content=["likes tea"])),
+            response(text("Noted.")),
+        ]
+    )
+    agent = make_agent(model, long_term_memory=ltm, long_term_memory_mode="agent_control")
+    await agent(user("I like tea"))
+    assert set(model.calls[0].tool_names) == {"record_to_memory", "retrieve_from_memory"}
+    assert ltm.notes == ["likes tea"]
+    assert ltm.recorded == []
+
+
+async def test_knowledge_is_retrieved_with_a_rewritten_query_and_sorted_by_score() -> None:
+    kb = Docs([("low relevance", 0.1), ("Paris is the capital of France.", 0.9)])
+    model = ScriptedChatModel(
+        [
+            ChatResponse(content=[], metadata={"rewritten_query": "capital of France"}),
+            response(text("Paris.")),
+        ]
+    )
+    agent = make_agent(model, knowledge=kb)
+    reply = await agent(user("What is its capital?"))
+    assert reply.get_text_content() == "Paris."
+    assert kb.queries == ["capital of France"]
+    assert model.calls[0].structured_model is not None
+    assert "rewrite the above user query" in prompt_text(model.calls[0])
+    msgs = await history(agent.memory)
+    retrieved = texts_of(msgs[1])
+    assert retrieved.index("Paris is the capital") < retrieved.index("low relevance")
+    assert "<retrieved_knowledge>" in retrieved
+
+
+async def test_knowledge_without_rewriting() -> None:
+    kb = Docs([("fact", 0.5)])
+    model = ScriptedChatModel([response(text("ok"))])
+    agent = make_agent(model, knowledge=[kb], enable_rewrite_query=False)
+    await agent(user("query text"))
+    assert kb.queries == ["query text"]
+    assert len(model.calls) == 1
+
+
+async def test_plan_notebook_tools_and_hints() -> None:
+    notebook = Checklist()
+    model = ScriptedChatModel(
+        [response(call("finish_subtask", "c1", subtask_idx=0)), response(text("Done."))]
+    )
+    agent = make_agent(model, plan_notebook=notebook)
+    await agent(user("work"))
+    assert model.calls[0].tool_names == ["finish_subtask"]
+    assert "plan step 1" in prompt_text(model.calls[0])
+    assert "plan step 2" in prompt_text(model.calls[1])
+    assert "plan step 1" not in prompt_text(model.calls[1])  # hints live for one step
+    assert all("plan step" not in texts_of(m) for m in await history(agent.memory))
+
+
+async def test_plan_tools_go_to_their_own_group_with_the_meta_tool() -> None:
+    agent = make_agent(ScriptedChatModel([]), plan_notebook=Checklist(), enable_meta_tool=True)
+    assert agent.toolkit.tools["finish_subtask"].group == "plan_related"
+    assert agent.toolkit.groups["plan_related"].description == Checklist.description
+    assert not agent.toolkit.groups["plan_related"].active
