@@ -1,6 +1,8 @@
 """Formatters for Google's Gemini API.
 
-Messages are ``{"role": "user" | "model", "parts": [...]}``; parts are ``{"text"}``,
+Messages are ``{"role": "user" | "model", "parts": [...]}`` (the leading system prompt has
+role ``"system"``: :class:`~agentscope_rt.model.GeminiChatModel` sends it as the request's
+``systemInstruction``, where AgentScope sent it as a user turn); parts are ``{"text"}``,
 ``{"inline_data": {"data", "mime_type"}}``, ``{"function_call": {"id", "name", "args"}}`` and
 ``{"function_response": {"id", "name", "response": {"output"}}}`` — the field names AgentScope
 uses (the Gemini REST API accepts these snake_case names as well as camelCase). Media is
@@ -82,11 +84,20 @@ async def format_gemini_media_block(
     return {"inline_data": {"data": data, "mime_type": media_type}}
 
 
+def _gemini_role(msg: Msg, index: int) -> str:
+    if msg.role == "assistant":
+        return "model"
+    # Only the leading system prompt becomes systemInstruction; a later system message (a
+    # tool result, a hint) stays a user turn in its place.
+    return "system" if msg.role == "system" and index == 0 else "user"
+
+
 class GeminiChatFormatter(TruncatedFormatterBase):
     """Gemini formatter for a conversation between a user and one agent.
 
     Accepted blocks: text, image, audio, video, tool_use, tool_result. Thinking is left out
-    silently. Assistant messages get role ``model``, everything else ``user``.
+    silently. Assistant messages get role ``model``, a leading system message ``system`` (sent
+    as ``systemInstruction`` by the model), everything else ``user``.
 
     :param promote_tool_result_images: show images from tool results in a following user
         message (function responses carry text only).
@@ -132,9 +143,7 @@ class GeminiChatFormatter(TruncatedFormatterBase):
                 elif block.type != "thinking":
                     call.drop(block.type)
             if parts:
-                messages.append(
-                    {"role": "model" if msg.role == "assistant" else "user", "parts": parts}
-                )
+                messages.append({"role": _gemini_role(msg, i), "parts": parts})
             i += 1
         return messages
 
@@ -142,7 +151,8 @@ class GeminiChatFormatter(TruncatedFormatterBase):
 class GeminiMultiAgentFormatter(MultiAgentFormatterBase):
     """Gemini formatter for conversations with several named speakers.
 
-    The system prompt becomes a user message (as in AgentScope); plain messages are folded
+    The system prompt keeps role ``system`` (sent as ``systemInstruction``); plain messages
+    are folded
     into one user message per run (``name: text`` lines inside ``<history>...</history>``,
     media parts kept in place); tool calls and results keep Gemini's native shape.
 
@@ -168,7 +178,7 @@ class GeminiMultiAgentFormatter(MultiAgentFormatterBase):
         self._chat = GeminiChatFormatter(promote_tool_result_images=promote_tool_result_images)
 
     async def _format_system_message(self, msg: Msg) -> dict[str, Any]:
-        return {"role": "user", "parts": [{"text": msg.get_text_content()}]}
+        return {"role": "system", "parts": [{"text": msg.get_text_content()}]}
 
     async def _format_agent_message(self, msgs: list[Msg], prompt: str) -> list[dict[str, Any]]:
         media = _gemini_media
