@@ -45,6 +45,16 @@ class AgentError(AgentScopeRTError):
     """An agent was used in a way it does not support."""
 
 
+class MsgHubError(AgentScopeRTError):
+    """A message hub could not deliver a message, or was used outside its lifetime.
+
+    Raised by :meth:`MsgHub.broadcast` and by a speaking agent whose reply could not reach every
+    recipient because an observer raised (the hub itself then exits with the observer's error)
+    or because the hub was cancelled while delivering; and when a hub is used before it is
+    entered or after it has exited.
+    """
+
+
 # -- models ---------------------------------------------------------------------------------
 
 

@@ -1,0 +1,22 @@
+"""Multi-agent collaboration: message hubs and pipelines.
+
+:class:`MsgHub` lets a group of agents hear each other's replies, through bounded inboxes and
+delivery tasks in a task group the hub owns. :func:`sequential_pipeline` chains agents,
+:func:`fanout_pipeline` runs them side by side in a task group, and
+:func:`stream_printing_messages` turns what agents print into an async iterator.
+"""
+
+from ._class import FanoutPipeline, SequentialPipeline
+from ._functional import fanout_pipeline, sequential_pipeline, stream_printing_messages
+from ._msghub import DEFAULT_INBOX_SIZE, SLOW_OBSERVE_SECONDS, MsgHub
+
+__all__ = [
+    "DEFAULT_INBOX_SIZE",
+    "SLOW_OBSERVE_SECONDS",
+    "FanoutPipeline",
+    "MsgHub",
+    "SequentialPipeline",
+    "fanout_pipeline",
+    "sequential_pipeline",
+    "stream_printing_messages",
+]
