@@ -241,7 +241,14 @@ class AgentBase(StateModule, abc.ABC):
         :raises Exception: whatever ``reply`` or a hook raises (the reply is then not
             broadcast); a cancellation from outside the call propagates unchanged.
         """
-        async with self._reply_lock:
+        lock = self._reply_lock
+        try:
+            # Uncontended: no await at all. acquire_nowait never jumps queued callers, so
+            # arrival order is kept; otherwise wait in line (a checkpoint, cancellable).
+            lock.acquire_nowait()
+        except anyio.WouldBlock:
+            await lock.acquire()
+        try:
             call = self._call
             reply_id = _new_reply_id()
             scope = anyio.CancelScope()
@@ -264,17 +271,19 @@ class AgentBase(StateModule, abc.ABC):
                 # An outer cancellation that landed together with the interrupt wins.
                 await anyio.lowlevel.checkpoint_if_cancelled()
                 reply_msg = await self.handle_interrupt(*args, **kwargs)
-                if not isinstance(reply_msg, Msg):
+                if reply_msg.__class__ is not Msg and not isinstance(reply_msg, Msg):
                     raise TypeError(
                         f"{type(self).__name__}.handle_interrupt must return a Msg, "
                         f"not {type(reply_msg).__name__}"
                     )
                 reply_msg.metadata[GENERATE_REASON_KEY] = _INTERRUPTED
-            if isinstance(reply_msg, Msg):
+            if reply_msg.__class__ is Msg or isinstance(reply_msg, Msg):
                 reply_msg.invocation_id = reply_id
             if (self._hub_links or self._subscribers) and isinstance(reply_msg, (Msg, list)):
                 await broadcast(self, reply_msg, self._hub_links.values(), self._subscribers)
             return reply_msg
+        finally:
+            lock.release()
 
     def interrupt(self) -> _InterruptRequested:
         """Interrupt the reply in progress (a no-op when the agent is idle).

@@ -46,6 +46,33 @@ async def test_concurrent_calls_are_serialised_in_arrival_order() -> None:
     assert replies == ["0", "1", "2", "3", "4"]
 
 
+async def test_cancelled_waiting_call_leaves_the_line_and_the_agent_intact() -> None:
+    agent = Tracing()
+    replies: list[str] = []
+    waiting = anyio.CancelScope()
+
+    async def call(text: str, scope: anyio.CancelScope | None = None) -> None:
+        if scope is None:
+            replies.append((await agent(user(text))).content)  # type: ignore[arg-type]
+            return
+        with scope:
+            replies.append((await agent(user(text))).content)  # type: ignore[arg-type]
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(call, "0")
+        await anyio.sleep(0.001)
+        tg.start_soon(call, "1", waiting)
+        await anyio.sleep(0.001)
+        tg.start_soon(call, "2")
+        await anyio.sleep(0.001)
+        waiting.cancel()  # "1" is still queued behind "0"
+    assert waiting.cancelled_caught
+    assert replies == ["0", "2"]
+    assert agent.events == ["start 0", "end 0", "start 2", "end 2"]
+    assert agent.interrupt_calls == 0
+    assert (await agent(user("3"))).content == "3"
+
+
 async def test_observe_runs_while_reply_is_in_progress() -> None:
     agent = EchoAgent(delay=0.3)
     observed_during: list[bool] = []
