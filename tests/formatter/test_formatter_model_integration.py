@@ -1,0 +1,272 @@
+"""Each formatter's output goes through its model class to a local server speaking the provider's
+protocol, and the request the server receives has the provider's shape.
+
+The conversation has a system prompt, a user question, an assistant turn with text and a tool
+call, and the tool result (a ``system`` message, as the ReAct agent stores it). Chat and
+multi-agent formatters format tool runs the same way, so both are checked with one assertion
+per provider; only the user turn's text differs (``<history>`` for multi-agent).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from agentscope_rt.formatter import (
+    AnthropicChatFormatter,
+    AnthropicMultiAgentFormatter,
+    DashScopeChatFormatter,
+    DashScopeMultiAgentFormatter,
+    DeepSeekChatFormatter,
+    DeepSeekMultiAgentFormatter,
+    FormatterBase,
+    GeminiChatFormatter,
+    GeminiMultiAgentFormatter,
+    OllamaChatFormatter,
+    OllamaMultiAgentFormatter,
+    OpenAIChatFormatter,
+    OpenAIMultiAgentFormatter,
+)
+from agentscope_rt.message import Msg, TextBlock, ToolResultBlock, ToolUseBlock
+from agentscope_rt.model import (
+    AnthropicChatModel,
+    DashScopeChatModel,
+    GeminiChatModel,
+    OllamaChatModel,
+    OpenAIChatModel,
+    RetryConfig,
+)
+from tests.model._wire_servers import Reply, WireServer, anthropic_message, openai_completion
+from tests.model._wire_servers_b import (
+    Answer,
+    ScriptedServer,
+    gemini_response,
+    ollama_chunk,
+    running_server,
+)
+
+KEY = "test-key-not-secret"
+FAST = RetryConfig(max_retries=0, initial_delay=0.01, max_delay=0.01, jitter=0.0)
+SYSTEM = "You are a weather bot."
+QUESTION = "Weather in Paris?"
+RESULT = "Sunny, 21 C"
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "Current weather of a city.",
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}},
+                "required": ["city"],
+            },
+        },
+    }
+]
+
+
+def conversation() -> list[Msg]:
+    return [
+        Msg("system", SYSTEM, "system"),
+        Msg("user", QUESTION, "user"),
+        Msg(
+            "bot",
+            [
+                TextBlock("Checking."),
+                ToolUseBlock(id="call_1", name="get_weather", input={"city": "Paris"}),
+            ],
+            "assistant",
+        ),
+        Msg(
+            "system",
+            [ToolResultBlock(id="call_1", name="get_weather", output=[TextBlock(RESULT)])],
+            "system",
+        ),
+    ]
+
+
+def text_of(content: Any) -> str:
+    """The text of a content string or a list of text parts."""
+    if isinstance(content, str):
+        return content
+    return "\n".join(part["text"] for part in content if "text" in part)
+
+
+@pytest.fixture
+def wire() -> Iterator[WireServer]:
+    with WireServer() as server:
+        yield server
+
+
+@pytest.fixture
+def scripted() -> Iterator[ScriptedServer]:
+    with running_server() as server:
+        yield server
+
+
+def check_openai_style(
+    messages: list[dict[str, Any]], arguments: Any, assistant_text: Any = "Checking."
+) -> None:
+    """System first, the user question, the assistant's tool call, the ``role: tool`` result."""
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "tool"]
+    assert text_of(messages[0]["content"]) == SYSTEM
+    assert QUESTION in text_of(messages[1]["content"])
+    assistant = messages[2]
+    assert text_of(assistant["content"]) == assistant_text
+    assert assistant["tool_calls"] == [
+        {
+            "id": "call_1",
+            "type": "function",
+            "function": {"name": "get_weather", "arguments": arguments},
+        }
+    ]
+    assert messages[3]["tool_call_id"] == "call_1"
+    assert messages[3]["content"] == RESULT
+
+
+@pytest.mark.parametrize(
+    "formatter",
+    [
+        OpenAIChatFormatter(),
+        OpenAIMultiAgentFormatter(),
+        DeepSeekChatFormatter(),
+        DeepSeekMultiAgentFormatter(),
+    ],
+    ids=type,
+)
+async def test_openai_compatible_request(wire: WireServer, formatter: FormatterBase) -> None:
+    wire.add(Reply(body=openai_completion("Sunny.")))
+    messages = await formatter.format(conversation(), tools=TOOLS)
+    model = OpenAIChatModel(
+        "gpt-test",
+        api_key=KEY,
+        stream=False,
+        client_kwargs={"base_url": wire.url + "/v1"},
+        retry_config=FAST,
+    )
+    async with model:
+        response = await model(messages, tools=TOOLS)
+    assert response.content == [TextBlock("Sunny.")]  # type: ignore[union-attr]
+    [request] = wire.requests
+    assert request.path == "/v1/chat/completions"
+    body = request.body
+    check_openai_style(body["messages"], json.dumps({"city": "Paris"}))
+    assert body["tools"] == TOOLS
+
+
+@pytest.mark.parametrize(
+    "formatter", [DashScopeChatFormatter(), DashScopeMultiAgentFormatter()], ids=type
+)
+async def test_dashscope_request(wire: WireServer, formatter: FormatterBase) -> None:
+    wire.add(Reply(body=openai_completion("Sunny.")))
+    messages = await formatter.format(conversation(), tools=TOOLS)
+    model = DashScopeChatModel(
+        "qwen-plus",
+        api_key=KEY,
+        stream=False,
+        base_http_api_url=wire.url + "/compatible-mode/v1",
+        retry_config=FAST,
+    )
+    async with model:
+        await model(messages, tools=TOOLS)
+    [request] = wire.requests
+    assert request.path == "/compatible-mode/v1/chat/completions"
+    body = request.body
+    # Text-only messages travel as plain strings, as the compatible endpoint takes them.
+    assert all(isinstance(m["content"], str) for m in body["messages"])
+    check_openai_style(body["messages"], json.dumps({"city": "Paris"}))
+
+
+@pytest.mark.parametrize(
+    "formatter", [AnthropicChatFormatter(), AnthropicMultiAgentFormatter()], ids=type
+)
+async def test_anthropic_request(wire: WireServer, formatter: FormatterBase) -> None:
+    wire.add(Reply(body=anthropic_message([{"type": "text", "text": "Sunny."}])))
+    messages = await formatter.format(conversation(), tools=TOOLS)
+    model = AnthropicChatModel(
+        "claude-test",
+        api_key=KEY,
+        stream=False,
+        client_kwargs={"base_url": wire.url},
+        retry_config=FAST,
+    )
+    async with model:
+        await model(messages, tools=TOOLS)
+    [request] = wire.requests
+    assert request.path == "/v1/messages"
+    body = request.body
+    # The system prompt is the separate parameter, not a message.
+    assert text_of(body["system"]) == SYSTEM
+    assert [m["role"] for m in body["messages"]] == ["user", "assistant", "user"]
+    assert QUESTION in text_of(body["messages"][0]["content"])
+    assert body["messages"][1]["content"] == [
+        {"type": "text", "text": "Checking."},
+        {"id": "call_1", "type": "tool_use", "name": "get_weather", "input": {"city": "Paris"}},
+    ]
+    assert body["messages"][2]["content"] == [
+        {
+            "type": "tool_result",
+            "tool_use_id": "call_1",
+            "content": [{"type": "text", "text": RESULT}],
+        }
+    ]
+    assert body["tools"][0]["name"] == "get_weather"
+    assert body["tools"][0]["input_schema"] == TOOLS[0]["function"]["parameters"]  # type: ignore[index]
+
+
+@pytest.mark.parametrize(
+    "formatter", [GeminiChatFormatter(), GeminiMultiAgentFormatter()], ids=type
+)
+async def test_gemini_request(scripted: ScriptedServer, formatter: FormatterBase) -> None:
+    scripted.add(Answer(body=gemini_response({"text": "Sunny."}, prompt_tokens=9, output_tokens=2)))
+    messages = await formatter.format(conversation(), tools=TOOLS)
+    model = GeminiChatModel(
+        "gemini-2.5-flash",
+        api_key=KEY,
+        stream=False,
+        client_kwargs={"base_url": scripted.url},
+        retry_config=FAST,
+    )
+    await model(messages, tools=TOOLS)
+    [request] = scripted.requests
+    assert request.path.endswith("/models/gemini-2.5-flash:generateContent")
+    body = request.body
+    assert body["systemInstruction"] == {"parts": [{"text": SYSTEM}]}
+    contents = body["contents"]
+    assert [c["role"] for c in contents] == ["user", "model", "user"]
+    assert QUESTION in contents[0]["parts"][0]["text"]
+    # The call has no id of its own (Gemini assigns none); the null is not sent.
+    assert contents[1]["parts"] == [
+        {"text": "Checking."},
+        {"function_call": {"name": "get_weather", "args": {"city": "Paris"}}},
+    ]
+    assert contents[2]["parts"] == [
+        {
+            "function_response": {
+                "id": "call_1",
+                "name": "get_weather",
+                "response": {"output": RESULT},
+            }
+        }
+    ]
+    declarations = body["tools"][0]["functionDeclarations"]
+    assert [d["name"] for d in declarations] == ["get_weather"]
+
+
+@pytest.mark.parametrize(
+    "formatter", [OllamaChatFormatter(), OllamaMultiAgentFormatter()], ids=type
+)
+async def test_ollama_request(scripted: ScriptedServer, formatter: FormatterBase) -> None:
+    scripted.add(Answer(body=ollama_chunk("Sunny.", done=True, prompt_eval_count=9, eval_count=2)))
+    messages = await formatter.format(conversation(), tools=TOOLS)
+    model = OllamaChatModel("qwen3:0.6b", stream=False, host=scripted.url, retry_config=FAST)
+    await model(messages, tools=TOOLS)
+    [request] = scripted.requests
+    assert request.path == "/api/chat"
+    # Ollama takes the arguments as an object, not a JSON string.
+    check_openai_style(request.body["messages"], {"city": "Paris"})
+    assert request.body["tools"][0]["function"]["name"] == "get_weather"
