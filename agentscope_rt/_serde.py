@@ -29,6 +29,7 @@ from .message._block import (
     MediaBlock,
     MsgContent,
     Source,
+    ThinkingBlock,
     ToolOutput,
     ToolUseBlock,
     _MappingView,
@@ -165,8 +166,11 @@ converter.register_structure_hook_func(
 
 def _register_block(cls: type[_MappingView]) -> None:
     overrides = {}
+    # Optional keys AgentScope's JSON does not have are written only when set.
     if cls is ToolUseBlock:
         overrides["raw_input"] = override(omit_if_default=True)
+    elif cls is ThinkingBlock:
+        overrides["signature"] = override(omit_if_default=True)
     gen_unstructure = make_dict_unstructure_fn(cls, converter, **overrides)  # type: ignore[arg-type]
     gen_structure = make_dict_structure_fn(cls, converter)
     tag = cls.type

@@ -43,7 +43,7 @@ media_blocks = (
 )
 content_blocks = (
     media_blocks
-    | st.builds(ThinkingBlock, thinking=text)
+    | st.builds(ThinkingBlock, thinking=text, signature=st.none() | text)
     | st.builds(
         ToolUseBlock,
         id=text,

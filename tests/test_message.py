@@ -299,3 +299,11 @@ def test_agentscope_1_0_4_null_metadata_loads() -> None:
         }
     )
     assert msg.metadata == {}
+
+
+def test_thinking_signature_written_only_when_present() -> None:
+    plain = Msg("a", [ThinkingBlock(thinking="t")], "assistant").to_dict()
+    assert plain["content"][0] == {"type": "thinking", "thinking": "t"}
+    signed = Msg("a", [ThinkingBlock(thinking="t", signature="sig")], "assistant")
+    assert signed.to_dict()["content"][0]["signature"] == "sig"
+    assert Msg.from_dict(signed.to_dict()) == signed

@@ -141,10 +141,16 @@ class TextBlock(_MappingView):
 
 @attrs.define(slots=True)
 class ThinkingBlock(_MappingView):
-    """A model's reasoning, shown to the user but not broadcast to other agents."""
+    """A model's reasoning, shown to the user but not broadcast to other agents.
+
+    ``signature`` is the provider's opaque proof of the reasoning (Anthropic's extended
+    thinking): it must be sent back unchanged with the block in later turns, so it is kept
+    when present and written to JSON only then.
+    """
 
     type: ClassVar[Literal["thinking"]] = "thinking"
     thinking: str
+    signature: str | None = None
 
 
 @attrs.define(slots=True)
