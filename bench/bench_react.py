@@ -1,0 +1,317 @@
+"""Framework overhead of one ReAct reply, against AgentScope and a hand-written floor.
+
+Workload (the same everywhere): the user asks; a zero-latency model answers with one tool call;
+the tool runs; the model answers in text. That is 2 model calls and 1 tool call per reply, with
+the OpenAI chat formatter, console output off and the memory cleared between replies. Each
+figure is the median of 3 runs of 1,000 replies after a warm-up.
+
+* agentscope-rt's ``ReActAgent`` on asyncio and on trio (in this process);
+* the floor: the same conversation written by hand with plain dicts and no framework;
+* AgentScope 1.0.4 (the fastest 1.x measured) and the newest 1.0.x, each in its own venv
+  (``_agentscope_env.py``), running ``_react_agentscope.py``.
+
+Run ``python bench/bench_react.py`` (prints the markdown section) or ``nox -s bench``.
+Target: at least 10x cheaper per reply than AgentScope 1.0.4 on both backends.
+"""
+
+from __future__ import annotations
+
+import collections
+import cProfile
+import json
+import os
+import pathlib
+import platform
+import pstats
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+
+HERE = pathlib.Path(__file__).parent
+sys.path.insert(0, str(HERE))
+
+from _agentscope_env import FAST_VERSION, NEWEST_VERSION, agentscope_python  # noqa: E402
+
+from agentscope_rt import __version__ as RT_VERSION  # noqa: E402
+from agentscope_rt.agent import ReActAgent  # noqa: E402
+from agentscope_rt.formatter import OpenAIChatFormatter  # noqa: E402
+from agentscope_rt.message import Msg, TextBlock, ToolUseBlock  # noqa: E402
+from agentscope_rt.model import ChatModelBase, ChatResponse  # noqa: E402
+from agentscope_rt.tool import Toolkit, ToolResponse  # noqa: E402
+
+REPLIES = 1_000
+RUNS = 3
+WARMUP = 200
+TARGET_RATIO = 10.0
+QUESTION = "What is the weather in Paris?"
+ANSWER = "It is sunny in Paris."
+
+
+# -- agentscope-rt -------------------------------------------------------------------------
+
+
+class ZeroLatencyModel(ChatModelBase):
+    """Calls the tool when the last message is the user's; answers after the tool result."""
+
+    def __init__(self) -> None:
+        super().__init__("zero-latency", stream=False)
+
+    async def __call__(  # type: ignore[override]
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
+        tool_choice: str | None = None,
+        structured_model: Any = None,
+        **kwargs: Any,
+    ) -> ChatResponse:
+        if messages[-1]["role"] == "tool":
+            return ChatResponse(content=[TextBlock(text=ANSWER)])
+        return ChatResponse(
+            content=[ToolUseBlock(id="call_1", name="get_weather", input={"city": "Paris"})]
+        )
+
+
+async def get_weather(city: str) -> ToolResponse:
+    """Get the weather of a city.
+
+    Args:
+        city: the city.
+    """
+    return ToolResponse(content=[TextBlock(text=f"Sunny in {city}.")])
+
+
+def make_agent() -> ReActAgent:
+    toolkit = Toolkit()
+    toolkit.register_tool_function(get_weather)
+    agent = ReActAgent(
+        name="Friday",
+        sys_prompt="You are a helpful assistant.",
+        model=ZeroLatencyModel(),
+        formatter=OpenAIChatFormatter(),
+        toolkit=toolkit,
+    )
+    agent.set_console_output_enabled(False)
+    return agent
+
+
+def rt_workload() -> Callable[[], Awaitable[None]]:
+    agent = make_agent()
+
+    async def one() -> None:
+        await agent.memory.clear()
+        reply = await agent(Msg("user", QUESTION, "user"))
+        if reply.get_text_content() != ANSWER:
+            raise RuntimeError(f"unexpected reply {reply!r}")
+
+    return one
+
+
+# -- the floor -----------------------------------------------------------------------------
+
+
+def floor_workload() -> Callable[[], Awaitable[None]]:
+    """The same conversation by hand: dict messages, a model function, a tool function."""
+
+    async def model(messages: list[dict[str, Any]]) -> dict[str, Any]:
+        if messages[-1]["role"] == "tool":
+            return {"role": "assistant", "content": ANSWER}
+        return {
+            "role": "assistant",
+            "tool_calls": [{"id": "call_1", "name": "get_weather", "args": {"city": "Paris"}}],
+        }
+
+    async def tool(city: str) -> str:
+        return f"Sunny in {city}."
+
+    tools = {"get_weather": tool}
+    history: list[dict[str, Any]] = []
+
+    async def one() -> None:
+        history.clear()
+        history.append({"role": "user", "content": QUESTION})
+        while True:
+            message = await model([{"role": "system", "content": "You are helpful."}, *history])
+            history.append(message)
+            calls = message.get("tool_calls")
+            if not calls:
+                break
+            for tool_call in calls:
+                output = await tools[tool_call["name"]](**tool_call["args"])
+                history.append({"role": "tool", "tool_call_id": tool_call["id"], "content": output})
+        if history[-1]["content"] != ANSWER:
+            raise RuntimeError("unexpected answer")
+
+    return one
+
+
+# -- measuring -----------------------------------------------------------------------------
+
+
+async def _measure(make: Callable[[], Callable[[], Awaitable[None]]]) -> list[float]:
+    one = make()
+    for _ in range(WARMUP):
+        await one()
+    results = []
+    for _ in range(RUNS):
+        start = time.perf_counter()
+        for _ in range(REPLIES):
+            await one()
+        results.append((time.perf_counter() - start) / REPLIES * 1e6)
+    return results
+
+
+def measure_in_process(
+    make: Callable[[], Callable[[], Awaitable[None]]], backend: str
+) -> list[float]:
+    """Per-reply microseconds of each run, on *backend*."""
+    return anyio.run(_measure, make, backend=backend)
+
+
+def measure_agentscope(version: str) -> tuple[str, list[float] | None, str]:
+    """``(version, runs or None, note)`` for AgentScope *version* in its own venv."""
+    note = ""
+    try:
+        python = agentscope_python(version)
+    except RuntimeError as exc:
+        fallback = pathlib.Path("/work/asvenv/bin/python")
+        if version != NEWEST_VERSION or not fallback.exists():
+            return version, None, f"could not prepare a venv: {str(exc).splitlines()[0]}"
+        python, note = fallback, "venv from /work/asvenv"
+    result = subprocess.run(
+        [str(python), str(HERE / "_react_agentscope.py"), str(REPLIES), str(RUNS), str(WARMUP)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "AGENTSCOPE_DISABLE_CONSOLE_OUTPUT": "true"},
+    )
+    if result.returncode != 0:
+        return version, None, f"failed: {result.stderr.strip().splitlines()[-1:]}"
+    data = json.loads(result.stdout.strip().splitlines()[-1])
+    return str(data["version"]), [float(x) for x in data["us_per_reply"]], note
+
+
+def profile_summary(replies: int = 300) -> str:
+    """Where agentscope-rt's time goes (asyncio), grouped by module, plus the top functions."""
+
+    async def run() -> None:
+        one = rt_workload()
+        for _ in range(50):
+            await one()
+        profiler.enable()
+        for _ in range(replies):
+            await one()
+        profiler.disable()
+
+    profiler = cProfile.Profile()
+    anyio.run(run, backend="asyncio")
+    stats = pstats.Stats(profiler)
+    by_area: collections.Counter[str] = collections.Counter()
+    rows = []
+    for (filename, line, name), (_, _, tottime, _, _) in stats.stats.items():  # type: ignore[attr-defined]
+        path = filename.replace(os.sep, "/")
+        if "/agentscope_rt/" in path:
+            area = "agentscope_rt." + path.split("/agentscope_rt/")[1].split("/")[0].removesuffix(
+                ".py"
+            )
+        elif "site-packages/" in path:
+            area = path.split("site-packages/")[1].split("/")[0]
+        elif filename.startswith("~") or filename.startswith("<"):
+            area = "builtins"
+        else:
+            area = "stdlib: " + pathlib.Path(path).stem
+        by_area[area] += tottime
+        rows.append((tottime, f"{pathlib.Path(path).name}:{line} {name}"))
+    total = sum(by_area.values()) or 1.0
+    lines = ["Profile of agentscope-rt (asyncio, cProfile, share of own time):", ""]
+    lines += [f"- {area}: {100 * t / total:.0f}%" for area, t in by_area.most_common(8)]
+    lines += ["", "Top functions by own time:", ""]
+    lines += [f"- {label}: {100 * t / total:.1f}%" for t, label in sorted(rows, reverse=True)[:10]]
+    return "\n".join(lines)
+
+
+def machine() -> str:
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    return (
+        f"{platform.machine()}, {os.cpu_count()} cores, {platform.platform()}, "
+        f"Python {platform.python_version()}, load average {load}"
+    )
+
+
+def main() -> str:
+    """Run every variant and return the markdown section."""
+    rows: list[tuple[str, str, float]] = []
+    notes: list[str] = []
+    for backend in ("asyncio", "trio"):
+        rows.append(
+            (
+                f"agentscope-rt {RT_VERSION}",
+                backend,
+                statistics.median(measure_in_process(rt_workload, backend)),
+            )
+        )
+    for backend in ("asyncio", "trio"):
+        rows.append(
+            (
+                "hand-written floor",
+                backend,
+                statistics.median(measure_in_process(floor_workload, backend)),
+            )
+        )
+    agentscope: dict[str, float] = {}
+    for version in (FAST_VERSION, NEWEST_VERSION):
+        found, runs, note = measure_agentscope(version)
+        if note:
+            notes.append(f"AgentScope {version}: {note}")
+        if runs:
+            agentscope[version] = statistics.median(runs)
+            rows.append((f"AgentScope {found}", "asyncio", agentscope[version]))
+
+    floor = {backend: us for name, backend, us in rows if name == "hand-written floor"}
+    fast = agentscope.get(FAST_VERSION)
+    lines = [
+        "## ReAct agent: framework overhead per reply",
+        "",
+        "One reply = the user asks, a zero-latency model calls one tool, the tool runs, the model "
+        "answers (2 model calls + 1 tool call), OpenAI chat formatter, console off, memory "
+        f"cleared between replies. Median of {RUNS} runs of {REPLIES:,} replies after "
+        f"{WARMUP} warm-up replies.",
+        "",
+        f"Machine: {machine()}.",
+        "",
+        "| implementation | event loop | us / reply "
+        f"| AgentScope {FAST_VERSION} / this | this / floor |",
+        "|---|---|---:|---:|---:|",
+    ]
+    for name, backend, us in rows:
+        ratio = f"{fast / us:.1f}x" if fast else "n/a"
+        vs_floor = f"{us / floor.get(backend, floor['asyncio']):.1f}x"
+        lines.append(f"| {name} | {backend} | {us:,.1f} | {ratio} | {vs_floor} |")
+    lines.append("")
+    ours = {backend: us for name, backend, us in rows if name.startswith("agentscope-rt")}
+    if fast:
+        missed = [b for b, us in ours.items() if fast / us < TARGET_RATIO]
+        if missed:
+            lines.append(
+                f"**Target missed** on {', '.join(missed)}: at least {TARGET_RATIO:.0f}x cheaper "
+                f"than AgentScope {FAST_VERSION} was the goal "
+                f"({', '.join(f'{b}: {fast / us:.1f}x' for b, us in ours.items())})."
+            )
+            lines += ["", profile_summary()]
+        else:
+            ratios = ", ".join(f"{b}: {fast / us:.1f}x" for b, us in ours.items())
+            lines.append(
+                f"Target met: at least {TARGET_RATIO:.0f}x cheaper than AgentScope {FAST_VERSION} "
+                f"on both backends ({ratios})."
+            )
+    else:
+        lines.append(f"AgentScope {FAST_VERSION} could not be measured; no ratio.")
+    lines += [f"- {note}" for note in notes]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    print(main())
