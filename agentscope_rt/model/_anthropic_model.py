@@ -12,7 +12,8 @@ Anthropic specifics:
   "input_schema"}``; ``tool_choice`` maps ``"auto"``/``"none"``/``"required"``/a name to
   ``{"type": "auto"|"none"|"any"|"tool"}``.
 * Thinking arrives as ``thinking`` blocks (``thinking_delta`` when streaming) and becomes
-  :class:`ThinkingBlock`.
+  :class:`ThinkingBlock`, with the block's ``signature`` (``signature_delta`` when streaming)
+  kept so that the formatter can send it back unchanged in later turns.
 * Streamed tool arguments are assembled from ``input_json_delta`` events; text that is not a
   JSON object ends as ``ToolUseBlock(input={}, raw_input=<text>)``.
 * Structured output is a forced call of the tool ``generate_structured_output``; the validated
@@ -40,7 +41,7 @@ from ._common import (
 from ._model_base import ChatModelBase, ToolChoice, validate_tool_choice
 from ._model_response import ChatResponse, ChatUsage, ResponseBlock
 from ._retry import RetryConfig, call_with_retry, stream_with_retry
-from ._sdk_stream import close_sdk_client, close_sdk_stream, route_extra_fields
+from ._sdk_stream import SdkEvents, close_sdk_client, route_extra_fields
 
 __all__ = ["AnthropicChatModel"]
 
@@ -236,7 +237,9 @@ class AnthropicChatModel(ChatModelBase):
             if kind == "text":
                 blocks.append(TextBlock(block.text))
             elif kind == "thinking":
-                blocks.append(ThinkingBlock(block.thinking))
+                blocks.append(
+                    ThinkingBlock(block.thinking, getattr(block, "signature", None) or None)
+                )
             elif kind == "tool_use":
                 if isinstance(block.input, dict):
                     blocks.append(ToolUseBlock(block.id, block.name, block.input))
@@ -271,18 +274,15 @@ class AnthropicChatModel(ChatModelBase):
     ) -> AsyncGenerator[ChatResponse, None]:
         """One streaming attempt: open the event stream and yield cumulative chunks."""
         start = time.monotonic()
-        stream = await self.client.messages.create(**kwargs)
+        stream = SdkEvents(await self.client.messages.create(**kwargs))
         response_id: str | None = None
         input_tokens = 0
         output_tokens = 0
-        # index -> [kind, text/thinking/json text, tool id, tool name, last parsed input]
+        # index -> [kind, text/thinking/json text, tool id or thinking signature, tool name,
+        #           last parsed input]
         parts: dict[int, list[Any]] = {}
         try:
-            while True:
-                try:
-                    event = await stream.__anext__()
-                except StopAsyncIteration:
-                    break
+            async for event in stream:
                 kind = event.type
                 if kind == "message_start":
                     response_id = event.message.id
@@ -293,7 +293,13 @@ class AnthropicChatModel(ChatModelBase):
                     if block.type == "text":
                         parts[event.index] = ["text", block.text or "", None, None, None]
                     elif block.type == "thinking":
-                        parts[event.index] = ["thinking", block.thinking or "", None, None, None]
+                        parts[event.index] = [
+                            "thinking",
+                            block.thinking or "",
+                            getattr(block, "signature", None) or "",
+                            None,
+                            None,
+                        ]
                     elif block.type == "tool_use":
                         parts[event.index] = ["tool_use", "", block.id, block.name, {}]
                     else:
@@ -311,6 +317,11 @@ class AnthropicChatModel(ChatModelBase):
                         part[1] += delta.thinking
                     elif delta.type == "input_json_delta":
                         part[1] += delta.partial_json
+                    elif delta.type == "signature_delta":
+                        # Opaque; arrives after the thinking text, so no new chunk is needed
+                        # before the final one.
+                        part[2] += delta.signature
+                        continue
                     else:
                         continue
                     yield self._chunk(response_id, parts, False, None)
@@ -321,7 +332,7 @@ class AnthropicChatModel(ChatModelBase):
                     if usage is not None and getattr(usage, "input_tokens", None):
                         input_tokens = usage.input_tokens
         finally:
-            await close_sdk_stream(stream)
+            await stream.aclose()
         final = self._chunk(
             response_id,
             parts,
@@ -347,7 +358,7 @@ class AnthropicChatModel(ChatModelBase):
                     blocks.append(TextBlock(part[1]))
             elif kind == "thinking":
                 if part[1]:
-                    blocks.append(ThinkingBlock(part[1]))
+                    blocks.append(ThinkingBlock(part[1], part[2] or None))
             elif is_last:
                 tool_input, raw = parse_tool_input(part[1])
                 blocks.append(ToolUseBlock(part[2], part[3], tool_input, raw))

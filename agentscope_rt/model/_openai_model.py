@@ -40,7 +40,7 @@ from ._common import (
 from ._model_base import ChatModelBase, ToolChoice, validate_tool_choice
 from ._model_response import ChatResponse, ChatUsage, ResponseBlock
 from ._retry import RetryConfig, call_with_retry, stream_with_retry
-from ._sdk_stream import close_sdk_client, close_sdk_stream, route_extra_fields
+from ._sdk_stream import SdkEvents, close_sdk_client, route_extra_fields
 
 __all__ = ["OpenAIChatModel"]
 
@@ -298,7 +298,7 @@ class OpenAIChatModel(ChatModelBase):
     ) -> AsyncGenerator[ChatResponse, None]:
         """One streaming attempt: open the stream and yield cumulative chunks."""
         start = time.monotonic()
-        stream = await self.client.chat.completions.create(**kwargs)
+        stream = SdkEvents(await self.client.chat.completions.create(**kwargs))
         response_id: str | None = None
         text = ""
         thinking = ""
@@ -307,11 +307,7 @@ class OpenAIChatModel(ChatModelBase):
         calls: dict[int, list[Any]] = {}  # index -> [id, name, arguments, last parsed input]
         usage: ChatUsage | None = None
         try:
-            while True:
-                try:
-                    chunk = await stream.__anext__()
-                except StopAsyncIteration:
-                    break
+            async for chunk in stream:
                 if response_id is None and chunk.id:
                     response_id = chunk.id
                 if chunk.usage is not None:
@@ -356,7 +352,7 @@ class OpenAIChatModel(ChatModelBase):
                         response_id, thinking, audio, text + transcript, calls, False, None
                     )
         finally:
-            await close_sdk_stream(stream)
+            await stream.aclose()
         final = self._stream_chunk(
             response_id,
             thinking,

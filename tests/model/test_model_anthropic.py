@@ -22,6 +22,10 @@ from ._wire_servers import (
     anthropic_stream,
 )
 
+# Every SDK async generator must be closed explicitly: under trio one left to the garbage
+# collector is reported as a ResourceWarning, which these tests turn into a failure.
+pytestmark = pytest.mark.filterwarnings("error::ResourceWarning")
+
 SECRET = "sk-ant-test-secret-987654"
 FAST = RetryConfig(max_retries=2, initial_delay=0.01, max_delay=0.05, jitter=0.0)
 MESSAGES = [
@@ -132,7 +136,7 @@ async def test_thinking_and_several_tool_calls(server: WireServer) -> None:
         response = await model(MESSAGES, tools=TOOLS)
     assert isinstance(response, ChatResponse)
     assert response.content == [
-        ThinkingBlock("Two cities."),
+        ThinkingBlock("Two cities.", signature="sig"),
         TextBlock("Checking."),
         ToolUseBlock("tu_1", "get_weather", {"city": "Paris"}),
         ToolUseBlock("tu_2", "get_weather", {"city": "Oslo"}),
@@ -159,8 +163,10 @@ async def test_stream_thinking_text_and_streamed_tool_arguments(server: WireServ
     partial = [c.tool_calls[0].input for c in chunks if c.tool_calls and not c.is_last]
     assert {"city": "Par"} in partial
     last = chunks[-1]
+    # The signature (sent after the thinking text) must reach the final chunk unchanged, so
+    # that it can be sent back with the block in the next turn.
     assert last.content == [
-        ThinkingBlock("Two cities."),
+        ThinkingBlock("Two cities.", signature="sig-1"),
         TextBlock("Checking."),
         ToolUseBlock("tu_1", "get_weather", {"city": "Paris"}),
         ToolUseBlock("tu_2", "get_weather", {"city": "Oslo"}),

@@ -13,6 +13,10 @@ from agentscope_rt.model._dashscope_model import DASHSCOPE_BASE_URL
 
 from ._wire_servers import Reply, WireServer, openai_chunk, openai_completion, sse
 
+# Every SDK async generator must be closed explicitly: under trio one left to the garbage
+# collector is reported as a ResourceWarning, which these tests turn into a failure.
+pytestmark = pytest.mark.filterwarnings("error::ResourceWarning")
+
 SECRET = "sk-dashscope-secret-42"
 FAST = RetryConfig(max_retries=1, initial_delay=0.01, max_delay=0.05, jitter=0.0)
 MESSAGES = [{"role": "user", "content": "1+1?"}]

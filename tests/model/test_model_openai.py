@@ -25,6 +25,10 @@ from ._wire_servers import (
     sse,
 )
 
+# Every SDK async generator must be closed explicitly: under trio one left to the garbage
+# collector is reported as a ResourceWarning, which these tests turn into a failure.
+pytestmark = pytest.mark.filterwarnings("error::ResourceWarning")
+
 SECRET = "sk-test-secret-0123456789"
 FAST = RetryConfig(max_retries=2, initial_delay=0.01, max_delay=0.05, jitter=0.0)
 MESSAGES = [
