@@ -31,17 +31,18 @@ from ..message import TextBlock, ThinkingBlock, ToolUseBlock
 from ._common import (
     STRUCTURED_TOOL_NAME,
     Secrets,
+    check_formatted_messages,
     logger,
     parse_partial_json,
     parse_tool_input,
     resolve_api_key,
+    structured_from_blocks,
     structured_tool,
-    validated_metadata,
 )
-from ._model_base import ChatModelBase, ToolChoice, validate_tool_choice
+from ._model_base import ToolChoice, validate_tool_choice
 from ._model_response import ChatResponse, ChatUsage, ResponseBlock
 from ._retry import RetryConfig, call_with_retry, stream_with_retry
-from ._sdk_stream import SdkEvents, close_sdk_client, route_extra_fields
+from ._sdk_stream import SdkClientModel, SdkEvents, route_extra_fields
 
 __all__ = ["AnthropicChatModel"]
 
@@ -75,7 +76,7 @@ def _anthropic_tool_choice(tool_choice: str) -> dict[str, Any]:
     return {"type": "tool", "name": tool_choice}
 
 
-class AnthropicChatModel(ChatModelBase):
+class AnthropicChatModel(SdkClientModel):
     """A chat model served by Anthropic's messages API.
 
     :param model_name: the model, e.g. ``"claude-sonnet-4-5"``.
@@ -136,16 +137,6 @@ class AnthropicChatModel(ChatModelBase):
             api_key=key or "unused", max_retries=0, **client_kwargs
         )
 
-    async def aclose(self) -> None:
-        """Close the SDK client and its connection pool (safe to call twice)."""
-        await close_sdk_client(self.client)
-
-    async def __aenter__(self) -> AnthropicChatModel:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
-
     def _request_kwargs(
         self,
         messages: list[dict[str, Any]],
@@ -154,14 +145,7 @@ class AnthropicChatModel(ChatModelBase):
         structured_model: StructuredModel | None,
         generate_kwargs: dict[str, Any],
     ) -> dict[str, Any]:
-        if not isinstance(messages, list) or not messages:
-            raise ValueError("messages must be a non-empty list of dicts (from a formatter)")
-        for index, message in enumerate(messages):
-            if not isinstance(message, dict) or "role" not in message:
-                raise ValueError(
-                    f"messages[{index}] must be a dict with a 'role' key; format Msg objects "
-                    "with a formatter first"
-                )
+        check_formatted_messages(messages, non_empty=True)
         kwargs: dict[str, Any] = {
             "model": self.model_name,
             "max_tokens": self.max_tokens,
@@ -212,6 +196,7 @@ class AnthropicChatModel(ChatModelBase):
         :returns: a :class:`ChatResponse`, or an async generator of cumulative chunks.
         :raises ModelAPIError: when the server fails after all retries.
         :raises ModelResponseError: when structured output does not validate.
+        :raises TypeError: when *messages* is not a list.
         :raises ValueError: for malformed messages, tools or tool_choice.
         """
         kwargs = self._request_kwargs(
@@ -256,18 +241,8 @@ class AnthropicChatModel(ChatModelBase):
         if message.id:
             response.id = message.id
         if structured_model is not None:
-            response.metadata = self._structured_metadata(blocks, structured_model)
+            response.metadata = structured_from_blocks(blocks, structured_model, self.provider)
         return response
-
-    def _structured_metadata(
-        self, blocks: list[ResponseBlock], structured_model: StructuredModel
-    ) -> dict[str, Any]:
-        for block in blocks:
-            if isinstance(block, ToolUseBlock) and block.name == STRUCTURED_TOOL_NAME:
-                data: Any = block.input if block.raw_input is None else block.raw_input
-                return validated_metadata(structured_model, data, self.provider)
-        text = "".join(b.text for b in blocks if isinstance(b, TextBlock))
-        return validated_metadata(structured_model, text, self.provider)
 
     async def _stream_once(
         self, kwargs: dict[str, Any], structured_model: StructuredModel | None
@@ -340,7 +315,7 @@ class AnthropicChatModel(ChatModelBase):
             ChatUsage(input_tokens, output_tokens, time.monotonic() - start),
         )
         if structured_model is not None:
-            final.metadata = self._structured_metadata(final.content, structured_model)
+            final.metadata = structured_from_blocks(final.content, structured_model, self.provider)
         yield final
 
     def _chunk(

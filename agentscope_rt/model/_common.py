@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+from collections.abc import Sequence
 from typing import Any
 
 from .._schema import (
@@ -14,13 +15,16 @@ from .._schema import (
     validate_structured_output,
 )
 from ..exception import ModelResponseError
+from ..message import TextBlock, ToolUseBlock
 
 __all__ = [
     "STRUCTURED_TOOL_NAME",
     "Secrets",
+    "check_formatted_messages",
     "parse_partial_json",
     "parse_tool_input",
     "resolve_api_key",
+    "structured_from_blocks",
     "structured_tool",
     "validated_metadata",
 ]
@@ -157,3 +161,42 @@ class Secrets(tuple[str, ...]):
         return "Secrets(***)"
 
     __str__ = __repr__
+
+
+def check_formatted_messages(messages: Any, *, non_empty: bool = False) -> None:
+    """Check that *messages* is what a formatter produces: a list of dicts with a ``role``.
+
+    :raises TypeError: when *messages* is not a list.
+    :raises ValueError: when an item is not a dict with a ``role`` key (or, with *non_empty*,
+        the list is empty), naming the position and saying to format Msg objects first.
+    """
+    if not isinstance(messages, list):
+        raise TypeError(
+            f"messages must be a list of dicts (from a formatter), not {type(messages).__name__}"
+        )
+    if non_empty and not messages:
+        raise ValueError("messages must be a non-empty list of dicts (from a formatter)")
+    for index, message in enumerate(messages):
+        if not isinstance(message, dict) or "role" not in message:
+            raise ValueError(
+                f"messages[{index}] must be a dict with a 'role' key; format Msg objects "
+                "with a formatter first"
+            )
+
+
+def structured_from_blocks(
+    blocks: Sequence[Any], structured_model: StructuredModel, provider: str
+) -> dict[str, Any]:
+    """The validated structured output of a response requested with a forced call of
+    :data:`STRUCTURED_TOOL_NAME`: that call's input, or — for servers that answer with JSON
+    text instead — the text parsed as JSON.
+
+    :raises ModelResponseError: when the data does not match *structured_model*.
+    """
+    for block in blocks:
+        if isinstance(block, ToolUseBlock) and block.name == STRUCTURED_TOOL_NAME:
+            data: Any = block.input if block.raw_input is None else block.raw_input
+            return validated_metadata(structured_model, data, provider)
+    text = "".join(b.text for b in blocks if isinstance(b, TextBlock))
+    parsed, raw = parse_tool_input(text)
+    return validated_metadata(structured_model, parsed if raw is None and text else text, provider)

@@ -30,17 +30,18 @@ from ..message import AudioBlock, Base64Source, TextBlock, ThinkingBlock, ToolUs
 from ._common import (
     STRUCTURED_TOOL_NAME,
     Secrets,
+    check_formatted_messages,
     logger,
     parse_partial_json,
     parse_tool_input,
     resolve_api_key,
+    structured_from_blocks,
     structured_tool,
-    validated_metadata,
 )
-from ._model_base import ChatModelBase, ToolChoice, validate_tool_choice
+from ._model_base import ToolChoice, validate_tool_choice
 from ._model_response import ChatResponse, ChatUsage, ResponseBlock
 from ._retry import RetryConfig, call_with_retry, stream_with_retry
-from ._sdk_stream import SdkEvents, close_sdk_client, route_extra_fields
+from ._sdk_stream import SdkClientModel, SdkEvents, route_extra_fields
 
 __all__ = ["OpenAIChatModel"]
 
@@ -54,7 +55,7 @@ def _reasoning_of(obj: Any) -> str:
     return ""
 
 
-class OpenAIChatModel(ChatModelBase):
+class OpenAIChatModel(SdkClientModel):
     """A chat model served by OpenAI's chat completions API (or a compatible server).
 
     :param model_name: the model, e.g. ``"gpt-4o-mini"``.
@@ -125,18 +126,6 @@ class OpenAIChatModel(ChatModelBase):
             **client_kwargs,
         )
 
-    # -- lifecycle ------------------------------------------------------------------------
-
-    async def aclose(self) -> None:
-        """Close the SDK client and its connection pool (safe to call twice)."""
-        await close_sdk_client(self.client)
-
-    async def __aenter__(self) -> OpenAIChatModel:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
-
     # -- request --------------------------------------------------------------------------
 
     def _request_kwargs(
@@ -147,17 +136,7 @@ class OpenAIChatModel(ChatModelBase):
         structured_model: StructuredModel | None,
         generate_kwargs: dict[str, Any],
     ) -> dict[str, Any]:
-        if not isinstance(messages, list):
-            raise TypeError(
-                f"messages must be a list of dicts (from a formatter), not "
-                f"{type(messages).__name__}"
-            )
-        for index, message in enumerate(messages):
-            if not isinstance(message, dict) or "role" not in message:
-                raise ValueError(
-                    f"messages[{index}] must be a dict with a 'role' key; format Msg objects "
-                    "with a formatter first"
-                )
+        check_formatted_messages(messages)
         kwargs: dict[str, Any] = {
             "model": self.model_name,
             "messages": messages,
@@ -215,6 +194,7 @@ class OpenAIChatModel(ChatModelBase):
             streaming.
         :raises ModelAPIError: when the server fails after all retries.
         :raises ModelResponseError: when structured output does not validate.
+        :raises TypeError: when *messages* is not a list.
         :raises ValueError: for malformed messages or an unknown tool_choice.
         """
         kwargs = self._request_kwargs(
@@ -276,22 +256,8 @@ class OpenAIChatModel(ChatModelBase):
         if completion.id:
             response.id = completion.id
         if structured_model is not None:
-            response.metadata = self._structured_metadata(blocks, structured_model)
+            response.metadata = structured_from_blocks(blocks, structured_model, self.provider)
         return response
-
-    def _structured_metadata(
-        self, blocks: list[ResponseBlock], structured_model: StructuredModel
-    ) -> dict[str, Any]:
-        for block in blocks:
-            if isinstance(block, ToolUseBlock) and block.name == STRUCTURED_TOOL_NAME:
-                data: Any = block.input if block.raw_input is None else block.raw_input
-                return validated_metadata(structured_model, data, self.provider)
-        # Some compatible servers answer with JSON text instead of the forced tool call.
-        text = "".join(b.text for b in blocks if isinstance(b, TextBlock))
-        parsed, raw = parse_tool_input(text)
-        return validated_metadata(
-            structured_model, parsed if raw is None and text else text, self.provider
-        )
 
     async def _stream_once(
         self, kwargs: dict[str, Any], structured_model: StructuredModel | None
@@ -367,7 +333,7 @@ class OpenAIChatModel(ChatModelBase):
             ),
         )
         if structured_model is not None:
-            final.metadata = self._structured_metadata(final.content, structured_model)
+            final.metadata = structured_from_blocks(final.content, structured_model, self.provider)
         yield final
 
     def _stream_chunk(

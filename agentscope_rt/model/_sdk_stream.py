@@ -15,13 +15,14 @@ import functools
 import gc
 import inspect
 import types
-from typing import Any
+from typing import Any, Self
 
 import anyio
 
+from ._model_base import ChatModelBase
 from ._retry import CLOSE_TIMEOUT
 
-__all__ = ["SdkEvents", "close_sdk_client", "route_extra_fields"]
+__all__ = ["SdkClientModel", "SdkEvents", "close_sdk_client", "route_extra_fields"]
 
 
 def _suspended_generator_chain(agen: Any) -> list[types.AsyncGeneratorType[Any, Any]]:
@@ -134,3 +135,20 @@ def route_extra_fields(method: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
         extra_body.setdefault(key, kwargs[key])
     routed["extra_body"] = extra_body
     return routed
+
+
+class SdkClientModel(ChatModelBase):
+    """A chat model that owns an SDK client (``self.client``): closable, and an async context
+    manager that closes it on exit."""
+
+    client: Any
+
+    async def aclose(self) -> None:
+        """Close the SDK client and its connection pool (safe to call twice)."""
+        await close_sdk_client(self.client)
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
