@@ -22,7 +22,9 @@ With a ``structured_model`` the response's ``metadata`` (or, failing that, its t
 JSON, or the input of its first tool call) is validated and returned in ``metadata``.
 
 Both doubles are free of sleeps and copies: a scripted :class:`ChatResponse` is returned as
-the very object the test supplied, and the recorded ``messages`` are the caller's list.
+the very object the test supplied (its ``usage`` filled in when it has none; a structured call
+returns a new response carrying the validated ``metadata``), and the recorded ``messages`` are
+the caller's list.
 """
 
 from __future__ import annotations
