@@ -294,12 +294,15 @@ class AgentBase(StateModule, abc.ABC):
         ``await agent.interrupt()`` works too.
         """
         call = self._call
+        # The token is read before the scope (the call sets them in the opposite order and
+        # clears them in this one), so another thread never pairs a live scope with no token.
+        token = call.token
         scope = call.scope
-        if scope is not None:
+        if scope is not None and token is not None:
             if threading.get_ident() == call.thread_id:
                 scope.cancel()
             else:
-                anyio.from_thread.run_sync(scope.cancel, token=call.token)
+                anyio.from_thread.run_sync(scope.cancel, token=token)
         return _INTERRUPT_REQUESTED
 
     @property
