@@ -134,6 +134,34 @@ def _usage_dict(usage: ChatUsage) -> dict[str, Any]:
     }
 
 
+class _ReplyState:
+    """What one reply tracks while it runs (a plain object: the agent itself is a
+    StateModule, whose attribute assignment is slower and would be paid per step)."""
+
+    __slots__ = (
+        "deferred",
+        "pending",
+        "recorded_ids",
+        "recorded_reasoning",
+        "stop_requested",
+        "structured_model",
+        "usage",
+    )
+
+    def __init__(self) -> None:
+        self.usage: ChatUsage | None = None
+        self.stop_requested = False
+        self.structured_model: StructuredModel | None = None
+        # The reasoning Msg whose tool calls a reasoning-stop left unexecuted (kept across
+        # replies until the next one).
+        self.pending: Msg | None = None
+        # The reasoning Msg as recorded in memory (to detect post_reasoning rewrites).
+        self.recorded_reasoning: Msg | None = None
+        # While parallel calls run, results are collected here and recorded in call order.
+        self.deferred: dict[str, Msg] | None = None
+        self.recorded_ids: set[str] = set()
+
+
 class ReActAgent(ReActAgentBase):
     """An agent that reasons with a chat model and acts with tools (AgentScope's ReActAgent).
 
@@ -263,17 +291,7 @@ class ReActAgent(ReActAgentBase):
                 for tool in plan_notebook.list_tools():
                     self.toolkit.register_tool_function(tool)
 
-        # Per-reply state.
-        self._required_structured_model: StructuredModel | None = None
-        self._stop_requested = False
-        self._usage: ChatUsage | None = None
-        # The reasoning Msg whose tool calls a reasoning-stop left unexecuted.
-        self._pending_reasoning: Msg | None = None
-        # The reasoning Msg as last recorded in memory (to detect post_reasoning rewrites).
-        self._recorded_reasoning: Msg | None = None
-        # While parallel calls run, results are collected here and recorded in call order.
-        self._deferred_results: dict[str, Msg] | None = None
-        self._recorded_ids: set[str] = set()
+        self._run = _ReplyState()
         self._sys_msg: Msg | None = None
 
         self.register_state("name")
@@ -296,7 +314,7 @@ class ReActAgent(ReActAgentBase):
         reply returns with ``"acting_stop_requested"`` (the tool results are in memory) and
         the next call goes on reasoning.
         """
-        self._stop_requested = True
+        self._run.stop_requested = True
 
     def _system_msg(self) -> Msg:
         # Built once and reused: a Msg costs a uuid and a timestamp, and formatters only read.
@@ -312,15 +330,25 @@ class ReActAgent(ReActAgentBase):
 
     def _add_usage(self, usage: ChatUsage | None) -> None:
         if usage is not None:
-            self._usage = usage if self._usage is None else self._usage + usage
+            run = self._run
+            run.usage = usage if run.usage is None else run.usage + usage
 
     def _finish(self, msg: Msg, reason: str, extra: dict[str, Any] | None = None) -> Msg:
         metadata = dict(extra) if extra else {}
         metadata[GENERATE_REASON_KEY] = reason
-        if self._usage is not None:
-            metadata[USAGE_KEY] = _usage_dict(self._usage)
+        usage = self._run.usage
+        if usage is not None:
+            metadata[USAGE_KEY] = _usage_dict(usage)
         msg.metadata = metadata
         return msg
+
+    async def _record_owned(self, msg: Msg) -> None:
+        """Record a message this agent built and does not hand out (no copy needed)."""
+        memory = self.memory
+        if memory.__class__ is InMemoryMemory:
+            memory._add_owned(msg)
+        else:
+            await memory.add(msg)
 
     # -- the reply ---------------------------------------------------------------------------
 
@@ -346,10 +374,11 @@ class ReActAgent(ReActAgentBase):
                 "structured_model must be a pydantic model class, an attrs class or a JSON "
                 f"schema dict, not {structured_model!r}"
             )
-        self._usage = None
-        self._stop_requested = False
-        pending = self._pending_reasoning
-        self._pending_reasoning = None
+        run = self._run
+        run.usage = None
+        run.stop_requested = False
+        pending = run.pending
+        run.pending = None
         if pending is not None and msg is not None:
             # The user moved on instead of letting the held tool calls run.
             for call in _tool_calls(pending):
@@ -365,7 +394,7 @@ class ReActAgent(ReActAgentBase):
         toolkit = self.toolkit
         finish_name = self.finish_function_name
         tool_choice: str | None = None
-        self._required_structured_model = structured_model
+        run.structured_model = structured_model
         if structured_model is not None:
             if finish_name not in toolkit.tools:
                 toolkit.register_tool_function(self.generate_response)
@@ -384,19 +413,19 @@ class ReActAgent(ReActAgentBase):
                 if compress:
                     await self._compress_memory_if_needed()
                 msg_reasoning = await self._reasoning(tool_choice=tool_choice)
-                if msg_reasoning is not self._recorded_reasoning:
+                if msg_reasoning is not run.recorded_reasoning:
                     await self._replace_reasoning(msg_reasoning)
-                if self._stop_requested:
+                if run.stop_requested:
                     if _tool_calls(msg_reasoning):
-                        self._pending_reasoning = msg_reasoning
-                    return self._finish(msg_reasoning, _REASONING_STOP, structured_output)
+                        run.pending = msg_reasoning
+                    return self._finish(msg_reasoning.copy(), _REASONING_STOP, structured_output)
 
             calls = _tool_calls(msg_reasoning)
             outputs = await self._act(calls) if calls else []
-            if self._stop_requested:
-                return self._finish(msg_reasoning, _ACTING_STOP, structured_output)
+            if run.stop_requested:
+                return self._finish(msg_reasoning.copy(), _ACTING_STOP, structured_output)
 
-            if self._required_structured_model is not None:
+            if run.structured_model is not None:
                 produced = [o for o in outputs if o]
                 hint: Msg | None = None
                 if produced:
@@ -412,7 +441,7 @@ class ReActAgent(ReActAgentBase):
                     hint = Msg("user", _STRUCTURED_TEXT_HINT, "user")
                     await self.memory.add(hint, marks=_HINT)
                     tool_choice = "none"
-                    self._required_structured_model = None
+                    run.structured_model = None
                 elif not calls:
                     hint = Msg("user", _structured_hint(finish_name), "user")
                     await self.memory.add(hint, marks=_HINT)
@@ -420,7 +449,8 @@ class ReActAgent(ReActAgentBase):
                 if hint is not None and self.print_hint_msg:
                     await self.print(hint, True)
             elif not calls:
-                reply_msg = msg_reasoning
+                # Memory keeps the recorded message itself: the caller gets a copy.
+                reply_msg = msg_reasoning.copy()
                 break
 
         if reply_msg is None:
@@ -440,11 +470,11 @@ class ReActAgent(ReActAgentBase):
     async def _replace_reasoning(self, msg_reasoning: Msg) -> None:
         """A post_reasoning hook returned another Msg: store that one instead, so that the
         model later sees the tool calls that actually ran."""
-        recorded = self._recorded_reasoning
+        recorded = self._run.recorded_reasoning
         if recorded is not None:
             await self.memory.delete([recorded.id])
         await self.memory.add(msg_reasoning)
-        self._recorded_reasoning = msg_reasoning
+        self._run.recorded_reasoning = msg_reasoning
 
     # -- reasoning ---------------------------------------------------------------------------
 
@@ -491,8 +521,8 @@ class ReActAgent(ReActAgentBase):
             completed = True
         finally:
             if completed:
-                await memory.add(msg)
-                self._recorded_reasoning = msg
+                await self._record_owned(msg)
+                self._run.recorded_reasoning = msg
             else:
                 with anyio.CancelScope(shield=True):
                     await self._record_partial_reasoning(msg)
@@ -500,14 +530,14 @@ class ReActAgent(ReActAgentBase):
 
     async def _record_partial_reasoning(self, msg: Msg) -> None:
         """Record what was generated before an interrupt, and close its tool calls."""
-        self._recorded_reasoning = None
+        self._run.recorded_reasoning = None
         if msg.content.__class__ is str or not msg.content:
             return
-        await self.memory.add(msg)
-        self._recorded_reasoning = msg
+        await self._record_owned(msg)
+        self._run.recorded_reasoning = msg
         for call in _tool_calls(msg):
             result = _result_msg(call, _REASONING_INTERRUPTED_OUTPUT)
-            await self.memory.add(result)
+            await self._record_owned(result)
             await self.print(result, True)
 
     # -- acting ------------------------------------------------------------------------------
@@ -515,8 +545,9 @@ class ReActAgent(ReActAgentBase):
     async def _act(self, calls: list[ToolUseBlock]) -> list[dict[str, Any] | None]:
         """Run *calls* (one acting step each) and make sure each ends with a result in memory,
         in call order, whatever happens."""
+        run = self._run
         recorded: set[str] = set()
-        self._recorded_ids = recorded
+        run.recorded_ids = recorded
         if not self.parallel_tool_calls or len(calls) == 1:
             outputs: list[dict[str, Any] | None] = []
             try:
@@ -526,36 +557,36 @@ class ReActAgent(ReActAgentBase):
                 with anyio.CancelScope(shield=True):
                     for call in calls:
                         if call.id not in recorded:
-                            await self.memory.add(_result_msg(call, _interrupted_output(None)))
+                            await self._record_owned(_result_msg(call, _interrupted_output(None)))
                 raise
             return outputs
 
         deferred: dict[str, Msg] = {}
         slots: list[dict[str, Any] | None] = [None] * len(calls)
-        self._deferred_results = deferred
+        run.deferred = deferred
 
-        async def run(index: int, call: ToolUseBlock) -> None:
+        async def act_one(index: int, call: ToolUseBlock) -> None:
             slots[index] = await self._acting(tool_call=call)
 
         try:
             async with anyio.create_task_group() as tg:
                 for index, call in enumerate(calls):
-                    tg.start_soon(run, index, call)
+                    tg.start_soon(act_one, index, call)
         except BaseException as exc:
-            self._deferred_results = None
+            run.deferred = None
             with anyio.CancelScope(shield=True):
                 await self._record_in_order(calls, deferred)
             if isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
                 raise exc.exceptions[0] from None
             raise
-        self._deferred_results = None
+        run.deferred = None
         await self._record_in_order(calls, deferred)
         return slots
 
     async def _record_in_order(self, calls: list[ToolUseBlock], deferred: dict[str, Msg]) -> None:
         for call in calls:
             result = deferred.get(call.id)
-            await self.memory.add(
+            await self._record_owned(
                 result if result is not None else _result_msg(call, _interrupted_output(None))
             )
 
@@ -594,19 +625,20 @@ class ReActAgent(ReActAgentBase):
         return structured
 
     async def _record_result(self, tool_call: ToolUseBlock, res_msg: Msg) -> None:
-        deferred = self._deferred_results
+        run = self._run
+        deferred = run.deferred
         if deferred is not None:
             deferred[tool_call.id] = res_msg
         else:
-            await self.memory.add(res_msg)
-        self._recorded_ids.add(tool_call.id)
+            await self._record_owned(res_msg)
+        run.recorded_ids.add(tool_call.id)
 
     # -- the finish function -------------------------------------------------------------
 
     def generate_response(self, **kwargs: Any) -> ToolResponse:
         """Generate the required structured output by calling this function with its fields;
         it checks them and ends the task."""
-        model = self._required_structured_model
+        model = self._run.structured_model
         if model is None:
             logger.warning(
                 "%s: %s was called while no structured output is required",
@@ -669,8 +701,9 @@ class ReActAgent(ReActAgentBase):
         I do for you?" with ``metadata["_is_interrupted"] = True`` (and the usage so far),
         printed and recorded in memory. Override it to answer differently."""
         metadata: dict[str, Any] = {"_is_interrupted": True}
-        if self._usage is not None:
-            metadata[USAGE_KEY] = _usage_dict(self._usage)
+        usage = self._run.usage
+        if usage is not None:
+            metadata[USAGE_KEY] = _usage_dict(usage)
         response = Msg(self.name, _INTERRUPT_REPLY, "assistant", metadata=metadata)
         await self.print(response, True)
         await self.memory.add(response)

@@ -126,6 +126,18 @@ class InMemoryMemory(MemoryBase):
                 ids[msg_id] = 1
             entries.append((msg.copy(), [] if mark_list is None else list(mark_list)))
 
+    def _add_owned(self, msg: Msg) -> None:
+        """Store *msg* itself, not a copy, unless its id is already stored.
+
+        For the agents of this package only: they hand over messages they built themselves
+        and never expose, which saves a copy per message on the reply's hot path.
+        """
+        msg_id = msg.id
+        if msg_id in self._ids:
+            return
+        self._ids[msg_id] = 1
+        self._entries.append((msg, []))
+
     async def delete(self, msg_ids: list[str], **kwargs: Any) -> int:
         """Remove every stored message whose id is in *msg_ids*; return how many."""
         wanted = set(msg_ids)
