@@ -1,24 +1,54 @@
-"""The base class of every MCP client: naming, tool lookup and error translation."""
+"""The base class of every MCP client: naming, tool lookup, calls and error translation."""
 
 from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator
+from contextlib import AbstractAsyncContextManager
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 import mcp
 import mcp.types
+from mcp import ClientSession
 
 from ..exception import FunctionNotFoundError, MCPError
 from ._mcp_function import MCPToolFunction
+from ._session import list_all_tools
 
-__all__ = ["MCPClientBase"]
+__all__ = [
+    "DEFAULT_CONNECT_TIMEOUT",
+    "MCPClientBase",
+    "check_timeout",
+    "redact_url",
+    "unwrap_exception",
+    "url_redactions",
+    "value_redactions",
+]
 
 # The JSON-RPC error code the SDK uses for a transport that closed under a pending request.
 _CONNECTION_CLOSED = mcp.types.CONNECTION_CLOSED
 # The JSON-RPC error code the SDK uses for a request that ran out of time.
 _REQUEST_TIMEOUT = mcp.types.REQUEST_TIMEOUT
+
+DEFAULT_CONNECT_TIMEOUT = 30.0
+"""Default bound on connecting plus the initialize handshake, and on one listing of the tools."""
+
+# Shorter values (flags such as "1" or "true") are left alone: replacing them would garble
+# error messages without protecting anything.
+_MIN_SECRET_LENGTH = 6
+_REDACTED = "***"
+
+
+def check_timeout(label: str, value: float) -> float:
+    """*value* as a float if it is a positive, finite number of seconds.
+
+    :raises ValueError: naming *label* otherwise.
+    """
+    if not isinstance(value, int | float) or not 0 < value < math.inf:
+        raise ValueError(f"{label} must be a positive number of seconds, got {value!r}")
+    return float(value)
 
 
 def redact_url(url: str) -> str:
@@ -30,44 +60,112 @@ def redact_url(url: str) -> str:
     return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
-def describe_exception(exc: BaseException) -> str:
-    """A one-line description of *exc*, looking through single-exception groups."""
+def url_redactions(url: str) -> list[tuple[str, str]]:
+    """``(text, replacement)`` pairs that hide the credentials and query of *url*."""
+    parts = urlsplit(url)
+    pairs = [(url, redact_url(url))]
+    if parts.password:
+        pairs.append((parts.password, _REDACTED))
+    if parts.query:
+        pairs.append((parts.query, _REDACTED))
+        pairs.extend((value, _REDACTED) for _, value in parse_qsl(parts.query))
+    return pairs
+
+
+def value_redactions(values: Iterable[str]) -> list[tuple[str, str]]:
+    """``(value, "***")`` pairs for header or environment values long enough to be secrets."""
+    return [(v, _REDACTED) for v in values if len(v) >= _MIN_SECRET_LENGTH]
+
+
+def unwrap_exception(exc: BaseException) -> BaseException:
+    """*exc*, or the one exception inside it if it is a group of one (recursively)."""
     while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
         exc = exc.exceptions[0]
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    return exc
+
+
+def _chain_texts(exc: BaseException, depth: int = 0) -> Iterator[str]:
+    # Everything a traceback of *exc* would print as messages.
+    if depth > 8:
+        return
+    yield str(exc)
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            yield from _chain_texts(inner, depth + 1)
+    for linked in (exc.__cause__, exc.__context__):
+        if linked is not None:
+            yield from _chain_texts(linked, depth + 1)
 
 
 class MCPClientBase(ABC):
     """Base class of the MCP clients: a named connection to one MCP server.
 
-    Subclasses provide :meth:`list_tools` and :meth:`call_tool`; this class builds the
-    :class:`MCPToolFunction` wrappers the :class:`~agentscope_rt.tool.Toolkit` registers.
+    Subclasses say how a session is obtained (:meth:`_use_session`); this class lists and
+    calls tools over it, turns failures into :class:`~agentscope_rt.exception.MCPError`
+    messages free of secrets, and builds the :class:`MCPToolFunction` wrappers the
+    :class:`~agentscope_rt.tool.Toolkit` registers.
 
     :ivar name: the name identifying the server; unique among the servers a toolkit uses.
+    :ivar connect_timeout: seconds allowed for connecting plus the handshake, and for each
+        listing of the tools.
     """
 
     stateful: bool = True
     """Whether the client keeps one session across calls (``False``: a session per call)."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, *, connect_timeout: float = DEFAULT_CONNECT_TIMEOUT) -> None:
         """
         :param name: the name identifying the MCP server.
-        :raises ValueError: if *name* is empty or not a string.
+        :param connect_timeout: seconds allowed for connecting plus the handshake, and for
+            each listing of the tools.
+        :raises ValueError: if *name* is empty or not a string, or *connect_timeout* is not a
+            positive number.
         """
         if not isinstance(name, str) or not name:
             raise ValueError(f"an MCP client needs a non-empty string name, got {name!r}")
         self.name = name
+        self.connect_timeout = check_timeout("connect_timeout", connect_timeout)
         self._cached_tools: list[mcp.types.Tool] | None = None
+        # Secret texts (header and env values, URL credentials) and what replaces them in
+        # error messages and logs; longest first, so a URL is replaced before its parts.
+        self._redactions: list[tuple[str, str]] = []
+
+    def _add_redactions(self, pairs: Iterable[tuple[str, str]]) -> None:
+        self._redactions = sorted(
+            {*self._redactions, *pairs}, key=lambda pair: len(pair[0]), reverse=True
+        )
+
+    # -- subclass hooks ------------------------------------------------------------------
 
     @abstractmethod
-    async def list_tools(self) -> list[mcp.types.Tool]:
-        """All tools the server offers (every page of the listing).
+    def _use_session(self, action: str) -> AbstractAsyncContextManager[ClientSession]:
+        """An initialized session for *action*.
 
-        :raises MCPError: if the server cannot be reached or answers with an error.
+        :raises MCPError: if no session can be had (not connected, cannot connect).
         """
 
     @abstractmethod
+    def _describe_target(self) -> str:
+        """Where the server is, for error messages (never containing secrets)."""
+
+    # -- MCP operations ------------------------------------------------------------------
+
+    async def list_tools(self) -> list[mcp.types.Tool]:
+        """All tools the server offers (every page of the listing); the result is cached for
+        :meth:`get_callable_function`.
+
+        :raises MCPError: if the client is not connected, the server cannot be reached, or it
+            fails to answer within ``connect_timeout``.
+        """
+        action = "list_tools()"
+        async with self._use_session(action) as session:
+            try:
+                tools = await list_all_tools(session, self.connect_timeout)
+            except Exception as exc:
+                raise self._translate_error(exc, action) from self._safe_cause(exc)
+        self._cached_tools = tools
+        return tools
+
     async def call_tool(
         self,
         name: str,
@@ -77,15 +175,25 @@ class MCPClientBase(ABC):
     ) -> mcp.types.CallToolResult:
         """Call tool *name* on the server and return its raw result.
 
-        A tool that fails on the server returns normally, with ``is_error`` set.
+        A tool that fails on the server returns normally, with ``is_error`` set. Concurrent
+        calls from several tasks are fine (a stateful client multiplexes them on its session).
 
         :param name: the tool's name.
         :param arguments: the tool's arguments.
-        :param read_timeout_seconds: seconds to wait for the result; ``None`` waits as long as the
-            connection lives.
-        :raises MCPError: if the connection is lost, the call times out, or the server
-            answers with a protocol error.
+        :param read_timeout_seconds: seconds to wait for the result; ``None`` waits as long as
+            the connection lives (a dead server ends it, so this never hangs on a crash).
+        :raises MCPError: if the client is not connected, the server cannot be reached, the
+            connection is lost, the call times out, or the server answers with a protocol
+            error.
         """
+        action = f"the call to tool {name!r}"
+        async with self._use_session(action) as session:
+            try:
+                return await session.call_tool(
+                    name, arguments or {}, read_timeout_seconds=read_timeout_seconds
+                )
+            except Exception as exc:
+                raise self._translate_error(exc, action) from self._safe_cause(exc)
 
     async def get_callable_function(
         self,
@@ -105,13 +213,8 @@ class MCPClientBase(ABC):
         :raises ValueError: if *execution_timeout* is not a positive number.
         :raises MCPError: if the tool list cannot be fetched.
         """
-        if execution_timeout is not None and not (
-            isinstance(execution_timeout, int | float) and 0 < execution_timeout < math.inf
-        ):
-            raise ValueError(
-                f"execution_timeout must be a positive number of seconds or None, "
-                f"got {execution_timeout!r}"
-            )
+        if execution_timeout is not None:
+            check_timeout("execution_timeout", execution_timeout)
         tools = self._cached_tools if self._cached_tools is not None else await self.list_tools()
         for tool in tools:
             if tool.name == func_name:
@@ -127,10 +230,41 @@ class MCPClientBase(ABC):
             f"MCP server {self.name!r} has no tool named {func_name!r}; its tools are: {available}"
         )
 
+    # -- errors --------------------------------------------------------------------------
+
+    def _scrub(self, text: str) -> str:
+        for secret, replacement in self._redactions:
+            text = text.replace(secret, replacement)
+        return text
+
+    def _describe(self, exc: BaseException) -> str:
+        """A one-line, secret-free description of *exc*, looking through single groups."""
+        exc = unwrap_exception(exc)
+        text = self._scrub(str(exc))
+        return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+    def _safe_cause(self, exc: BaseException) -> BaseException | None:
+        """*exc* to chain as the cause, or ``None`` when a traceback of it would show a secret."""
+        if any(self._scrub(text) != text for text in _chain_texts(exc)):
+            return None
+        return exc
+
+    def _connect_error(self, exc: BaseException, action: str | None = None) -> MCPError:
+        """The error for failing to connect to the server (for *action*, if given)."""
+        exc = unwrap_exception(exc)
+        if isinstance(exc, TimeoutError):
+            reason = f"no answer to the MCP handshake within {self.connect_timeout:g} s"
+        else:
+            reason = self._describe(exc)
+        purpose = f" for {action}" if action else ""
+        return MCPError(
+            f"could not connect to MCP server {self.name!r} ({self._describe_target()})"
+            f"{purpose}: {reason}"
+        )
+
     def _translate_error(self, exc: BaseException, action: str) -> MCPError:
         """Turn an SDK or transport failure during *action* into a readable MCPError."""
-        while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-            exc = exc.exceptions[0]
+        exc = unwrap_exception(exc)
         if isinstance(exc, mcp.MCPError):
             if exc.code == _CONNECTION_CLOSED:
                 return MCPError(
@@ -138,12 +272,13 @@ class MCPClientBase(ABC):
                     "server closed the connection or its process exited"
                 )
             if exc.code == _REQUEST_TIMEOUT:
-                return MCPError(f"MCP server {self.name!r} timed out during {action}: {exc}")
+                return MCPError(
+                    f"MCP server {self.name!r} timed out during {action}: {self._scrub(str(exc))}"
+                )
             return MCPError(
-                f"MCP server {self.name!r} answered {action} with error {exc.code}: {exc}"
+                f"MCP server {self.name!r} answered {action} with error {exc.code}: "
+                f"{self._scrub(str(exc))}"
             )
         if isinstance(exc, TimeoutError):
             return MCPError(f"MCP server {self.name!r} timed out during {action}")
-        return MCPError(
-            f"MCP server {self.name!r} failed during {action}: {describe_exception(exc)}"
-        )
+        return MCPError(f"MCP server {self.name!r} failed during {action}: {self._describe(exc)}")

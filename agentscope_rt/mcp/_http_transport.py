@@ -1,8 +1,8 @@
-"""Building the SDK's HTTP transports (streamable HTTP and SSE) from AgentScope's arguments."""
+"""The SDK's HTTP transports (streamable HTTP and SSE) built from AgentScope's arguments, and
+the constructor both HTTP clients share."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, Literal
@@ -11,14 +11,22 @@ import httpx2
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
+from ._client_base import (
+    DEFAULT_CONNECT_TIMEOUT,
+    MCPClientBase,
+    check_timeout,
+    redact_url,
+    url_redactions,
+    value_redactions,
+)
 from ._session import TransportFactory
 
-__all__ = ["HttpTransportKind", "http_transport_factory", "validate_http_arguments"]
+__all__ = ["HttpClientBase", "HttpTransportKind", "http_transport_factory"]
 
 HttpTransportKind = Literal["streamable_http", "sse"]
 
 
-def validate_http_arguments(
+def _validate_http_arguments(
     name: str,
     transport: str,
     url: str,
@@ -26,11 +34,6 @@ def validate_http_arguments(
     timeout: float,
     sse_read_timeout: float,
 ) -> None:
-    """Check the HTTP client arguments, naming the first bad one.
-
-    :raises ValueError: on an unknown transport, a non-HTTP URL, non-string headers or a
-        non-positive timeout.
-    """
     if transport not in ("streamable_http", "sse"):
         raise ValueError(
             f"MCP client {name!r}: transport must be 'streamable_http' or 'sse', got {transport!r}"
@@ -43,10 +46,7 @@ def validate_http_arguments(
     ):
         raise ValueError(f"MCP client {name!r}: headers must map strings to strings")
     for label, value in (("timeout", timeout), ("sse_read_timeout", sse_read_timeout)):
-        if not isinstance(value, int | float) or not 0 < value < math.inf:
-            raise ValueError(
-                f"MCP client {name!r}: {label} must be a positive number of seconds, got {value!r}"
-            )
+        check_timeout(f"MCP client {name!r}: {label}", value)
 
 
 def http_transport_factory(
@@ -86,3 +86,56 @@ def http_transport_factory(
             yield streams
 
     return streamable
+
+
+class HttpClientBase(MCPClientBase):
+    """The arguments, repr and transport shared by the two HTTP clients."""
+
+    def __init__(
+        self,
+        name: str,
+        transport: HttpTransportKind,
+        url: str,
+        headers: dict[str, str] | None = None,
+        timeout: float = 30,
+        sse_read_timeout: float = 60 * 5,
+        *,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        **client_kwargs: Any,
+    ) -> None:
+        """
+        :param name: the name identifying the MCP server.
+        :param transport: ``"streamable_http"`` (URLs usually end in ``/mcp``) or ``"sse"``
+            (URLs usually end in ``/sse``).
+        :param url: the server's endpoint.
+        :param headers: extra HTTP headers sent with every request.
+        :param timeout: seconds for each HTTP operation (connect, write, pool).
+        :param sse_read_timeout: seconds to wait for the next event on an open stream.
+        :param connect_timeout: seconds allowed for connecting plus the handshake, and for
+            each listing of the tools.
+        :param client_kwargs: passed to the SDK's ``streamable_http_client`` or
+            ``sse_client``.
+        :raises ValueError: on an empty name, an unknown transport, a non-HTTP URL, malformed
+            headers or a non-positive timeout.
+        """
+        super().__init__(name, connect_timeout=connect_timeout)
+        _validate_http_arguments(name, transport, url, headers, timeout, sse_read_timeout)
+        self.transport = transport
+        self.url = url
+        self._add_redactions(url_redactions(url))
+        self._add_redactions(value_redactions((headers or {}).values()))
+        self._factory = http_transport_factory(
+            transport, url, headers, float(timeout), float(sse_read_timeout), client_kwargs
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(name={self.name!r}, transport={self.transport!r}, "
+            f"url={redact_url(self.url)!r})"
+        )
+
+    def _transport(self) -> TransportFactory:
+        return self._factory
+
+    def _describe_target(self) -> str:
+        return f"{self.transport} at {redact_url(self.url)}"

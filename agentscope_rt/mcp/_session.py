@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
@@ -18,22 +19,34 @@ TransportFactory = Callable[[], AbstractAsyncContextManager[Any]]
 
 @asynccontextmanager
 async def open_session(
-    transport: TransportFactory, initialize_timeout: float
+    transport: TransportFactory, connect_timeout: float
 ) -> AsyncIterator[ClientSession]:
     """Enter a transport and a ClientSession on it, and run the initialize handshake.
 
-    Must be entered and exited by the same task (the SDK's task groups live inside).
+    Connecting (for SSE: up to the server's endpoint event) and the handshake together are
+    bounded by *connect_timeout*; the session itself is not. Must be entered and exited by
+    the same task (the SDK's task groups live inside).
 
     :param transport: the transport factory.
-    :param initialize_timeout: seconds allowed for the handshake.
+    :param connect_timeout: seconds allowed for connecting plus the handshake.
     :raises TimeoutError: if the server does not finish the handshake in time.
     """
-    async with transport() as streams, ClientSession(streams[0], streams[1]) as session:
-        # Only the handshake is bounded here: a deadline scope around entering the contexts
-        # would be exited while their task groups are still open, which anyio forbids.
-        with anyio.fail_after(initialize_timeout):
-            await session.initialize()
-        yield session
+    # One scope encloses the SDK's contexts and its deadline is lifted after the handshake:
+    # a deadline scope around entering them alone would be exited while their task groups
+    # are still open, which anyio forbids.
+    with anyio.CancelScope(deadline=anyio.current_time() + connect_timeout) as scope:
+        try:
+            async with transport() as streams, ClientSession(streams[0], streams[1]) as session:
+                await session.initialize()
+                scope.deadline = math.inf
+                yield session
+        except Exception as exc:
+            # The SDK may turn the deadline's cancellation into an error of its own.
+            if scope.cancel_called:
+                raise TimeoutError(f"no MCP handshake within {connect_timeout:g} s") from exc
+            raise
+    if scope.cancelled_caught:
+        raise TimeoutError(f"no MCP handshake within {connect_timeout:g} s")
 
 
 async def list_all_tools(session: ClientSession, limit_seconds: float) -> list[mcp.types.Tool]:

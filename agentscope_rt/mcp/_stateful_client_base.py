@@ -29,31 +29,30 @@ runner never cancels the caller's code: it is recorded, and the next call raises
 from __future__ import annotations
 
 import logging
-import math
 from abc import abstractmethod
-from typing import Any
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from contextvars import ContextVar
+from typing import Self
 
 import anyio
 import anyio.abc
-import mcp.types
 from mcp import ClientSession
 
 from ..exception import MCPError
-from ._client_base import MCPClientBase, describe_exception
-from ._session import TransportFactory, list_all_tools, open_session
+from ._client_base import DEFAULT_CONNECT_TIMEOUT, MCPClientBase
+from ._session import TransportFactory, open_session
 
 __all__ = ["StatefulClientBase"]
 
 logger = logging.getLogger(__name__)
 
-# Default bound on connecting, the initialize handshake and one listing of the tools.
-DEFAULT_CONNECT_TIMEOUT = 30.0
-
-
-def _check_timeout(name: str, value: float) -> float:
-    if not isinstance(value, int | float) or not 0 < value < math.inf:
-        raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
-    return float(value)
+# The innermost client connected without a task group in the current task. Each task has its
+# own context, so this is a per-task stack (linked through ``_outer_client``) that lets
+# close() refuse an order that would exit task groups out of nesting.
+_innermost_client: ContextVar[StatefulClientBase | None] = ContextVar(
+    "agentscope_rt_mcp_innermost_client", default=None
+)
 
 
 class StatefulClientBase(MCPClientBase):
@@ -72,8 +71,7 @@ class StatefulClientBase(MCPClientBase):
             each listing of the tools.
         :raises ValueError: if *name* is empty or *connect_timeout* is not positive.
         """
-        super().__init__(name)
-        self.connect_timeout = _check_timeout("connect_timeout", connect_timeout)
+        super().__init__(name, connect_timeout=connect_timeout)
         self._session: ClientSession | None = None
         self._running = False
         self._failure: BaseException | None = None
@@ -81,16 +79,13 @@ class StatefulClientBase(MCPClientBase):
         self._runner_done = anyio.Event()
         self._own_task_group: anyio.abc.TaskGroup | None = None
         self._owner_task_id: int | None = None
+        self._outer_client: StatefulClientBase | None = None
 
     # -- subclass hooks ------------------------------------------------------------------
 
     @abstractmethod
     def _transport(self) -> TransportFactory:
         """The SDK transport factory for this server."""
-
-    @abstractmethod
-    def _describe_target(self) -> str:
-        """Where the server is, for error messages (never containing secrets)."""
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -122,7 +117,7 @@ class StatefulClientBase(MCPClientBase):
             try:
                 await task_group.start(self._run_session)
             except Exception as exc:
-                raise self._connect_error(exc) from exc
+                raise self._connect_error(exc) from self._safe_cause(exc)
             self._running = True
             return
 
@@ -137,10 +132,12 @@ class StatefulClientBase(MCPClientBase):
             own.cancel_scope.shield = True
             await own.__aexit__(None, None, None)
             if isinstance(exc, Exception):
-                raise self._connect_error(exc) from exc
+                raise self._connect_error(exc) from self._safe_cause(exc)
             raise
         self._own_task_group = own
         self._owner_task_id = anyio.get_current_task().id
+        self._outer_client = _innermost_client.get()
+        _innermost_client.set(self)
         self._running = True
 
     async def close(self, ignore_errors: bool = True) -> None:
@@ -149,9 +146,10 @@ class StatefulClientBase(MCPClientBase):
         Waits until the SDK's shutdown has finished; that shutdown is bounded.
 
         :param ignore_errors: log a failure the session met (instead of raising it).
-        :raises MCPError: if the client is not connected, or close() is called from a task
-            other than the one that called connect() without a task group; with
-            ``ignore_errors=False``, also if the session had failed.
+        :raises MCPError: if the client is not connected; if it was connected without a task
+            group and close() is called from another task, or before closing a client
+            connected later in the same task the same way; with ``ignore_errors=False``, also
+            if the session had failed.
         """
         if not self._running:
             raise MCPError(
@@ -164,6 +162,15 @@ class StatefulClientBase(MCPClientBase):
                 f"MCP client {self.name!r} must be closed by the task that connected it; "
                 "to close it from another task, connect with connect(task_group=...)"
             )
+        if own is not None:
+            innermost = _innermost_client.get()
+            if innermost is not self and innermost is not None:
+                raise MCPError(
+                    f"MCP client {self.name!r} must be closed after {innermost.name!r}, which "
+                    "was connected later in the same task: clients close in reverse order, "
+                    "like nested 'async with' blocks (or connect with connect(task_group=...))"
+                )
+            _innermost_client.set(self._outer_client)
         self._stop_requested.set()
         try:
             if own is not None:
@@ -173,16 +180,17 @@ class StatefulClientBase(MCPClientBase):
         finally:
             self._own_task_group = None
             self._owner_task_id = None
+            self._outer_client = None
             self._running = False
             self._session = None
             self._cached_tools = None
         failure, self._failure = self._failure, None
         if failure is not None and not ignore_errors:
             raise MCPError(
-                f"MCP session with {self.name!r} had failed: {describe_exception(failure)}"
-            ) from failure
+                f"MCP session with {self.name!r} had failed: {self._describe(failure)}"
+            ) from self._safe_cause(failure)
 
-    async def __aenter__(self) -> StatefulClientBase:
+    async def __aenter__(self) -> Self:
         await self.connect()
         return self
 
@@ -206,22 +214,11 @@ class StatefulClientBase(MCPClientBase):
             # Raising would cancel the task group, and with it the caller's own code.
             self._failure = exc
             logger.warning(
-                "MCP session with %r ended with an error: %s", self.name, describe_exception(exc)
+                "MCP session with %r ended with an error: %s", self.name, self._describe(exc)
             )
         finally:
             self._session = None
             self._runner_done.set()
-
-    def _connect_error(self, exc: BaseException) -> MCPError:
-        while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-            exc = exc.exceptions[0]
-        if isinstance(exc, TimeoutError):
-            reason = f"no answer to the MCP handshake within {self.connect_timeout:g} s"
-        else:
-            reason = describe_exception(exc)
-        return MCPError(
-            f"could not connect to MCP server {self.name!r} ({self._describe_target()}): {reason}"
-        )
 
     def _require_session(self, action: str) -> ClientSession:
         session = self._session
@@ -230,7 +227,7 @@ class StatefulClientBase(MCPClientBase):
         if self._running and self._failure is not None:
             raise MCPError(
                 f"the session with MCP server {self.name!r} has ended "
-                f"({describe_exception(self._failure)}); cannot do {action}. "
+                f"({self._describe(self._failure)}); cannot do {action}. "
                 "Call close() and connect() again."
             )
         if self._running:
@@ -243,45 +240,6 @@ class StatefulClientBase(MCPClientBase):
             f"'async with client:') before {action}"
         )
 
-    # -- MCP operations ------------------------------------------------------------------
-
-    async def list_tools(self) -> list[mcp.types.Tool]:
-        """All tools the server offers; the result is cached for get_callable_function.
-
-        :raises MCPError: if the client is not connected, the session has ended, or the
-            server fails to answer within ``connect_timeout``.
-        """
-        session = self._require_session("list_tools()")
-        try:
-            tools = await list_all_tools(session, self.connect_timeout)
-        except Exception as exc:
-            raise self._translate_error(exc, "list_tools()") from exc
-        self._cached_tools = tools
-        return tools
-
-    async def call_tool(
-        self,
-        name: str,
-        arguments: dict[str, Any] | None = None,
-        *,
-        read_timeout_seconds: float | None = None,
-    ) -> mcp.types.CallToolResult:
-        """Call tool *name* on the server and return its raw result.
-
-        A tool that fails on the server returns normally with ``is_error`` set. Concurrent
-        calls from several tasks share the session.
-
-        :param name: the tool's name.
-        :param arguments: the tool's arguments.
-        :param read_timeout_seconds: seconds to wait for the result; ``None`` waits as long as the
-            session lives (a dead server ends it, so this never hangs on a crash).
-        :raises MCPError: if the client is not connected, the connection is lost, the call
-            times out, or the server answers with a protocol error.
-        """
-        session = self._require_session(f"a call to tool {name!r}")
-        try:
-            return await session.call_tool(
-                name, arguments or {}, read_timeout_seconds=read_timeout_seconds
-            )
-        except Exception as exc:
-            raise self._translate_error(exc, f"the call to tool {name!r}") from exc
+    @asynccontextmanager
+    async def _use_session(self, action: str) -> AsyncIterator[ClientSession]:
+        yield self._require_session(action)

@@ -9,8 +9,9 @@ from typing import Literal, TextIO
 
 from mcp import StdioServerParameters, stdio_client
 
+from ._client_base import DEFAULT_CONNECT_TIMEOUT, value_redactions
 from ._session import TransportFactory
-from ._stateful_client_base import DEFAULT_CONNECT_TIMEOUT, StatefulClientBase
+from ._stateful_client_base import StatefulClientBase
 
 __all__ = ["StdIOStatefulClient"]
 
@@ -83,6 +84,7 @@ class StdIOStatefulClient(StatefulClientBase):
             encoding_error_handler=encoding_error_handler,
         )
         self._errlog = errlog
+        self._add_redactions(value_redactions((env or {}).values()))
 
     def __repr__(self) -> str:
         return f"StdIOStatefulClient(name={self.name!r}, command={self.command!r})"
