@@ -3,6 +3,11 @@
 The stdio server is spawned by the client under test. The HTTP servers (streamable HTTP and
 SSE) run as separate processes on 127.0.0.1, so they are independent of the event loop the
 test itself runs on (asyncio or trio).
+
+Starting a server process costs seconds (it imports the SDK), so tests that only read from a
+server share one: ``anyio_backend`` is module-scoped here, which lets a module share one
+connected stdio client per backend (``shared_stdio``). Tests about lifecycle, state or
+crashes use their own clients and servers.
 """
 
 from __future__ import annotations
@@ -11,10 +16,14 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import pytest
+
+from agentscope_rt.mcp import StdIOStatefulClient
+
+from .helpers import stdio_client
 
 SERVER_SCRIPT = Path(__file__).parent / "servers" / "demo_server.py"
 # Generous: the server imports the whole SDK before it listens.
@@ -76,9 +85,22 @@ class HttpServer:
                 self.process.wait()
 
 
-@pytest.fixture(scope="module", params=["streamable-http", "sse"])
+@pytest.fixture(scope="module", params=["asyncio", "trio"])
+def anyio_backend(request: pytest.FixtureRequest) -> str:
+    """Module-scoped (unlike the project-wide one) so module-scoped clients can be shared."""
+    return str(request.param)
+
+
+@pytest.fixture(scope="module")
+async def shared_stdio(anyio_backend: str) -> AsyncIterator[StdIOStatefulClient]:
+    """One connected stdio client per module and backend, for tests that only read."""
+    async with stdio_client("demo") as client:
+        yield client
+
+
+@pytest.fixture(scope="session", params=["streamable-http", "sse"])
 def http_server(request: pytest.FixtureRequest) -> Iterator[HttpServer]:
-    """One server per transport, shared by a module's tests (tests must not crash it)."""
+    """One server per transport, shared by all tests (tests must not crash it)."""
     server = HttpServer(str(request.param))
     yield server
     server.stop()

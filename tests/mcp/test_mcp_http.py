@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import anyio
+import anyio.abc
 import pytest
 
 from agentscope_rt.exception import MCPError
@@ -149,6 +150,56 @@ async def test_unreachable_server_is_a_clear_error() -> None:
     lone = HttpStatelessClient("nowhere", "sse", "http://127.0.0.1:9/sse", timeout=2)
     with anyio.fail_after(20), pytest.raises(MCPError, match=r"could not connect.*'nowhere'"):
         await lone.list_tools()
+
+
+async def test_connection_errors_hide_url_credentials_and_headers(
+    http_server: HttpServer,
+) -> None:
+    # A wrong path: the server answers 404, and the HTTP error names the full URL.
+    url = f"http://user:pw-SECRET@127.0.0.1:{http_server.port}/nothere?token=tok-SECRET"
+    headers = {"Authorization": "Bearer hdr-SECRET"}
+    transport = http_server.client_transport
+    kept = HttpStatefulClient("web", transport, url, headers=headers)  # type: ignore[arg-type]
+    lone = HttpStatelessClient("web", transport, url, headers=headers)  # type: ignore[arg-type]
+    errors: list[BaseException] = []
+    with anyio.fail_after(20):
+        with pytest.raises(MCPError, match=r"could not connect") as caught:
+            await kept.connect()
+        errors.append(caught.value)
+        with pytest.raises(MCPError, match=r"could not connect") as caught:
+            await lone.call_tool("echo", {"text": "x"})
+        errors.append(caught.value)
+    for error in errors:
+        assert f"127.0.0.1:{http_server.port}/nothere" in str(error)
+        chain: BaseException | None = error
+        while chain is not None:
+            assert "SECRET" not in str(chain)
+            chain = chain.__cause__
+
+
+@pytest.mark.parametrize("transport", ["streamable_http", "sse"])
+async def test_a_silent_server_cannot_hang_connecting(transport: str) -> None:
+    # Accepts connections and reads requests but never answers (for SSE: never sends the
+    # endpoint event), so only connect_timeout ends the wait.
+    async def swallow(stream: anyio.abc.SocketStream) -> None:
+        async with stream:
+            async for _ in stream:
+                pass
+
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
+    port = listener.extra(anyio.abc.SocketAttribute.local_port)
+    url = f"http://127.0.0.1:{port}/{'sse' if transport == 'sse' else 'mcp'}"
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(listener.serve, swallow)
+        kept = HttpStatefulClient("mute", transport, url, connect_timeout=0.5)  # type: ignore[arg-type]
+        lone = HttpStatelessClient("mute", transport, url, connect_timeout=0.5)  # type: ignore[arg-type]
+        with anyio.fail_after(10):
+            with pytest.raises(MCPError, match=r"'mute'.*handshake within 0\.5 s"):
+                await kept.connect()
+            with pytest.raises(MCPError, match=r"'mute'.*handshake within 0\.5 s"):
+                await lone.list_tools()
+        assert not kept.is_connected
+        tg.cancel_scope.cancel()
 
 
 def test_constructor_validation_and_secret_free_repr() -> None:

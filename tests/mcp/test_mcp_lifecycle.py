@@ -89,6 +89,20 @@ async def test_two_clients_close_in_reverse_order() -> None:
         assert (first.text, second.text) == ("2", "4")  # type: ignore[union-attr]
 
 
+async def test_closing_out_of_order_is_refused() -> None:
+    one, two = stdio_client("one"), stdio_client("two")
+    await one.connect()
+    await two.connect()
+    pids = [int((await c.call_tool("pid")).content[0].text) for c in (one, two)]  # type: ignore[union-attr]
+    # Closing 'one' first would exit its task group while 'two's is still open inside it.
+    with pytest.raises(MCPError, match=r"'one' must be closed after 'two'"):
+        await one.close()
+    assert one.is_connected and two.is_connected
+    await two.close()
+    await one.close()
+    assert not any(process_alive(pid) for pid in pids)
+
+
 def test_content_mapping_covers_every_kind() -> None:
     png = base64.b64encode(b"\x89PNG....").decode()
     blocks = convert_mcp_content(

@@ -20,125 +20,128 @@ from agentscope_rt.tool import ToolResponse
 from .helpers import process_alive, stdio_client
 
 
-async def test_list_tools_and_schema() -> None:
-    async with stdio_client() as client:
-        tools = await client.list_tools()
-        names = {t.name for t in tools}
-        assert {"add", "echo", "image", "fail", "crash", "sleep"} <= names
-        add = await client.get_callable_function("add")
-        assert isinstance(add, MCPToolFunction)
-        assert add.name == "add"
-        assert add.description.startswith("Add two integers.")
-        schema = add.json_schema
-        assert schema["type"] == "function"
-        assert schema["function"]["name"] == "add"
-        params = schema["function"]["parameters"]
-        assert params["type"] == "object"
-        assert params["properties"]["a"]["type"] == "integer"
-        assert sorted(params["required"]) == ["a", "b"]
-        # A tool without parameters still gets a complete object schema.
-        pid = await client.get_callable_function("pid")
-        assert pid.json_schema["function"]["parameters"]["required"] == []
+async def test_list_tools_and_schema(shared_stdio: StdIOStatefulClient) -> None:
+    client = shared_stdio
+    tools = await client.list_tools()
+    names = {t.name for t in tools}
+    assert {"add", "echo", "image", "fail", "crash", "sleep"} <= names
+    add = await client.get_callable_function("add")
+    assert isinstance(add, MCPToolFunction)
+    assert add.name == "add"
+    assert add.description.startswith("Add two integers.")
+    schema = add.json_schema
+    assert schema["type"] == "function"
+    assert schema["function"]["name"] == "add"
+    params = schema["function"]["parameters"]
+    assert params["type"] == "object"
+    assert params["properties"]["a"]["type"] == "integer"
+    assert sorted(params["required"]) == ["a", "b"]
+    # A tool without parameters still gets a complete object schema.
+    pid = await client.get_callable_function("pid")
+    assert pid.json_schema["function"]["parameters"]["required"] == []
 
 
-async def test_call_text_and_structured_result() -> None:
-    async with stdio_client() as client:
-        add = await client.get_callable_function("add")
-        response = await add(a=20, b=22)
-        assert isinstance(response, ToolResponse)
-        assert response.get_text() == "42"
-        assert response.metadata == {"structured_content": {"result": 42}}
-        echo = await client.get_callable_function("echo", wrap_tool_result=False)
-        raw = await echo(text="hi", repeat=3)
-        assert isinstance(raw, mcp.types.CallToolResult)
-        assert raw.content[0].text == "hi hi hi"  # type: ignore[union-attr]
+async def test_call_text_and_structured_result(shared_stdio: StdIOStatefulClient) -> None:
+    client = shared_stdio
+    add = await client.get_callable_function("add")
+    response = await add(a=20, b=22)
+    assert isinstance(response, ToolResponse)
+    assert response.get_text() == "42"
+    assert response.metadata == {"structured_content": {"result": 42}}
+    echo = await client.get_callable_function("echo", wrap_tool_result=False)
+    raw = await echo(text="hi", repeat=3)
+    assert isinstance(raw, mcp.types.CallToolResult)
+    assert raw.content[0].text == "hi hi hi"  # type: ignore[union-attr]
 
 
-async def test_image_audio_and_resource_results() -> None:
-    async with stdio_client() as client:
-        image = await (await client.get_callable_function("image"))()
-        assert isinstance(image, ToolResponse)
-        caption, picture = image.content
-        assert caption == TextBlock(text="a 1x1 pixel")
-        assert isinstance(picture, ImageBlock)
-        assert isinstance(picture.source, Base64Source)
-        assert picture.source.media_type == "image/png"
-        assert base64.b64decode(picture.source.data).startswith(b"\x89PNG")
+async def test_image_audio_and_resource_results(shared_stdio: StdIOStatefulClient) -> None:
+    client = shared_stdio
+    image = await (await client.get_callable_function("image"))()
+    assert isinstance(image, ToolResponse)
+    caption, picture = image.content
+    assert caption == TextBlock(text="a 1x1 pixel")
+    assert isinstance(picture, ImageBlock)
+    assert isinstance(picture.source, Base64Source)
+    assert picture.source.media_type == "image/png"
+    assert base64.b64decode(picture.source.data).startswith(b"\x89PNG")
 
-        audio = await (await client.get_callable_function("audio"))()
-        assert isinstance(audio, ToolResponse)
-        (clip,) = audio.content
-        assert isinstance(clip, AudioBlock)
-        assert clip.source == Base64Source(
-            media_type="audio/wav", data=base64.b64encode(b"RIFF\x00\x00\x00\x00WAVE").decode()
-        )
+    audio = await (await client.get_callable_function("audio"))()
+    assert isinstance(audio, ToolResponse)
+    (clip,) = audio.content
+    assert isinstance(clip, AudioBlock)
+    assert clip.source == Base64Source(
+        media_type="audio/wav", data=base64.b64encode(b"RIFF\x00\x00\x00\x00WAVE").decode()
+    )
 
-        resources = await (await client.get_callable_function("resources"))()
-        assert isinstance(resources, ToolResponse)
-        text, blob, link = resources.content
-        assert isinstance(text, TextBlock)
-        assert "file:///notes.txt" in text.text
-        assert "remember the milk" in text.text
-        assert isinstance(blob, ImageBlock)
-        assert blob.source.media_type == "image/png"  # type: ignore[union-attr]
-        assert isinstance(link, TextBlock)
-        assert "https://example.org/report.pdf" in link.text
-        assert "the quarterly report" in link.text
-
-
-async def test_tool_error_is_a_readable_response() -> None:
-    async with stdio_client() as client:
-        fail = await client.get_callable_function("fail")
-        response = await fail(reason="no budget")
-        assert isinstance(response, ToolResponse)
-        text = response.get_text()
-        assert text.startswith("Error:")
-        assert "'fail'" in text
-        assert "no budget" in text
-        assert response.metadata == {"is_error": True}
-        # The session survives a tool error.
-        add = await client.get_callable_function("add")
-        assert (await add(a=1, b=1)).get_text() == "2"  # type: ignore[union-attr]
+    resources = await (await client.get_callable_function("resources"))()
+    assert isinstance(resources, ToolResponse)
+    text, blob, link = resources.content
+    assert isinstance(text, TextBlock)
+    assert "file:///notes.txt" in text.text
+    assert "remember the milk" in text.text
+    assert isinstance(blob, ImageBlock)
+    assert blob.source.media_type == "image/png"  # type: ignore[union-attr]
+    assert isinstance(link, TextBlock)
+    assert "https://example.org/report.pdf" in link.text
+    assert "the quarterly report" in link.text
 
 
-async def test_invalid_arguments_are_reported_by_the_server() -> None:
-    async with stdio_client() as client:
-        add = await client.get_callable_function("add")
-        response = await add(a="many")
-        assert isinstance(response, ToolResponse)
-        assert response.get_text().startswith("Error:")
-        assert "validation error" in response.get_text()
+async def test_tool_error_is_a_readable_response(shared_stdio: StdIOStatefulClient) -> None:
+    client = shared_stdio
+    fail = await client.get_callable_function("fail")
+    response = await fail(reason="no budget")
+    assert isinstance(response, ToolResponse)
+    text = response.get_text()
+    assert text.startswith("Error:")
+    assert "'fail'" in text
+    assert "no budget" in text
+    assert response.metadata == {"is_error": True}
+    # The session survives a tool error.
+    add = await client.get_callable_function("add")
+    assert (await add(a=1, b=1)).get_text() == "2"  # type: ignore[union-attr]
 
 
-async def test_unknown_tool_name() -> None:
-    async with stdio_client() as client:
-        with pytest.raises(FunctionNotFoundError, match=r"no tool named 'nope'.*add"):
-            await client.get_callable_function("nope")
+async def test_invalid_arguments_are_reported_by_the_server(
+    shared_stdio: StdIOStatefulClient,
+) -> None:
+    client = shared_stdio
+    add = await client.get_callable_function("add")
+    response = await add(a="many")
+    assert isinstance(response, ToolResponse)
+    assert response.get_text().startswith("Error:")
+    assert "validation error" in response.get_text()
 
 
-async def test_session_state_is_kept_across_calls() -> None:
-    async with stdio_client() as client:
-        increment = await client.get_callable_function("increment")
-        values = [(await increment()).get_text() for _ in range(3)]  # type: ignore[union-attr]
-        assert values == ["1", "2", "3"]
+async def test_unknown_tool_name(shared_stdio: StdIOStatefulClient) -> None:
+    client = shared_stdio
+    with pytest.raises(FunctionNotFoundError, match=r"no tool named 'nope'.*add"):
+        await client.get_callable_function("nope")
 
 
-async def test_concurrent_calls_share_the_session() -> None:
-    async with stdio_client() as client:
-        sleep = await client.get_callable_function("sleep")
-        results: list[str] = []
+async def test_session_state_is_kept_across_calls(shared_stdio: StdIOStatefulClient) -> None:
+    client = shared_stdio
+    increment = await client.get_callable_function("increment")
+    values = [int((await increment()).get_text()) for _ in range(3)]  # type: ignore[union-attr]
+    # Other tests share this session: the counter keeps growing, one step per call.
+    assert values == [values[0], values[0] + 1, values[0] + 2]
 
-        async def one(i: int) -> None:
-            response = await sleep(seconds=0.3)
-            results.append(response.get_text())  # type: ignore[union-attr]
 
-        start = anyio.current_time()
-        async with anyio.create_task_group() as tg:
-            for i in range(4):
-                tg.start_soon(one, i)
-        assert results == ["slept 0.3"] * 4
-        # Four 0.3 s calls overlap instead of taking 1.2 s in a row.
-        assert anyio.current_time() - start < 1.0
+async def test_concurrent_calls_share_the_session(shared_stdio: StdIOStatefulClient) -> None:
+    client = shared_stdio
+    sleep = await client.get_callable_function("sleep")
+    results: list[str] = []
+
+    async def one(i: int) -> None:
+        response = await sleep(seconds=0.3)
+        results.append(response.get_text())  # type: ignore[union-attr]
+
+    start = anyio.current_time()
+    async with anyio.create_task_group() as tg:
+        for i in range(4):
+            tg.start_soon(one, i)
+    assert results == ["slept 0.3"] * 4
+    # Four 0.3 s calls overlap instead of taking 1.2 s in a row.
+    assert anyio.current_time() - start < 1.0
 
 
 async def test_server_crash_mid_call_is_a_clear_error() -> None:
@@ -164,7 +167,7 @@ async def test_close_ends_the_server_process() -> None:
     assert not process_alive(pid)
     # A closed client can connect again, to a new process.
     async with client:
-        new_pid = int((await client.call_tool("pid")).content[0].text)  # type: ignore[union-attr]
+        new_pid = int((await client.call_tool("pid")).content[0].text)
         assert new_pid != pid
 
 
@@ -185,14 +188,14 @@ async def test_cancel_mid_call_leaves_no_process() -> None:
     assert not process_alive(pids[0])
 
 
-async def test_execution_timeout() -> None:
-    async with stdio_client() as client:
-        sleep = await client.get_callable_function("sleep", execution_timeout=0.3)
-        with anyio.fail_after(10), pytest.raises(MCPError, match=r"timed out"):
-            await sleep(seconds=30)
-        assert (await client.call_tool("echo", {"text": "still here"})).content[0].text == (  # type: ignore[union-attr]
-            "still here"
-        )
+async def test_execution_timeout(shared_stdio: StdIOStatefulClient) -> None:
+    client = shared_stdio
+    sleep = await client.get_callable_function("sleep", execution_timeout=0.3)
+    with anyio.fail_after(10), pytest.raises(MCPError, match=r"timed out"):
+        await sleep(seconds=30)
+    assert (await client.call_tool("echo", {"text": "still here"})).content[0].text == (  # type: ignore[union-attr]
+        "still here"
+    )
 
 
 async def test_bad_command_is_a_clear_error() -> None:

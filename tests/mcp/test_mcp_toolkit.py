@@ -5,7 +5,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from agentscope_rt.mcp import HttpStatefulClient, HttpStatelessClient
+from agentscope_rt.mcp import HttpStatefulClient, HttpStatelessClient, StdIOStatefulClient
 from agentscope_rt.message import ImageBlock, ToolUseBlock
 from agentscope_rt.tool import Toolkit, ToolResponse
 
@@ -18,56 +18,58 @@ async def call(toolkit: Toolkit, name: str, **kwargs: object) -> list[ToolRespon
     return [chunk async for chunk in toolkit.call_tool_function(block)]
 
 
-async def test_enable_funcs_registers_only_those() -> None:
-    async with stdio_client() as client:
-        toolkit = Toolkit()
-        await toolkit.register_mcp_client(client, enable_funcs=["add", "image"])
-        names = {s["function"]["name"] for s in toolkit.get_json_schemas()}
-        assert names == {"add", "image"}
-        (response,) = await call(toolkit, "add", a=40, b=2)
-        assert response.get_text() == "42"
-        (picture,) = await call(toolkit, "image")
-        assert isinstance(picture.content[1], ImageBlock)
-        (missing,) = await call(toolkit, "echo", text="x")
-        assert "FunctionNotFoundError" in missing.get_text()
+async def test_enable_funcs_registers_only_those(shared_stdio: StdIOStatefulClient) -> None:
+    client = shared_stdio
+    toolkit = Toolkit()
+    await toolkit.register_mcp_client(client, enable_funcs=["add", "image"])
+    names = {s["function"]["name"] for s in toolkit.get_json_schemas()}
+    assert names == {"add", "image"}
+    (response,) = await call(toolkit, "add", a=40, b=2)
+    assert response.get_text() == "42"
+    (picture,) = await call(toolkit, "image")
+    assert isinstance(picture.content[1], ImageBlock)
+    (missing,) = await call(toolkit, "echo", text="x")
+    assert "FunctionNotFoundError" in missing.get_text()
 
 
-async def test_disable_funcs_and_groups() -> None:
-    async with stdio_client() as client:
-        toolkit = Toolkit()
-        toolkit.create_tool_group("demo", "tools of the demo MCP server", active=False)
-        await toolkit.register_mcp_client(client, group_name="demo", disable_funcs=["crash"])
-        assert toolkit.get_json_schemas() == []
-        toolkit.update_tool_groups(["demo"], active=True)
-        names = {s["function"]["name"] for s in toolkit.get_json_schemas()}
-        assert "crash" not in names
-        assert {"add", "echo", "fail", "sleep"} <= names
-        (echoed,) = await call(toolkit, "echo", text="hey", repeat=2)
-        assert echoed.get_text() == "hey hey"
+async def test_disable_funcs_and_groups(shared_stdio: StdIOStatefulClient) -> None:
+    client = shared_stdio
+    toolkit = Toolkit()
+    toolkit.create_tool_group("demo", "tools of the demo MCP server", active=False)
+    await toolkit.register_mcp_client(client, group_name="demo", disable_funcs=["crash"])
+    assert toolkit.get_json_schemas() == []
+    toolkit.update_tool_groups(["demo"], active=True)
+    names = {s["function"]["name"] for s in toolkit.get_json_schemas()}
+    assert "crash" not in names
+    assert {"add", "echo", "fail", "sleep"} <= names
+    (echoed,) = await call(toolkit, "echo", text="hey", repeat=2)
+    assert echoed.get_text() == "hey hey"
 
 
-async def test_preset_kwargs_are_hidden_and_applied() -> None:
-    async with stdio_client() as client:
-        toolkit = Toolkit()
-        await toolkit.register_mcp_client(
-            client, enable_funcs=["echo"], preset_kwargs_mapping={"echo": {"repeat": 3}}
-        )
-        (schema,) = toolkit.get_json_schemas()
-        assert "repeat" not in schema["function"]["parameters"]["properties"]
-        (response,) = await call(toolkit, "echo", text="la")
-        assert response.get_text() == "la la la"
+async def test_preset_kwargs_are_hidden_and_applied(shared_stdio: StdIOStatefulClient) -> None:
+    client = shared_stdio
+    toolkit = Toolkit()
+    await toolkit.register_mcp_client(
+        client, enable_funcs=["echo"], preset_kwargs_mapping={"echo": {"repeat": 3}}
+    )
+    (schema,) = toolkit.get_json_schemas()
+    assert "repeat" not in schema["function"]["parameters"]["properties"]
+    (response,) = await call(toolkit, "echo", text="la")
+    assert response.get_text() == "la la la"
 
 
-async def test_tool_error_and_bad_arguments_through_the_toolkit() -> None:
-    async with stdio_client() as client:
-        toolkit = Toolkit()
-        await toolkit.register_mcp_client(client)
-        (failed,) = await call(toolkit, "fail", reason="no way")
-        assert failed.get_text().startswith("Error:")
-        assert "no way" in failed.get_text()
-        (invalid,) = await call(toolkit, "add", a="one")
-        assert invalid.get_text() != ""
-        assert "42" not in invalid.get_text()
+async def test_tool_error_and_bad_arguments_through_the_toolkit(
+    shared_stdio: StdIOStatefulClient,
+) -> None:
+    client = shared_stdio
+    toolkit = Toolkit()
+    await toolkit.register_mcp_client(client)
+    (failed,) = await call(toolkit, "fail", reason="no way")
+    assert failed.get_text().startswith("Error:")
+    assert "no way" in failed.get_text()
+    (invalid,) = await call(toolkit, "add", a="one")
+    assert invalid.get_text() != ""
+    assert "42" not in invalid.get_text()
 
 
 async def test_server_crash_through_the_toolkit_is_readable() -> None:
