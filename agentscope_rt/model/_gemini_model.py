@@ -11,6 +11,7 @@ retried by :mod:`agentscope_rt.model._retry`.
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 import logging
 import os
@@ -26,7 +27,14 @@ from ..exception import ModelAPIError
 from ._model_base import ChatModelBase, ToolChoice, validate_tool_choice
 from ._model_response import ChatResponse, ChatUsage
 from ._ollama_model import ChatAccumulator
-from ._retry import RetryConfig, call_with_retry, close_shielded, stream_with_retry
+from ._retry import (
+    RETRYABLE_STATUS,
+    RetryConfig,
+    StreamErrorEvent,
+    call_with_retry,
+    close_shielded,
+    stream_with_retry,
+)
 
 __all__ = ["GeminiChatModel"]
 
@@ -39,6 +47,8 @@ DEFAULT_TIMEOUT = httpx.Timeout(600.0, connect=10.0)
 # GenerateContentRequest fields that live beside generationConfig, not inside it.
 _REQUEST_FIELDS = {"safetySettings", "cachedContent", "labels", "toolConfig", "tools"}
 _TOOL_MODES = {"auto": "AUTO", "none": "NONE", "required": "ANY"}
+# google.rpc status names of the errors worth another try (for events without a code).
+_RETRYABLE_STATUSES = {"RESOURCE_EXHAUSTED", "UNAVAILABLE", "INTERNAL", "DEADLINE_EXCEEDED"}
 _CAMEL_RE = re.compile(r"_([a-z])")
 
 
@@ -78,11 +88,34 @@ def _flatten_schema(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def _clean_part(part: Any) -> Any:
-    """Make a formatter's part JSON-ready: bytes (thought signatures) become base64."""
+    """Make a formatter's part JSON-ready: bytes (thought signatures) become base64 and
+    ``None`` values are left out.
+
+    Copy-on-write: a dict or list that needs no change is returned as is (not copied), so
+    messages that are already JSON-ready — base64 media included — cost one walk per call.
+    """
     if isinstance(part, dict):
-        return {k: _clean_part(v) for k, v in part.items() if v is not None}
+        cleaned: dict[str, Any] | None = None
+        for index, (key, value) in enumerate(part.items()):
+            new = None if value is None else _clean_part(value)
+            if cleaned is None:
+                if value is not None and new is value:
+                    continue
+                # First change: copy the untouched entries before it, then carry on.
+                cleaned = dict(itertools.islice(part.items(), index))
+            if new is not None:
+                cleaned[key] = new
+        return part if cleaned is None else cleaned
     if isinstance(part, list):
-        return [_clean_part(v) for v in part]
+        items: list[Any] | None = None
+        for index, value in enumerate(part):
+            new = _clean_part(value)
+            if items is None:
+                if new is value:
+                    continue
+                items = part[:index]
+            items.append(new)
+        return part if items is None else items
     if isinstance(part, bytes):
         return base64.b64encode(part).decode("ascii")
     return part
@@ -222,7 +255,9 @@ class GeminiChatModel(ChatModelBase):
 
         :raises ValueError: for malformed messages or an invalid ``tool_choice``.
         :raises ModelAPIError: when Gemini fails after all retries (status and Gemini's
-            message included, the API key never).
+            message included, the API key never). An error event inside the stream counts
+            like the HTTP error it names (503, 429, ... are retried) while no chunk has been
+            yielded; after that it is raised at once.
         :raises ModelResponseError: for structured output that does not match the schema.
         """
         validate_tool_choice(tool_choice, tools)
@@ -292,20 +327,31 @@ class GeminiChatModel(ChatModelBase):
         except json.JSONDecodeError:
             raise self._stream_error(f"malformed SSE event in the stream: {text[:200]!r}") from None
         if isinstance(event, dict) and isinstance(event.get("error"), dict):
-            error = event["error"]
-            code = error.get("code")
-            raise self._stream_error(
-                str(error.get("message", error)), code if isinstance(code, int) else None
-            )
+            raise self._error_event(event["error"])
         if not isinstance(event, dict):
             raise self._stream_error(f"unexpected SSE event: {text[:200]!r}")
         return event
 
-    def _stream_error(self, message: str, status_code: int | None = None) -> ModelAPIError:
+    def _stream_error(self, message: str) -> ModelAPIError:
         # Raised inside the stream, past the retry layer's redaction: scrub the key here.
-        return ModelAPIError(
-            _PROVIDER, message.replace(self._api_key, "***"), status_code=status_code
-        )
+        return ModelAPIError(_PROVIDER, message.replace(self._api_key, "***"))
+
+    def _error_event(self, error: dict[str, Any]) -> StreamErrorEvent:
+        """An ``{"error": {...}}`` event, for the retry layer to judge like an HTTP error.
+
+        Gemini reports overload and quota exhaustion this way, also before any output; such
+        errors are retried while nothing has been yielded. The key is scrubbed here too,
+        because the event stays attached to the final error as its cause.
+        """
+        code = error.get("code")
+        status_code = code if isinstance(code, int) and not isinstance(code, bool) else None
+        message = str(error.get("message", error)).replace(self._api_key, "***")
+        status = str(error.get("status") or "")
+        if status_code is not None:
+            retryable = status_code in RETRYABLE_STATUS or status_code >= 500
+        else:
+            retryable = status in _RETRYABLE_STATUSES or "overloaded" in message.lower()
+        return StreamErrorEvent(message, status_code, retryable)
 
 
 class _Accumulator(ChatAccumulator):

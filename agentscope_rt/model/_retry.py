@@ -5,8 +5,9 @@ so retries behave the same everywhere:
 
 * :func:`call_with_retry` runs a request coroutine; :func:`stream_with_retry` wraps an async
   generator of stream chunks.
-* A failure is *retryable* when it is an HTTP 408, 409, 429 or 5xx answer, a connection error
-  or a timeout. Between tries the helper sleeps with exponential backoff
+* A failure is *retryable* when it is an HTTP 408, 409, 429 or 5xx answer (or an error event
+  inside a stream that stands for one, see :class:`StreamErrorEvent`), a connection error or a
+  timeout. Between tries the helper sleeps with exponential backoff
   (``initial_delay * multiplier ** n``, capped at ``max_delay``, spread by ``jitter``); when the
   server sent ``Retry-After`` (seconds or an HTTP date) or ``retry-after-ms``, that wait is used
   instead (also capped at ``max_delay``).
@@ -56,6 +57,7 @@ __all__ = [
     "RETRYABLE_STATUS",
     "FailureInfo",
     "RetryConfig",
+    "StreamErrorEvent",
     "call_with_retry",
     "classify_error",
     "close_shielded",
@@ -147,6 +149,27 @@ class FailureInfo:
     retry_after: float | None = None
 
 
+class StreamErrorEvent(Exception):
+    """An error the provider reported inside a stream whose HTTP status was already 200.
+
+    Providers that speak plain HTTP (SSE, NDJSON) raise this from their stream generator so
+    that :func:`classify_error` treats the event like the HTTP error it stands for: a
+    retryable one is retried by :func:`stream_with_retry` as long as no chunk has been yielded.
+    The message is scrubbed of secrets by the retry helper before it reaches a
+    :class:`~agentscope_rt.exception.ModelAPIError`.
+
+    :param message: the provider's error text.
+    :param status_code: the HTTP-like code the event carries, if any.
+    :param retryable: whether another attempt may succeed (e.g. overload, rate limit).
+    """
+
+    def __init__(self, message: str, status_code: int | None, retryable: bool) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status_code = status_code
+        self.retryable = retryable
+
+
 def parse_retry_after(
     headers: Mapping[str, str] | None, *, now: float | None = None
 ) -> float | None:
@@ -226,9 +249,11 @@ def classify_error(exc: BaseException) -> FailureInfo | None:
     """Map an exception to a :class:`FailureInfo`, or ``None`` when it is not a provider error.
 
     Understands the ``openai`` and ``anthropic`` SDK errors (status errors, connection errors,
-    timeouts, errors reported inside a stream), ``httpx`` status, transport and timeout errors,
-    and the builtin ``ConnectionError`` / ``TimeoutError``.
+    timeouts, errors reported inside a stream), :class:`StreamErrorEvent`, ``httpx`` status,
+    transport and timeout errors, and the builtin ``ConnectionError`` / ``TimeoutError``.
     """
+    if isinstance(exc, StreamErrorEvent):
+        return FailureInfo(exc.status_code, exc.message, exc.retryable)
     for sdk in ("openai", "anthropic"):
         if (
             _is_sdk_error(exc, sdk, "APIStatusError")

@@ -15,7 +15,7 @@ import pytest
 from agentscope_rt.exception import ModelAPIError
 from agentscope_rt.message import TextBlock, ThinkingBlock
 from agentscope_rt.model import ChatResponse
-from agentscope_rt.model._gemini_model import GeminiChatModel
+from agentscope_rt.model._gemini_model import GeminiChatModel, _clean_part
 from agentscope_rt.model._retry import RetryConfig
 
 from ._wire_servers_b import (
@@ -293,6 +293,8 @@ async def test_error_event_inside_stream(server: ScriptedServer) -> None:
         await collect(await model(server, stream=True)(CONTENTS))
     assert info.value.status_code == 503
     assert API_KEY not in str(info.value)
+    # Output was already yielded: starting again would repeat it, so no retry.
+    assert (info.value.attempts, len(server.requests)) == (1, 1)
 
 
 def test_api_key_from_environment_and_never_in_repr(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -304,3 +306,83 @@ def test_api_key_from_environment_and_never_in_repr(monkeypatch: pytest.MonkeyPa
     monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
     with pytest.raises(ValueError, match="GEMINI_API_KEY"):
         GeminiChatModel("gemini-2.5-flash")
+
+
+async def test_error_event_before_output_is_retried(server: ScriptedServer) -> None:
+    for status_code, status in ((503, "UNAVAILABLE"), (429, "RESOURCE_EXHAUSTED")):
+        server.requests.clear()
+        server.add(
+            sse_answer(gemini_error(status_code, f"try again (key {API_KEY})", status)),
+            sse_answer(gemini_response({"text": "ok"}, prompt_tokens=1)),
+        )
+        chunks = await collect(await model(server, stream=True)(CONTENTS))
+        assert chunks[-1].get_text() == "ok"
+        assert len(server.requests) == 2
+
+
+async def test_error_event_before_output_until_failure_hides_key(
+    server: ScriptedServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    for _ in range(3):
+        server.add(sse_answer(gemini_error(503, f"overloaded (key {API_KEY})", "UNAVAILABLE")))
+    with pytest.raises(ModelAPIError, match="overloaded") as info:
+        await collect(await model(server, stream=True)(CONTENTS))
+    error = info.value
+    assert (error.provider, error.status_code, error.attempts) == ("gemini", 503, 3)
+    assert len(server.requests) == 3
+    # The error event stays attached as the cause: it must not carry the key either.
+    assert error.__cause__ is not None
+    for text in (str(error), repr(error), str(error.__cause__), repr(error.__cause__)):
+        assert API_KEY not in text
+    assert API_KEY not in caplog.text
+
+
+async def test_error_event_without_code_uses_status(server: ScriptedServer) -> None:
+    server.add(
+        sse_answer({"error": {"message": "busy", "status": "UNAVAILABLE"}}),
+        sse_answer(gemini_response({"text": "ok"}, prompt_tokens=1)),
+    )
+    chunks = await collect(await model(server, stream=True)(CONTENTS))
+    assert chunks[-1].get_text() == "ok"
+    assert len(server.requests) == 2
+
+
+async def test_client_error_event_is_not_retried(server: ScriptedServer) -> None:
+    server.add(
+        sse_answer(gemini_error(400, "bad request", "INVALID_ARGUMENT")),
+        sse_answer(gemini_response({"text": "never"}, prompt_tokens=1)),
+    )
+    with pytest.raises(ModelAPIError, match="bad request") as info:
+        await collect(await model(server, stream=True)(CONTENTS))
+    assert (info.value.status_code, info.value.attempts) == (400, 1)
+    assert len(server.requests) == 1
+
+
+def test_clean_part_copies_only_what_changes() -> None:
+    media = {"inline_data": {"mime_type": "image/png", "data": "iVBORw0KGgo" * 1000}}
+    ready = {"role": "user", "parts": [{"text": "look"}, media]}
+    assert _clean_part(ready) is ready
+    signed = {
+        "role": "model",
+        "parts": [
+            {"text": "a"},
+            {"function_call": {"name": "f", "args": {}}, "thought_signature": b"sig", "x": None},
+            media,
+        ],
+    }
+    cleaned = _clean_part(signed)
+    assert cleaned == {
+        "role": "model",
+        "parts": [
+            {"text": "a"},
+            {"function_call": {"name": "f", "args": {}}, "thought_signature": "c2ln"},
+            media,
+        ],
+    }
+    # The caller's message is untouched; unchanged parts are shared, not copied.
+    assert signed["parts"][1]["thought_signature"] == b"sig"
+    assert cleaned["parts"][0] is signed["parts"][0]
+    assert cleaned["parts"][2] is media
+    assert _clean_part({"a": None, "b": 1}) == {"b": 1}
+    assert _clean_part([None, {"c": None}]) == [None, {}]

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from agentscope_rt.exception import ModelAPIError
 from agentscope_rt.model import RetryConfig
 from agentscope_rt.model._retry import (
+    StreamErrorEvent,
     call_with_retry,
     classify_error,
     parse_retry_after,
@@ -190,6 +191,17 @@ def test_classify_leaves_unknown_errors_alone() -> None:
     assert classify_error(ValueError("x")) is None
     info = classify_error(TimeoutError("read"))
     assert info is not None and info.retryable and info.status_code is None
+
+
+def test_classify_stream_error_event_keeps_its_verdict() -> None:
+    info = classify_error(StreamErrorEvent("overloaded", 503, True))
+    assert info is not None and (info.status_code, info.message, info.retryable) == (
+        503,
+        "overloaded",
+        True,
+    )
+    info = classify_error(StreamErrorEvent("bad", None, False))
+    assert info is not None and not info.retryable and info.status_code is None
 
 
 class _Attempts:
