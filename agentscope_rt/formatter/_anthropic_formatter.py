@@ -52,10 +52,25 @@ async def format_anthropic_image_block(block: ImageBlock) -> dict[str, Any]:
     return {"type": "image", "source": {"type": "base64", "media_type": media_type, "data": data}}
 
 
+def format_anthropic_thinking_block(block: ThinkingBlock) -> dict[str, Any]:
+    """A thinking block in Anthropic's shape, with its ``signature`` when it has one.
+
+    Anthropic verifies the signature and rejects a thinking block that comes back changed,
+    so it is passed on exactly as the model returned it. A block without a signature (from
+    another provider, or written by hand) keeps AgentScope's ``{"type", "thinking"}`` shape;
+    the API refuses such a block, so :class:`~agentscope_rt.model.AnthropicChatModel` leaves
+    it out of the request (Anthropic allows earlier turns' thinking to be omitted).
+    """
+    if block.signature:
+        return {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
+    return {"type": "thinking", "thinking": block.thinking}
+
+
 class AnthropicChatFormatter(TruncatedFormatterBase):
     """Anthropic formatter for a conversation between a user and one agent.
 
-    Accepted blocks: text, thinking (passed back, as Anthropic recommends), image, tool_use,
+    Accepted blocks: text, thinking (passed back with its ``signature``, as Anthropic
+    requires; see :func:`format_anthropic_thinking_block`), image, tool_use,
     tool_result (text and images inside). Audio and video are dropped with an
     :class:`UnsupportedBlockWarning`. A system message other than the first becomes a user
     message (the API allows one system prompt).
@@ -77,7 +92,7 @@ class AnthropicChatFormatter(TruncatedFormatterBase):
                 if isinstance(block, TextBlock):
                     content.append({"type": "text", "text": block.text})
                 elif isinstance(block, ThinkingBlock):
-                    content.append({"type": "thinking", "thinking": block.thinking})
+                    content.append(format_anthropic_thinking_block(block))
                 elif isinstance(block, ImageBlock):
                     content.append(await format_anthropic_image_block(block))
                 elif isinstance(block, ToolUseBlock):

@@ -13,7 +13,8 @@ Anthropic specifics:
   ``{"type": "auto"|"none"|"any"|"tool"}``.
 * Thinking arrives as ``thinking`` blocks (``thinking_delta`` when streaming) and becomes
   :class:`ThinkingBlock`, with the block's ``signature`` (``signature_delta`` when streaming)
-  kept so that the formatter can send it back unchanged in later turns.
+  kept so that the formatter can send it back unchanged in later turns. Thinking blocks in
+  the request that have no signature are left out, since the API rejects them.
 * Streamed tool arguments are assembled from ``input_json_delta`` events; text that is not a
   JSON object ends as ``ToolUseBlock(input={}, raw_input=<text>)``.
 * Structured output is a forced call of the tool ``generate_structured_output``; the validated
@@ -74,6 +75,40 @@ def _anthropic_tool_choice(tool_choice: str) -> dict[str, Any]:
     if tool_choice == "required":
         return {"type": "any"}
     return {"type": "tool", "name": tool_choice}
+
+
+def _unsigned_thinking(block: Any) -> bool:
+    return (
+        isinstance(block, dict) and block.get("type") == "thinking" and not block.get("signature")
+    )
+
+
+def _without_unsigned_thinking(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """*messages* without the thinking blocks that carry no signature.
+
+    The API requires a ``signature`` on every thinking block sent back and rejects the
+    request otherwise, while it allows thinking from earlier turns to be left out; so a block
+    without one (reasoning from another provider, or written by hand) is omitted, and a
+    message left with no content is omitted with it. Copy-on-write: only messages that hold
+    such a block are copied; when none does, *messages* itself is returned.
+    """
+    kept: list[dict[str, Any]] | None = None
+    dropped = 0
+    for index, message in enumerate(messages):
+        content = message.get("content")
+        if isinstance(content, list) and any(_unsigned_thinking(b) for b in content):
+            if kept is None:
+                kept = messages[:index]
+            blocks = [b for b in content if not _unsigned_thinking(b)]
+            dropped += len(content) - len(blocks)
+            if blocks:
+                kept.append({**message, "content": blocks})
+        elif kept is not None:
+            kept.append(message)
+    if kept is None:
+        return messages
+    logger.debug("AnthropicChatModel: left out %d thinking block(s) without a signature", dropped)
+    return kept
 
 
 class AnthropicChatModel(SdkClientModel):
@@ -171,7 +206,7 @@ class AnthropicChatModel(SdkClientModel):
         if messages[0]["role"] == "system":
             kwargs["system"] = messages[0].get("content", "")
             messages = messages[1:]
-        kwargs["messages"] = messages
+        kwargs["messages"] = _without_unsigned_thinking(messages)
         if self.stream:
             kwargs["stream"] = True
         return route_extra_fields(type(self.client.messages).create, kwargs)

@@ -30,9 +30,10 @@ from agentscope_rt.formatter import (
     OpenAIChatFormatter,
     OpenAIMultiAgentFormatter,
 )
-from agentscope_rt.message import Msg, TextBlock, ToolResultBlock, ToolUseBlock
+from agentscope_rt.message import Msg, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
 from agentscope_rt.model import (
     AnthropicChatModel,
+    ChatResponse,
     DashScopeChatModel,
     GeminiChatModel,
     OllamaChatModel,
@@ -270,3 +271,64 @@ async def test_ollama_request(scripted: ScriptedServer, formatter: FormatterBase
     # Ollama takes the arguments as an object, not a JSON string.
     check_openai_style(request.body["messages"], {"city": "Paris"})
     assert request.body["tools"][0]["function"]["name"] == "get_weather"
+
+
+@pytest.mark.parametrize(
+    "formatter", [AnthropicChatFormatter(), AnthropicMultiAgentFormatter()], ids=type
+)
+async def test_anthropic_thinking_signature_round_trip(
+    wire: WireServer, formatter: FormatterBase
+) -> None:
+    # Turn 1: the model thinks (signed) and calls a tool.
+    signature = "EqQBCkYIBxgCKkDs+/sig=="
+    wire.add(
+        Reply(
+            body=anthropic_message(
+                [
+                    {"type": "thinking", "thinking": "Need the weather.", "signature": signature},
+                    {"type": "tool_use", "id": "tu_1", "name": "get_weather", "input": {}},
+                ]
+            )
+        ),
+        Reply(body=anthropic_message([{"type": "text", "text": "Sunny."}])),
+    )
+    model = AnthropicChatModel(
+        "claude-test",
+        api_key=KEY,
+        stream=False,
+        client_kwargs={"base_url": wire.url},
+        retry_config=FAST,
+    )
+    history = [Msg("system", SYSTEM, "system"), Msg("user", QUESTION, "user")]
+    async with model:
+        first = await model(await formatter.format(history), tools=TOOLS)
+        assert isinstance(first, ChatResponse)
+        history += [
+            Msg("bot", [ThinkingBlock("Reasoning kept elsewhere.")], "assistant"),
+            Msg("bot", list(first.content), "assistant"),
+            Msg(
+                "system",
+                [ToolResultBlock(id="tu_1", name="get_weather", output=[TextBlock(RESULT)])],
+                "system",
+            ),
+        ]
+        # Turn 2: the signed block goes back unchanged; the unsigned one (which the API would
+        # refuse) is left out together with the message it was alone in.
+        formatted = await formatter.format(history)
+        await model(formatted, tools=TOOLS)
+    if isinstance(formatter, AnthropicChatFormatter):
+        # The formatter keeps AgentScope's shape for the unsigned block; the model drops it.
+        assert {
+            "role": "assistant",
+            "content": [{"type": "thinking", "thinking": "Reasoning kept elsewhere."}],
+        } in formatted
+    sent = wire.requests[1].body["messages"]
+    assert [m["role"] for m in sent] == ["user", "assistant", "user"]
+    assert sent[1]["content"][0] == {
+        "type": "thinking",
+        "thinking": "Need the weather.",
+        "signature": signature,
+    }
+    assert sent[1]["content"][1]["type"] == "tool_use"
+    thinking_sent = [b for m in sent if isinstance(m["content"], list) for b in m["content"]]
+    assert all(b.get("signature") for b in thinking_sent if b.get("type") == "thinking")

@@ -13,6 +13,7 @@ import pytest
 from agentscope_rt.exception import ModelAPIError
 from agentscope_rt.message import TextBlock, ThinkingBlock, ToolUseBlock
 from agentscope_rt.model import AnthropicChatModel, ChatResponse, RetryConfig
+from agentscope_rt.model._anthropic_model import _without_unsigned_thinking
 
 from ._wire_servers import (
     Reply,
@@ -343,3 +344,30 @@ def test_bad_tool_schema_is_rejected() -> None:
     model = AnthropicChatModel("claude-test", api_key=SECRET)
     with pytest.raises(ValueError, match="function"):
         model._request_kwargs(MESSAGES, [{"name_only": "x"}], None, None, {})
+
+
+def test_unsigned_thinking_is_left_out_copy_on_write() -> None:
+    signed = {
+        "role": "assistant",
+        "content": [
+            {"type": "thinking", "thinking": "a", "signature": "s1"},
+            {"type": "text", "text": "hi"},
+        ],
+    }
+    plain = [{"role": "user", "content": "hello"}, signed]
+    assert _without_unsigned_thinking(plain) is plain
+    mixed = {
+        "role": "assistant",
+        "content": [
+            {"type": "thinking", "thinking": "b"},
+            {"type": "thinking", "thinking": "c", "signature": ""},
+            {"type": "text", "text": "ok"},
+        ],
+    }
+    alone = {"role": "assistant", "content": [{"type": "thinking", "thinking": "d"}]}
+    messages = [plain[0], alone, signed, mixed]
+    result = _without_unsigned_thinking(messages)
+    assert result == [plain[0], signed, {"role": "assistant", "content": [mixed["content"][2]]}]
+    # Untouched messages are shared; the caller's list and messages are unchanged.
+    assert result[0] is plain[0] and result[1] is signed
+    assert len(messages) == 4 and len(mixed["content"]) == 3
