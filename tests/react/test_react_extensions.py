@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from agentscope_rt.memory import LongTermMemoryBase
+import anyio
+
+from agentscope_rt.memory import LongTermMemoryBase, MemoryBase
 from agentscope_rt.message import Msg, TextBlock
 from agentscope_rt.model import ChatResponse, ScriptedChatModel
 from agentscope_rt.plan import PlanNotebookBase
@@ -173,3 +175,88 @@ async def test_plan_tools_go_to_their_own_group_with_the_meta_tool() -> None:
     assert agent.toolkit.tools["finish_subtask"].group == "plan_related"
     assert agent.toolkit.groups["plan_related"].description == Checklist.description
     assert not agent.toolkit.groups["plan_related"].active
+
+
+class ListMemory(MemoryBase):
+    """The smallest memory: a list of (Msg, marks), copies stored."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.items: list[tuple[Msg, list[str]]] = []
+
+    async def add(
+        self,
+        memories: Msg | list[Msg] | None,
+        marks: str | list[str] | None = None,
+        allow_duplicates: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        if memories is None:
+            return
+        for msg in [memories] if isinstance(memories, Msg) else memories:
+            if allow_duplicates or all(m.id != msg.id for m, _ in self.items):
+                self.items.append(
+                    (msg.copy(), [marks] if isinstance(marks, str) else list(marks or []))
+                )
+
+    async def delete(self, msg_ids: list[str], **kwargs: Any) -> int:
+        before = len(self.items)
+        self.items = [(m, k) for m, k in self.items if m.id not in msg_ids]
+        return before - len(self.items)
+
+    async def get_memory(
+        self,
+        mark: str | None = None,
+        exclude_mark: str | None = None,
+        prepend_summary: bool = True,
+        **kwargs: Any,
+    ) -> list[Msg]:
+        msgs = [
+            m
+            for m, k in self.items
+            if (mark is None or mark in k) and (exclude_mark is None or exclude_mark not in k)
+        ]
+        if prepend_summary and self._compressed_summary:
+            msgs.insert(0, Msg("user", self._compressed_summary, "user"))
+        return msgs
+
+    async def update_messages_mark(
+        self, new_mark: str | None, old_mark: str | None = None, msg_ids: list[str] | None = None
+    ) -> int:
+        count = 0
+        for m, k in self.items:
+            if (msg_ids is None or m.id in msg_ids) and new_mark and new_mark not in k:
+                k.append(new_mark)
+                count += 1
+        return count
+
+    async def size(self) -> int:
+        return len(self.items)
+
+    async def clear(self) -> None:
+        self.items = []
+
+
+async def test_any_memory_implementation_works_and_the_reply_is_not_shared_with_memory() -> None:
+    memory = ListMemory()
+    model = ScriptedChatModel(
+        [response(call("finish_subtask", "c1", subtask_idx=1)), response(text("Done."))]
+    )
+    agent = make_agent(model, memory=memory, plan_notebook=Checklist(), print_hint_msg=True)
+    send, receive = anyio.create_memory_object_stream[tuple[Msg, bool]](100)
+    agent.set_msg_queue_enabled(True, send)
+    reply = await agent(user("work"))
+    send.close()
+    printed = [m.get_text_content() or "" async for m, _ in receive]
+    assert "<system-hint>plan step 1</system-hint>" in printed  # print_hint_msg shows hints
+    msgs = await history(memory)
+    assert [m.role for m in msgs] == ["user", "assistant", "system", "assistant"]
+    assert texts_of(msgs[2]) == "subtask 1 done"
+    # The caller owns its reply: changing it does not change memory.
+    reply.content[0].text = "changed"  # type: ignore[union-attr]
+    assert msgs[-1].get_text_content() == "Done."
+    # The default memory behaves the same way.
+    agent = make_agent(ScriptedChatModel([response(text("Hi."))]))
+    reply = await agent(user("hello"))
+    reply.content[0].text = "changed"  # type: ignore[union-attr]
+    assert (await history(agent.memory))[-1].get_text_content() == "Hi."
