@@ -194,8 +194,19 @@ def measure_agentscope(version: str) -> tuple[str, list[float] | None, str]:
     return str(data["version"]), [float(x) for x in data["us_per_reply"]], note
 
 
+# Entry points whose cumulative time says which component a reply's time is spent in.
+_COMPONENTS = {
+    "Toolkit.call_tool_function (iterating the result)": ("_toolkit.py", "__anext__"),
+    "formatter.format": ("_formatter_base.py", "format"),
+    "the model (zero-latency, builds a ChatResponse)": ("bench_react.py", "__call__"),
+    "Msg() construction": ("_msg.py", "__init__"),
+    "Msg.copy": ("_msg.py", "copy"),
+}
+
+
 def profile_summary(replies: int = 300) -> str:
-    """Where agentscope-rt's time goes (asyncio), grouped by module, plus the top functions."""
+    """Where agentscope-rt's time goes (asyncio): cumulative share of the main components,
+    own time by file, and the top functions."""
 
     async def run() -> None:
         one = rt_workload()
@@ -209,27 +220,37 @@ def profile_summary(replies: int = 300) -> str:
     profiler = cProfile.Profile()
     anyio.run(run, backend="asyncio")
     stats = pstats.Stats(profiler)
-    by_area: collections.Counter[str] = collections.Counter()
+    by_file: collections.Counter[str] = collections.Counter()
     rows = []
-    for (filename, line, name), (_, _, tottime, _, _) in stats.stats.items():  # type: ignore[attr-defined]
+    cumulative: collections.Counter[str] = collections.Counter()
+    for (filename, line, name), entry in stats.stats.items():  # type: ignore[attr-defined]
+        tottime, cumtime = entry[2], entry[3]
         path = filename.replace(os.sep, "/")
         if "/agentscope_rt/" in path:
-            area = "agentscope_rt." + path.split("/agentscope_rt/")[1].split("/")[0].removesuffix(
-                ".py"
-            )
+            area = "agentscope_rt/" + path.split("/agentscope_rt/")[1]
         elif "site-packages/" in path:
             area = path.split("site-packages/")[1].split("/")[0]
-        elif filename.startswith("~") or filename.startswith("<"):
+        elif filename.startswith(("~", "<")):
             area = "builtins"
         else:
-            area = "stdlib: " + pathlib.Path(path).stem
-        by_area[area] += tottime
+            area = "stdlib " + pathlib.Path(path).name
+        by_file[area] += tottime
         rows.append((tottime, f"{pathlib.Path(path).name}:{line} {name}"))
-    total = sum(by_area.values()) or 1.0
-    lines = ["Profile of agentscope-rt (asyncio, cProfile, share of own time):", ""]
-    lines += [f"- {area}: {100 * t / total:.0f}%" for area, t in by_area.most_common(8)]
+        for label, (file_end, func) in _COMPONENTS.items():
+            if path.endswith(file_end) and name == func:
+                cumulative[label] += cumtime
+    total = sum(by_file.values()) or 1.0
+    lines = [
+        "Profile of agentscope-rt (asyncio, cProfile):",
+        "",
+        "Cumulative share per component:",
+        "",
+    ]
+    lines += [f"- {label}: {100 * cumulative[label] / total:.0f}%" for label in _COMPONENTS]
+    lines += ["", "Own time by file:", ""]
+    lines += [f"- {area}: {100 * t / total:.0f}%" for area, t in by_file.most_common(10)]
     lines += ["", "Top functions by own time:", ""]
-    lines += [f"- {label}: {100 * t / total:.1f}%" for t, label in sorted(rows, reverse=True)[:10]]
+    lines += [f"- {label}: {100 * t / total:.1f}%" for t, label in sorted(rows, reverse=True)[:8]]
     return "\n".join(lines)
 
 
