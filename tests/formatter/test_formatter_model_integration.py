@@ -9,8 +9,11 @@ per provider; only the user turn's text differs (``<history>`` for multi-agent).
 
 from __future__ import annotations
 
+import base64
+import copy
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -30,7 +33,18 @@ from agentscope_rt.formatter import (
     OpenAIChatFormatter,
     OpenAIMultiAgentFormatter,
 )
-from agentscope_rt.message import Msg, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
+from agentscope_rt.message import (
+    AudioBlock,
+    Base64Source,
+    ImageBlock,
+    Msg,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    URLSource,
+    VideoBlock,
+)
 from agentscope_rt.model import (
     AnthropicChatModel,
     ChatResponse,
@@ -332,3 +346,89 @@ async def test_anthropic_thinking_signature_round_trip(
     assert sent[1]["content"][1]["type"] == "tool_use"
     thinking_sent = [b for m in sent if isinstance(m["content"], list) for b in m["content"]]
     assert all(b.get("signature") for b in thinking_sent if b.get("type") == "thinking")
+
+
+DATA = Path(__file__).parent / "data"
+WEB_IMAGE = "https://example.com/cat.png"
+WEB_VIDEO = "https://example.com/clip.mp4"
+
+
+def media_conversation() -> list[Msg]:
+    return [
+        Msg("system", SYSTEM, "system"),
+        Msg(
+            "user",
+            [
+                TextBlock("What do these show?"),
+                ImageBlock(URLSource(WEB_IMAGE)),
+                ImageBlock(URLSource(str(DATA / "pixel.png"))),
+                AudioBlock(URLSource(str(DATA / "tone.wav"))),
+                AudioBlock(Base64Source("audio/mpeg", "SUQzBA==")),
+                VideoBlock(URLSource(WEB_VIDEO)),
+                VideoBlock(URLSource(str(DATA / "clip.mp4"))),
+            ],
+            "user",
+        ),
+        Msg("bot", "A cat, a pixel, a tone and two clips.", "assistant"),
+        Msg("user", "Thanks.", "user"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "formatter", [DashScopeChatFormatter(), DashScopeMultiAgentFormatter()], ids=type
+)
+async def test_dashscope_media_reach_the_server_in_compatible_shape(
+    wire: WireServer, formatter: FormatterBase
+) -> None:
+    wire.add(Reply(body=openai_completion("Understood.")))
+    messages = await formatter.format(media_conversation())
+    # The formatter's output is DashScope-native (as AgentScope's); keep a copy to show the
+    # model does not modify it.
+    native = copy.deepcopy(messages)
+    assert any(
+        "image" in part for m in messages if isinstance(m["content"], list) for part in m["content"]
+    )
+    model = DashScopeChatModel(
+        "qwen-omni-turbo",
+        api_key=KEY,
+        stream=False,
+        base_http_api_url=wire.url + "/compatible-mode/v1",
+        retry_config=FAST,
+    )
+    async with model:
+        await model(messages)
+    assert messages == native
+    [request] = wire.requests
+    sent = request.body["messages"]
+    parts = [p for m in sent if isinstance(m["content"], list) for p in m["content"]]
+    # Every part is typed: nothing native is left.
+    assert parts and all("type" in p for p in parts)
+    media = [p for p in parts if p["type"] != "text"]
+    pixel = base64.b64encode((DATA / "pixel.png").read_bytes()).decode()
+    # The WAV MIME type (audio/wav or audio/x-wav) depends on the platform's tables.
+    [tone_url] = [
+        p["audio"]
+        for m in native
+        if isinstance(m["content"], list)
+        for p in m["content"]
+        if str(p.get("audio", "")).startswith("data:audio/") and "wav" in p["audio"].split(";")[0]
+    ]
+    assert tone_url.endswith(base64.b64encode((DATA / "tone.wav").read_bytes()).decode())
+    clip = base64.b64encode((DATA / "clip.mp4").read_bytes()).decode()
+    assert media == [
+        {"type": "image_url", "image_url": {"url": WEB_IMAGE}},
+        {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{pixel}"}},
+        {
+            "type": "input_audio",
+            "input_audio": {"data": tone_url, "format": "wav"},
+        },
+        {
+            "type": "input_audio",
+            "input_audio": {"data": "data:audio/mpeg;base64,SUQzBA==", "format": "mp3"},
+        },
+        {"type": "video_url", "video_url": {"url": WEB_VIDEO}},
+        {"type": "video_url", "video_url": {"url": f"data:video/mp4;base64,{clip}"}},
+    ]
+    texts = " ".join(p["text"] for p in parts if p["type"] == "text")
+    assert "What do these show?" in texts
+    assert sent[0] == {"role": "system", "content": SYSTEM}

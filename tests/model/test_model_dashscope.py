@@ -9,7 +9,7 @@ import pytest
 from agentscope_rt.exception import ModelAPIError
 from agentscope_rt.message import TextBlock, ThinkingBlock
 from agentscope_rt.model import DashScopeChatModel, RetryConfig
-from agentscope_rt.model._dashscope_model import DASHSCOPE_BASE_URL
+from agentscope_rt.model._dashscope_model import DASHSCOPE_BASE_URL, compatible_messages
 
 from ._wire_servers import Reply, WireServer, openai_chunk, openai_completion, sse
 
@@ -95,3 +95,46 @@ def test_defaults_and_missing_key(monkeypatch: pytest.MonkeyPatch) -> None:
         DashScopeChatModel("qwen-plus")
     model = DashScopeChatModel("qwen-plus", api_key=SECRET)
     assert str(model.client.base_url).rstrip("/") == DASHSCOPE_BASE_URL
+
+
+def test_compatible_messages_converts_native_parts_copy_on_write() -> None:
+    typed = {"role": "user", "content": [{"type": "text", "text": "hi"}]}
+    plain = [{"role": "system", "content": "Be brief."}, typed]
+    assert compatible_messages(plain) is plain
+    native = {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": "already typed"},
+            {"text": "look"},
+            {"image": "https://example.com/a.jpg"},
+            {"audio": "https://example.com/talk.MP3?sig=1"},
+            {"audio": "data:audio/wav;base64,UklGRg=="},
+            {"audio": "https://example.com/stream"},
+            {"video": ["https://example.com/f1.jpg", "https://example.com/f2.jpg"]},
+            {"video": "file-id-without-extension"},
+        ],
+    }
+    messages = [plain[0], native, typed]
+    result = compatible_messages(messages)
+    assert result[0] is plain[0] and result[2] is typed
+    assert result[1]["role"] == "user"
+    assert result[1]["content"] == [
+        {"type": "text", "text": "already typed"},
+        {"type": "text", "text": "look"},
+        {"type": "image_url", "image_url": {"url": "https://example.com/a.jpg"}},
+        {
+            "type": "input_audio",
+            "input_audio": {"data": "https://example.com/talk.MP3?sig=1", "format": "mp3"},
+        },
+        {
+            "type": "input_audio",
+            "input_audio": {"data": "data:audio/wav;base64,UklGRg==", "format": "wav"},
+        },
+        # No extension and no MIME type: the format is left for the server to detect.
+        {"type": "input_audio", "input_audio": {"data": "https://example.com/stream"}},
+        {"type": "video", "video": ["https://example.com/f1.jpg", "https://example.com/f2.jpg"]},
+        {"type": "video_url", "video_url": {"url": "file-id-without-extension"}},
+    ]
+    # The typed part is shared, and the caller's message keeps its native parts.
+    assert result[1]["content"][0] is native["content"][0]
+    assert native["content"][1] == {"text": "look"}
