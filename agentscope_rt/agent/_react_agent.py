@@ -343,12 +343,17 @@ class ReActAgent(ReActAgentBase):
         return msg
 
     async def _record_owned(self, msg: Msg) -> None:
-        """Record a message this agent built and does not hand out (no copy needed)."""
+        """Record a message this agent built and does not hand out (no copy needed).
+
+        A storage that awaits (I/O) is written in a shielded scope: a step's record must not
+        be cut in half by an interrupt, or a tool call could end up with no result or two.
+        """
         memory = self.memory
         if memory.__class__ is InMemoryMemory:
             memory._add_owned(msg)
         else:
-            await memory.add(msg)
+            with anyio.CancelScope(shield=True):
+                await memory.add(msg)
 
     # -- the reply ---------------------------------------------------------------------------
 

@@ -5,6 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import anyio
+import anyio.lowlevel
+
 from agentscope_rt.agent import ReActAgent
 from agentscope_rt.formatter import OpenAIChatFormatter
 from agentscope_rt.memory import InMemoryMemory
@@ -101,3 +104,18 @@ def prompt_text(model_call: ModelCall) -> str:
         elif isinstance(content, list):
             parts.extend(str(p.get("text", "")) for p in content if isinstance(p, dict))
     return "\n".join(parts)
+
+
+class CheckpointingMemory(InMemoryMemory):
+    """An in-memory store that yields to the event loop on every write, like a storage doing
+    I/O would (so cancellation can land in the middle of recording)."""
+
+    async def add(
+        self,
+        memories: Msg | list[Msg] | None,
+        marks: str | list[str] | None = None,
+        allow_duplicates: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        await anyio.lowlevel.checkpoint()
+        await super().add(memories, marks, allow_duplicates, **kwargs)

@@ -3,7 +3,8 @@ after it.
 
 Random sequences of plain replies, tool rounds (parallel or not, with failing, unknown, badly
 called and slow tools), model failures, interrupts during the model call and during tools, and
-hook-requested stops with resumption run against one agent; after every step the memory is
+hook-requested stops with resumption run against one agent (whose memory may yield to the
+event loop on every write, as a storage doing I/O would); after every step the memory is
 checked. The agent runs in an anyio blocking portal, once per backend.
 """
 
@@ -27,7 +28,7 @@ from agentscope_rt.message import TextBlock, ToolUseBlock
 from agentscope_rt.model import ChatResponse, FunctionChatModel
 from agentscope_rt.tool import Toolkit, ToolResponse
 
-from ._support import history, make_agent, tool_pair_problems, user
+from ._support import CheckpointingMemory, history, make_agent, tool_pair_problems, user
 
 _HANG = "hang"
 _FAIL = "fail"
@@ -93,8 +94,13 @@ class ReActMachine(RuleBasedStateMachine):
                 blocks.append(ToolUseBlock(id=call_id, name=kind, input={"x": 1}))
         return ChatResponse(content=blocks)
 
-    @initialize(parallel=st.booleans(), stream=st.booleans(), max_iters=st.integers(1, 3))
-    def create(self, parallel: bool, stream: bool, max_iters: int) -> None:
+    @initialize(
+        parallel=st.booleans(),
+        stream=st.booleans(),
+        max_iters=st.integers(1, 3),
+        io_memory=st.booleans(),
+    )
+    def create(self, parallel: bool, stream: bool, max_iters: int, io_memory: bool) -> None:
         toolkit = Toolkit()
         for func in (ok, boom, slow):
             toolkit.register_tool_function(func)
@@ -103,6 +109,7 @@ class ReActMachine(RuleBasedStateMachine):
             toolkit,
             parallel_tool_calls=parallel,
             max_iters=max_iters,
+            memory=CheckpointingMemory() if io_memory else None,
         )
 
     def _reply(self, interrupt_after: float | None = None) -> None:
