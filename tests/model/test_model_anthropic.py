@@ -354,7 +354,7 @@ def test_unsigned_thinking_is_left_out_copy_on_write() -> None:
             {"type": "text", "text": "hi"},
         ],
     }
-    plain = [{"role": "user", "content": "hello"}, signed]
+    plain: list[dict[str, Any]] = [{"role": "user", "content": "hello"}, signed]
     assert _without_unsigned_thinking(plain) is plain
     mixed = {
         "role": "assistant",
@@ -365,7 +365,7 @@ def test_unsigned_thinking_is_left_out_copy_on_write() -> None:
         ],
     }
     alone = {"role": "assistant", "content": [{"type": "thinking", "thinking": "d"}]}
-    messages = [plain[0], alone, signed, mixed]
+    messages: list[dict[str, Any]] = [plain[0], alone, signed, mixed]
     result = _without_unsigned_thinking(messages)
     assert result == [plain[0], signed, {"role": "assistant", "content": [mixed["content"][2]]}]
     # Untouched messages are shared; the caller's list and messages are unchanged.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -99,7 +100,7 @@ def test_defaults_and_missing_key(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_compatible_messages_converts_native_parts_copy_on_write() -> None:
     typed = {"role": "user", "content": [{"type": "text", "text": "hi"}]}
-    plain = [{"role": "system", "content": "Be brief."}, typed]
+    plain: list[dict[str, Any]] = [{"role": "system", "content": "Be brief."}, typed]
     assert compatible_messages(plain) is plain
     native = {
         "role": "user",
@@ -114,7 +115,7 @@ def test_compatible_messages_converts_native_parts_copy_on_write() -> None:
             {"video": "file-id-without-extension"},
         ],
     }
-    messages = [plain[0], native, typed]
+    messages: list[dict[str, Any]] = [plain[0], native, typed]
     result = compatible_messages(messages)
     assert result[0] is plain[0] and result[2] is typed
     assert result[1]["role"] == "user"

@@ -363,7 +363,7 @@ def test_clean_part_copies_only_what_changes() -> None:
     media = {"inline_data": {"mime_type": "image/png", "data": "iVBORw0KGgo" * 1000}}
     ready = {"role": "user", "parts": [{"text": "look"}, media]}
     assert _clean_part(ready) is ready
-    signed = {
+    signed: dict[str, Any] = {
         "role": "model",
         "parts": [
             {"text": "a"},
