@@ -27,7 +27,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -39,7 +39,7 @@ from _agentscope_env import FAST_VERSION, NEWEST_VERSION, agentscope_python  # n
 
 from agentscope_rt import __version__ as RT_VERSION  # noqa: E402
 from agentscope_rt.agent import ReActAgent  # noqa: E402
-from agentscope_rt.formatter import OpenAIChatFormatter  # noqa: E402
+from agentscope_rt.formatter import FormatterBase, OpenAIChatFormatter  # noqa: E402
 from agentscope_rt.message import Msg, TextBlock, ToolUseBlock  # noqa: E402
 from agentscope_rt.model import ChatModelBase, ChatResponse  # noqa: E402
 from agentscope_rt.tool import Toolkit, ToolResponse  # noqa: E402
@@ -101,6 +101,46 @@ def make_agent() -> ReActAgent:
 
 def rt_workload() -> Callable[[], Awaitable[None]]:
     agent = make_agent()
+
+    async def one() -> None:
+        await agent.memory.clear()
+        reply = await agent(Msg("user", QUESTION, "user"))
+        if reply.get_text_content() != ANSWER:
+            raise RuntimeError(f"unexpected reply {reply!r}")
+
+    return one
+
+
+class _PassThroughToolkit(Toolkit):
+    """Diagnostic: calls the tool function directly (no validation, timeout or interrupt
+    handling), to show how much of a reply the toolkit costs."""
+
+    def call_tool_function(self, tool_call: ToolUseBlock) -> Any:
+        async def chunks() -> AsyncGenerator[ToolResponse, None]:
+            yield await get_weather(**tool_call.input)
+
+        return chunks()
+
+
+class _PassThroughFormatter(FormatterBase):
+    """Diagnostic: only the roles, to show how much of a reply the formatter costs."""
+
+    async def format(
+        self, msgs: list[Msg], tools: list[dict[str, Any]] | None = None
+    ) -> list[dict[str, Any]]:
+        return [
+            {"role": "tool" if msg.role == "system" and msg.content.__class__ is list else msg.role}
+            for msg in msgs
+        ]
+
+
+def loop_only_workload() -> Callable[[], Awaitable[None]]:
+    """The agent loop with the toolkit and formatter replaced by pass-through stubs."""
+    agent = make_agent()
+    toolkit = _PassThroughToolkit()
+    toolkit.register_tool_function(get_weather)
+    agent.toolkit = toolkit
+    agent.formatter = _PassThroughFormatter()
 
     async def one() -> None:
         await agent.memory.clear()
@@ -277,6 +317,14 @@ def main() -> str:
     for backend in ("asyncio", "trio"):
         rows.append(
             (
+                "diagnostic: the same loop with stub toolkit + formatter",
+                backend,
+                statistics.median(measure_in_process(loop_only_workload, backend)),
+            )
+        )
+    for backend in ("asyncio", "trio"):
+        rows.append(
+            (
                 "hand-written floor",
                 backend,
                 statistics.median(measure_in_process(floor_workload, backend)),
@@ -311,7 +359,14 @@ def main() -> str:
         ratio = f"{fast / us:.1f}x" if fast else "n/a"
         vs_floor = f"{us / floor.get(backend, floor['asyncio']):.1f}x"
         lines.append(f"| {name} | {backend} | {us:,.1f} | {ratio} | {vs_floor} |")
-    lines.append("")
+    lines += [
+        "",
+        "The diagnostic rows run the same agent with `Toolkit.call_tool_function` and the "
+        "formatter replaced by pass-through stubs (no argument validation, timeouts or interrupt "
+        "handling; roles only): not a configuration to use, only a measure of how the cost of a "
+        "reply splits between the loop and those two components.",
+        "",
+    ]
     ours = {backend: us for name, backend, us in rows if name.startswith("agentscope-rt")}
     if fast:
         missed = [b for b, us in ours.items() if fast / us < TARGET_RATIO]
