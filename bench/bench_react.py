@@ -61,7 +61,7 @@ class ZeroLatencyModel(ChatModelBase):
     def __init__(self) -> None:
         super().__init__("zero-latency", stream=False)
 
-    async def __call__(  # type: ignore[override]
+    async def __call__(
         self,
         messages: list[dict[str, Any]],
         tools: list[dict[str, Any]] | None = None,
