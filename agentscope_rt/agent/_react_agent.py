@@ -15,9 +15,11 @@ Guarantees:
   :meth:`ReActAgent.handle_interrupt`'s answer. The next call continues normally.
 * **Results are recorded in call order**, also when ``parallel_tool_calls=True`` runs the calls
   concurrently in one task group (the group ends before the step does; no task outlives it).
-* **The hot path stays lean.** Nothing is deep-copied except the copies memory keeps; no
-  signature is inspected per call; hooks cost nothing unless registered; the system message
-  is rebuilt only when the system prompt changes.
+* **The hot path stays lean.** Nothing is deep-copied: memory copies the input (``Msg.copy``)
+  and keeps the messages the agent builds itself (tool results, intermediate reasoning)
+  without copying, and the caller gets its own copy of the final reply. No signature is
+  inspected per call; hooks cost nothing unless registered; per-reply state lives in a
+  slotted object; the system message is rebuilt only when the system prompt changes.
 """
 
 from __future__ import annotations
@@ -191,8 +193,9 @@ class ReActAgent(ReActAgentBase):
     Hooks (``pre_``/``post_`` ``reasoning`` and ``acting``, besides the reply, print and
     observe hooks): reasoning hooks get ``{"tool_choice": ...}`` and the reasoning Msg as
     output; acting hooks get ``{"tool_call": ToolUseBlock}`` and the structured output (a
-    dict, or ``None``) as output. A hook may call :meth:`request_stop` to end the reply after
-    the current step.
+    dict, or ``None``) as output. A ``pre_acting`` hook may change a call's name and input but
+    must keep its ``id`` (the result answers the call the model made). A hook may call
+    :meth:`request_stop` to end the reply after the current step.
 
     The reply's ``metadata`` holds ``generate_reason`` (see :class:`GenerateReason`), ``usage``
     (the summed token usage of every model call of the reply, as a :class:`ChatUsage` dict)
