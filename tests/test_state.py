@@ -229,3 +229,45 @@ def test_nested_state_roundtrip_property(tree: Node) -> None:
 def _depth(node: Node) -> int:
     children = node.children()
     return 0 if not children else 1 + _depth(children[0])
+
+
+class CustomLoad(StateModule):
+    """A module that saves and loads itself, as AgentScope code (and the Toolkit) may do."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.active: set[str] = set()
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"active": sorted(self.active)}
+
+    def load_state_dict(self, state_dict: dict[str, Any], strict: bool = True) -> None:
+        if not isinstance(state_dict.get("active"), list):
+            raise StateError("CustomLoad: 'active' must be a list")
+        self.active = set(state_dict["active"])
+
+
+class Holder(StateModule):
+    def __init__(self) -> None:
+        super().__init__()
+        self.count = 0
+        self.register_state("count")
+        self.custom = CustomLoad()
+
+
+def test_nested_module_with_its_own_load_state_dict_is_loaded_through_it() -> None:
+    holder = Holder()
+    holder.custom.active = {"b", "a"}
+    holder.count = 2
+    state = json.loads(json.dumps(holder.state_dict()))
+    assert state == {"custom": {"active": ["a", "b"]}, "count": 2}
+    other = Holder()
+    other.load_state_dict(state)
+    assert other.custom.active == {"a", "b"} and other.count == 2
+
+
+def test_a_failing_custom_load_changes_nothing() -> None:
+    holder = Holder()
+    with pytest.raises(StateError, match="'active' must be a list"):
+        holder.load_state_dict({"custom": {"active": 3}, "count": 5})
+    assert holder.count == 0 and holder.custom.active == set()

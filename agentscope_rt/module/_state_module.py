@@ -8,7 +8,9 @@ your own attrs classes, and lists/dicts of them) round-trip without custom funct
 
 Loading is all-or-nothing: :meth:`StateModule.load_state_dict` first builds every new value of
 the whole tree, and only when all of them are valid assigns them. A bad state raises
-:class:`~agentscope_rt.exception.StateError` and leaves every module unchanged.
+:class:`~agentscope_rt.exception.StateError` and leaves every module unchanged. A sub-module
+whose class overrides ``load_state_dict`` is loaded through its override (before anything
+else is assigned), so it must check its state before changing anything.
 """
 
 from __future__ import annotations
@@ -185,7 +187,20 @@ class StateModule:
         :raises StateError: naming the offending key path. Nothing is changed then.
         """
         plan: list[tuple[StateModule, str, Any]] = []
-        self._plan_load(state_dict, strict, "", plan)
+        custom: list[tuple[StateModule, Any]] = []
+        self._plan_load(state_dict, strict, "", plan, custom)
+        # Sub-modules with their own load_state_dict go first: each checks its state before
+        # changing anything, so a failure there still leaves the whole tree unchanged
+        # (only a second such module failing after a first succeeded could not be undone).
+        for module, state in custom:
+            try:
+                module.load_state_dict(state, strict)
+            except StateError:
+                raise
+            except Exception as exc:
+                raise StateError(
+                    f"{type(module).__name__}.load_state_dict failed: {type(exc).__name__}: {exc}"
+                ) from exc
         for module, key, value in plan:
             setattr(module, key, value)
 
@@ -195,6 +210,7 @@ class StateModule:
         strict: bool,
         path: str,
         plan: list[tuple[StateModule, str, Any]],
+        custom: list[tuple[StateModule, Any]],
     ) -> None:
         where = path or type(self).__name__
         if not isinstance(state, dict):
@@ -213,8 +229,14 @@ class StateModule:
                     f"{where}: {' and '.join(parts)} (pass strict=False to load a partial state)"
                 )
         for key, module in self._module_dict.items():
-            if key in state:
-                module._plan_load(state[key], strict, f"{path}.{key}" if path else key, plan)
+            if key not in state:
+                continue
+            if type(module).load_state_dict is not StateModule.load_state_dict:
+                # A sub-module that customises loading (as AgentScope code may) is honoured.
+                custom.append((module, state[key]))
+            else:
+                sub_path = f"{path}.{key}" if path else key
+                module._plan_load(state[key], strict, sub_path, plan, custom)
         for key, attr in self._attribute_dict.items():
             if key not in state:
                 continue
