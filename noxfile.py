@@ -41,9 +41,12 @@ def examples(session: nox.Session) -> None:
             session.run(
                 "python",
                 "-c",
-                "import runpy, signal, sys; "
+                # As `python script.py` would (its folder first on sys.path, so examples can
+                # share helpers such as examples/_models.py), with a time limit.
+                "import os, runpy, signal, sys; "
                 f"signal.alarm({EXAMPLE_TIMEOUT_S}); "
-                "sys.argv = [sys.argv[1]]; runpy.run_path(sys.argv[0], run_name='__main__')",
+                "sys.argv = [sys.argv[1]]; sys.path.insert(0, os.path.dirname(sys.argv[0])); "
+                "runpy.run_path(sys.argv[0], run_name='__main__')",
                 str(script),
                 env={"AGENTSCOPE_RT_EXAMPLES": "1"},
             )
