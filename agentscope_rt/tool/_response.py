@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import uuid
+import os
 from typing import Any
 
 import attrs
@@ -13,7 +13,8 @@ __all__ = ["ToolResponse"]
 
 
 def _tool_response_id() -> str:
-    return uuid.uuid4().hex
+    # 128 random bits as hex, like uuid4().hex without building a UUID object.
+    return os.urandom(16).hex()
 
 
 @attrs.define(slots=True)
