@@ -387,12 +387,13 @@ class MsgHub:
             return  # the hub has exited: nothing is delivered to its former members
         if self._errors:
             await self._fail_publisher(sender)
-        subs = self._subs
-        targets = []
+        get = self._subs.get
+        targets: list[_Subscriber] = []
+        add = targets.append
         for agent in recipients:
-            sub = subs.get(id(agent))
+            sub = get(id(agent))
             if sub is not None and sub.member and agent is not sender:
-                targets.append(sub)
+                add(sub)
         if not targets:
             return
         ticket = await self._publish(msg, targets)
@@ -434,28 +435,41 @@ class MsgHub:
     async def _enqueue(self, item: _Item, targets: list[_Subscriber]) -> None:
         ticket = item[1]
         for sub in targets:
-            while True:
-                if sub.closed:
-                    ticket.settle(False)  # the hub closed while this message was being enqueued
-                    break
-                try:
-                    sub.send.send_nowait(item)
-                except anyio.WouldBlock:
-                    # A full inbox (backpressure): make sure its delivery task is draining it
-                    # and wait until it has taken something.
-                    self._wake(sub)
-                    if sub.room is None:
-                        sub.room = anyio.Event()
-                    try:
-                        await sub.room.wait()
-                    except BaseException:
-                        ticket.settle(False)
-                        raise
-                    continue
-                sub.queued += 1
-                if sub.slow:
-                    self._wake(sub)
-                break
+            if sub.closed:
+                ticket.settle(False)  # the hub closed while this message was being enqueued
+                continue
+            try:
+                sub.send.send_nowait(item)
+            except anyio.WouldBlock:
+                await self._enqueue_when_room(sub, item)
+                continue
+            sub.queued += 1
+            if sub.slow:
+                self._wake(sub)
+
+    async def _enqueue_when_room(self, sub: _Subscriber, item: _Item) -> None:
+        """Backpressure: wait until *sub*'s delivery has taken something from its full inbox."""
+        ticket = item[1]
+        while True:
+            self._wake(sub)
+            if sub.room is None:
+                sub.room = anyio.Event()
+            try:
+                await sub.room.wait()
+            except BaseException:
+                ticket.settle(False)
+                raise
+            if sub.closed:
+                ticket.settle(False)
+                return
+            try:
+                sub.send.send_nowait(item)
+            except anyio.WouldBlock:
+                continue
+            sub.queued += 1
+            if sub.slow:
+                self._wake(sub)
+            return
 
     async def _help(self, ticket: _Ticket) -> None:
         """Drain the inboxes of *ticket*'s recipients that nobody is draining, in turn.
@@ -468,6 +482,8 @@ class MsgHub:
         targets = ticket.targets
         count = len(targets)
         self._helping += 1
+        clock = time.perf_counter
+        last = clock()
         try:
             while ticket.cursor < count:
                 sub = targets[ticket.cursor]
@@ -480,14 +496,46 @@ class MsgHub:
                         ticket.relay = True
                         relay.help = ticket
                         relay.wake.set()
-                started = time.perf_counter()
-                await self._drain(sub)
-                if time.perf_counter() - started > SLOW_OBSERVE_SECONDS:
+                if sub.queued == 1 and not sub.failed:
+                    # The usual case, one message, delivered without the _drain frame: same
+                    # steps as _drain, kept in step with it.
+                    sub.busy = True
+                    msg, taken = sub.receive.receive_nowait()
+                    sub.queued = 0
+                    if sub.room is not None:
+                        sub.room.set()
+                        sub.room = None
+                    try:
+                        await sub.agent.observe(msg)
+                    except Exception as exc:
+                        taken.settle(False)
+                        self._observer_failed(sub, exc)
+                    except BaseException:
+                        taken.settle(False)
+                        self._wake(sub)  # messages queued meanwhile go to its delivery task
+                        raise
+                    else:
+                        taken.remaining -= 1
+                        if not taken.remaining and taken.event is not None:
+                            taken.event.set()
+                    finally:
+                        sub.busy = False
+                        if sub.closed:
+                            self._wake(sub)
+                    if sub.queued:
+                        # Queued by other publishers while this observe ran: they skipped
+                        # the busy inbox and count on this drainer.
+                        await self._drain(sub)
+                else:
+                    await self._drain(sub)
+                now = clock()
+                if now - last > SLOW_OBSERVE_SECONDS:
                     # Twice in a row: once may be the process being paused, not the observer.
                     sub.strikes += 1
                     sub.slow = sub.strikes >= SLOW_STRIKES
-                else:
+                elif sub.strikes:
                     sub.strikes = 0
+                last = now
         except BaseException:
             # A cancelled helper hands what it did not reach to the delivery tasks.
             for sub in targets[ticket.cursor :]:
@@ -533,7 +581,10 @@ class MsgHub:
                     ticket = None
                     self._observer_failed(sub, exc)
                     continue
-                ticket.settle(True)
+                # ticket.settle(True), inlined: this is the hot path.
+                ticket.remaining -= 1
+                if not ticket.remaining and ticket.event is not None:
+                    ticket.event.set()
                 ticket = None
         except BaseException:
             # Cancelled mid-observe: the message in hand was not (fully) observed.
