@@ -65,6 +65,7 @@ from ..message import ToolUseBlock
 from ..module import StateModule
 from ._execution import execute_tool, interrupted_response, text_response
 from ._function_schema import build_function_schema, normalize_parameters_schema
+from ._quick_check import compile_quick_check
 from ._response import ToolResponse
 from ._types import PostprocessFunc, RegisteredToolFunction, ToolGroup, ToolKind, tool_kind
 
@@ -386,6 +387,7 @@ class Toolkit(StateModule):
             json_schema=schema,
             kind=kind,
             validator=validator_cls(parameters),
+            quick_check=compile_quick_check(parameters),
             preset_kwargs=presets,
             accepted_names=accepted,
             original_name=input_name if func_name else None,
@@ -877,11 +879,15 @@ def _check_arguments(tool: RegisteredToolFunction, args: Any, raw_input: str | N
         return f"the arguments must be a JSON object, got {type(args).__name__}"
     if raw_input and not args:
         return f"the arguments are not a valid JSON object: {raw_input[:200]!r}"
-    if tool.accepted_names is not None:
-        unexpected = sorted(set(args) - tool.accepted_names)
-        if unexpected:
-            allowed = ", ".join(sorted(tool.accepted_names)) or "none"
-            return f"unexpected argument(s) {unexpected} (accepted: {allowed})"
+    accepted = tool.accepted_names
+    if accepted is not None and not accepted.issuperset(args):
+        unexpected = sorted(set(args) - accepted)
+        allowed = ", ".join(sorted(accepted)) or "none"
+        return f"unexpected argument(s) {unexpected} (accepted: {allowed})"
+    quick_check = tool.quick_check
+    if quick_check is not None and quick_check(args):
+        return None
+    # Invalid, or beyond what the quick check models: jsonschema decides and explains.
     if not tool.validator.is_valid(args):
         return _describe_validation_errors(tool.validator, args)
     return None

@@ -67,6 +67,8 @@ class RegisteredToolFunction:
     :ivar json_schema: the OpenAI function schema shown to the model (preset kwargs removed).
     :ivar extended_json_schema: ``json_schema`` merged with the extended model, if one is set.
     :ivar accepted_names: argument names the function takes (``None`` when it takes any).
+    :ivar quick_check: a compiled conservative check of the arguments against the parameters
+        schema (see :mod:`._quick_check`); ``None`` when the schema needs ``validator``.
     """
 
     name: str
@@ -86,6 +88,7 @@ class RegisteredToolFunction:
     async_execution: bool = False
     timeout: float | None = None
     base_accepted_names: frozenset[str] | None = None
+    quick_check: Callable[[Any], bool] | None = None
 
     def __attrs_post_init__(self) -> None:
         if self.extended_json_schema is None:
