@@ -21,7 +21,7 @@ import anyio
 from agentscope_rt.agent import AgentBase, ReActAgent
 from agentscope_rt.formatter import OpenAIChatFormatter
 from agentscope_rt.message import Msg
-from agentscope_rt.model import FunctionChatModel, ScriptedChatModel
+from agentscope_rt.model import FunctionChatModel
 from agentscope_rt.pipeline import fanout_pipeline, sequential_pipeline, stream_printing_messages
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from agentscope_rt.agent import AgentBase
 from agentscope_rt.message import Msg
-from agentscope_rt.pipeline import MsgHub, sequential_pipeline
+from agentscope_rt.pipeline import MsgHub
 
 
 class Panelist(AgentBase):
