@@ -318,3 +318,18 @@ async def test_thinking_blocks_are_not_broadcast() -> None:
 def test_repr_names_the_participants() -> None:
     hub = MsgHub([Recorder("alice")], name="room")
     assert repr(hub) == "MsgHub(name='room', new, participants=['alice'])"
+
+
+async def test_a_thousand_participants_hear_every_speaker() -> None:
+    # The full 1,000 x 10,000 workload runs in bench/bench_hub.py; this is its shape, smaller.
+    agents = _agents(*(f"a{i}" for i in range(1000)))
+    speakers = agents[::4]
+    with anyio.fail_after(60):
+        async with MsgHub(agents) as hub:
+            for speaker in speakers:
+                await speaker()
+            # The common path delivers inline: no observer was mistaken for a slow one twice.
+            assert sum(sub.slow for sub in hub._subs.values()) < 100
+    for agent in agents:
+        expected = len(speakers) - (1 if agent in speakers else 0)
+        assert len(agent.heard) == expected
