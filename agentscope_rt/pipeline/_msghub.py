@@ -655,11 +655,18 @@ class MsgHub:
             sub.agent._detach_hub(self._key)
             sub.member = False
         self._members.clear()
+        interrupted: BaseException | None = None
         if self._enqueuing and not stopping:
             # Publishers that started before the exit finish putting their message in the
             # inboxes (waiting for room if need be): it is then delivered like the rest.
             self._enqueued = anyio.Event()
-            await self._enqueued.wait()
+            try:
+                await self._enqueued.wait()
+            except BaseException as cancelled:
+                # Cancelled meanwhile: the task group must still be exited, at once.
+                interrupted = cancelled
+                exc_type, exc, tb = type(cancelled), cancelled, cancelled.__traceback__
+                stopping = True
         for sub in self._subs.values():
             sub.closed = True
             sub.send.close()
@@ -677,6 +684,8 @@ class MsgHub:
                 suppressed = await task_group.__aexit__(None, None, None)
         finally:
             self._settle_leftovers()
+        if interrupted is not None and not suppressed:
+            raise interrupted
         if self._errors:
             errors: list[Exception] = list(self._errors)
             if isinstance(exc, Exception):

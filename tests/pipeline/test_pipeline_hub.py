@@ -153,10 +153,15 @@ async def test_messages_queued_at_exit_are_delivered() -> None:
     speaker = Recorder("speaker")
     listener = Recorder("listener", observe_delay=0.002)
     started = 0
+    all_started = anyio.Event()
 
-    async def publish(hub: MsgHub, text: str) -> None:
+    async def publish(hub: MsgHub, text: str, count: int) -> None:
+        # Runs without yielding from here into the broadcast, so once the last publisher has
+        # set the event every message is in an inbox or waiting for room.
         nonlocal started
         started += 1
+        if started == count:
+            all_started.set()
         await hub.broadcast(Msg("host", text, "system"))
 
     async with anyio.create_task_group() as tg, MsgHub([speaker, listener], inbox_size=2) as hub:
@@ -333,3 +338,31 @@ async def test_a_thousand_participants_hear_every_speaker() -> None:
     for agent in agents:
         expected = len(speakers) - (1 if agent in speakers else 0)
         assert len(agent.heard) == expected
+
+
+async def test_cancelled_while_exit_waits_for_blocked_publishers() -> None:
+    # The body has ended; exit waits for publishers stuck on a full inbox of an observer that
+    # takes 10 s; an outer timeout then stops everything, leaving no task behind.
+    speaker = Recorder("speaker")
+    slow = Recorder("slow", observe_delay=10)
+    started = 0
+    all_started = anyio.Event()
+
+    async def publish(hub: MsgHub, text: str, count: int) -> None:
+        # Runs without yielding from here into the broadcast, so once the last publisher has
+        # set the event every message is in an inbox or waiting for room.
+        nonlocal started
+        started += 1
+        if started == count:
+            all_started.set()
+        await hub.broadcast(Msg("host", text, "system"))
+
+    baseline = len(anyio.get_running_tasks())
+    with anyio.fail_after(5), anyio.move_on_after(0.1) as scope:
+        async with anyio.create_task_group() as tg, MsgHub([speaker, slow], inbox_size=1) as hub:
+            for index in range(4):
+                tg.start_soon(publish, hub, f"m{index}", 4)
+            await all_started.wait()
+    assert scope.cancelled_caught
+    assert len(anyio.get_running_tasks()) == baseline
+    assert speaker._hub_links == {} and slow._hub_links == {}
