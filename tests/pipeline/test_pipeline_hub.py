@@ -166,9 +166,8 @@ async def test_messages_queued_at_exit_are_delivered() -> None:
 
     async with anyio.create_task_group() as tg, MsgHub([speaker, listener], inbox_size=2) as hub:
         for index in range(6):
-            tg.start_soon(publish, hub, f"m{index}")
-        while started < 6:
-            await anyio.lowlevel.checkpoint()
+            tg.start_soon(publish, hub, f"m{index}", 6)
+        await all_started.wait()
     assert sorted(listener.heard_texts()) == [f"m{i}" for i in range(6)]
     assert hub._subs[id(listener)].queued == 0
 
