@@ -32,9 +32,12 @@ from ._types import RegisteredToolFunction, ToolKind
 
 __all__ = [
     "INTERRUPTED_TEXT",
+    "NOT_STARTED",
     "execute_tool",
+    "failure_response",
     "interrupted_response",
     "text_response",
+    "timeout_text",
 ]
 
 INTERRUPTED_TEXT = "<system-info>The tool call has been interrupted by the user.</system-info>"
@@ -44,6 +47,9 @@ INTERRUPTED_TEXT = "<system-info>The tool call has been interrupted by the user.
 CLEANUP_TIMEOUT = 5.0
 
 _DONE: Any = object()
+
+NOT_STARTED: Any = object()
+"""``execute_tool(..., initial=NOT_STARTED)``: the tool function has not been called yet."""
 
 
 def text_response(text: str, **kwargs: Any) -> ToolResponse:
@@ -80,13 +86,17 @@ def _next_or_done(gen: Generator[Any, None, None]) -> Any:
 class _Stepper:
     """Runs a tool one step at a time; each step may be awaited inside its own scope."""
 
-    __slots__ = ("_agen", "_busy", "_func", "_gen", "_kind", "_kwargs", "_started")
+    __slots__ = ("_agen", "_busy", "_func", "_gen", "_initial", "_kind", "_kwargs", "_started")
 
-    def __init__(self, func: Any, kind: ToolKind, kwargs: dict[str, Any]) -> None:
+    def __init__(
+        self, func: Any, kind: ToolKind, kwargs: dict[str, Any], initial: Any = NOT_STARTED
+    ) -> None:
         self._func = func
         self._kind = kind
         self._kwargs = kwargs
         self._started = False
+        # What calling the function already returned, when the caller started the call itself.
+        self._initial = initial
         self._agen: AsyncIterator[Any] | None = None
         self._gen: Generator[Any, None, None] | None = None
         self._busy = False  # a worker thread is inside the sync generator
@@ -95,7 +105,11 @@ class _Stepper:
         """The next raw chunk, or ``_DONE``."""
         if not self._started:
             self._started = True
-            result = await self._start()
+            initial, self._initial = self._initial, NOT_STARTED
+            if initial is NOT_STARTED:
+                result = await self._start()
+            else:
+                result = await initial if inspect.isawaitable(initial) else initial
             if inspect.isasyncgen(result):
                 self._agen = result
             elif inspect.isgenerator(result):
@@ -153,6 +167,18 @@ def _failure_text(exc: BaseException) -> str:
     return f"Error: {type(exc).__name__}: {message}" if message else f"Error: {type(exc).__name__}"
 
 
+def failure_response(exc: BaseException) -> ToolResponse:
+    """The final chunk of a call whose tool raised *exc* before producing any chunk."""
+    return text_response(_failure_text(exc), is_last=True)
+
+
+def timeout_text(tool_name: str, limit: float | None) -> str:
+    """The notice ending a call that ran out of time."""
+    return (
+        f"TimeoutError: The tool '{tool_name}' exceeded its timeout of {limit} s and was cancelled."
+    )
+
+
 async def _postprocess(
     tool: RegisteredToolFunction, tool_call: ToolUseBlock, chunk: ToolResponse
 ) -> ToolResponse:
@@ -170,13 +196,21 @@ async def execute_tool(
     kwargs: dict[str, Any],
     tool_call: ToolUseBlock,
     limit: float | None,
+    *,
+    initial: Any = NOT_STARTED,
+    deadline: float | None = None,
 ) -> AsyncGenerator[ToolResponse, None]:
     """Run *tool* and yield its (cumulative) chunks; failures become a final chunk.
 
     See the module docstring for the timeout and interrupt contract.
+
+    :param initial: what calling the tool function already returned (an async generator,
+        generator or awaitable to go on with), when the caller made the call itself.
+    :param deadline: the call's deadline, when the caller already started the clock.
     """
-    stepper = _Stepper(tool.original_func, tool.kind, kwargs)
-    deadline = math.inf if limit is None else anyio.current_time() + limit
+    stepper = _Stepper(tool.original_func, tool.kind, kwargs, initial)
+    if deadline is None:
+        deadline = math.inf if limit is None else anyio.current_time() + limit
     cancelled_exc = anyio.get_cancelled_exc_class()
     last: ToolResponse | None = None
     try:
@@ -202,11 +236,7 @@ async def execute_tool(
                 final = _with_notice(last, _failure_text(exc))
             else:
                 if scope.cancelled_caught:
-                    final = _with_notice(
-                        last,
-                        f"TimeoutError: The tool '{tool.name}' exceeded its timeout of "
-                        f"{limit} s and was cancelled.",
-                    )
+                    final = _with_notice(last, timeout_text(tool.name, limit))
                 elif chunk is _DONE:
                     return
             if final is None:

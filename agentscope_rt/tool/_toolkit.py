@@ -63,7 +63,13 @@ from .._schema import StructuredModel, structured_model_schema
 from ..exception import StateError, ToolError, ToolGroupError, ToolRegistrationError
 from ..message import ToolUseBlock
 from ..module import StateModule
-from ._execution import execute_tool, interrupted_response, text_response
+from ._execution import (
+    execute_tool,
+    failure_response,
+    interrupted_response,
+    text_response,
+    timeout_text,
+)
 from ._function_schema import build_function_schema, normalize_parameters_schema
 from ._quick_check import compile_quick_check
 from ._response import ToolResponse
@@ -116,6 +122,81 @@ class ToolResponseStream:
     async def aclose(self) -> None:
         """Stop the call early (the tool is cancelled and its generator closed)."""
         await self._agen.aclose()
+
+
+class _CallStream(ToolResponseStream):
+    """The chunks of one call, without middleware.
+
+    A coroutine tool with no postprocess function — the common case — is awaited right in
+    the first ``__anext__``: no generator layers, and a cancel scope only when a timeout is
+    set. Any other tool runs through :func:`execute_tool`. Both follow the same contract (see
+    the module doc): failures and timeouts become the final chunk, and a cancellation landing
+    in the tool yields the ``is_interrupted`` chunk and is re-raised on the next iteration.
+    """
+
+    # ``_inner`` (not the base class's ``_agen``) holds the execute_tool stream, when used.
+    __slots__ = ("_inner", "_pending", "_started", "_tool_call", "_toolkit")
+
+    def __init__(self, toolkit: Toolkit, tool_call: ToolUseBlock) -> None:
+        self._inner: AsyncGenerator[ToolResponse, None] | None = None
+        self._toolkit = toolkit
+        self._tool_call = tool_call
+        self._started = False
+        self._pending: BaseException | None = None
+
+    async def __anext__(self) -> ToolResponse:
+        agen = self._inner
+        if agen is not None:
+            return await agen.__anext__()
+        if self._started:
+            pending = self._pending
+            if pending is not None:
+                self._pending = None
+                raise pending
+            raise StopAsyncIteration
+        self._started = True
+        toolkit, tool_call = self._toolkit, self._tool_call
+        prepared = toolkit._prepare(tool_call)
+        if isinstance(prepared, ToolResponse):
+            return prepared
+        tool, kwargs = prepared
+        if tool.async_execution:
+            return toolkit._start_background(tool, kwargs, tool_call)
+        limit = tool.timeout if tool.timeout is not None else toolkit.timeout
+        if tool.kind is not ToolKind.COROUTINE or tool.postprocess_func is not None:
+            agen = self._inner = execute_tool(tool, kwargs, tool_call, limit)
+            return await agen.__anext__()
+        deadline: float | None = None
+        try:
+            if limit is None:
+                result = await tool.original_func(**kwargs)
+            else:
+                deadline = anyio.current_time() + limit
+                with anyio.CancelScope(deadline=deadline) as scope:
+                    result = await tool.original_func(**kwargs)
+                if scope.cancelled_caught:
+                    return text_response(timeout_text(tool.name, limit), is_last=True)
+        except anyio.get_cancelled_exc_class() as exc:
+            self._pending = exc
+            return interrupted_response(None)
+        except Exception as exc:
+            return failure_response(exc)
+        if isinstance(result, ToolResponse):
+            return result
+        # A coroutine that hands back a stream or another awaitable (or a wrong type):
+        # the general path takes it from here, under the same deadline.
+        agen = self._inner = execute_tool(
+            tool, kwargs, tool_call, limit, initial=result, deadline=deadline
+        )
+        return await agen.__anext__()
+
+    async def aclose(self) -> None:
+        """Stop the call early (a streaming tool is cancelled and its generator closed)."""
+        self._started = True
+        self._pending = None
+        agen = self._inner
+        if agen is not None:
+            await agen.aclose()
 
 
 @attrs.define(eq=False)
@@ -617,7 +698,7 @@ class Toolkit(StateModule):
         """
         if self._middlewares:
             return ToolResponseStream(self._through_middlewares(tool_call))
-        return ToolResponseStream(self._call(tool_call))
+        return _CallStream(self, tool_call)
 
     async def _through_middlewares(
         self, tool_call: ToolUseBlock
@@ -626,8 +707,8 @@ class Toolkit(StateModule):
         # close the inner stream when the call stops early, so they are all closed here.
         opened: list[Any] = []
 
-        async def innermost(**kwargs: Any) -> ToolResponseStream:
-            stream = ToolResponseStream(self._call(**kwargs))
+        async def innermost(tool_call: ToolUseBlock) -> ToolResponseStream:
+            stream = _CallStream(self, tool_call)
             opened.append(stream)
             return stream
 
@@ -642,32 +723,28 @@ class Toolkit(StateModule):
             for opened_stream in opened:
                 await opened_stream.aclose()
 
-    async def _call(self, tool_call: ToolUseBlock) -> AsyncGenerator[ToolResponse, None]:
+    def _prepare(
+        self, tool_call: ToolUseBlock
+    ) -> ToolResponse | tuple[RegisteredToolFunction, dict[str, Any]]:
+        """The tool and the arguments to call it with, or the chunk saying why it cannot run."""
         name = tool_call["name"]
         tool = self.tools.get(name)
         if tool is None:
-            yield text_response(f"FunctionNotFoundError: Cannot find the function named {name}")
-            return
+            return text_response(f"FunctionNotFoundError: Cannot find the function named {name}")
         if tool.group != "basic" and not self.groups[tool.group].active:
-            yield text_response(
+            return text_response(
                 f"FunctionInactiveError: The function '{name}' is in the inactive group "
                 f"'{tool.group}'. Activate the tool group by calling 'reset_equipped_tools' "
                 "first to use this tool."
             )
-            return
         args = tool_call.get("input") or {}
         problem = _check_arguments(tool, args, tool_call.get("raw_input"))
         if problem is not None:
-            yield text_response(f"InvalidArgumentsError: Invalid arguments for '{name}': {problem}")
-            return
-        kwargs = {**args, **tool.preset_kwargs}
-        if tool.async_execution:
-            yield self._start_background(tool, kwargs, tool_call)
-            return
-        timeout = tool.timeout if tool.timeout is not None else self.timeout
-        async with aclosing(execute_tool(tool, kwargs, tool_call, timeout)) as chunks:
-            async for chunk in chunks:
-                yield chunk
+            return text_response(
+                f"InvalidArgumentsError: Invalid arguments for '{name}': {problem}"
+            )
+        presets = tool.preset_kwargs
+        return tool, {**args, **presets} if presets else dict(args)
 
     # -- background execution ----------------------------------------------------------------
 

@@ -306,6 +306,56 @@ async def test_exceptions_become_readable_responses() -> None:
     assert wrong.startswith("Error: TypeError: tool 'wrong_type' returned str")
 
 
+async def test_coroutine_tools_that_hand_back_a_stream_or_an_awaitable() -> None:
+    async def streams_later(n: int) -> Any:
+        """Returns a stream.
+
+        Args:
+            n: how many.
+        """
+        return countdown(n)
+
+    async def awaits_later(a: int) -> Any:
+        """Returns an awaitable.
+
+        Args:
+            a: a number.
+        """
+        return async_add(a, 2)
+
+    async def wrong_type() -> Any:
+        """Returns the wrong type."""
+        return 42
+
+    async def slow_stream_later() -> Any:
+        """Returns a slow stream."""
+
+        async def slow() -> AsyncGenerator[ToolResponse, None]:
+            yield ToolResponse(content=[TextBlock(text="first")], stream=True, is_last=False)
+            await anyio.sleep(10)
+            yield text("never")
+
+        return slow()
+
+    toolkit = Toolkit()
+    for func in (streams_later, awaits_later, wrong_type):
+        toolkit.register_tool_function(func)
+    toolkit.register_tool_function(slow_stream_later, timeout=0.1)
+    toolkit.register_tool_function(countdown)
+    direct = [c.get_text() for c in await collect(toolkit, call("countdown", n=3))]
+    assert direct == ["3", "32", "321"]
+    assert [c.get_text() for c in await collect(toolkit, call("streams_later", n=3))] == direct
+    assert await one_text(toolkit, call("awaits_later", a=1)) == "3"
+    assert (await one_text(toolkit, call("wrong_type"))).startswith(
+        "Error: TypeError: tool 'wrong_type' returned int"
+    )
+    start = anyio.current_time()
+    slow = await collect(toolkit, call("slow_stream_later"))
+    assert [c.get_text() for c in slow[:1]] == ["first"]
+    assert slow[-1].get_text().startswith("firstTimeoutError: The tool 'slow_stream_later'")
+    assert anyio.current_time() - start < 5
+
+
 async def test_timeouts_per_tool_and_per_toolkit() -> None:
     async def sleepy(seconds: float) -> ToolResponse:
         """Sleep.
