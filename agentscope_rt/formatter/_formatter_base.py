@@ -79,7 +79,7 @@ class FormatterBase(ABC):
                 "single message in a list"
             )
         for index, msg in enumerate(msgs):
-            if not isinstance(msg, Msg):
+            if msg.__class__ is not Msg and not isinstance(msg, Msg):
                 raise TypeError(
                     f"msgs[{index}] is a {type(msg).__name__}, not a Msg; build messages with "
                     "Msg(name, content, role) or Msg.from_dict(...)"
@@ -138,12 +138,37 @@ class FormatterBase(ABC):
 
         :raises FormatterError: for base64 media that is not valid base64.
         """
+        if type(self).convert_tool_result_to_string is _CONVERT_TOOL_RESULT:
+            # Text only (the usual case): nothing to save or promote, and no await needed.
+            text = _plain_tool_result_text(block.output)
+            if text is not None:
+                return text
         text, media = await self.convert_tool_result_to_string(block.output)
         if promote:
             promoted = _promoted_media_msg(block.name, media, promote, noun)
             if promoted is not None:
                 msgs.insert(index + 1, promoted)
         return text
+
+
+_CONVERT_TOOL_RESULT = FormatterBase.convert_tool_result_to_string
+
+
+def _plain_tool_result_text(output: Any) -> str | None:
+    """What :meth:`FormatterBase.convert_tool_result_to_string` makes of an output without
+    media, or ``None`` when the output holds anything but text blocks."""
+    if output is None:
+        return ""
+    if output.__class__ is str:
+        return output
+    texts: list[str] = []
+    for block in output:
+        if block.__class__ is not TextBlock:
+            return None
+        texts.append(block.text)
+    if len(texts) == 1:
+        return texts[0]
+    return "\n".join("- " + text for text in texts)
 
 
 def _promoted_media_msg(
@@ -268,7 +293,10 @@ class TruncatedFormatterBase(FormatterBase, ABC):
         self.assert_list_of_msgs(msgs)
         call, token = enter_call()
         try:
-            formatted = await self._format_within_budget(list(msgs), tools)
+            # No copy here: _format_once hands _format a fresh list, truncation only slices.
+            formatted = await self._format_within_budget(
+                msgs if msgs.__class__ is list else list(msgs), tools
+            )
             if token is not None and call.dropped:
                 kinds = ", ".join(f"{n} {typ}" for typ, n in sorted(call.dropped.items()))
                 warnings.warn(
@@ -282,7 +310,9 @@ class TruncatedFormatterBase(FormatterBase, ABC):
 
     async def _format_once(self, msgs: list[Msg]) -> list[dict[str, Any]]:
         # Only the dropped blocks of the prompt finally returned are reported.
-        current_call().dropped.clear()
+        dropped = current_call().dropped
+        if dropped:
+            dropped.clear()
         return await self._format(list(msgs))
 
     async def _format_within_budget(

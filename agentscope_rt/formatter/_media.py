@@ -20,7 +20,6 @@ import hashlib
 import mimetypes
 import os
 import tempfile
-from collections import Counter
 from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import urlparse
@@ -58,7 +57,7 @@ class FormatCall:
 
     def __init__(self) -> None:
         self.cache: dict[tuple[str, str], Any] = {}
-        self.dropped: Counter[str] = Counter()
+        self.dropped: dict[str, int] = {}
 
     async def cached(self, key: tuple[str, str], load: Callable[[], Awaitable[Any]]) -> Any:
         """Return the cached value for *key*, computing it with *load* on first use."""
@@ -71,7 +70,8 @@ class FormatCall:
 
     def drop(self, block_type: str) -> None:
         """Record that a block of *block_type* was left out of the payload."""
-        self.dropped[block_type] += 1
+        dropped = self.dropped
+        dropped[block_type] = dropped.get(block_type, 0) + 1
 
 
 _CURRENT: contextvars.ContextVar[FormatCall | None] = contextvars.ContextVar(

@@ -95,12 +95,35 @@ async def format_openai_audio_data(block: AudioBlock) -> dict[str, str]:
     return {"data": source.data, "format": audio_format}
 
 
+_TEXT, _TOOL_USE, _TOOL_RESULT, _IMAGE, _AUDIO, _OTHER = range(6)
+_KIND_CLASSES = (
+    (TextBlock, _TEXT),
+    (ToolUseBlock, _TOOL_USE),
+    (ToolResultBlock, _TOOL_RESULT),
+    (ImageBlock, _IMAGE),
+    (AudioBlock, _AUDIO),
+)
+# Exact block classes resolved by one dict lookup; subclasses by isinstance, in this order.
+_BLOCK_KINDS: dict[type, int] = {cls: kind for cls, kind in _KIND_CLASSES}
+
+
+def _block_kind(block: Any) -> int:
+    for cls, kind in _KIND_CLASSES:
+        if isinstance(block, cls):
+            return kind
+    return _OTHER
+
+
+# json.dumps(..., ensure_ascii=False) builds an encoder per call; this one is reused.
+_encode_json = json.JSONEncoder(ensure_ascii=False).encode
+
+
 def openai_tool_call(block: ToolUseBlock, *, arguments_as_json: bool = True) -> dict[str, Any]:
     """A tool_use block as an OpenAI ``tool_calls`` entry (Ollama takes the arguments as an
     object: ``arguments_as_json=False``)."""
     arguments: Any = block.input
     if arguments_as_json:
-        arguments = json.dumps(arguments, ensure_ascii=False)
+        arguments = _encode_json(arguments)
     return {
         "id": block.id,
         "type": "function",
@@ -153,30 +176,38 @@ class OpenAIChatFormatter(TruncatedFormatterBase):
         self.promote_tool_result_images = promote_tool_result_images
 
     async def _format(self, msgs: list[Msg]) -> list[dict[str, Any]]:
-        call = current_call()
         promote = ("image",) if self.promote_tool_result_images else ()
         messages: list[dict[str, Any]] = []
         i = 0
         while i < len(msgs):
             msg = msgs[i]
-            content: list[dict[str, Any]] = []
+            raw = msg.content
+            content: list[dict[str, Any]]
             tool_calls: list[dict[str, Any]] = []
-            for block in msg.get_content_blocks():
-                if isinstance(block, TextBlock):
-                    content.append({"type": "text", "text": block.text})
-                elif isinstance(block, ToolUseBlock):
-                    tool_calls.append(openai_tool_call(block))
-                elif isinstance(block, ToolResultBlock):
-                    text = await self.tool_result_text(block, msgs, i, promote)
-                    messages.append(openai_tool_message(block, text))
-                elif isinstance(block, ImageBlock):
-                    content.append(await format_openai_image_block(block))
-                elif isinstance(block, AudioBlock):
-                    audio = await _openai_input_audio(msg, block)
-                    if audio is not None:
-                        content.append(audio)
-                elif block.type != "thinking":
-                    call.drop(block.type)
+            if raw.__class__ is str:
+                content = [{"type": "text", "text": raw}]
+            else:
+                content = []
+                block: Any
+                for block in raw:
+                    kind = _BLOCK_KINDS.get(block.__class__)
+                    if kind is None:
+                        kind = _block_kind(block)
+                    if kind == _TEXT:
+                        content.append({"type": "text", "text": block.text})
+                    elif kind == _TOOL_USE:
+                        tool_calls.append(openai_tool_call(block))
+                    elif kind == _TOOL_RESULT:
+                        text = await self.tool_result_text(block, msgs, i, promote)
+                        messages.append(openai_tool_message(block, text))
+                    elif kind == _IMAGE:
+                        content.append(await format_openai_image_block(block))
+                    elif kind == _AUDIO:
+                        audio = await _openai_input_audio(msg, block)
+                        if audio is not None:
+                            content.append(audio)
+                    elif block.type != "thinking":
+                        current_call().drop(block.type)
             formatted: dict[str, Any] = {
                 "role": msg.role,
                 "name": msg.name,

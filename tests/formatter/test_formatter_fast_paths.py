@@ -1,0 +1,74 @@
+"""The shortcuts of the common case (text-only tool results, exact block classes, list input)
+give exactly what the general path gives."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from agentscope_rt.formatter import FormatterBase, OpenAIChatFormatter
+from agentscope_rt.message import Msg, TextBlock, ToolResultBlock, ToolUseBlock
+from agentscope_rt.token import CharTokenCounter
+
+
+def _conversation(output: Any) -> list[Msg]:
+    call = ToolUseBlock(id="c1", name="lookup", input={"q": "café"})
+    return [
+        Msg("system", "Be brief.", "system"),
+        Msg("user", "Look it up.", "user"),
+        Msg("bot", [TextBlock(text="Looking."), call], "assistant"),
+        Msg("system", [ToolResultBlock(id="c1", name="lookup", output=output)], "system"),
+    ]
+
+
+async def test_text_only_tool_results_read_as_the_general_conversion_does() -> None:
+    formatter = OpenAIChatFormatter()
+    outputs: list[Any] = [
+        "plain",
+        [],
+        [TextBlock(text="one")],
+        [TextBlock(text="one"), TextBlock(text="two")],
+    ]
+    for output in outputs:
+        expected, media = await FormatterBase.convert_tool_result_to_string(output)
+        assert media == []
+        formatted = await formatter.format(_conversation(output))
+        assert formatted[-1] == {
+            "role": "tool",
+            "tool_call_id": "c1",
+            "content": expected,
+            "name": "lookup",
+        }
+    formatted = await formatter.format(_conversation("x"))
+    assert formatted[2]["tool_calls"][0]["function"]["arguments"] == '{"q": "café"}'
+
+
+async def test_an_overridden_tool_result_conversion_is_used() -> None:
+    class Shouting(OpenAIChatFormatter):
+        @staticmethod
+        async def convert_tool_result_to_string(output: Any) -> tuple[str, list[Any]]:
+            text, media = await FormatterBase.convert_tool_result_to_string(output)
+            return text.upper(), media
+
+    formatted = await Shouting().format(_conversation([TextBlock(text="quiet")]))
+    assert formatted[-1]["content"] == "QUIET"
+
+
+async def test_block_subclasses_and_tuples_are_formatted_like_the_originals() -> None:
+    @attrs.define(slots=True)
+    class TaggedText(TextBlock):
+        tag: str = "x"
+
+    plain = [Msg("user", [TextBlock(text="hi")], "user")]
+    tagged = [Msg("user", [TaggedText(text="hi")], "user")]
+    formatter = OpenAIChatFormatter()
+    assert await formatter.format(tagged) == await formatter.format(plain)
+
+    msgs = _conversation("result " * 20)
+    budgeted = OpenAIChatFormatter(token_counter=CharTokenCounter(), max_tokens=10_000)
+    assert await budgeted.format(tuple(msgs)) == await budgeted.format(msgs)  # type: ignore[arg-type]
+    msgs.append(Msg("user", "ok", "user"))
+    tight = OpenAIChatFormatter(token_counter=CharTokenCounter(), max_tokens=90)
+    kept = await tight.format(tuple(msgs))  # type: ignore[arg-type]
+    assert [m["role"] for m in kept] == ["system", "user"] and kept[1]["content"][0]["text"] == "ok"
