@@ -727,7 +727,15 @@ class Toolkit(StateModule):
         self, tool_call: ToolUseBlock
     ) -> ToolResponse | tuple[RegisteredToolFunction, dict[str, Any]]:
         """The tool and the arguments to call it with, or the chunk saying why it cannot run."""
-        name = tool_call["name"]
+        if tool_call.__class__ is ToolUseBlock:
+            # Attribute reads: the mapping view (for dict-style callers) costs more.
+            name = tool_call.name
+            args: Any = tool_call.input or {}
+            raw_input = tool_call.raw_input
+        else:
+            name = tool_call["name"]
+            args = tool_call.get("input") or {}
+            raw_input = tool_call.get("raw_input")
         tool = self.tools.get(name)
         if tool is None:
             return text_response(f"FunctionNotFoundError: Cannot find the function named {name}")
@@ -737,8 +745,7 @@ class Toolkit(StateModule):
                 f"'{tool.group}'. Activate the tool group by calling 'reset_equipped_tools' "
                 "first to use this tool."
             )
-        args = tool_call.get("input") or {}
-        problem = _check_arguments(tool, args, tool_call.get("raw_input"))
+        problem = _check_arguments(tool, args, raw_input)
         if problem is not None:
             return text_response(
                 f"InvalidArgumentsError: Invalid arguments for '{name}': {problem}"
