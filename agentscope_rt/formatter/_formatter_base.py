@@ -293,10 +293,17 @@ class TruncatedFormatterBase(FormatterBase, ABC):
         self.assert_list_of_msgs(msgs)
         call, token = enter_call()
         try:
-            # No copy here: _format_once hands _format a fresh list, truncation only slices.
-            formatted = await self._format_within_budget(
-                msgs if msgs.__class__ is list else list(msgs), tools
-            )
+            if self.token_counter is None or self.max_tokens is None:
+                # No budget: one format, nothing to count (what _format_within_budget does).
+                dropped = call.dropped
+                if dropped:
+                    dropped.clear()
+                formatted = await self._format(list(msgs))
+            else:
+                # No copy here: _format_once hands _format a fresh list, truncation slices.
+                formatted = await self._format_within_budget(
+                    msgs if msgs.__class__ is list else list(msgs), tools
+                )
             if token is not None and call.dropped:
                 kinds = ", ".join(f"{n} {typ}" for typ, n in sorted(call.dropped.items()))
                 warnings.warn(
