@@ -503,7 +503,8 @@ class ReActAgent(ReActAgentBase):
         prompt = await self.formatter.format(
             [self._system_msg(), *await memory.get_memory(exclude_mark=self._exclude_mark())]
         )
-        await memory.delete_by_mark(_HINT)
+        if memory.__class__ is not InMemoryMemory or memory._any_marked():
+            await memory.delete_by_mark(_HINT)
 
         schemas = self.toolkit.get_json_schemas()
         res = await self.model(prompt, tools=schemas or None, tool_choice=tool_choice)

@@ -138,6 +138,14 @@ class InMemoryMemory(MemoryBase):
         self._ids[msg_id] = 1
         self._entries.append((msg, []))
 
+    def _any_marked(self) -> bool:
+        """Whether any stored message carries a mark (for the agents of this package: lets the
+        reply's hot path skip a ``delete_by_mark`` that would remove nothing)."""
+        for _, marks in self._entries:  # noqa: SIM110 - a plain loop beats any() + genexpr here
+            if marks:
+                return True
+        return False
+
     async def delete(self, msg_ids: list[str], **kwargs: Any) -> int:
         """Remove every stored message whose id is in *msg_ids*; return how many."""
         wanted = set(msg_ids)
