@@ -151,6 +151,20 @@ def loop_only_workload() -> Callable[[], Awaitable[None]]:
     return one
 
 
+def reply_only_workload() -> Callable[[], Awaitable[None]]:
+    """Diagnostic: the same agent with ``reply()`` called directly, bypassing ``__call__`` (its
+    lock, the reply's cancel scope and the event-loop token that make interrupts work)."""
+    agent = make_agent()
+
+    async def one() -> None:
+        await agent.memory.clear()
+        reply = await agent.reply(Msg("user", QUESTION, "user"))
+        if reply.get_text_content() != ANSWER:
+            raise RuntimeError(f"unexpected reply {reply!r}")
+
+    return one
+
+
 # -- the floor -----------------------------------------------------------------------------
 
 
@@ -236,6 +250,11 @@ def measure_agentscope(version: str) -> tuple[str, list[float] | None, str]:
 
 # Entry points whose cumulative time says which component a reply's time is spent in.
 _COMPONENTS = {
+    "ReActAgent._reasoning (formatting, the model, recording; 2 per reply)": (
+        "_react_agent.py",
+        "_reasoning",
+    ),
+    "ReActAgent._acting (the tool call, recording)": ("_react_agent.py", "_acting"),
     "Toolkit.call_tool_function (iterating the result)": ("_toolkit.py", "__anext__"),
     "formatter.format": ("_formatter_base.py", "format"),
     "the model (zero-latency, builds a ChatResponse)": ("bench_react.py", "__call__"),
@@ -325,6 +344,14 @@ def main() -> str:
     for backend in ("asyncio", "trio"):
         rows.append(
             (
+                "diagnostic: reply() called directly (no lock, cancel scope or token)",
+                backend,
+                statistics.median(measure_in_process(reply_only_workload, backend)),
+            )
+        )
+    for backend in ("asyncio", "trio"):
+        rows.append(
+            (
                 "hand-written floor",
                 backend,
                 statistics.median(measure_in_process(floor_workload, backend)),
@@ -364,7 +391,11 @@ def main() -> str:
         "The diagnostic rows run the same agent with `Toolkit.call_tool_function` and the "
         "formatter replaced by pass-through stubs (no argument validation, timeouts or interrupt "
         "handling; roles only): not a configuration to use, only a measure of how the cost of a "
-        "reply splits between the loop and those two components.",
+        "reply splits between the loop and those two components. The `reply()` rows skip "
+        "what `await agent(...)` adds around every reply by design (the fair lock, the "
+        "reply's own cancel scope that `interrupt()` cancels, the event-loop token for "
+        "interrupts from other threads): the difference is the price of that scope on each "
+        "event loop.",
         "",
     ]
     ours = {backend: us for name, backend, us in rows if name.startswith("agentscope-rt")}
