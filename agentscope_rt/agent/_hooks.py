@@ -331,17 +331,20 @@ def wrap_hooked_method(
     async def hooked(self: AgentBase, *args: Any, **kwargs: Any) -> Any:
         if check_input is not None:
             check_input(self, args, kwargs)
-        top = getattr(type(self), method_name)
-        if top is not hooked and getattr(top, "__agentscope_rt_hooked__", False):
-            # Reached through super() from a more derived hooked method: its wrapper runs
-            # the hooks, so they fire once per call.
-            return await func(self, *args, **kwargs)
         try:
             instance = self._instance_hooks
         except AttributeError:
             raise _missing_init(self) from None
         inst_pre = instance.get(pre_type)
         inst_post = instance.get(post_type)
+        if not (inst_pre or inst_post or _state[1]):
+            # No hook anywhere (the common case): whichever wrapper this is, call straight in.
+            return await func(self, *args, **kwargs)
+        top = getattr(type(self), method_name)
+        if top is not hooked and getattr(top, "__agentscope_rt_hooked__", False):
+            # Reached through super() from a more derived hooked method: its wrapper runs
+            # the hooks, so they fire once per call.
+            return await func(self, *args, **kwargs)
         if _state[1]:
             resolved = resolved_class_hooks(type(self))
             cls_pre = resolved.get(pre_type, _NO_HOOKS)
