@@ -16,7 +16,7 @@ Guarantees (each pinned by a property test on asyncio and trio):
 How it is built, and why. Each participant has an *inbox* (a bounded anyio memory object
 stream) and a *delivery task* in the hub's task group that calls its ``observe`` for one
 message at a time, in inbox order. Publishing puts the message in every recipient's inbox
-with ``send_nowait`` — awaiting ``send`` only when an inbox is full, which is the
+with ``send_nowait`` — waiting for room only when an inbox is full, which is the
 backpressure a slow observer applies to publishers — and then waits once for a per-message
 *ticket* that counts the recipients still to observe it.
 
@@ -29,7 +29,14 @@ the usual case, appending to memory — are thus served with no task switch at a
 observer that takes longer than :data:`SLOW_OBSERVE_SECONDS` twice in a row is marked
 slow: its messages are then left to its delivery task, woken as soon as they are enqueued,
 so it observes concurrently with the others instead of holding up the publisher. The
-delivery task clears the mark as soon as the observer is quick again.
+delivery task clears the mark as soon as the observer is quick again. Before each inline
+delivery the helper also wakes one delivery task as a *relay* (see ``MsgHub._help``): an
+observer that blocks the first time it is met then delays the others by no more than a task
+switch.
+
+Exit closes every inbox once the publishers that had started are done enqueuing, lets the
+delivery tasks drain them, and only then leaves the task group; a cancellation from outside
+skips the draining and stops every task at once.
 """
 
 from __future__ import annotations
