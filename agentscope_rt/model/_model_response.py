@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import random
 from typing import Any
 
 import attrs
@@ -43,9 +44,18 @@ class ChatUsage:
         )
 
 
+# Ids come from a private generator seeded from os.urandom (reseeded in forked children):
+# unique like uuid4().hex, a third of the cost of an os.urandom system call per id, and
+# unaffected by applications seeding the global `random` module.
+_id_rng = random.Random()
+if hasattr(os, "register_at_fork"):  # POSIX only; elsewhere there is no fork
+    os.register_at_fork(after_in_child=_id_rng.seed)
+_id_bits = _id_rng.getrandbits
+
+
 def _response_id() -> str:
-    # 128 random bits as hex, like uuid4().hex without building a UUID object.
-    return os.urandom(16).hex()
+    # 128 random bits as 32 hex digits.
+    return _id_bits(128).to_bytes(16, "big").hex()
 
 
 @attrs.define(slots=True)

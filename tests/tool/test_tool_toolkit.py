@@ -834,3 +834,17 @@ def test_state_round_trip_restores_active_groups() -> None:
         target.load_state_dict({"active_groups": [], "extra": 1})
     target.load_state_dict({"active_groups": ["c"], "extra": 1}, strict=False)
     assert target.groups["c"].active and not target.groups["a"].active
+
+
+def test_response_ids_are_unique_and_ignore_the_global_random_seed() -> None:
+    import random
+
+    from agentscope_rt.model import ChatResponse
+
+    random.seed(0)
+    first = (ToolResponse().id, ChatResponse().id)
+    random.seed(0)
+    second = (ToolResponse().id, ChatResponse().id)
+    assert first[0] != second[0] and first[1] != second[1]
+    ids = {ToolResponse().id for _ in range(1000)}
+    assert len(ids) == 1000 and all(len(i) == 32 and int(i, 16) >= 0 for i in ids)
