@@ -530,7 +530,11 @@ class ReActAgent(ReActAgentBase):
             completed = True
         finally:
             if completed:
-                await self._record_owned(msg)
+                memory = self.memory
+                if memory.__class__ is InMemoryMemory:
+                    memory._add_owned(msg)  # what _record_owned does, without a coroutine
+                else:
+                    await self._record_owned(msg)
                 self._run.recorded_reasoning = msg
             else:
                 with anyio.CancelScope(shield=True):
@@ -638,6 +642,8 @@ class ReActAgent(ReActAgentBase):
         deferred = run.deferred
         if deferred is not None:
             deferred[tool_call.id] = res_msg
+        elif self.memory.__class__ is InMemoryMemory:
+            self.memory._add_owned(res_msg)
         else:
             await self._record_owned(res_msg)
         run.recorded_ids.add(tool_call.id)
