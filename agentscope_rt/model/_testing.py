@@ -130,6 +130,9 @@ def _as_response(item: Any, source: str) -> ChatResponse:
         return item
     if isinstance(item, str):
         return ChatResponse([TextBlock(item)])
+    if isinstance(item, (TextBlock, ThinkingBlock, ToolUseBlock)):
+        # One block is a response of one block: `[tool_call(...), "done"]` reads naturally.
+        return ChatResponse([item])
     if isinstance(item, (list, tuple)):
         blocks: list[ResponseBlock] = []
         for index, block in enumerate(item):
@@ -150,7 +153,8 @@ def _as_response(item: Any, source: str) -> ChatResponse:
                 )
         return ChatResponse(blocks)
     raise TypeError(
-        f"{source} must be a ChatResponse, a str or a list of blocks, got {type(item).__name__}"
+        f"{source} must be a ChatResponse, a str, a block or a list of blocks, "
+        f"got {type(item).__name__}"
     )
 
 
