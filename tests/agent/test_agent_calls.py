@@ -6,6 +6,7 @@ from typing import Any
 
 import anyio
 import pytest
+from anyio import wait_all_tasks_blocked
 
 from agentscope_rt.agent import AgentBase, GenerateReason, check_msg_input
 from agentscope_rt.message import Msg
@@ -21,11 +22,15 @@ class Tracing(EchoAgent):
     def __init__(self) -> None:
         super().__init__("tracing")
         self.events: list[str] = []
+        self.gate: anyio.Event | None = None
 
     async def reply(self, msg: Msg | None = None, suffix: str = "") -> Msg:
         text = msg.get_text_content() if msg is not None else ""
         self.events.append(f"start {text}")
-        await anyio.sleep(0.01)
+        if self.gate is not None:
+            await self.gate.wait()
+        else:
+            await anyio.sleep(0.01)
         self.events.append(f"end {text}")
         return Msg(self.name, str(text), "assistant")
 
@@ -48,28 +53,31 @@ async def test_concurrent_calls_are_serialised_in_arrival_order() -> None:
 
 async def test_cancelled_waiting_call_leaves_the_line_and_the_agent_intact() -> None:
     agent = Tracing()
+    gate = anyio.Event()
+    agent.gate = gate  # "0" holds the agent until the test opens the gate: no timing races
     replies: list[str] = []
     waiting = anyio.CancelScope()
 
     async def call(text: str, scope: anyio.CancelScope | None = None) -> None:
-        if scope is None:
-            replies.append((await agent(user(text))).content)  # type: ignore[arg-type]
-            return
-        with scope:
+        with scope or anyio.CancelScope():
             replies.append((await agent(user(text))).content)  # type: ignore[arg-type]
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(call, "0")
-        await anyio.sleep(0.001)
+        await wait_all_tasks_blocked()
         tg.start_soon(call, "1", waiting)
-        await anyio.sleep(0.001)
+        await wait_all_tasks_blocked()
         tg.start_soon(call, "2")
-        await anyio.sleep(0.001)
+        await wait_all_tasks_blocked()
+        assert agent.events == ["start 0"]
         waiting.cancel()  # "1" is still queued behind "0"
+        await wait_all_tasks_blocked()
+        gate.set()
     assert waiting.cancelled_caught
     assert replies == ["0", "2"]
     assert agent.events == ["start 0", "end 0", "start 2", "end 2"]
     assert agent.interrupt_calls == 0
+    agent.gate = None
     assert (await agent(user("3"))).content == "3"
 
 
