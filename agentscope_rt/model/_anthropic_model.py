@@ -31,18 +31,14 @@ from .._schema import StructuredModel
 from ..message import TextBlock, ThinkingBlock, ToolUseBlock
 from ._common import (
     STRUCTURED_TOOL_NAME,
-    Secrets,
     check_formatted_messages,
     logger,
-    parse_partial_json,
-    parse_tool_input,
     resolve_api_key,
-    structured_from_blocks,
     structured_tool,
 )
 from ._model_base import ToolChoice, validate_tool_choice
 from ._model_response import ChatResponse, ChatUsage, ResponseBlock
-from ._retry import RetryConfig, call_with_retry, stream_with_retry
+from ._retry import RetryConfig
 from ._sdk_stream import SdkClientModel, SdkEvents, route_extra_fields
 
 __all__ = ["AnthropicChatModel"]
@@ -143,28 +139,18 @@ class AnthropicChatModel(SdkClientModel):
         retry_config: RetryConfig | None = None,
         **kwargs: Any,
     ) -> None:
-        super().__init__(model_name, stream)
-        if kwargs:
-            logger.warning(
-                "AnthropicChatModel ignores unknown keyword arguments: %s", sorted(kwargs)
-            )
-        client_kwargs = dict(client_kwargs or {})
-        if client_kwargs.pop("max_retries", None) is not None:
-            logger.warning(
-                "AnthropicChatModel: client_kwargs['max_retries'] is ignored; use retry_config"
-            )
+        client_kwargs = self._sdk_client_kwargs(client_kwargs, kwargs)
         key = resolve_api_key(
             api_key,
             "ANTHROPIC_API_KEY",
             "AnthropicChatModel",
             required=not client_kwargs.get("base_url"),
         )
-        self._secrets = Secrets((key,) if key else ())
+        super().__init__(
+            model_name, stream, key, stream_tool_parsing, generate_kwargs, retry_config
+        )
         self.max_tokens = max_tokens
         self.thinking = thinking
-        self.stream_tool_parsing = stream_tool_parsing
-        self.generate_kwargs: dict[str, Any] = dict(generate_kwargs or {})
-        self.retry_config = retry_config or RetryConfig()
 
         import anthropic
 
@@ -234,23 +220,14 @@ class AnthropicChatModel(SdkClientModel):
         :raises TypeError: when *messages* is not a list.
         :raises ValueError: for malformed messages, tools or tool_choice.
         """
-        kwargs = self._request_kwargs(
-            messages, tools, tool_choice, structured_model, generate_kwargs
-        )
-        if self.stream:
-            return stream_with_retry(
-                self.provider,
-                lambda: self._stream_once(kwargs, structured_model),
-                self.retry_config,
-                redact=self._secrets,
-            )
-        start = time.monotonic()
-        message = await call_with_retry(
-            self.provider,
-            lambda: self.client.messages.create(**kwargs),
-            self.retry_config,
-            redact=self._secrets,
-        )
+        return await self._send(messages, tools, tool_choice, structured_model, generate_kwargs)
+
+    async def _create(self, kwargs: dict[str, Any]) -> Any:
+        return await self.client.messages.create(**kwargs)
+
+    def _parse_response(
+        self, message: Any, start: float, structured_model: StructuredModel | None
+    ) -> ChatResponse:
         blocks: list[ResponseBlock] = []
         for block in message.content:
             kind = getattr(block, "type", None)
@@ -275,16 +252,14 @@ class AnthropicChatModel(SdkClientModel):
         )
         if message.id:
             response.id = message.id
-        if structured_model is not None:
-            response.metadata = structured_from_blocks(blocks, structured_model, self.provider)
-        return response
+        return self._with_structured(response, structured_model)
 
     async def _stream_once(
         self, kwargs: dict[str, Any], structured_model: StructuredModel | None
     ) -> AsyncGenerator[ChatResponse, None]:
         """One streaming attempt: open the event stream and yield cumulative chunks."""
         start = time.monotonic()
-        stream = SdkEvents(await self.client.messages.create(**kwargs))
+        stream = SdkEvents(await self._create(kwargs))
         response_id: str | None = None
         input_tokens = 0
         output_tokens = 0
@@ -349,9 +324,7 @@ class AnthropicChatModel(SdkClientModel):
             True,
             ChatUsage(input_tokens, output_tokens, time.monotonic() - start),
         )
-        if structured_model is not None:
-            final.metadata = structured_from_blocks(final.content, structured_model, self.provider)
-        yield final
+        yield self._with_structured(final, structured_model)
 
     def _chunk(
         self,
@@ -369,16 +342,10 @@ class AnthropicChatModel(SdkClientModel):
             elif kind == "thinking":
                 if part[1]:
                     blocks.append(ThinkingBlock(part[1], part[2] or None))
-            elif is_last:
-                tool_input, raw = parse_tool_input(part[1])
-                blocks.append(ToolUseBlock(part[2], part[3], tool_input, raw))
-            elif self.stream_tool_parsing:
-                partial = parse_partial_json(part[1])
-                if partial is not None:
-                    part[4] = partial
-                blocks.append(ToolUseBlock(part[2], part[3], part[4]))
             else:
-                blocks.append(ToolUseBlock(part[2], part[3], {}))
+                block = self._streamed_tool_use(part[2], part[3], part[1], part[4], is_last)
+                part[4] = block.input
+                blocks.append(block)
         response = ChatResponse(blocks, stream=True, is_last=is_last, usage=usage)
         if response_id:
             response.id = response_id

@@ -29,18 +29,15 @@ from .._schema import StructuredModel
 from ..message import AudioBlock, Base64Source, TextBlock, ThinkingBlock, ToolUseBlock
 from ._common import (
     STRUCTURED_TOOL_NAME,
-    Secrets,
     check_formatted_messages,
     logger,
-    parse_partial_json,
     parse_tool_input,
     resolve_api_key,
-    structured_from_blocks,
     structured_tool,
 )
 from ._model_base import ToolChoice, validate_tool_choice
 from ._model_response import ChatResponse, ChatUsage, ResponseBlock
-from ._retry import RetryConfig, call_with_retry, stream_with_retry
+from ._retry import RetryConfig
 from ._sdk_stream import SdkClientModel, SdkEvents, route_extra_fields
 
 __all__ = ["OpenAIChatModel"]
@@ -93,28 +90,17 @@ class OpenAIChatModel(SdkClientModel):
         retry_config: RetryConfig | None = None,
         **kwargs: Any,
     ) -> None:
-        super().__init__(model_name, stream)
-        if kwargs:
-            logger.warning(
-                "%s ignores unknown keyword arguments: %s", type(self).__name__, sorted(kwargs)
-            )
+        client_kwargs = self._sdk_client_kwargs(client_kwargs, kwargs)
         if client_type not in ("openai", "azure"):
             raise ValueError(f"client_type must be 'openai' or 'azure', not {client_type!r}")
-        client_kwargs = dict(client_kwargs or {})
-        if client_kwargs.pop("max_retries", None) is not None:
-            logger.warning(
-                "%s: client_kwargs['max_retries'] is ignored; use retry_config",
-                type(self).__name__,
-            )
         has_endpoint = bool(client_kwargs.get("base_url") or client_kwargs.get("azure_endpoint"))
         key = resolve_api_key(
             api_key, self.api_key_env, type(self).__name__, required=not has_endpoint
         )
-        self._secrets = Secrets((key,) if key else ())
+        super().__init__(
+            model_name, stream, key, stream_tool_parsing, generate_kwargs, retry_config
+        )
         self.reasoning_effort = reasoning_effort
-        self.stream_tool_parsing = stream_tool_parsing
-        self.generate_kwargs: dict[str, Any] = dict(generate_kwargs or {})
-        self.retry_config = retry_config or RetryConfig()
 
         import openai
 
@@ -197,24 +183,10 @@ class OpenAIChatModel(SdkClientModel):
         :raises TypeError: when *messages* is not a list.
         :raises ValueError: for malformed messages or an unknown tool_choice.
         """
-        kwargs = self._request_kwargs(
-            messages, tools, tool_choice, structured_model, generate_kwargs
-        )
-        if self.stream:
-            return stream_with_retry(
-                self.provider,
-                lambda: self._stream_once(kwargs, structured_model),
-                self.retry_config,
-                redact=self._secrets,
-            )
-        start = time.monotonic()
-        completion = await call_with_retry(
-            self.provider,
-            lambda: self.client.chat.completions.create(**kwargs),
-            self.retry_config,
-            redact=self._secrets,
-        )
-        return self._parse_completion(completion, start, structured_model)
+        return await self._send(messages, tools, tool_choice, structured_model, generate_kwargs)
+
+    async def _create(self, kwargs: dict[str, Any]) -> Any:
+        return await self.client.chat.completions.create(**kwargs)
 
     # -- responses ------------------------------------------------------------------------
 
@@ -223,7 +195,7 @@ class OpenAIChatModel(SdkClientModel):
         fmt = audio.get("format") if isinstance(audio, dict) else None
         return f"audio/{fmt or 'wav'}"
 
-    def _parse_completion(
+    def _parse_response(
         self, completion: Any, start: float, structured_model: StructuredModel | None
     ) -> ChatResponse:
         blocks: list[ResponseBlock] = []
@@ -255,16 +227,14 @@ class OpenAIChatModel(SdkClientModel):
         response = ChatResponse(blocks, usage=usage)
         if completion.id:
             response.id = completion.id
-        if structured_model is not None:
-            response.metadata = structured_from_blocks(blocks, structured_model, self.provider)
-        return response
+        return self._with_structured(response, structured_model)
 
     async def _stream_once(
         self, kwargs: dict[str, Any], structured_model: StructuredModel | None
     ) -> AsyncGenerator[ChatResponse, None]:
         """One streaming attempt: open the stream and yield cumulative chunks."""
         start = time.monotonic()
-        stream = SdkEvents(await self.client.chat.completions.create(**kwargs))
+        stream = SdkEvents(await self._create(kwargs))
         response_id: str | None = None
         text = ""
         thinking = ""
@@ -332,9 +302,7 @@ class OpenAIChatModel(SdkClientModel):
                 time.monotonic() - start,
             ),
         )
-        if structured_model is not None:
-            final.metadata = structured_from_blocks(final.content, structured_model, self.provider)
-        yield final
+        yield self._with_structured(final, structured_model)
 
     def _stream_chunk(
         self,
@@ -354,18 +322,9 @@ class OpenAIChatModel(SdkClientModel):
         if text:
             blocks.append(TextBlock(text))
         for entry in calls.values():
-            call_id, name, arguments = entry[0], entry[1], entry[2]
-            if is_last:
-                tool_input, raw = parse_tool_input(arguments)
-                blocks.append(ToolUseBlock(call_id, name, tool_input, raw))
-                continue
-            if self.stream_tool_parsing:
-                partial = parse_partial_json(arguments)
-                if partial is not None:
-                    entry[3] = partial
-                blocks.append(ToolUseBlock(call_id, name, entry[3]))
-            else:
-                blocks.append(ToolUseBlock(call_id, name, {}))
+            block = self._streamed_tool_use(entry[0], entry[1], entry[2], entry[3], is_last)
+            entry[3] = block.input
+            blocks.append(block)
         response = ChatResponse(blocks, stream=True, is_last=is_last, usage=usage)
         if response_id:
             response.id = response_id

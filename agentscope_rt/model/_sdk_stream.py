@@ -14,13 +14,26 @@ from __future__ import annotations
 import functools
 import gc
 import inspect
+import time
 import types
-from typing import Any, Self
+from abc import abstractmethod
+from collections.abc import AsyncGenerator
+from typing import Any, ClassVar, Self
 
 import anyio
 
-from ._model_base import ChatModelBase
-from ._retry import CLOSE_TIMEOUT
+from .._schema import StructuredModel
+from ..message import ToolUseBlock
+from ._common import (
+    Secrets,
+    logger,
+    parse_partial_json,
+    parse_tool_input,
+    structured_from_blocks,
+)
+from ._model_base import ChatModelBase, ToolChoice
+from ._model_response import ChatResponse
+from ._retry import CLOSE_TIMEOUT, RetryConfig, call_with_retry, stream_with_retry
 
 __all__ = ["SdkClientModel", "SdkEvents", "close_sdk_client", "route_extra_fields"]
 
@@ -139,9 +152,141 @@ def route_extra_fields(method: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
 
 class SdkClientModel(ChatModelBase):
     """A chat model that owns an SDK client (``self.client``): closable, and an async context
-    manager that closes it on exit."""
+    manager that closes it on exit.
+
+    A call is one template for every SDK provider (:meth:`_send`): the subclass builds the
+    request (:meth:`_request_kwargs`), names the SDK call (:meth:`_create`), parses a complete
+    response (:meth:`_parse_response`) and runs one streaming attempt (:meth:`_stream_once`);
+    the retry policy, the timing and the redaction of the API key are applied here.
+
+    :param model_name: the provider's model name.
+    :param stream: whether calls return an async generator of cumulative chunks.
+    :param api_key: the resolved API key (``None`` for servers that need none); scrubbed from
+        every error message.
+    :param stream_tool_parsing: parse partial tool arguments in intermediate stream chunks.
+    :param generate_kwargs: sent with every request.
+    :param retry_config: the retry policy; ``None`` means ``RetryConfig()``.
+    """
 
     client: Any
+    provider: ClassVar[str]
+
+    def __init__(
+        self,
+        model_name: str,
+        stream: bool,
+        api_key: str | None,
+        stream_tool_parsing: bool,
+        generate_kwargs: dict[str, Any] | None,
+        retry_config: RetryConfig | None,
+    ) -> None:
+        super().__init__(model_name, stream)
+        self._secrets = Secrets((api_key,) if api_key else ())
+        self.stream_tool_parsing = stream_tool_parsing
+        self.generate_kwargs: dict[str, Any] = dict(generate_kwargs or {})
+        self.retry_config = retry_config or RetryConfig()
+
+    @classmethod
+    def _sdk_client_kwargs(
+        cls, client_kwargs: dict[str, Any] | None, unknown: dict[str, Any]
+    ) -> dict[str, Any]:
+        """A copy of *client_kwargs* without ``max_retries`` (the retry policy is
+        ``retry_config`` alone); logs a warning for that key and for *unknown* arguments."""
+        if unknown:
+            logger.warning(
+                "%s ignores unknown keyword arguments: %s", cls.__name__, sorted(unknown)
+            )
+        client_kwargs = dict(client_kwargs or {})
+        if client_kwargs.pop("max_retries", None) is not None:
+            logger.warning(
+                "%s: client_kwargs['max_retries'] is ignored; use retry_config", cls.__name__
+            )
+        return client_kwargs
+
+    @abstractmethod
+    def _request_kwargs(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        tool_choice: ToolChoice | None,
+        structured_model: StructuredModel | None,
+        generate_kwargs: dict[str, Any],
+    ) -> dict[str, Any]:
+        """The SDK call's keyword arguments for one request (validating the input)."""
+
+    @abstractmethod
+    async def _create(self, kwargs: dict[str, Any]) -> Any:
+        """Make the SDK call with *kwargs*: a complete response, or a stream when streaming."""
+
+    @abstractmethod
+    def _parse_response(
+        self, raw: Any, start: float, structured_model: StructuredModel | None
+    ) -> ChatResponse:
+        """The :class:`ChatResponse` of a complete SDK response received since *start*."""
+
+    @abstractmethod
+    def _stream_once(
+        self, kwargs: dict[str, Any], structured_model: StructuredModel | None
+    ) -> AsyncGenerator[ChatResponse, None]:
+        """One streaming attempt: open the stream and yield cumulative chunks."""
+
+    async def _send(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        tool_choice: ToolChoice | None,
+        structured_model: StructuredModel | None,
+        generate_kwargs: dict[str, Any],
+    ) -> ChatResponse | AsyncGenerator[ChatResponse, None]:
+        """Build the request and send it under :attr:`retry_config`: the parsed response, or
+        the retried stream of cumulative chunks when streaming."""
+        kwargs = self._request_kwargs(
+            messages, tools, tool_choice, structured_model, generate_kwargs
+        )
+        if self.stream:
+            return stream_with_retry(
+                self.provider,
+                lambda: self._stream_once(kwargs, structured_model),
+                self.retry_config,
+                redact=self._secrets,
+            )
+        start = time.monotonic()
+        raw = await call_with_retry(
+            self.provider, lambda: self._create(kwargs), self.retry_config, redact=self._secrets
+        )
+        return self._parse_response(raw, start, structured_model)
+
+    def _with_structured(
+        self, response: ChatResponse, structured_model: StructuredModel | None
+    ) -> ChatResponse:
+        """*response* with the validated structured output in ``metadata`` when one was
+        requested.
+
+        :raises ModelResponseError: when the structured output does not validate.
+        """
+        if structured_model is not None:
+            response.metadata = structured_from_blocks(
+                response.content, structured_model, self.provider
+            )
+        return response
+
+    def _streamed_tool_use(
+        self, call_id: str, name: str, arguments: str, previous: dict[str, Any], is_last: bool
+    ) -> ToolUseBlock:
+        """A tool call as a stream chunk shows it, from the argument text so far.
+
+        On the last chunk the text is parsed completely (text that is not a JSON object is
+        kept in ``raw_input``); before it, with :attr:`stream_tool_parsing`, the input is the
+        best partial parse, *previous* (the last one) while the text does not parse, and
+        ``{}`` without it.
+        """
+        if is_last:
+            tool_input, raw = parse_tool_input(arguments)
+            return ToolUseBlock(call_id, name, tool_input, raw)
+        if not self.stream_tool_parsing:
+            return ToolUseBlock(call_id, name, {})
+        partial = parse_partial_json(arguments)
+        return ToolUseBlock(call_id, name, previous if partial is None else partial)
 
     async def aclose(self) -> None:
         """Close the SDK client and its connection pool (safe to call twice)."""
