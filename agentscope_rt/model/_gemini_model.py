@@ -18,23 +18,17 @@ import os
 import re
 import time
 from collections.abc import AsyncGenerator
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx
 
 from .._schema import StructuredModel, structured_model_schema
 from ..exception import ModelAPIError
-from ._model_base import ChatModelBase, ToolChoice, validate_tool_choice
+from ._http_model import HttpChatModel
+from ._model_base import ToolChoice, validate_tool_choice
 from ._model_response import ChatResponse, ChatUsage
 from ._ollama_model import ChatAccumulator
-from ._retry import (
-    RETRYABLE_STATUS,
-    RetryConfig,
-    StreamErrorEvent,
-    call_with_retry,
-    close_shielded,
-    stream_with_retry,
-)
+from ._retry import RETRYABLE_STATUS, RetryConfig, StreamErrorEvent
 
 __all__ = ["GeminiChatModel"]
 
@@ -121,7 +115,7 @@ def _clean_part(part: Any) -> Any:
     return part
 
 
-class GeminiChatModel(ChatModelBase):
+class GeminiChatModel(HttpChatModel):
     """A Google Gemini model through the ``generateContent`` REST API.
 
     Accepts the ``contents`` ``GeminiChatFormatter`` produces (``{"role": "user" | "model",
@@ -144,6 +138,8 @@ class GeminiChatModel(ChatModelBase):
     :raises ValueError: if no API key is given or found in the environment.
     """
 
+    provider: ClassVar[str] = _PROVIDER
+
     def __init__(
         self,
         model_name: str,
@@ -164,6 +160,7 @@ class GeminiChatModel(ChatModelBase):
         if kwargs:
             logger.warning("GeminiChatModel ignores unknown arguments %s", sorted(kwargs))
         self._api_key = key
+        self._redact = (key,)
         client_kwargs = dict(client_kwargs or {})
         base_url = str(client_kwargs.pop("base_url", DEFAULT_BASE_URL)).rstrip("/")
         api_version = str(client_kwargs.pop("api_version", DEFAULT_API_VERSION))
@@ -262,63 +259,43 @@ class GeminiChatModel(ChatModelBase):
         """
         validate_tool_choice(tool_choice, tools)
         body = self._body(messages, tools, tool_choice, structured_model, generate_kwargs)
-        started = time.monotonic()
-        if self.stream:
-            return stream_with_retry(
-                _PROVIDER,
-                lambda: self._stream_once(body, structured_model, started),
-                self.retry_config,
-                redact=(self._api_key,),
-            )
-        data = await call_with_retry(
-            _PROVIDER, lambda: self._post(body), self.retry_config, redact=(self._api_key,)
-        )
+        return await self._send(body, structured_model)
+
+    async def _post(self, body: dict[str, Any]) -> dict[str, Any]:
+        response = await self._post_json(f"models/{self.model_name}:generateContent", body)
+        data: dict[str, Any] = response.json()
+        return data
+
+    def _parse(
+        self, data: dict[str, Any], structured_model: StructuredModel | None, started: float
+    ) -> ChatResponse:
         state = _Accumulator()
         state.add(data)
         return state.response(structured_model, started, stream=False, is_last=True)
-
-    async def _post(self, body: dict[str, Any]) -> dict[str, Any]:
-        async with self._client() as client:
-            response = await client.post(f"models/{self.model_name}:generateContent", json=body)
-            response.raise_for_status()
-            data: dict[str, Any] = response.json()
-        return data
 
     async def _stream_once(
         self, body: dict[str, Any], structured_model: StructuredModel | None, started: float
     ) -> AsyncGenerator[ChatResponse, None]:
         state = _Accumulator()
-        async with self._client() as client:
-            request = client.build_request(
-                "POST",
-                f"models/{self.model_name}:streamGenerateContent",
-                params={"alt": "sse"},
-                json=body,
-            )
-            response = await client.send(request, stream=True)
-            try:
-                if response.is_error:
-                    await response.aread()
-                    response.raise_for_status()
-                data_lines: list[str] = []
-                async for line in response.aiter_lines():
-                    if line.startswith("data:"):
-                        data_lines.append(line[5:].lstrip())
-                        continue
-                    if line.strip() or not data_lines:
-                        continue
-                    state.add(self._event(data_lines))
-                    data_lines = []
-                    # Only the end of the stream tells which event was the last one, so
-                    # every event yields at once and a final chunk follows the stream's end.
-                    yield state.response(None, started, stream=True, is_last=False)
-                if data_lines:
-                    state.add(self._event(data_lines))
-                if not state.seen:
-                    raise ModelAPIError(_PROVIDER, "the stream ended without any event")
-                yield state.response(structured_model, started, stream=True, is_last=True)
-            finally:
-                await close_shielded(response)
+        path = f"models/{self.model_name}:streamGenerateContent"
+        async with self._open_stream(path, body, params={"alt": "sse"}) as response:
+            data_lines: list[str] = []
+            async for line in response.aiter_lines():
+                if line.startswith("data:"):
+                    data_lines.append(line[5:].lstrip())
+                    continue
+                if line.strip() or not data_lines:
+                    continue
+                state.add(self._event(data_lines))
+                data_lines = []
+                # Only the end of the stream tells which event was the last one, so every
+                # event yields at once and a final chunk follows the stream's end.
+                yield state.response(None, started, stream=True, is_last=False)
+            if data_lines:
+                state.add(self._event(data_lines))
+            if not state.seen:
+                raise ModelAPIError(_PROVIDER, "the stream ended without any event")
+            yield state.response(structured_model, started, stream=True, is_last=True)
 
     def _event(self, data_lines: list[str]) -> dict[str, Any]:
         text = "\n".join(data_lines)

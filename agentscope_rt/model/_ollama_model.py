@@ -16,16 +16,17 @@ import os
 import time
 import uuid
 from collections.abc import AsyncGenerator
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx
 
 from .._schema import StructuredModel, structured_model_schema, validate_structured_output
 from ..exception import ModelAPIError, ModelResponseError
 from ..message import TextBlock, ThinkingBlock, ToolUseBlock
-from ._model_base import ChatModelBase, ToolChoice, validate_tool_choice
+from ._http_model import HttpChatModel
+from ._model_base import ToolChoice, validate_tool_choice
 from ._model_response import ChatResponse, ChatUsage, ResponseBlock
-from ._retry import RetryConfig, call_with_retry, close_shielded, stream_with_retry
+from ._retry import RetryConfig
 
 __all__ = ["OllamaChatModel"]
 
@@ -84,7 +85,7 @@ def parse_structured(provider: str, structured_model: StructuredModel, text: str
         ) from exc
 
 
-class OllamaChatModel(ChatModelBase):
+class OllamaChatModel(HttpChatModel):
     """A model served by Ollama, through its ``/api/chat`` HTTP API.
 
     Accepts the messages ``OllamaChatFormatter`` produces (``role``, ``content``, ``images``,
@@ -104,6 +105,8 @@ class OllamaChatModel(ChatModelBase):
     :param retry_config: the retry policy (default: 3 retries with exponential backoff).
     :param kwargs: merged into ``client_kwargs``, as AgentScope passes them to the client.
     """
+
+    provider: ClassVar[str] = _PROVIDER
 
     def __init__(
         self,
@@ -173,21 +176,11 @@ class OllamaChatModel(ChatModelBase):
             body["tools"] = selected
         if structured_model is not None:
             body["format"] = structured_model_schema(structured_model)
-        started = time.monotonic()
-        if self.stream:
-            return stream_with_retry(
-                _PROVIDER,
-                lambda: self._stream_once(body, structured_model, started),
-                self.retry_config,
-            )
-        data = await call_with_retry(_PROVIDER, lambda: self._post(body), self.retry_config)
-        return self._parse(data, structured_model, started)
+        return await self._send(body, structured_model)
 
     async def _post(self, body: dict[str, Any]) -> dict[str, Any]:
-        async with self._client() as client:
-            response = await client.post("/api/chat", json=body)
-            response.raise_for_status()
-            data: dict[str, Any] = response.json()
+        response = await self._post_json("/api/chat", body)
+        data: dict[str, Any] = response.json()
         if "error" in data:
             raise ModelAPIError(_PROVIDER, str(data["error"]), status_code=response.status_code)
         return data
@@ -204,35 +197,24 @@ class OllamaChatModel(ChatModelBase):
         self, body: dict[str, Any], structured_model: StructuredModel | None, started: float
     ) -> AsyncGenerator[ChatResponse, None]:
         state = _Accumulator()
-        async with self._client() as client:
-            response = await client.send(
-                client.build_request("POST", "/api/chat", json=body), stream=True
-            )
-            try:
-                if response.is_error:
-                    await response.aread()
-                    response.raise_for_status()
-                async for line in response.aiter_lines():
-                    if not line.strip():
-                        continue
-                    try:
-                        chunk = json.loads(line)
-                    except json.JSONDecodeError:
-                        raise ModelAPIError(
-                            _PROVIDER, f"malformed NDJSON line in the stream: {line[:200]!r}"
-                        ) from None
-                    if "error" in chunk:
-                        raise ModelAPIError(_PROVIDER, str(chunk["error"]), status_code=200)
-                    state.add(chunk.get("message") or {})
-                    done = bool(chunk.get("done"))
-                    yield state.response(
-                        chunk, structured_model if done else None, started, True, done
-                    )
-                    if done:
-                        return
-                raise ModelAPIError(_PROVIDER, "the stream ended without its final chunk")
-            finally:
-                await close_shielded(response)
+        async with self._open_stream("/api/chat", body) as response:
+            async for line in response.aiter_lines():
+                if not line.strip():
+                    continue
+                try:
+                    chunk = json.loads(line)
+                except json.JSONDecodeError:
+                    raise ModelAPIError(
+                        _PROVIDER, f"malformed NDJSON line in the stream: {line[:200]!r}"
+                    ) from None
+                if "error" in chunk:
+                    raise ModelAPIError(_PROVIDER, str(chunk["error"]), status_code=200)
+                state.add(chunk.get("message") or {})
+                done = bool(chunk.get("done"))
+                yield state.response(chunk, structured_model if done else None, started, True, done)
+                if done:
+                    return
+            raise ModelAPIError(_PROVIDER, "the stream ended without its final chunk")
 
 
 class ChatAccumulator:
