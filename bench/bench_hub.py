@@ -16,7 +16,10 @@ shapes (its ``MsgHub``, ``fanout_pipeline``, an ``AgentBase`` subclass) in its o
 and needs minutes for N = 1,000 x 10 rounds, so at N = 1,000 it runs 1 round (its rate per
 delivery does not improve with more rounds) — the table says so.
 
-Run ``python bench/bench_hub.py`` (prints the markdown section) or ``nox -s bench``.
+Run ``python bench/bench_hub.py`` (prints the markdown section) or ``nox -s bench``. For quick
+iterations, ``python bench/bench_hub.py --rt-only [--sizes 10,100] [--no-memory] [--profile]``
+measures agentscope-rt alone (no AgentScope subprocess) and prints one line per figure;
+``--profile`` adds a cProfile summary of the hub workload.
 Targets: at least 10x AgentScope's deliveries/s, roughly linear in N (a flat rate per
 delivery), fanout no slower per agent than AgentScope, on both backends.
 """
@@ -316,5 +319,60 @@ def main() -> str:
     return render(rt, agentscope)
 
 
+def _quick(sizes: tuple[int, ...], memory: bool, profile: bool) -> None:
+    """agentscope-rt alone, one line per figure (for iterating; no AgentScope subprocess)."""
+    for backend in BACKENDS:
+        anyio.run(_hub_workload, 10, 2, backend=backend)  # warm-up
+        for size in sizes:
+            gc.collect()
+            best = 0.0
+            for _ in range(3):
+                deliveries, elapsed = anyio.run(_hub_workload, size, ROUNDS, backend=backend)
+                best = max(best, deliveries / elapsed)
+            line = f"{backend:8} hub N={size:<5} {best:>12,.0f} deliveries/s (best of 3)"
+            if memory:
+                peak = _traced(_hub_workload, size, MEMORY_ROUNDS, backend=backend)
+                line += f"  peak {_mib(peak)}"
+            print(line, flush=True)
+        gc.collect()
+        per_agent = (
+            min(anyio.run(_fanout_workload, FANOUT_AGENTS, backend=backend) for _ in range(3))
+            * 1e6
+            / FANOUT_AGENTS
+        )
+        line = f"{backend:8} fanout {FANOUT_AGENTS:,}   {per_agent:>8.1f} us per agent (best of 3)"
+        if memory:
+            line += f"  peak {_mib(_traced(_fanout_workload, FANOUT_AGENTS, backend=backend))}"
+        print(line, flush=True)
+    if profile:
+        import cProfile
+        import pstats
+
+        for backend in BACKENDS:
+            profiler = cProfile.Profile()
+            profiler.enable()
+            anyio.run(_hub_workload, max(sizes), ROUNDS, backend=backend)
+            profiler.disable()
+            print(f"\n== profile, {backend}, hub N={max(sizes)}")
+            pstats.Stats(profiler).sort_stats("tottime").print_stats(18)
+
+
 if __name__ == "__main__":
-    print(main())
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--rt-only", action="store_true", help="measure agentscope-rt alone, quickly"
+    )
+    parser.add_argument("--sizes", default=",".join(map(str, HUB_SIZES)), help="hub sizes N")
+    parser.add_argument("--no-memory", action="store_true", help="skip the tracemalloc runs")
+    parser.add_argument("--profile", action="store_true", help="cProfile the hub workload")
+    options = parser.parse_args()
+    if options.rt_only or options.profile:
+        _quick(
+            tuple(int(n) for n in options.sizes.split(",")),
+            memory=not options.no_memory,
+            profile=options.profile,
+        )
+    else:
+        print(main())

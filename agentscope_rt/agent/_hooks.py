@@ -35,9 +35,12 @@ if TYPE_CHECKING:
     from ._agent_base import AgentBase
 
 __all__ = [
+    "HOOK_COUNTS",
+    "DirectMethod",
     "HookEntry",
     "check_hook",
     "copy_hook_value",
+    "direct_method",
     "resolved_class_hooks",
     "wrap_hooked_method",
 ]
@@ -52,6 +55,10 @@ _NO_HOOKS: tuple[HookEntry, ...] = ()
 # common case (none at all) skips resolution entirely.
 _state = [0, 0]
 _sequence = [0]
+
+HOOK_COUNTS = _state
+"""``HOOK_COUNTS[1]`` is the number of class hooks registered anywhere (read-only outside this
+module); with :class:`DirectMethod` it lets a hot caller see at a glance that no hook applies."""
 
 
 def check_hook(
@@ -307,6 +314,51 @@ def _missing_init(self: AgentBase) -> AgentError:
     return AgentError(
         f"{type(self).__name__}.__init__ must call super().__init__() before the agent is used"
     )
+
+
+class DirectMethod:
+    """A hooked method of one agent, resolved for callers that call it very often (a message
+    hub calls ``observe`` once per delivery).
+
+    ``func`` is the undecorated method; calling ``func(agent, ...)`` is exactly what the
+    wrapper does when no hook applies, minus the wrapper's frame. It may be used only when
+    ``not (HOOK_COUNTS[1] or pre or post)`` (no class hook anywhere, no instance hook of the
+    kind on this agent: *pre* and *post* are the agent's live instance-hook dicts) and the
+    arguments are ones the wrapper's input check accepts; otherwise call the bound method.
+    """
+
+    __slots__ = ("func", "post", "pre")
+
+    def __init__(
+        self,
+        func: Callable[..., Coroutine[Any, Any, Any]],
+        pre: Mapping[str, HookEntry],
+        post: Mapping[str, HookEntry],
+    ) -> None:
+        self.func = func
+        self.pre = pre
+        self.post = post
+
+
+def direct_method(agent: AgentBase, method_name: str, kind: str) -> DirectMethod | None:
+    """Resolve *agent*'s hooked method *method_name* (hooks of *kind*) for direct calls.
+
+    Returns ``None`` when the method is not a hooked wrapper (e.g. replaced on the instance),
+    in which case callers must always call ``getattr(agent, method_name)``.
+    """
+    if method_name in getattr(agent, "__dict__", {}):
+        return None
+    wrapper = getattr(type(agent), method_name, None)
+    func = getattr(wrapper, "__wrapped__", None)
+    if func is None or not getattr(wrapper, "__agentscope_rt_hooked__", False):
+        return None
+    try:
+        instance = agent._instance_hooks
+    except AttributeError:
+        raise _missing_init(agent) from None
+    # The dicts are mutated in place by register/remove/clear, never replaced, so holding
+    # them keeps the check current.
+    return DirectMethod(func, instance.get("pre_" + kind, {}), instance.get("post_" + kind, {}))
 
 
 def wrap_hooked_method(

@@ -53,6 +53,7 @@ import anyio.lowlevel
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from ..agent._hooks import HOOK_COUNTS, DirectMethod, direct_method
 from ..exception import MsgHubError
 from ..message import Msg
 
@@ -82,10 +83,13 @@ _Item = tuple["Msg | list[Msg]", "_Ticket"]
 class _Ticket:
     """One published message: how many recipients have not finished observing it."""
 
-    __slots__ = ("cursor", "event", "failed", "relay", "remaining", "targets")
+    __slots__ = ("cursor", "event", "failed", "plain", "relay", "remaining", "targets")
 
-    def __init__(self, targets: list[_Subscriber]) -> None:
+    def __init__(self, targets: list[_Subscriber], plain: bool) -> None:
         self.targets = targets
+        # A Msg or a list of Msg: what observe's input check accepts, so a recipient without
+        # observe hooks can be called without the hook wrapper (see _observe).
+        self.plain = plain
         self.remaining = len(targets)
         self.cursor = 0  # the next target a helper looks at
         self.relay = False  # a delivery task has been woken to help if a helper blocks
@@ -114,6 +118,7 @@ class _Subscriber:
         "agent",
         "busy",
         "closed",
+        "direct",
         "failed",
         "help",
         "member",
@@ -128,6 +133,7 @@ class _Subscriber:
 
     def __init__(self, agent: AgentBase, inbox_size: int) -> None:
         self.agent = agent
+        self.direct: DirectMethod | None = direct_method(agent, "observe", "observe")
         send, receive = anyio.create_memory_object_stream[_Item](inbox_size)
         self.send: MemoryObjectSendStream[_Item] = send
         self.receive: MemoryObjectReceiveStream[_Item] = receive
@@ -426,7 +432,10 @@ class MsgHub:
         )
 
     async def _publish(self, msg: Msg | list[Msg], targets: list[_Subscriber]) -> _Ticket:
-        ticket = _Ticket(targets)
+        plain = isinstance(msg, Msg) or (
+            isinstance(msg, list) and all(isinstance(m, Msg) for m in msg)
+        )
+        ticket = _Ticket(targets, plain)
         item = (msg, ticket)
         self._enqueuing += 1
         try:
@@ -513,7 +522,15 @@ class MsgHub:
                         sub.room.set()
                         sub.room = None
                     try:
-                        await sub.agent.observe(msg)
+                        direct = sub.direct
+                        if (
+                            direct is not None
+                            and taken.plain
+                            and not (HOOK_COUNTS[1] or direct.pre or direct.post)
+                        ):
+                            await direct.func(sub.agent, msg)
+                        else:
+                            await sub.agent.observe(msg)
                     except Exception as exc:
                         taken.settle(False)
                         self._observer_failed(sub, exc)
@@ -582,7 +599,16 @@ class MsgHub:
                     ticket = None
                     continue
                 try:
-                    await sub.agent.observe(msg)
+                    direct = sub.direct
+                    if (
+                        direct is not None
+                        and ticket.plain
+                        and not (HOOK_COUNTS[1] or direct.pre or direct.post)
+                    ):
+                        # No observe hook applies: what the hook wrapper would call, directly.
+                        await direct.func(sub.agent, msg)
+                    else:
+                        await sub.agent.observe(msg)
                 except Exception as exc:
                     ticket.settle(False)
                     ticket = None

@@ -365,3 +365,60 @@ async def test_cancelled_while_exit_waits_for_blocked_publishers() -> None:
     assert scope.cancelled_caught
     assert len(anyio.get_running_tasks()) == baseline
     assert speaker._hub_links == {} and slow._hub_links == {}
+
+
+async def test_observe_hooks_apply_to_hub_deliveries_whenever_registered() -> None:
+    alice, bob, carol = _agents("alice", "bob", "carol")
+    seen: list[str] = []
+
+    def tag(self: Recorder, kwargs: dict[str, object]) -> dict[str, object]:
+        msg = kwargs["msg"]
+        assert isinstance(msg, Msg)
+        seen.append(f"{self.name}<{msg.content}")
+        return {"msg": Msg(msg.name, f"tagged {msg.content}", msg.role)}
+
+    async with MsgHub([alice, bob, carol]):
+        await alice()
+        bob.register_instance_hook("pre_observe", "tag", tag)
+        await alice()
+        bob.remove_instance_hook("pre_observe", "tag")
+        Recorder.register_class_hook("pre_observe", "tag", tag)
+        try:
+            await alice()
+        finally:
+            Recorder.remove_class_hook("pre_observe", "tag")
+        await alice()
+    assert bob.heard_texts() == ["alice#1", "tagged alice#2", "tagged alice#3", "alice#4"]
+    assert carol.heard_texts() == ["alice#1", "alice#2", "tagged alice#3", "alice#4"]
+    assert seen == ["bob<alice#2", "bob<alice#3", "carol<alice#3"]
+
+
+async def test_observe_replaced_on_the_instance_is_what_the_hub_calls() -> None:
+    alice, bob = _agents("alice", "bob")
+    heard: list[object] = []
+
+    async def observe(msg: Msg | list[Msg] | None) -> None:
+        heard.append(msg)
+
+    bob.observe = observe  # type: ignore[method-assign]
+    async with MsgHub([alice, bob]):
+        reply = await alice()
+    assert heard == [reply] and bob.heard == []
+
+
+class _NotAMsg:
+    content = "impostor"
+
+
+async def test_a_list_reply_with_a_non_message_fails_the_observer_input_check() -> None:
+    class Mixed(Recorder):
+        async def reply(self, msg: Msg | list[Msg] | None = None, **kwargs: object) -> Msg:
+            # Looks enough like a Msg to pass broadcasting, but observe's input check refuses it.
+            return [Msg(self.name, "fine", "assistant"), _NotAMsg()]  # type: ignore[return-value]
+
+    speaker, listener = Mixed("speaker"), Recorder("listener")
+    with pytest.raises(ExceptionGroup) as caught:
+        async with MsgHub([speaker, listener]):
+            await speaker()
+    assert listener.heard_texts() == ["fine"]
+    assert any(isinstance(err, TypeError) for err in caught.value.exceptions)
