@@ -20,6 +20,7 @@ from cattrs.cols import is_sequence, list_structure_factory
 from cattrs.errors import AttributeValidationNote, BaseValidationError
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
+from ._ids import new_id
 from .exception import MessageFormatError
 from .message._block import (
     BLOCK_TYPES,
@@ -34,7 +35,7 @@ from .message._block import (
     ToolUseBlock,
     _MappingView,
 )
-from .message._msg import _ROLES, Msg, _new_id, now_timestamp
+from .message._msg import _ROLES, Msg, now_timestamp
 
 __all__ = [
     "check_json",
@@ -307,7 +308,7 @@ def _structure_msg_hook(value: Any, _: Any) -> Msg:
     msg.metadata = fields.get("metadata") or {}
     msg.timestamp = fields.get("timestamp") or now_timestamp()
     msg.invocation_id = fields.get("invocation_id")
-    msg.id = fields.get("id") or _new_id()
+    msg.id = fields.get("id") or new_id()
     return msg
 
 

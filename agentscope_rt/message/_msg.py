@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal, overload
@@ -10,6 +9,7 @@ from typing import Any, Literal, overload
 import attrs
 
 from .._copy import copy_json
+from .._ids import new_id
 from ._block import (
     BLOCK_TYPES,
     ContentBlock,
@@ -45,9 +45,7 @@ def now_timestamp() -> str:
     return f"{prefix}.{int((now - second) * 1000):03d}"
 
 
-def _new_id() -> str:
-    # 128 random bits as hex: what uuid4().hex gives, without building a UUID object.
-    return os.urandom(16).hex()
+_BLOCK_CLASSES = frozenset(BLOCK_TYPES.values())
 
 
 def _convert_content(content: Any) -> str | list[ContentBlock]:
@@ -58,6 +56,13 @@ def _convert_content(content: Any) -> str | list[ContentBlock]:
     """
     if isinstance(content, str):
         return content
+    if content.__class__ is list:
+        # The common case, a list of blocks, needs one set lookup per block.
+        for item in content:
+            if item.__class__ not in _BLOCK_CLASSES:
+                break
+        else:
+            return list(content)
     if isinstance(content, _MappingView | dict):
         content = [content]
     elif not isinstance(content, list | tuple):
@@ -132,7 +137,7 @@ class Msg:
         self.metadata = metadata
         self.timestamp = now_timestamp() if timestamp is None else timestamp
         self.invocation_id = invocation_id
-        self.id = _new_id() if id is None else id
+        self.id = new_id() if id is None else id
 
     def __repr__(self) -> str:
         return (

@@ -2,29 +2,14 @@
 
 from __future__ import annotations
 
-import os
-import random
 from typing import Any
 
 import attrs
 
+from .._ids import new_id
 from ..message import MediaBlock, TextBlock
 
 __all__ = ["ToolResponse"]
-
-
-# Ids come from a private generator seeded from os.urandom (reseeded in forked children):
-# unique like uuid4().hex, a third of the cost of an os.urandom system call per id, and
-# unaffected by applications seeding the global `random` module.
-_id_rng = random.Random()
-if hasattr(os, "register_at_fork"):  # POSIX only; elsewhere there is no fork
-    os.register_at_fork(after_in_child=_id_rng.seed)
-_id_bits = _id_rng.getrandbits
-
-
-def _tool_response_id() -> str:
-    # 128 random bits as 32 hex digits.
-    return _id_bits(128).to_bytes(16, "big").hex()
 
 
 @attrs.define(slots=True)
@@ -43,7 +28,7 @@ class ToolResponse:
     stream: bool = False
     is_last: bool = True
     is_interrupted: bool = False
-    id: str = attrs.field(factory=_tool_response_id)
+    id: str = attrs.field(factory=new_id)
 
     def get_text(self) -> str:
         """The concatenated text blocks."""
