@@ -9,6 +9,10 @@ listeners receive it:
   recipients and hands the message to :meth:`HubLink.deliver`, which must return only once
   every recipient has finished observing it (the hub may deliver in parallel, through
   inboxes, with backpressure — that is the hub's business);
+  A link may also offer ``async publish(sender, msg)`` — deliver *msg* to every current
+  member except *sender*, with the same guarantee. When such a link is an agent's only
+  listener, broadcasting calls it directly instead of building and filtering a recipient
+  list (the hub already knows its members);
 * **plain subscribers** — AgentScope's interface, ``reset_subscribers(hub_name, agents)`` /
   ``remove_subscribers(hub_name)``; each subscriber's ``observe`` is awaited in turn.
 
@@ -85,8 +89,19 @@ async def broadcast(
     if msg is None:
         return
     shared = strip_thinking_blocks(msg)
+    links = tuple(hub_links)
+    if len(links) == 1 and not subscribers:
+        # The usual case inside one hub: nobody to deduplicate against.
+        publish = getattr(links[0], "publish", None)
+        if publish is not None:
+            if isinstance(shared, list):
+                for item in shared:
+                    await publish(sender, item)
+            else:
+                await publish(sender, shared)
+            return
     seen = {id(sender)}
-    for link in tuple(hub_links):
+    for link in links:
         recipients = [agent for agent in link.recipients(sender) if id(agent) not in seen]
         if not recipients:
             continue

@@ -163,6 +163,9 @@ class _HubLink:
     async def deliver(self, sender: AgentBase, msg: Msg, recipients: Sequence[AgentBase]) -> None:
         await self._hub._deliver(sender, msg, recipients)
 
+    async def publish(self, sender: AgentBase, msg: Msg) -> None:
+        await self._hub._deliver_to_members(sender, msg)
+
 
 def _as_agent_list(agents: Any, what: str) -> list[AgentBase]:
     from ..agent import AgentBase
@@ -238,14 +241,18 @@ class MsgHub:
         self.enable_auto_broadcast = bool(enable_auto_broadcast)
         self.inbox_size = inbox_size
         self._members: list[AgentBase] = []
+        seen: set[int] = set()
         for agent in _as_agent_list(participants, "MsgHub participants"):
-            if not any(agent is member for member in self._members):
+            if id(agent) not in seen:
+                seen.add(id(agent))
                 self._members.append(agent)
         # Unique per hub even when two hubs share a name, so they never replace each other's
         # link on an agent that is in both.
         self._key = f"msghub:{self.name}:{uuid.uuid4().hex[:8]}"
         self._link = _HubLink(self)
         self._subs: dict[int, _Subscriber] = {}
+        # The subscribers of the current members, in member order (publishing reads it).
+        self._member_subs: list[_Subscriber] = []
         self._state = _NEW
         self._task_group: TaskGroup | None = None
         self._body_scope: anyio.CancelScope | None = None
@@ -306,6 +313,10 @@ class MsgHub:
             sub = self._subs.get(id(agent))
             if sub is not None:
                 sub.member = False
+                for index, member_sub in enumerate(self._member_subs):
+                    if member_sub is sub:
+                        del self._member_subs[index]
+                        break
 
     async def broadcast(self, msg: list[Msg] | Msg) -> None:
         """Deliver *msg* to every participant (a list is observed as one item, as in
@@ -387,6 +398,8 @@ class MsgHub:
             self._subs[id(agent)] = sub
             assert self._task_group is not None
             self._task_group.start_soon(self._run_delivery, sub, name=f"{self._key} delivery")
+        # Only agents not currently members are joined (add() skips members).
+        self._member_subs.append(sub)
         sub.member = True
         if self.enable_auto_broadcast:
             agent._attach_hub(self._key, self._link)
@@ -407,6 +420,19 @@ class MsgHub:
             sub = get(id(agent))
             if sub is not None and sub.member and agent is not sender:
                 add(sub)
+        if not targets:
+            return
+        ticket = await self._publish(msg, targets)
+        if ticket.failed:
+            await self._fail_publisher(sender)
+
+    async def _deliver_to_members(self, sender: AgentBase, msg: Msg | list[Msg]) -> None:
+        # _deliver to every current member: the member list needs no per-agent lookups.
+        if self._state != _OPEN:
+            return
+        if self._errors:
+            await self._fail_publisher(sender)
+        targets = [sub for sub in self._member_subs if sub.agent is not sender]
         if not targets:
             return
         ticket = await self._publish(msg, targets)
@@ -688,6 +714,7 @@ class MsgHub:
             sub.agent._detach_hub(self._key)
             sub.member = False
         self._members.clear()
+        self._member_subs.clear()
         interrupted: BaseException | None = None
         if self._enqueuing and not stopping:
             # Publishers that started before the exit finish putting their message in the
