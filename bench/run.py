@@ -3,7 +3,8 @@
 Usage: ``nox -s bench`` (or ``python bench/run.py [react] [hub]`` in an environment where
 agentscope-rt is installed). Each benchmark module exposes ``main() -> str`` returning a markdown
 section; AgentScope's side of each workload runs in its own venv (see ``_agentscope_env.py``).
-Figures are ratios measured in one run on one machine: compare them, not absolute numbers
+Sections of benchmarks not run (delimited by their ``## `` headings) are kept from the existing
+file. Figures are ratios measured in one run on one machine: compare them, not absolute numbers
 across machines.
 """
 
@@ -33,6 +34,23 @@ def machine_summary() -> str:
     )
 
 
+def _sections(text: str) -> dict[str, str]:
+    """The ``## `` sections of a results file, by heading, in order (the preamble dropped)."""
+    sections: dict[str, str] = {}
+    heading: str | None = None
+    lines: list[str] = []
+    for line in text.splitlines(keepends=True):
+        if line.startswith("## "):
+            if heading is not None:
+                sections[heading] = "".join(lines)
+            heading, lines = line.strip(), [line]
+        elif heading is not None:
+            lines.append(line)
+    if heading is not None:
+        sections[heading] = "".join(lines)
+    return sections
+
+
 def main(argv: list[str]) -> int:
     sys.path.insert(0, str(HERE))
     names = argv or list(BENCHMARKS)
@@ -40,14 +58,20 @@ def main(argv: list[str]) -> int:
     if unknown:
         print(f"unknown benchmark(s) {unknown}; choose from {list(BENCHMARKS)}", file=sys.stderr)
         return 2
-    sections = ["# Benchmark results\n", machine_summary()]
+    results = HERE / "RESULTS.md"
+    previous = _sections(results.read_text(encoding="utf-8")) if results.exists() else {}
+    fresh: dict[str, str] = {}
     for name in names:
         module = importlib.import_module(BENCHMARKS[name])
         print(f"== {name}", flush=True)
         section = module.main()
         print(section, flush=True)
-        sections.append(section)
-    (HERE / "RESULTS.md").write_text("\n".join(sections), encoding="utf-8")
+        fresh.update(_sections(section))
+    # Sections of benchmarks not run this time are kept as they were, in their place.
+    merged = {**previous, **fresh}
+    sections = ["# Benchmark results\n", machine_summary()]
+    sections += [body.rstrip("\n") + "\n" for body in merged.values()]
+    results.write_text("\n".join(sections), encoding="utf-8")
     print(f"wrote {HERE / 'RESULTS.md'}")
     return 0
 
