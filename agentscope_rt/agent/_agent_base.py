@@ -180,9 +180,9 @@ class AgentBase(StateModule, abc.ABC):
     def __init__(self) -> None:
         super().__init__()
         self.id = uuid.uuid4().hex
-        self._instance_hooks: dict[str, dict[str, HookEntry]] = {
-            hook_type: {} for hook_type in type(self).supported_hook_types
-        }
+        # Per hook type, created on first registration: most agents never get one, and six
+        # empty dicts per agent are most of a bare agent's memory.
+        self._instance_hooks: dict[str, dict[str, HookEntry]] = {}
         self._reply_lock = anyio.Lock(fast_acquire=True)
         self._call = _ReplyCall()
         self._console = ConsolePrinter()
@@ -427,7 +427,7 @@ class AgentBase(StateModule, abc.ABC):
         is_async = check_hook(
             type(self).__name__, type(self).supported_hook_types, hook_type, hook_name, hook
         )
-        self._instance_hooks[hook_type][hook_name] = (hook_name, hook, is_async)
+        self._instance_hooks.setdefault(hook_type, {})[hook_name] = (hook_name, hook, is_async)
 
     def remove_instance_hook(self, hook_type: str, hook_name: str) -> None:
         """Remove this agent's hook *hook_name* of *hook_type*.
@@ -435,7 +435,7 @@ class AgentBase(StateModule, abc.ABC):
         :raises ValueError: for an unknown hook type or when no such hook is registered.
         """
         check_hook_type(type(self).__name__, type(self).supported_hook_types, hook_type)
-        hooks = self._instance_hooks[hook_type]
+        hooks = self._instance_hooks.get(hook_type, {})
         if hook_name not in hooks:
             raise ValueError(
                 f"no {hook_type!r} instance hook named {hook_name!r} on this "
@@ -453,7 +453,9 @@ class AgentBase(StateModule, abc.ABC):
                 hooks.clear()
             return
         check_hook_type(type(self).__name__, type(self).supported_hook_types, hook_type)
-        self._instance_hooks[hook_type].clear()
+        hooks = self._instance_hooks.get(hook_type)
+        if hooks:
+            hooks.clear()
 
     @classmethod
     def register_class_hook(cls, hook_type: str, hook_name: str, hook: Callable[..., Any]) -> None:

@@ -321,21 +321,24 @@ class DirectMethod:
     hub calls ``observe`` once per delivery).
 
     ``func`` is the undecorated method; calling ``func(agent, ...)`` is exactly what the
-    wrapper does when no hook applies, minus the wrapper's frame. It may be used only when
-    ``not (HOOK_COUNTS[1] or pre or post)`` (no class hook anywhere, no instance hook of the
-    kind on this agent: *pre* and *post* are the agent's live instance-hook dicts) and the
-    arguments are ones the wrapper's input check accepts; otherwise call the bound method.
+    wrapper does when no hook applies, minus the wrapper's frame. It may be used only when no
+    class hook exists anywhere (``not HOOK_COUNTS[1]``), the agent has no instance hook of
+    the kind (``not (hooks and (hooks.get(pre) or hooks.get(post)))``: *hooks* is the agent's
+    live instance-hook registry, *pre* and *post* the hook types) and the arguments are ones
+    the wrapper's input check accepts; otherwise call the bound method.
     """
 
-    __slots__ = ("func", "post", "pre")
+    __slots__ = ("func", "hooks", "post", "pre")
 
     def __init__(
         self,
         func: Callable[..., Coroutine[Any, Any, Any]],
-        pre: Mapping[str, HookEntry],
-        post: Mapping[str, HookEntry],
+        hooks: Mapping[str, Mapping[str, HookEntry]],
+        pre: str,
+        post: str,
     ) -> None:
         self.func = func
+        self.hooks = hooks
         self.pre = pre
         self.post = post
 
@@ -356,9 +359,9 @@ def direct_method(agent: AgentBase, method_name: str, kind: str) -> DirectMethod
         instance = agent._instance_hooks
     except AttributeError:
         raise _missing_init(agent) from None
-    # The dicts are mutated in place by register/remove/clear, never replaced, so holding
-    # them keeps the check current.
-    return DirectMethod(func, instance.get("pre_" + kind, {}), instance.get("post_" + kind, {}))
+    # The registry is mutated in place by register/remove/clear, never replaced, so holding
+    # it keeps the check current.
+    return DirectMethod(func, instance, "pre_" + kind, "post_" + kind)
 
 
 def wrap_hooked_method(

@@ -552,7 +552,11 @@ class MsgHub:
                         if (
                             direct is not None
                             and taken.plain
-                            and not (HOOK_COUNTS[1] or direct.pre or direct.post)
+                            and not HOOK_COUNTS[1]
+                            and not (
+                                direct.hooks
+                                and (direct.hooks.get(direct.pre) or direct.hooks.get(direct.post))
+                            )
                         ):
                             await direct.func(sub.agent, msg)
                         else:
@@ -629,7 +633,11 @@ class MsgHub:
                     if (
                         direct is not None
                         and ticket.plain
-                        and not (HOOK_COUNTS[1] or direct.pre or direct.post)
+                        and not HOOK_COUNTS[1]
+                        and not (
+                            direct.hooks
+                            and (direct.hooks.get(direct.pre) or direct.hooks.get(direct.post))
+                        )
                     ):
                         # No observe hook applies: what the hook wrapper would call, directly.
                         await direct.func(sub.agent, msg)
