@@ -453,9 +453,7 @@ class AgentBase(StateModule, abc.ABC):
                 hooks.clear()
             return
         check_hook_type(type(self).__name__, type(self).supported_hook_types, hook_type)
-        hooks = self._instance_hooks.get(hook_type)
-        if hooks:
-            hooks.clear()
+        self._instance_hooks.get(hook_type, {}).clear()
 
     @classmethod
     def register_class_hook(cls, hook_type: str, hook_name: str, hook: Callable[..., Any]) -> None:
