@@ -100,6 +100,28 @@ async def _fanout_workload(count: int) -> float:
     return elapsed
 
 
+async def _split_workload(size: int, repeats: int) -> tuple[float, float, float]:
+    """Where a hub round's time goes: microseconds per ``await agent()`` outside any hub, per
+    ``agent.reply()`` called directly, and per delivery of ``hub.broadcast`` to *size* agents."""
+    agents = [Talker(f"agent{i}") for i in range(size)]
+    speaker = agents[0]
+    started = time.perf_counter()
+    for _ in range(repeats):
+        await speaker()
+    call_us = (time.perf_counter() - started) * 1e6 / repeats
+    started = time.perf_counter()
+    for _ in range(repeats):
+        await speaker.reply()
+    reply_us = (time.perf_counter() - started) * 1e6 / repeats
+    msg = Msg("host", "ok", "assistant")
+    async with MsgHub(agents, name="bench") as hub:
+        started = time.perf_counter()
+        for _ in range(repeats // 10):
+            await hub.broadcast(msg)
+        delivery_us = (time.perf_counter() - started) * 1e6 / (repeats // 10 * size)
+    return call_us, reply_us, delivery_us
+
+
 def _traced(fn: Any, *args: Any, backend: str) -> int:
     gc.collect()
     tracemalloc.start()
@@ -124,6 +146,8 @@ def measure_rt(backend: str) -> dict[str, Any]:
         anyio.run(_fanout_workload, FANOUT_AGENTS, backend=backend) * 1e6 / (FANOUT_AGENTS)
     )
     result["fanout_peak"] = _traced(_fanout_workload, FANOUT_AGENTS, backend=backend)
+    splits = [anyio.run(_split_workload, 1_000, 5_000, backend=backend) for _ in range(3)]
+    result["split"] = tuple(min(split[i] for split in splits) for i in range(3))
     return result
 
 
@@ -306,6 +330,18 @@ def render(rt: dict[str, dict[str, Any]], agentscope: dict[str, dict[str, Any]])
         + ", ".join(f"{b} {linear[b]:.2f}" for b in BACKENDS)
         + f". Fanout no slower than AgentScope: {'met' if fanout_ok else 'NOT met'}.",
         "",
+        "Where the time goes (best of 3): one `await agent()` outside any hub (the fair lock, "
+        "the reply's own cancel scope, the reply id, the event-loop token for interrupts from "
+        "other threads, and `reply()`, which here only builds a Msg) costs "
+        + ", ".join(
+            f"{rt[b]['split'][0]:.1f} us on {b} (`reply()` alone {rt[b]['split'][1]:.1f} us)"
+            for b in BACKENDS
+        )
+        + "; one delivery (`hub.broadcast` to 1,000 agents) costs "
+        + ", ".join(f"{rt[b]['split'][2]:.2f} us on {b}" for b in BACKENDS)
+        + ". At N=10 a round is N calls and N(N-1) deliveries, so the calls dominate: the "
+        "per-call price sets the ceiling there, the per-delivery price at large N.",
+        "",
     ]
     return "\n".join(lines)
 
@@ -344,6 +380,14 @@ def _quick(sizes: tuple[int, ...], memory: bool, profile: bool) -> None:
         if memory:
             line += f"  peak {_mib(_traced(_fanout_workload, FANOUT_AGENTS, backend=backend))}"
         print(line, flush=True)
+        call_us, reply_us, delivery_us = min(
+            anyio.run(_split_workload, 1_000, 5_000, backend=backend) for _ in range(3)
+        )
+        print(
+            f"{backend:8} await agent() {call_us:.1f} us (reply() {reply_us:.1f} us), "
+            f"one delivery {delivery_us:.2f} us",
+            flush=True,
+        )
     if profile:
         import cProfile
         import pstats
