@@ -233,8 +233,9 @@ def normalise(value: Any, data_dir: str, saved_dir: str) -> Any:
     ``{SAVED}.<ext>`` (shared with the tests)."""
     pattern = re.compile(re.escape(saved_dir.rstrip("/")) + r"/[^\s'\"]+?\.(\w+)(?=$|[\s'\"])")
     if isinstance(value, str):
-        value = pattern.sub(lambda m: "{SAVED}." + m.group(1), value)
-        return value.replace(data_dir, "{DATA}")
+        # The data directory first: a checkout may itself live in the temp directory.
+        value = value.replace(data_dir, "{DATA}")
+        return pattern.sub(lambda m: "{SAVED}." + m.group(1), value)
     if isinstance(value, list):
         return [normalise(v, data_dir, saved_dir) for v in value]
     if isinstance(value, dict):
