@@ -20,9 +20,7 @@ from ..message import (
     ToolUseBlock,
     URLSource,
 )
-from ..token import TokenCounterBase
 from ._formatter_base import (
-    DEFAULT_CONVERSATION_HISTORY_PROMPT,
     MultiAgentFormatterBase,
     TruncatedFormatterBase,
     history_items,
@@ -152,14 +150,7 @@ class AnthropicMultiAgentFormatter(MultiAgentFormatterBase):
     support_multiagent: bool = True
     support_vision: bool = True
 
-    def __init__(
-        self,
-        conversation_history_prompt: str = DEFAULT_CONVERSATION_HISTORY_PROMPT,
-        token_counter: TokenCounterBase | None = None,
-        max_tokens: int | None = None,
-    ) -> None:
-        super().__init__(conversation_history_prompt, token_counter, max_tokens)
-        self._chat = AnthropicChatFormatter()
+    chat_formatter_class = AnthropicChatFormatter
 
     async def _format_agent_message(self, msgs: list[Msg], prompt: str) -> list[dict[str, Any]]:
         items = await history_items(msgs, {"image": _anthropic_image})

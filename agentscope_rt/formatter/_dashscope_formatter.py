@@ -183,14 +183,18 @@ class DashScopeMultiAgentFormatter(MultiAgentFormatterBase):
         token_counter: TokenCounterBase | None = None,
         max_tokens: int | None = None,
     ) -> None:
-        super().__init__(conversation_history_prompt, token_counter, max_tokens)
         self.promote_tool_result_images = promote_tool_result_images
         self.promote_tool_result_audios = promote_tool_result_audios
         self.promote_tool_result_videos = promote_tool_result_videos
-        self._chat = DashScopeChatFormatter(
-            promote_tool_result_images=promote_tool_result_images,
-            promote_tool_result_audios=promote_tool_result_audios,
-            promote_tool_result_videos=promote_tool_result_videos,
+        super().__init__(conversation_history_prompt, token_counter, max_tokens)
+
+    chat_formatter_class = DashScopeChatFormatter
+
+    def _new_chat_formatter(self) -> DashScopeChatFormatter:
+        return DashScopeChatFormatter(
+            promote_tool_result_images=self.promote_tool_result_images,
+            promote_tool_result_audios=self.promote_tool_result_audios,
+            promote_tool_result_videos=self.promote_tool_result_videos,
         )
 
     async def _format_system_message(self, msg: Msg) -> dict[str, Any]:

@@ -10,9 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..message import Msg, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
-from ..token import TokenCounterBase
 from ._formatter_base import (
-    DEFAULT_CONVERSATION_HISTORY_PROMPT,
     MultiAgentFormatterBase,
     TruncatedFormatterBase,
     history_items,
@@ -86,14 +84,7 @@ class DeepSeekMultiAgentFormatter(MultiAgentFormatterBase):
     support_multiagent: bool = True
     support_vision: bool = False
 
-    def __init__(
-        self,
-        conversation_history_prompt: str = DEFAULT_CONVERSATION_HISTORY_PROMPT,
-        token_counter: TokenCounterBase | None = None,
-        max_tokens: int | None = None,
-    ) -> None:
-        super().__init__(conversation_history_prompt, token_counter, max_tokens)
-        self._chat = DeepSeekChatFormatter()
+    chat_formatter_class = DeepSeekChatFormatter
 
     async def _format_agent_message(self, msgs: list[Msg], prompt: str) -> list[dict[str, Any]]:
         # DeepSeek takes no media: every block but text is dropped.

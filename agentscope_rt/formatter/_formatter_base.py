@@ -21,7 +21,7 @@ from __future__ import annotations
 import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from ..message import (
     AudioBlock,
@@ -398,13 +398,16 @@ class MultiAgentFormatterBase(TruncatedFormatterBase, ABC):
     The system prompt comes first; every run of plain messages becomes one user message whose
     text is ``name: text`` lines inside ``<history>...</history>`` (the first run is preceded by
     *conversation_history_prompt*); every run of tool call/result messages is formatted by the
-    provider's chat formatter (``self._chat``, set by the subclass), so tool calls keep the
-    provider's native shape.
+    provider's chat formatter (built from the subclass's ``chat_formatter_class``), so tool
+    calls keep the provider's native shape.
 
     :param conversation_history_prompt: text before the first ``<history>`` block.
     :param token_counter: counts tokens for truncation.
     :param max_tokens: the token budget; ``None`` means no truncation.
     """
+
+    chat_formatter_class: ClassVar[type[TruncatedFormatterBase]]
+    """The provider's chat formatter, which formats runs of tool calls and results."""
 
     _chat: TruncatedFormatterBase
 
@@ -416,6 +419,10 @@ class MultiAgentFormatterBase(TruncatedFormatterBase, ABC):
     ) -> None:
         super().__init__(token_counter=token_counter, max_tokens=max_tokens)
         self.conversation_history_prompt = conversation_history_prompt
+        self._chat = self._new_chat_formatter()
+
+    def _new_chat_formatter(self) -> TruncatedFormatterBase:
+        return self.chat_formatter_class()
 
     async def _format(self, msgs: list[Msg]) -> list[dict[str, Any]]:
         formatted: list[dict[str, Any]] = []
@@ -447,6 +454,31 @@ class MultiAgentFormatterBase(TruncatedFormatterBase, ABC):
         :param prompt: the text before ``<history>`` (the history prompt for the first run,
             else empty).
         """
+
+
+class MediaPromotingMultiAgentFormatterBase(MultiAgentFormatterBase, ABC):
+    """A multi-agent formatter whose chat formatter can promote tool-result images.
+
+    :param conversation_history_prompt: text before the first ``<history>`` block.
+    :param promote_tool_result_images: see the provider's chat formatter.
+    :param token_counter: counts tokens for truncation.
+    :param max_tokens: the token budget; ``None`` means no truncation.
+    """
+
+    def __init__(
+        self,
+        conversation_history_prompt: str = DEFAULT_CONVERSATION_HISTORY_PROMPT,
+        promote_tool_result_images: bool = False,
+        token_counter: TokenCounterBase | None = None,
+        max_tokens: int | None = None,
+    ) -> None:
+        self.promote_tool_result_images = promote_tool_result_images
+        super().__init__(conversation_history_prompt, token_counter, max_tokens)
+
+    def _new_chat_formatter(self) -> TruncatedFormatterBase:
+        return self.chat_formatter_class(  # type: ignore[call-arg]
+            promote_tool_result_images=self.promote_tool_result_images
+        )
 
 
 async def history_items(

@@ -26,8 +26,7 @@ from ..message import (
 from ..token import TokenCounterBase
 from ._errors import FormatterError
 from ._formatter_base import (
-    DEFAULT_CONVERSATION_HISTORY_PROMPT,
-    MultiAgentFormatterBase,
+    MediaPromotingMultiAgentFormatterBase,
     TruncatedFormatterBase,
     history_items,
     wrap_history,
@@ -148,7 +147,7 @@ class GeminiChatFormatter(TruncatedFormatterBase):
         return messages
 
 
-class GeminiMultiAgentFormatter(MultiAgentFormatterBase):
+class GeminiMultiAgentFormatter(MediaPromotingMultiAgentFormatterBase):
     """Gemini formatter for conversations with several named speakers.
 
     The system prompt keeps role ``system`` (sent as ``systemInstruction``); plain messages
@@ -166,16 +165,7 @@ class GeminiMultiAgentFormatter(MultiAgentFormatterBase):
     support_multiagent: bool = True
     support_vision: bool = True
 
-    def __init__(
-        self,
-        conversation_history_prompt: str = DEFAULT_CONVERSATION_HISTORY_PROMPT,
-        promote_tool_result_images: bool = False,
-        token_counter: TokenCounterBase | None = None,
-        max_tokens: int | None = None,
-    ) -> None:
-        super().__init__(conversation_history_prompt, token_counter, max_tokens)
-        self.promote_tool_result_images = promote_tool_result_images
-        self._chat = GeminiChatFormatter(promote_tool_result_images=promote_tool_result_images)
+    chat_formatter_class = GeminiChatFormatter
 
     async def _format_system_message(self, msg: Msg) -> dict[str, Any]:
         return {"role": "system", "parts": [{"text": msg.get_text_content()}]}

@@ -12,8 +12,7 @@ from typing import Any
 from ..message import ImageBlock, Msg, TextBlock, ToolResultBlock, ToolUseBlock, URLSource
 from ..token import TokenCounterBase
 from ._formatter_base import (
-    DEFAULT_CONVERSATION_HISTORY_PROMPT,
-    MultiAgentFormatterBase,
+    MediaPromotingMultiAgentFormatterBase,
     TruncatedFormatterBase,
     history_items,
     wrap_history,
@@ -98,7 +97,7 @@ class OllamaChatFormatter(TruncatedFormatterBase):
         return messages
 
 
-class OllamaMultiAgentFormatter(MultiAgentFormatterBase):
+class OllamaMultiAgentFormatter(MediaPromotingMultiAgentFormatterBase):
     """Ollama formatter for conversations with several named speakers.
 
     Plain messages are folded into one user message per run (``name: text`` lines inside
@@ -116,16 +115,7 @@ class OllamaMultiAgentFormatter(MultiAgentFormatterBase):
     support_multiagent: bool = True
     support_vision: bool = True
 
-    def __init__(
-        self,
-        conversation_history_prompt: str = DEFAULT_CONVERSATION_HISTORY_PROMPT,
-        promote_tool_result_images: bool = False,
-        token_counter: TokenCounterBase | None = None,
-        max_tokens: int | None = None,
-    ) -> None:
-        super().__init__(conversation_history_prompt, token_counter, max_tokens)
-        self.promote_tool_result_images = promote_tool_result_images
-        self._chat = OllamaChatFormatter(promote_tool_result_images=promote_tool_result_images)
+    chat_formatter_class = OllamaChatFormatter
 
     async def _format_system_message(self, msg: Msg) -> dict[str, Any]:
         return {"role": "system", "content": msg.get_text_content()}

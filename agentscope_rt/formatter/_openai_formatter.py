@@ -22,8 +22,7 @@ from ..message import (
 from ..token import TokenCounterBase
 from ._errors import FormatterError
 from ._formatter_base import (
-    DEFAULT_CONVERSATION_HISTORY_PROMPT,
-    MultiAgentFormatterBase,
+    MediaPromotingMultiAgentFormatterBase,
     TruncatedFormatterBase,
     history_items,
     wrap_history,
@@ -221,7 +220,7 @@ class OpenAIChatFormatter(TruncatedFormatterBase):
         return messages
 
 
-class OpenAIMultiAgentFormatter(MultiAgentFormatterBase):
+class OpenAIMultiAgentFormatter(MediaPromotingMultiAgentFormatterBase):
     """OpenAI formatter for conversations with several named speakers.
 
     Plain messages are folded into one user message per run, ``name: text`` lines inside
@@ -238,16 +237,7 @@ class OpenAIMultiAgentFormatter(MultiAgentFormatterBase):
     support_multiagent: bool = True
     support_vision: bool = True
 
-    def __init__(
-        self,
-        conversation_history_prompt: str = DEFAULT_CONVERSATION_HISTORY_PROMPT,
-        promote_tool_result_images: bool = False,
-        token_counter: TokenCounterBase | None = None,
-        max_tokens: int | None = None,
-    ) -> None:
-        super().__init__(conversation_history_prompt, token_counter, max_tokens)
-        self.promote_tool_result_images = promote_tool_result_images
-        self._chat = OpenAIChatFormatter(promote_tool_result_images=promote_tool_result_images)
+    chat_formatter_class = OpenAIChatFormatter
 
     async def _format_agent_message(self, msgs: list[Msg], prompt: str) -> list[dict[str, Any]]:
         items = await history_items(msgs, {"image": _openai_image, "audio": _openai_input_audio})
