@@ -25,6 +25,7 @@ Guarantees:
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from typing import Any, ClassVar, Literal
 
@@ -512,21 +513,7 @@ class ReActAgent(ReActAgentBase):
         msg = Msg(self.name, [], "assistant")
         completed = False
         try:
-            if isinstance(res, ChatResponse):
-                msg.invocation_id = res.id
-                msg.content = list(res.content)
-                self._add_usage(res.usage)
-            else:
-                last: ChatResponse | None = None
-                async with aclosing(res) as stream:
-                    async for chunk in stream:
-                        last = chunk
-                        msg.invocation_id = chunk.id
-                        msg.content = list(chunk.content)
-                        await self.print(msg, False)
-                if last is not None:
-                    self._add_usage(last.usage)
-            await self.print(msg, True)
+            await self._receive(res, msg)
             completed = True
         finally:
             if completed:
@@ -690,6 +677,15 @@ class ReActAgent(ReActAgentBase):
         )
         res = await self.model(prompt)
         msg = Msg(self.name, [], "assistant")
+        await self._receive(res, msg)
+        return msg
+
+    async def _receive(
+        self, res: ChatResponse | AsyncGenerator[ChatResponse, None], msg: Msg
+    ) -> None:
+        """Fill *msg* from a model response, printing stream chunks as they arrive and adding
+        the usage. *msg* holds everything received so far even if this is cancelled
+        part-way, so an interrupted reasoning step can record it."""
         if isinstance(res, ChatResponse):
             msg.invocation_id = res.id
             msg.content = list(res.content)
@@ -705,7 +701,6 @@ class ReActAgent(ReActAgentBase):
             if last is not None:
                 self._add_usage(last.usage)
         await self.print(msg, True)
-        return msg
 
     async def handle_interrupt(
         self,
