@@ -32,6 +32,7 @@ import anyio.from_thread
 import anyio.lowlevel
 from anyio.streams.memory import MemoryObjectSendStream
 
+from .._backend import ReplyScope, reply_scope
 from ..message import Msg
 from ..module import StateModule
 from ._console import ConsolePrinter, console_disabled_globally
@@ -161,15 +162,21 @@ class _FairLock:
 
 
 class _ReplyCall:
-    """The state of the call in progress: its id, its cancel scope, and where it runs."""
+    """The state of the call in progress: its id, its cancel scope, and where it runs.
 
-    __slots__ = ("reply_id", "scope", "thread_id", "token")
+    ``loop`` and ``loop_token`` remember the last event loop a call ran on and its anyio
+    token, so that a call on the same loop does not fetch the token again.
+    """
+
+    __slots__ = ("loop", "loop_token", "reply_id", "scope", "thread_id", "token")
 
     def __init__(self) -> None:
         self.reply_id: str | None = None
-        self.scope: anyio.CancelScope | None = None
+        self.scope: ReplyScope | None = None
         self.thread_id: int | None = None
         self.token: Any = None
+        self.loop: object | None = None
+        self.loop_token: Any = None
 
 
 class AgentBase(StateModule, abc.ABC):
@@ -290,10 +297,13 @@ class AgentBase(StateModule, abc.ABC):
         try:
             call = self._call
             reply_id = _new_reply_id()
-            scope = anyio.CancelScope()
+            scope, loop = reply_scope()
+            if loop is None or loop is not call.loop:
+                call.loop_token = anyio.lowlevel.current_token()
+                call.loop = loop
             call.reply_id = reply_id
             call.thread_id = threading.get_ident()
-            call.token = anyio.lowlevel.current_token()
+            call.token = call.loop_token
             call.scope = scope
             reply_msg: Any = None
             try:

@@ -9,6 +9,7 @@ from typing import Any
 import anyio
 import pytest
 
+from agentscope_rt._backend import reply_scope
 from agentscope_rt.agent import GenerateReason
 from agentscope_rt.message import Msg
 
@@ -193,3 +194,41 @@ async def test_default_handle_interrupt() -> None:
         reply = await agent(user())
     assert reply.name == "echo"
     assert reply.metadata == {"_is_interrupted": True, "generate_reason": "interrupted"}
+
+
+async def test_each_call_gets_a_fresh_scope_of_the_running_loop(anyio_backend: str) -> None:
+    scope, loop = reply_scope()
+    again, same_loop = reply_scope()
+    assert scope is not again
+    assert loop is same_loop and loop is not None
+    if anyio_backend == "trio":
+        import trio
+
+        # anyio's trio scopes are trio scopes: the agent uses trio's own, one object fewer.
+        assert isinstance(scope, trio.CancelScope)
+    else:
+        assert isinstance(scope, anyio.CancelScope)
+    with anyio.CancelScope() as outer:
+        with scope:
+            outer.cancel()
+            await anyio.sleep(LONG)
+    assert outer.cancelled_caught and not scope.cancelled_caught
+
+
+def test_interrupt_from_thread_reaches_the_loop_of_the_current_call() -> None:
+    # One agent used under one event loop, then another: the loop token the agent keeps must
+    # follow, or a thread's interrupt would go to a loop that no longer runs.
+    agent = EchoAgent(delay=LONG)
+
+    async def interrupted_from_thread() -> str:
+        async def from_worker() -> None:
+            await anyio.sleep(0.05)
+            await anyio.to_thread.run_sync(agent.interrupt)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(from_worker)
+            reply = await agent(user())
+        return str(reply.metadata["generate_reason"])
+
+    for backend in ("asyncio", "trio", "asyncio"):
+        assert anyio.run(interrupted_from_thread, backend=backend) == "interrupted"

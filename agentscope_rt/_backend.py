@@ -1,0 +1,60 @@
+"""The one place that looks at which event loop runs: what an agent call needs, cheaply.
+
+Everything else in the library goes through anyio. Every ``await agent(...)`` needs a cancel
+scope of its own (what ``interrupt()`` cancels) and a way to reach its event loop from another
+thread, and on that path anyio's generic spelling costs more than the work itself: on trio,
+``anyio.CancelScope()`` wraps a ``trio.CancelScope`` (and constructs it twice), and
+``anyio.lowlevel.current_token()`` builds a new token object on every call. So:
+
+* :func:`reply_scope` returns trio's own ``CancelScope`` on trio — anyio's trio scopes *are*
+  trio scopes, so it nests with them exactly as anyio's would — and ``anyio.CancelScope``
+  everywhere else;
+* it also returns a cheap identity of the running event loop, so a caller can keep the
+  anyio token of that loop (``anyio.lowlevel.current_token()``) and fetch it again only when
+  the loop changes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from typing import Any, Protocol
+
+import anyio
+import sniffio
+
+__all__ = ["ReplyScope", "reply_scope"]
+
+
+class ReplyScope(Protocol):
+    """What an agent call uses of a cancel scope (anyio's and trio's both have it)."""
+
+    def __enter__(self) -> Any: ...
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool | None: ...
+
+    def cancel(self) -> None: ...
+
+    @property
+    def cancel_called(self) -> bool: ...
+
+    @property
+    def cancelled_caught(self) -> bool: ...
+
+
+def reply_scope() -> tuple[ReplyScope, object | None]:
+    """A new, unentered cancel scope for one call, and the identity of the running event loop.
+
+    The identity is the asyncio loop or trio's ``TrioToken``: the same object for as long as
+    that loop runs. It is ``None`` on a backend this module does not know, where callers must
+    not cache anything per loop.
+
+    :raises sniffio.AsyncLibraryNotFoundError: outside an event loop.
+    """
+    library = sniffio.current_async_library()
+    if library == "trio":
+        trio = sys.modules["trio"]  # running, so imported
+        return trio.CancelScope(), trio.lowlevel.current_trio_token()
+    if library == "asyncio":
+        return anyio.CancelScope(), asyncio.get_running_loop()
+    return anyio.CancelScope(), None
