@@ -7,8 +7,9 @@ thread, and on that path anyio's generic spelling costs more than the work itsel
 ``anyio.lowlevel.current_token()`` builds a new token object on every call. So:
 
 * :func:`reply_scope` returns trio's own ``CancelScope`` on trio — anyio's trio scopes *are*
-  trio scopes, so it nests with them exactly as anyio's would — and ``anyio.CancelScope``
-  everywhere else;
+  trio scopes, so it nests with them exactly as anyio's would — and on other loops an instance
+  of the class ``anyio.CancelScope()`` returns there, built directly (through
+  ``anyio.CancelScope()`` it is initialised twice: once by the backend, once more by Python);
 * it also returns a cheap identity of the running event loop, so a caller can keep the
   anyio token of that loop (``anyio.lowlevel.current_token()``) and fetch it again only when
   the loop changes.
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import anyio
@@ -52,9 +54,20 @@ def reply_scope() -> tuple[ReplyScope, object | None]:
     :raises sniffio.AsyncLibraryNotFoundError: outside an event loop.
     """
     library = sniffio.current_async_library()
-    if library == "trio":
-        trio = sys.modules["trio"]  # running, so imported
-        return trio.CancelScope(), trio.lowlevel.current_trio_token()
+    scope_class = _scope_classes.get(library)
+    if scope_class is None:
+        scope_class = _scope_classes[library] = _scope_class(library)
     if library == "asyncio":
-        return anyio.CancelScope(), asyncio.get_running_loop()
-    return anyio.CancelScope(), None
+        return scope_class(), asyncio.get_running_loop()
+    if library == "trio":
+        return scope_class(), sys.modules["trio"].lowlevel.current_trio_token()
+    return scope_class(), None
+
+
+_scope_classes: dict[str, Callable[[], ReplyScope]] = {}
+
+
+def _scope_class(library: str) -> Callable[[], ReplyScope]:
+    if library == "trio":
+        return sys.modules["trio"].CancelScope  # running, so imported
+    return type(anyio.CancelScope())

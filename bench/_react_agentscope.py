@@ -1,7 +1,9 @@
 """AgentScope's half of the ReAct benchmark; run by ``bench_react.py`` with an AgentScope venv.
 
-Usage: ``python _react_agentscope.py REPLIES RUNS WARMUP`` prints one JSON object:
-``{"version": ..., "us_per_reply": [run, ...]}``. The workload matches ``bench_react.py``:
+Usage: ``python _react_agentscope.py WARMUP`` warms one agent up, prints
+``{"version": ...}`` and then serves batches: for each line ``REPLIES`` read from stdin it runs
+that many replies and prints ``{"us_per_reply": ...}`` (so that ``bench_react.py`` can
+interleave AgentScope's batches with its own). The workload matches ``bench_react.py``:
 the user asks, a zero-latency model calls one tool, the tool runs, the model answers; memory
 is cleared between replies and console output is off.
 """
@@ -13,6 +15,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Awaitable, Callable
 
 os.environ["AGENTSCOPE_DISABLE_CONSOLE_OUTPUT"] = "true"
 
@@ -51,7 +54,8 @@ async def get_weather(city: str) -> ToolResponse:
     return ToolResponse(content=[TextBlock(type="text", text=f"Sunny in {city}.")])
 
 
-async def main(replies: int, runs: int, warmup: int) -> dict[str, object]:
+async def make_workload() -> Callable[[], Awaitable[None]]:
+    """One reply of the workload, on a fresh agent (built inside the loop that runs it)."""
     toolkit = Toolkit()
     toolkit.register_tool_function(get_weather)
     agent = ReActAgent(
@@ -71,17 +75,29 @@ async def main(replies: int, runs: int, warmup: int) -> dict[str, object]:
         reply = await agent(Msg("user", "What is the weather in Paris?", "user"))
         assert reply.get_text_content() == "It is sunny in Paris.", reply
 
-    for _ in range(warmup):
-        await one()
-    results = []
-    for _ in range(runs):
+    return one
+
+
+def main() -> None:
+    warmup = int(sys.argv[1])
+    loop = asyncio.new_event_loop()
+    one = loop.run_until_complete(make_workload())
+
+    async def batch(replies: int) -> float:
         start = time.perf_counter()
         for _ in range(replies):
             await one()
-        results.append((time.perf_counter() - start) / replies * 1e6)
-    return {"version": agentscope.__version__, "us_per_reply": results}
+        return (time.perf_counter() - start) / replies * 1e6
+
+    loop.run_until_complete(batch(warmup))
+    print(json.dumps({"version": agentscope.__version__}), flush=True)
+    for line in sys.stdin:
+        if not line.strip():
+            break
+        us = loop.run_until_complete(batch(int(line)))
+        print(json.dumps({"us_per_reply": us}), flush=True)
+    loop.close()
 
 
 if __name__ == "__main__":
-    replies, runs, warmup = (int(a) for a in sys.argv[1:4])
-    print(json.dumps(asyncio.run(main(replies, runs, warmup))))
+    main()

@@ -3,7 +3,8 @@
 Workload (the same everywhere): the user asks; a zero-latency model answers with one tool call;
 the tool runs; the model answers in text. That is 2 model calls and 1 tool call per reply, with
 the OpenAI chat formatter, console output off and the memory cleared between replies. Each
-figure is the median of 3 runs of 1,000 replies after a warm-up.
+figure is the median of 7 runs of 1,000 replies after a warm-up (300 for AgentScope 1.0.21, which is
+slower), the runs of all variants interleaved so that a change in machine load moves them alike.
 
 * agentscope-rt's ``ReActAgent`` on asyncio and on trio (in this process);
 * the floor: the same conversation written by hand with plain dicts and no framework;
@@ -45,7 +46,9 @@ from agentscope_rt.model import ChatModelBase, ChatResponse  # noqa: E402
 from agentscope_rt.tool import Toolkit, ToolResponse  # noqa: E402
 
 REPLIES = 1_000
-RUNS = 3
+RUNS = 7
+# AgentScope 1.0.21 costs ~3 ms a reply: fewer replies per batch keep a round short.
+AGENTSCOPE_REPLIES = {FAST_VERSION: REPLIES, NEWEST_VERSION: 300}
 WARMUP = 200
 TARGET_RATIO = 10.0
 QUESTION = "What is the weather in Paris?"
@@ -206,12 +209,12 @@ def floor_workload() -> Callable[[], Awaitable[None]]:
 # -- measuring -----------------------------------------------------------------------------
 
 
-async def _measure(make: Callable[[], Callable[[], Awaitable[None]]]) -> list[float]:
+async def _measure(make: Callable[[], Callable[[], Awaitable[None]]], runs: int) -> list[float]:
     one = make()
     for _ in range(WARMUP):
         await one()
     results = []
-    for _ in range(RUNS):
+    for _ in range(runs):
         start = time.perf_counter()
         for _ in range(REPLIES):
             await one()
@@ -220,32 +223,63 @@ async def _measure(make: Callable[[], Callable[[], Awaitable[None]]]) -> list[fl
 
 
 def measure_in_process(
-    make: Callable[[], Callable[[], Awaitable[None]]], backend: str
+    make: Callable[[], Callable[[], Awaitable[None]]], backend: str, runs: int = RUNS
 ) -> list[float]:
-    """Per-reply microseconds of each run, on *backend*."""
-    return anyio.run(_measure, make, backend=backend)
+    """Per-reply microseconds of each of *runs* runs (after one warm-up), on *backend*."""
+    return anyio.run(_measure, make, runs, backend=backend)
 
 
-def measure_agentscope(version: str) -> tuple[str, list[float] | None, str]:
-    """``(version, runs or None, note)`` for AgentScope *version* in its own venv."""
-    note = ""
-    try:
-        python = agentscope_python(version)
-    except RuntimeError as exc:
-        fallback = pathlib.Path("/work/asvenv/bin/python")
-        if version != NEWEST_VERSION or not fallback.exists():
-            return version, None, f"could not prepare a venv: {str(exc).splitlines()[0]}"
-        python, note = fallback, "venv from /work/asvenv"
-    result = subprocess.run(
-        [str(python), str(HERE / "_react_agentscope.py"), str(REPLIES), str(RUNS), str(WARMUP)],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "AGENTSCOPE_DISABLE_CONSOLE_OUTPUT": "true"},
-    )
-    if result.returncode != 0:
-        return version, None, f"failed: {result.stderr.strip().splitlines()[-1:]}"
-    data = json.loads(result.stdout.strip().splitlines()[-1])
-    return str(data["version"]), [float(x) for x in data["us_per_reply"]], note
+class AgentScopeWorker:
+    """AgentScope's side of the workload: a subprocess in AgentScope's own venv that warms an
+    agent up once, then runs a batch of replies each time it is asked (see
+    ``_react_agentscope.py``), so that its batches interleave with ours."""
+
+    def __init__(self, version: str) -> None:
+        """Start the worker for AgentScope *version*.
+
+        :raises RuntimeError: when the venv cannot be prepared or the worker does not start.
+        """
+        self.note = ""
+        try:
+            python = agentscope_python(version)
+        except RuntimeError as exc:
+            fallback = pathlib.Path("/work/asvenv/bin/python")
+            if version != NEWEST_VERSION or not fallback.exists():
+                raise RuntimeError(f"could not prepare a venv: {str(exc).splitlines()[0]}") from exc
+            python, self.note = fallback, "venv from /work/asvenv"
+        self._process = subprocess.Popen(
+            [str(python), str(HERE / "_react_agentscope.py"), str(WARMUP)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "AGENTSCOPE_DISABLE_CONSOLE_OUTPUT": "true"},
+        )
+        self.version = str(self._read()["version"])
+
+    def _read(self) -> dict[str, Any]:
+        assert self._process.stdout is not None
+        line = self._process.stdout.readline()
+        if not line:
+            self._process.wait()
+            assert self._process.stderr is not None
+            error = self._process.stderr.read().strip().splitlines()[-1:]
+            raise RuntimeError(f"the AgentScope worker failed: {error}")
+        data: dict[str, Any] = json.loads(line)
+        return data
+
+    def batch(self, replies: int) -> float:
+        """Run *replies* replies; microseconds per reply."""
+        assert self._process.stdin is not None
+        self._process.stdin.write(f"{replies}\n")
+        self._process.stdin.flush()
+        return float(self._read()["us_per_reply"])
+
+    def close(self) -> None:
+        """Stop the worker."""
+        if self._process.stdin is not None:
+            self._process.stdin.close()
+        self._process.wait(timeout=60)
 
 
 # Entry points whose cumulative time says which component a reply's time is spent in.
@@ -321,50 +355,49 @@ def machine() -> str:
     )
 
 
+_IN_PROCESS: tuple[tuple[str, Callable[[], Callable[[], Awaitable[None]]]], ...] = (
+    (f"agentscope-rt {RT_VERSION}", rt_workload),
+    ("diagnostic: the same loop with stub toolkit + formatter", loop_only_workload),
+    ("diagnostic: reply() called directly (no lock, cancel scope or token)", reply_only_workload),
+    ("hand-written floor", floor_workload),
+)
+
+
 def main() -> str:
-    """Run every variant and return the markdown section."""
-    rows: list[tuple[str, str, float]] = []
+    """Run every variant and return the markdown section.
+
+    The variants are interleaved: each of the RUNS rounds measures every one of them once (a
+    fresh agent, warm-up, then REPLIES replies), so a change in machine load between rounds
+    moves all of them alike and the ratios stay fair. Each figure is the median of its rounds.
+    """
+    samples: dict[tuple[str, str], list[float]] = collections.defaultdict(list)
     notes: list[str] = []
-    for backend in ("asyncio", "trio"):
-        rows.append(
-            (
-                f"agentscope-rt {RT_VERSION}",
-                backend,
-                statistics.median(measure_in_process(rt_workload, backend)),
-            )
-        )
-    for backend in ("asyncio", "trio"):
-        rows.append(
-            (
-                "diagnostic: the same loop with stub toolkit + formatter",
-                backend,
-                statistics.median(measure_in_process(loop_only_workload, backend)),
-            )
-        )
-    for backend in ("asyncio", "trio"):
-        rows.append(
-            (
-                "diagnostic: reply() called directly (no lock, cancel scope or token)",
-                backend,
-                statistics.median(measure_in_process(reply_only_workload, backend)),
-            )
-        )
-    for backend in ("asyncio", "trio"):
-        rows.append(
-            (
-                "hand-written floor",
-                backend,
-                statistics.median(measure_in_process(floor_workload, backend)),
-            )
-        )
-    agentscope: dict[str, float] = {}
-    for version in (FAST_VERSION, NEWEST_VERSION):
-        found, runs, note = measure_agentscope(version)
-        if note:
-            notes.append(f"AgentScope {version}: {note}")
-        if runs:
-            agentscope[version] = statistics.median(runs)
-            rows.append((f"AgentScope {found}", "asyncio", agentscope[version]))
+    workers: dict[str, AgentScopeWorker] = {}
+    try:
+        for version in (FAST_VERSION, NEWEST_VERSION):
+            try:
+                workers[version] = worker = AgentScopeWorker(version)
+            except RuntimeError as exc:
+                notes.append(f"AgentScope {version}: {exc}")
+            else:
+                if worker.note:
+                    notes.append(f"AgentScope {version}: {worker.note}")
+        for _ in range(RUNS):
+            for name, make in _IN_PROCESS:
+                for backend in ("asyncio", "trio"):
+                    samples[(name, backend)] += measure_in_process(make, backend, runs=1)
+            for version, worker in workers.items():
+                samples[(f"AgentScope {worker.version}", "asyncio")].append(
+                    worker.batch(AGENTSCOPE_REPLIES[version])
+                )
+    finally:
+        for worker in workers.values():
+            worker.close()
+    rows = [(name, backend, statistics.median(runs)) for (name, backend), runs in samples.items()]
+    agentscope = {
+        version: statistics.median(samples[(f"AgentScope {worker.version}", "asyncio")])
+        for version, worker in workers.items()
+    }
 
     floor = {backend: us for name, backend, us in rows if name == "hand-written floor"}
     fast = agentscope.get(FAST_VERSION)
@@ -374,7 +407,9 @@ def main() -> str:
         "One reply = the user asks, a zero-latency model calls one tool, the tool runs, the model "
         "answers (2 model calls + 1 tool call), OpenAI chat formatter, console off, memory "
         f"cleared between replies. Median of {RUNS} runs of {REPLIES:,} replies after "
-        f"{WARMUP} warm-up replies.",
+        f"{WARMUP} warm-up replies ({AGENTSCOPE_REPLIES[NEWEST_VERSION]} replies per run for "
+        f"AgentScope {NEWEST_VERSION}); the runs are interleaved (each round measures every row "
+        "once), so a change in machine load affects every row alike.",
         "",
         f"Machine: {machine()}.",
         "",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime
 import importlib
+import importlib.metadata
 import os
 import pathlib
 import platform
@@ -22,7 +23,6 @@ BENCHMARKS = {"react": "bench_react", "hub": "bench_hub"}
 
 
 def machine_summary() -> str:
-    import anyio
 
     import agentscope_rt
 
@@ -30,7 +30,7 @@ def machine_summary() -> str:
         f"- date: {datetime.date.today().isoformat()}\n"
         f"- machine: {platform.machine()}, {os.cpu_count()} cores, {platform.platform()}\n"
         f"- Python {platform.python_version()}, agentscope-rt {agentscope_rt.__version__}, "
-        f"anyio {anyio.__version__ if hasattr(anyio, '__version__') else ''}\n"
+        f"anyio {importlib.metadata.version('anyio')}, trio {importlib.metadata.version('trio')}\n"
     )
 
 

@@ -307,3 +307,20 @@ def test_thinking_signature_written_only_when_present() -> None:
     signed = Msg("a", [ThinkingBlock(thinking="t", signature="sig")], "assistant")
     assert signed.to_dict()["content"][0]["signature"] == "sig"
     assert Msg.from_dict(signed.to_dict()) == signed
+
+
+@given(st.lists(st.floats(min_value=1e9, max_value=2e9, allow_nan=False), min_size=1, max_size=20))
+def test_timestamps_match_the_clock_whatever_the_order_of_readings(times: list[float]) -> None:
+    # now_timestamp caches the formatted second and millisecond: every reading must still
+    # come out as the clock says, in whatever order (and however often) they arrive.
+    import datetime
+    from unittest import mock
+
+    from agentscope_rt.message import _msg
+
+    for now in times + times[::-1]:
+        with mock.patch.object(_msg.time, "time", return_value=now):
+            stamp = _msg.now_timestamp()
+        milli = int(now * 1000)
+        expected = datetime.datetime.fromtimestamp(milli // 1000).strftime("%Y-%m-%d %H:%M:%S")
+        assert stamp == f"{expected}.{milli % 1000:03d}"

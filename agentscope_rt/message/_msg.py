@@ -31,18 +31,27 @@ _BlockType = Literal["text", "thinking", "image", "audio", "video", "tool_use", 
 # (second, "YYYY-MM-DD HH:MM:SS") of the last timestamp: formatting the date part is most of
 # the cost, and it changes once a second. One tuple, so a reader never sees a torn pair.
 _second_cache: tuple[int, str] = (-1, "")
+# (millisecond, timestamp) of the last timestamp: the messages of one reply are usually made
+# within the same millisecond.
+_milli_cache: tuple[int, str] = (-1, "")
 
 
 def now_timestamp() -> str:
     """The current local time in AgentScope's format, ``YYYY-MM-DD HH:MM:SS.mmm``."""
-    global _second_cache
+    global _second_cache, _milli_cache
     now = time.time()
-    second = int(now)
+    milli = int(now * 1000)
+    cached_milli, stamp = _milli_cache
+    if milli == cached_milli:
+        return stamp
+    second = milli // 1000
     cached_second, prefix = _second_cache
     if second != cached_second:
         prefix = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(second))
         _second_cache = (second, prefix)
-    return f"{prefix}.{int((now - second) * 1000):03d}"
+    stamp = f"{prefix}.{milli - second * 1000:03d}"
+    _milli_cache = (milli, stamp)
+    return stamp
 
 
 _BLOCK_CLASSES = frozenset(BLOCK_TYPES.values())
