@@ -38,6 +38,7 @@ from ..module import StateModule
 from ._console import ConsolePrinter, console_disabled_globally
 from ._generate_reason import GENERATE_REASON_KEY, GenerateReason
 from ._hooks import (
+    HOOK_COUNTS,
     HookEntry,
     check_hook,
     check_hook_type,
@@ -385,6 +386,18 @@ class AgentBase(StateModule, abc.ABC):
         if self._console_output_enabled and not console_disabled_globally():
             self._console.write(msg, last)
 
+    def _print_does_nothing(self) -> bool:
+        """Whether :meth:`print` would have no effect at all right now: no message queue, no
+        console output, no hook and ``print`` not overridden. Agents may skip calling it on a
+        hot path then (it is awaited per streamed chunk and per tool result)."""
+        return (
+            self.msg_queue is None
+            and not self._console_output_enabled
+            and not self._instance_hooks
+            and not HOOK_COUNTS[1]
+            and type(self).print is _BASE_PRINT
+        )
+
     def set_console_output_enabled(self, enabled: bool) -> None:
         """Enable or disable this agent's console output.
 
@@ -583,3 +596,4 @@ def _prepare_agent_class(cls: Any) -> None:
 
 
 _prepare_agent_class(AgentBase)
+_BASE_PRINT = AgentBase.print

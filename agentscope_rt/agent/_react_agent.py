@@ -607,7 +607,8 @@ class ReActAgent(ReActAgentBase):
             async for chunk in self.toolkit.call_tool_function(tool_call):
                 last = chunk
                 block.output = list(chunk.content)
-                await self.print(res_msg, chunk.is_last)
+                if not self._print_does_nothing():
+                    await self.print(res_msg, chunk.is_last)
                 if is_finish and chunk.metadata and chunk.metadata.get("success", False):
                     structured = chunk.metadata.get("structured_output")
             completed = True
@@ -700,7 +701,8 @@ class ReActAgent(ReActAgentBase):
                     await self.print(msg, False)
             if last is not None:
                 self._add_usage(last.usage)
-        await self.print(msg, True)
+        if not self._print_does_nothing():
+            await self.print(msg, True)
 
     async def handle_interrupt(
         self,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from agentscope_rt.agent import GenerateReason, ReActAgent
+from agentscope_rt.formatter import OpenAIChatFormatter
 from agentscope_rt.message import Msg, TextBlock, ToolUseBlock
 from agentscope_rt.model import ScriptedChatModel
 from agentscope_rt.tool import Toolkit, ToolResponse
@@ -199,3 +200,63 @@ async def test_class_hook_on_a_subclass_does_not_touch_other_agents() -> None:
         assert calls == ["delete_file"]
     finally:
         Audited.clear_class_hooks()
+
+
+async def test_with_the_console_off_printing_still_reaches_hooks_queues_and_overrides() -> None:
+    # With nothing to print to, the agent skips its print calls; each way of listening to
+    # them must switch that off again.
+    import anyio
+
+    def script() -> ScriptedChatModel:
+        return ScriptedChatModel(
+            [response(call("delete_file", "1", path="a")), response(text("done"))]
+        )
+
+    printed: list[str] = []
+
+    def hook(agent: Any, kwargs: dict[str, Any]) -> None:
+        printed.append(kwargs["msg"].role)
+
+    agent = make_agent(script(), _toolkit())
+    agent.register_instance_hook("pre_print", "spy", hook)
+    await agent(user("go"))
+    assert printed == ["assistant", "system", "assistant"]
+
+    printed.clear()
+    ReActAgent.register_class_hook("pre_print", "spy", hook)
+    try:
+        await make_agent(script(), _toolkit())(user("go"))
+    finally:
+        ReActAgent.clear_class_hooks()
+    assert printed == ["assistant", "system", "assistant"]
+
+    send, receive = anyio.create_memory_object_stream[tuple[Msg, bool]](10)
+    agent = make_agent(script(), _toolkit())
+    agent.set_msg_queue_enabled(True, send)
+    await agent(user("go"))
+    send.close()
+    assert [msg.role async for msg, _ in receive] == ["assistant", "system", "assistant"]
+    receive.close()
+
+    class Loud(ReActAgent):
+        async def print(self, msg: Msg, last: bool = True) -> None:
+            printed.append(msg.role)
+
+    printed.clear()
+    loud = Loud(
+        name="Friday",
+        sys_prompt="hi",
+        model=script(),
+        formatter=OpenAIChatFormatter(),
+        toolkit=_toolkit(),
+    )
+    loud.set_console_output_enabled(False)
+    await loud(user("go"))
+    assert printed == ["assistant", "system", "assistant"]
+
+    agent = make_agent(script(), _toolkit())
+    agent.register_instance_hook("pre_print", "spy", hook)
+    agent.remove_instance_hook("pre_print", "spy")
+    printed.clear()
+    await agent(user("go"))
+    assert printed == []
