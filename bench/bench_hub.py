@@ -8,13 +8,21 @@ Workloads (the same on every side):
 * **fanout** — ``fanout_pipeline`` over 10,000 trivial agents with one input message (each
   agent gets its own copy). Reported: microseconds per agent.
 * **peak memory** — the same workloads again under ``tracemalloc`` (which slows them down, so
-  they are timed separately): the peak of Python allocations during the run.
+  they are run separately, once per variant, after the timed runs): the peak of Python
+  allocations during the run.
 
 agentscope-rt runs in this process on asyncio and on trio. AgentScope runs the same code
 shapes (its ``MsgHub``, ``fanout_pipeline``, an ``AgentBase`` subclass) in its own venv (see
-``_agentscope_env.py``), in a subprocess. AgentScope delivers serially in the speaker's task
-and needs minutes for N = 1,000 x 10 rounds, so at N = 1,000 it runs 1 round (its rate per
-delivery does not improve with more rounds) — the table says so.
+``_agentscope_env.py``), in a worker subprocess per version (``_hub_agentscope.py``) that stays
+up and runs one workload per request. AgentScope delivers serially in the speaker's task and
+needs minutes for N = 1,000 x 10 rounds, so at N = 1,000 it runs 1 round (its rate per delivery
+does not improve with more rounds) — the table says so.
+
+The timed figures are interleaved: each of ROUNDS_INTERLEAVED rounds measures every variant
+once (per hub size: agentscope-rt on asyncio, on trio, then each AgentScope version; then the
+fanout the same way), and each figure is the median over the rounds. A shared machine's speed
+can drift by up to 1.5x over seconds; interleaving makes such a drift move all variants alike
+instead of skewing the ratios.
 
 Run ``python bench/bench_hub.py`` (prints the markdown section) or ``nox -s bench``. For quick
 iterations, ``python bench/bench_hub.py --rt-only [--sizes 10,100] [--no-memory] [--profile]``
@@ -28,9 +36,12 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 import pathlib
+import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import tracemalloc
 from typing import Any
@@ -53,6 +64,8 @@ MEMORY_ROUNDS = 1  # tracemalloc runs: one round is enough to see the hub's own 
 FANOUT_AGENTS = 10_000
 BACKENDS = ("asyncio", "trio")
 TARGET_RATIO = 10.0
+# Timed figures are medians over this many rounds, each measuring every variant once.
+ROUNDS_INTERLEAVED = 3
 
 
 # -- agentscope-rt -------------------------------------------------------------------------
@@ -132,20 +145,28 @@ def _traced(fn: Any, *args: Any, backend: str) -> int:
         tracemalloc.stop()
 
 
-def measure_rt(backend: str) -> dict[str, Any]:
-    """All workloads on one backend of agentscope-rt."""
-    result: dict[str, Any] = {"hub": {}, "hub_peak": {}}
-    anyio.run(_hub_workload, 10, 2, backend=backend)  # warm-up
-    for size in HUB_SIZES:
-        gc.collect()
-        deliveries, elapsed = anyio.run(_hub_workload, size, ROUNDS, backend=backend)
-        result["hub"][size] = deliveries / elapsed
-        result["hub_peak"][size] = _traced(_hub_workload, size, MEMORY_ROUNDS, backend=backend)
+def _rt_hub_rate(backend: str, size: int) -> float:
+    """One timed hub run (ROUNDS rounds) on *backend*; deliveries per second."""
     gc.collect()
-    result["fanout_us"] = (
-        anyio.run(_fanout_workload, FANOUT_AGENTS, backend=backend) * 1e6 / (FANOUT_AGENTS)
-    )
-    result["fanout_peak"] = _traced(_fanout_workload, FANOUT_AGENTS, backend=backend)
+    deliveries, elapsed = anyio.run(_hub_workload, size, ROUNDS, backend=backend)
+    return deliveries / elapsed
+
+
+def _rt_fanout_us(backend: str) -> float:
+    """One timed fanout run on *backend*; microseconds per agent."""
+    gc.collect()
+    return anyio.run(_fanout_workload, FANOUT_AGENTS, backend=backend) * 1e6 / FANOUT_AGENTS
+
+
+def _rt_untimed(backend: str) -> dict[str, Any]:
+    """The figures of *backend* that are not compared over time with AgentScope: the peaks
+    under tracemalloc and the split of a round's time (best of 3)."""
+    result: dict[str, Any] = {
+        "hub_peak": {
+            size: _traced(_hub_workload, size, MEMORY_ROUNDS, backend=backend) for size in HUB_SIZES
+        },
+        "fanout_peak": _traced(_fanout_workload, FANOUT_AGENTS, backend=backend),
+    }
     splits = [anyio.run(_split_workload, 1_000, 5_000, backend=backend) for _ in range(3)]
     result["split"] = tuple(min(split[i] for split in splits) for i in range(3))
     return result
@@ -153,95 +174,126 @@ def measure_rt(backend: str) -> dict[str, Any]:
 
 # -- AgentScope (run in its own venv) -----------------------------------------------------
 
-_AGENTSCOPE_SCRIPT = r"""
-import asyncio, gc, json, os, sys, time, tracemalloc
-os.environ["AGENTSCOPE_DISABLE_CONSOLE_OUTPUT"] = "true"
-from agentscope.agent import AgentBase
-from agentscope.message import Msg
-from agentscope.pipeline import MsgHub, fanout_pipeline
 
-class Talker(AgentBase):
-    def __init__(self, name):
-        super().__init__()
-        self.name = name
-        self.memory = []
-    async def reply(self, msg=None, **kwargs):
-        return Msg(self.name, "ok", "assistant")
-    async def observe(self, msg):
-        if msg is not None:
-            self.memory.append(msg)
-    async def handle_interrupt(self, *args, **kwargs):
-        return Msg(self.name, "interrupted", "assistant")
+class AgentScopeWorker:
+    """AgentScope's side of the workloads: a subprocess in AgentScope's own venv that warms up
+    once, then runs one workload each time it is asked (see ``_hub_agentscope.py``), so that its
+    runs interleave with ours."""
 
-async def hub(size, rounds):
-    agents = [Talker(f"agent{i}") for i in range(size)]
-    async with MsgHub(agents, name="bench"):
-        started = time.perf_counter()
-        for _ in range(rounds):
-            for agent in agents:
-                await agent()
-        elapsed = time.perf_counter() - started
-    deliveries = sum(len(a.memory) for a in agents)
-    assert deliveries == rounds * size * (size - 1), deliveries
-    return deliveries, elapsed
+    def __init__(self, version: str) -> None:
+        """Start the worker for AgentScope *version* and wait until it has warmed up.
 
-async def fanout(count):
-    agents = [Talker(f"agent{i}") for i in range(count)]
-    msg = Msg("user", "hello", "user")
-    started = time.perf_counter()
-    results = await fanout_pipeline(agents, msg)
-    elapsed = time.perf_counter() - started
-    assert len(results) == count
-    return elapsed
+        :raises RuntimeError: when the venv cannot be prepared or the worker does not start.
+        """
+        python = agentscope_python(version)
+        # stderr goes to a file: a pipe nobody reads could fill up and stall the worker.
+        self._stderr = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 (closed in close())
+        self._process = subprocess.Popen(
+            [str(python), str(HERE / "_hub_agentscope.py")],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            text=True,
+            env={**os.environ, "AGENTSCOPE_DISABLE_CONSOLE_OUTPUT": "true"},
+        )
+        try:
+            self.version = str(self._read()["version"])
+        except BaseException:
+            self.close()
+            raise
 
-def traced(coro_fn, *args):
-    gc.collect()
-    tracemalloc.start()
-    try:
-        asyncio.run(coro_fn(*args))
-        return tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    def _read(self) -> dict[str, Any]:
+        assert self._process.stdout is not None
+        line = self._process.stdout.readline()
+        if not line:
+            self._process.wait()
+            self._stderr.seek(0)
+            error = self._stderr.read().strip()[-3000:]
+            raise RuntimeError(f"the AgentScope worker failed:\n{error}")
+        data: dict[str, Any] = json.loads(line)
+        return data
 
-config = json.loads(sys.argv[1])
-out = {"hub": {}, "hub_peak": {}, "rounds": {}}
-asyncio.run(hub(10, 2))
-for size, rounds in config["hub"]:
-    gc.collect()
-    deliveries, elapsed = asyncio.run(hub(size, rounds))
-    out["hub"][size] = deliveries / elapsed
-    out["rounds"][size] = rounds
-    out["hub_peak"][size] = traced(hub, size, config["memory_rounds"])
-gc.collect()
-out["fanout_us"] = asyncio.run(fanout(config["fanout"])) * 1e6 / config["fanout"]
-out["fanout_peak"] = traced(fanout, config["fanout"])
-print(json.dumps(out))
-"""
+    def _ask(self, **command: Any) -> dict[str, Any]:
+        assert self._process.stdin is not None
+        self._process.stdin.write(json.dumps(command) + "\n")
+        self._process.stdin.flush()
+        return self._read()
+
+    def hub_rate(self, size: int, rounds: int) -> float:
+        """One timed hub run; deliveries per second."""
+        answer = self._ask(op="hub", size=size, rounds=rounds)
+        return float(answer["deliveries"]) / float(answer["seconds"])
+
+    def fanout_us(self, count: int) -> float:
+        """One timed fanout run over *count* agents; microseconds per agent."""
+        return float(self._ask(op="fanout", count=count)["seconds"]) * 1e6 / count
+
+    def hub_peak(self, size: int, rounds: int) -> int:
+        """Peak bytes of a hub run under tracemalloc."""
+        return int(self._ask(op="hub_peak", size=size, rounds=rounds)["peak"])
+
+    def fanout_peak(self, count: int) -> int:
+        """Peak bytes of a fanout run under tracemalloc."""
+        return int(self._ask(op="fanout_peak", count=count)["peak"])
+
+    def close(self) -> None:
+        """Stop the worker (it exits at the end of its stdin)."""
+        if self._process.stdin is not None and not self._process.stdin.closed:
+            self._process.stdin.close()
+        try:
+            self._process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
+        self._stderr.close()
 
 
-def measure_agentscope(version: str) -> dict[str, Any]:
-    """All workloads on AgentScope *version*, in a subprocess with its own interpreter.
-
-    :raises RuntimeError: when the venv cannot be prepared or the run fails.
-    """
-    python = agentscope_python(version)
-    config = {
-        "hub": [[size, AGENTSCOPE_ROUNDS[size]] for size in HUB_SIZES],
-        "memory_rounds": MEMORY_ROUNDS,
-        "fanout": FANOUT_AGENTS,
+def _agentscope_untimed(worker: AgentScopeWorker) -> dict[str, Any]:
+    """The peaks under tracemalloc of AgentScope, as ``_rt_untimed`` measures ours."""
+    return {
+        "hub_peak": {size: worker.hub_peak(size, MEMORY_ROUNDS) for size in HUB_SIZES},
+        "fanout_peak": worker.fanout_peak(FANOUT_AGENTS),
     }
-    run = subprocess.run(
-        [str(python), "-c", _AGENTSCOPE_SCRIPT, json.dumps(config)],
-        capture_output=True,
-        text=True,
-        timeout=1800,
-    )
-    if run.returncode != 0:
-        raise RuntimeError(f"AgentScope {version} benchmark failed:\n{run.stderr[-3000:]}")
-    data = json.loads(run.stdout.strip().splitlines()[-1])
-    for key in ("hub", "hub_peak", "rounds"):
-        data[key] = {int(k): v for k, v in data[key].items()}
-    return data
+
+
+def measure_interleaved(
+    workers: dict[str, AgentScopeWorker],
+) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+    """Every timed figure of both backends and every AgentScope worker, interleaved.
+
+    Each of ROUNDS_INTERLEAVED rounds measures every variant once (per hub size: asyncio, trio,
+    then each AgentScope version; then the fanout the same way), so a change in machine load
+    between rounds moves all of them alike. Returns ``(rt, agentscope)``: per backend and per
+    version, the median over the rounds of ``hub`` (deliveries/s by size) and ``fanout_us``;
+    AgentScope's entries also hold ``rounds`` (hub rounds per run, by size).
+    """
+    variants = [*BACKENDS, *workers]
+    hub: dict[str, dict[int, list[float]]] = {v: {n: [] for n in HUB_SIZES} for v in variants}
+    fanout: dict[str, list[float]] = {v: [] for v in variants}
+    for backend in BACKENDS:
+        anyio.run(_hub_workload, 10, 2, backend=backend)  # warm-up
+    for _ in range(ROUNDS_INTERLEAVED):
+        for size in HUB_SIZES:
+            for backend in BACKENDS:
+                hub[backend][size].append(_rt_hub_rate(backend, size))
+            for version, worker in workers.items():
+                hub[version][size].append(worker.hub_rate(size, AGENTSCOPE_ROUNDS[size]))
+        for backend in BACKENDS:
+            fanout[backend].append(_rt_fanout_us(backend))
+        for version, worker in workers.items():
+            fanout[version].append(worker.fanout_us(FANOUT_AGENTS))
+    medians = {
+        v: {
+            "hub": {n: statistics.median(hub[v][n]) for n in HUB_SIZES},
+            "fanout_us": statistics.median(fanout[v]),
+        }
+        for v in variants
+    }
+    rt = {backend: medians[backend] for backend in BACKENDS}
+    agentscope = {
+        version: {**medians[version], "rounds": dict(AGENTSCOPE_ROUNDS)} for version in workers
+    }
+    return rt, agentscope
 
 
 # -- report ---------------------------------------------------------------------------------
@@ -261,7 +313,9 @@ def render(rt: dict[str, dict[str, Any]], agentscope: dict[str, dict[str, Any]])
         f"Hub: N agents each speak once per round for {ROUNDS} rounds; every reply is observed "
         "by the N-1 others, observers append to memory. Fanout: "
         f"`fanout_pipeline` over {FANOUT_AGENTS:,} trivial agents. Peak memory: tracemalloc, "
-        f"separate runs ({MEMORY_ROUNDS} hub round).",
+        f"separate runs ({MEMORY_ROUNDS} hub round). Timed figures are medians of "
+        f"{ROUNDS_INTERLEAVED} interleaved rounds (each round measures every variant once, so a "
+        "change in machine load moves all of them alike).",
         "",
         "| workload | "
         + " | ".join(f"agentscope-rt {b}" for b in BACKENDS)
@@ -347,11 +401,25 @@ def render(rt: dict[str, dict[str, Any]], agentscope: dict[str, dict[str, Any]])
 
 
 def main() -> str:
-    """Run every workload on both backends and on AgentScope; return the markdown section."""
-    rt = {backend: measure_rt(backend) for backend in BACKENDS}
-    agentscope = {}
-    for version in dict.fromkeys((FAST_VERSION, NEWEST_VERSION)):
-        agentscope[version] = measure_agentscope(version)
+    """Run every workload on both backends and on AgentScope; return the markdown section.
+
+    The timed figures are measured interleaved (see ``measure_interleaved``); the peaks under
+    tracemalloc and the split of a round's time, once per variant afterwards.
+
+    :raises RuntimeError: when an AgentScope venv cannot be prepared or its worker fails.
+    """
+    workers: dict[str, AgentScopeWorker] = {}
+    try:
+        for version in dict.fromkeys((FAST_VERSION, NEWEST_VERSION)):
+            workers[version] = AgentScopeWorker(version)
+        rt, agentscope = measure_interleaved(workers)
+        for backend in BACKENDS:
+            rt[backend].update(_rt_untimed(backend))
+        for version, worker in workers.items():
+            agentscope[version].update(_agentscope_untimed(worker))
+    finally:
+        for worker in workers.values():
+            worker.close()
     return render(rt, agentscope)
 
 
