@@ -8,6 +8,7 @@ result its own ``role: "tool"`` message. The ``name`` field carries the speaker.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from ..message import (
@@ -113,8 +114,36 @@ def _block_kind(block: Any) -> int:
     return _OTHER
 
 
-# json.dumps(..., ensure_ascii=False) builds an encoder per call; this one is reused.
-_encode_json = json.JSONEncoder(ensure_ascii=False).encode
+def _json_encoder() -> Callable[[Any], str]:
+    """``json.dumps(value, ensure_ascii=False)`` for the arguments of every tool call.
+
+    ``JSONEncoder.encode`` builds a new C encoder on every call (most of its cost for a small
+    dict); this one is built once. It skips the circular-reference check: tool arguments are
+    JSON data (a cycle ends in ``RecursionError`` instead of ``ValueError``).
+    """
+    encoder = json.JSONEncoder(ensure_ascii=False)
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:  # no C accelerator (another interpreter): the standard path
+        return encoder.encode
+    chunks = make(
+        None,
+        encoder.default,
+        json.encoder.encode_basestring,
+        None,
+        encoder.key_separator,
+        encoder.item_separator,
+        False,
+        False,
+        True,
+    )
+
+    def encode(value: Any) -> str:
+        return "".join(chunks(value, 0))
+
+    return encode
+
+
+_encode_json = _json_encoder()
 
 
 def openai_tool_call(block: ToolUseBlock, *, arguments_as_json: bool = True) -> dict[str, Any]:

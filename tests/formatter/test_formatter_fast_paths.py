@@ -6,10 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 import attrs
+from hypothesis import given
 
 from agentscope_rt.formatter import FormatterBase, OpenAIChatFormatter
 from agentscope_rt.message import Msg, TextBlock, ToolResultBlock, ToolUseBlock
 from agentscope_rt.token import CharTokenCounter
+
+from ..strategies import json_objects
 
 
 def _conversation(output: Any) -> list[Msg]:
@@ -72,3 +75,25 @@ async def test_block_subclasses_and_tuples_are_formatted_like_the_originals() ->
     tight = OpenAIChatFormatter(token_counter=CharTokenCounter(), max_tokens=90)
     kept = await tight.format(tuple(msgs))  # type: ignore[arg-type]
     assert [m["role"] for m in kept] == ["system", "user"] and kept[1]["content"][0]["text"] == "ok"
+
+
+@given(json_objects)
+def test_tool_call_arguments_are_encoded_as_json_dumps_does(arguments: dict[str, Any]) -> None:
+    # The arguments go through an encoder built once instead of json.dumps per call.
+    import json
+
+    from agentscope_rt.formatter._openai_formatter import openai_tool_call
+
+    block = ToolUseBlock(id="c1", name="lookup", input=arguments)
+    encoded = openai_tool_call(block)["function"]["arguments"]
+    assert encoded == json.dumps(arguments, ensure_ascii=False)
+    assert json.loads(encoded) == arguments
+
+
+def test_tool_call_arguments_that_are_not_json_raise_type_error() -> None:
+    import pytest
+
+    from agentscope_rt.formatter._openai_formatter import openai_tool_call
+
+    with pytest.raises(TypeError, match="not JSON serializable"):
+        openai_tool_call(ToolUseBlock(id="c1", name="lookup", input={"when": object()}))
