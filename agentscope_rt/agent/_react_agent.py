@@ -394,7 +394,11 @@ class ReActAgent(ReActAgentBase):
                 await self.memory.add(_result_msg(call, _SKIPPED_OUTPUT))
             pending = None
 
-        await self.memory.add(msg)
+        memory = self.memory
+        if memory.__class__ is InMemoryMemory:
+            memory._store(msg)  # add() without its coroutine
+        else:
+            await memory.add(msg)
         if self._static_control:
             await self._retrieve_from_long_term_memory(msg)
         if self.knowledge:
@@ -501,9 +505,11 @@ class ReActAgent(ReActAgentBase):
                     await self.print(plan_hint, True)
                 await memory.add(plan_hint, marks=_HINT)
 
-        prompt = await self.formatter.format(
-            [self._system_msg(), *await memory.get_memory(exclude_mark=self._exclude_mark())]
-        )
+        if memory.__class__ is InMemoryMemory:
+            history = memory._select(None, self._exclude_mark())  # get_memory(), no coroutine
+        else:
+            history = await memory.get_memory(exclude_mark=self._exclude_mark())
+        prompt = await self.formatter.format([self._system_msg(), *history])
         if memory.__class__ is not InMemoryMemory or memory._any_marked():
             await memory.delete_by_mark(_HINT)
 
@@ -513,7 +519,10 @@ class ReActAgent(ReActAgentBase):
         msg = Msg(self.name, [], "assistant")
         completed = False
         try:
-            await self._receive(res, msg)
+            if res.__class__ is ChatResponse and self._print_does_nothing():
+                self._take_response(res, msg)  # what _receive does, without a coroutine
+            else:
+                await self._receive(res, msg)
             completed = True
         finally:
             if completed:
@@ -681,6 +690,12 @@ class ReActAgent(ReActAgentBase):
         await self._receive(res, msg)
         return msg
 
+    def _take_response(self, res: ChatResponse, msg: Msg) -> None:
+        # A whole (not streamed) response: its content and id go to msg, its usage is added.
+        msg.invocation_id = res.id
+        msg.content = list(res.content)
+        self._add_usage(res.usage)
+
     async def _receive(
         self, res: ChatResponse | AsyncGenerator[ChatResponse, None], msg: Msg
     ) -> None:
@@ -688,9 +703,7 @@ class ReActAgent(ReActAgentBase):
         the usage. *msg* holds everything received so far even if this is cancelled
         part-way, so an interrupted reasoning step can record it."""
         if isinstance(res, ChatResponse):
-            msg.invocation_id = res.id
-            msg.content = list(res.content)
-            self._add_usage(res.usage)
+            self._take_response(res, msg)
         else:
             last: ChatResponse | None = None
             async with aclosing(res) as stream:

@@ -95,14 +95,28 @@ class InMemoryMemory(MemoryBase):
         ``None`` (and ``None`` items in a list) are ignored. Without *allow_duplicates*, a
         message whose id is already stored (or appears earlier in the same call) is skipped.
 
-        :raises TypeError: for an item that is not a Msg, or marks that are not strings.
+        :raises TypeError: for an item that is not a Msg, or marks that are not strings
+            (checked for the whole batch first: then nothing is stored).
         """
+        self._store(memories, marks, allow_duplicates)
+
+    def _store(
+        self,
+        memories: Msg | list[Msg] | None,
+        marks: str | list[str] | None = None,
+        allow_duplicates: bool = False,
+    ) -> None:
+        """:meth:`add` without the coroutine (the agents of this package call it on their hot
+        path). The whole batch is checked before anything is stored."""
         if memories is None:
             return
         if memories.__class__ is Msg:
             batch: list[Msg] | tuple[Msg, ...] = (memories,)
         elif isinstance(memories, list | tuple):
             batch = memories
+            for index, msg in enumerate(batch):
+                if msg is not None and not isinstance(msg, Msg):
+                    raise TypeError(f"memories[{index}] must be a Msg, not {type(msg).__name__}")
         elif isinstance(memories, Msg):
             batch = (memories,)
         else:
@@ -112,11 +126,9 @@ class InMemoryMemory(MemoryBase):
         mark_list = _check_marks(marks, "marks") if marks is not None else None
         ids = self._ids
         entries = self._entries
-        for index, msg in enumerate(batch):
+        for msg in batch:
             if msg is None:
                 continue
-            if not isinstance(msg, Msg):
-                raise TypeError(f"memories[{index}] must be a Msg, not {type(msg).__name__}")
             msg_id = msg.id
             if msg_id in ids:
                 if not allow_duplicates:
@@ -191,6 +203,12 @@ class InMemoryMemory(MemoryBase):
 
         :raises TypeError: if *mark* or *exclude_mark* is neither a string nor ``None``.
         """
+        return self._select(mark, exclude_mark, prepend_summary)
+
+    def _select(
+        self, mark: str | None = None, exclude_mark: str | None = None, prepend_summary: bool = True
+    ) -> list[Msg]:
+        """:meth:`get_memory` without the coroutine (for the agents of this package)."""
         if mark is None and exclude_mark is None:
             msgs = [e[0] for e in self._entries]
         else:

@@ -58,6 +58,7 @@ async def test_add_rejects_bad_input_and_keeps_memory_unchanged() -> None:
         await memory.add(_msg("a"), marks=3)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="list of strings"):
         await memory.add(_msg("a"), marks=["ok", 3])  # type: ignore[list-item]
+    assert await memory.size() == 0  # not even the valid message before the bad one
 
 
 async def test_marks_filter_and_exclude() -> None:
