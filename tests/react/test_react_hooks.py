@@ -260,3 +260,50 @@ async def test_with_the_console_off_printing_still_reaches_hooks_queues_and_over
     printed.clear()
     await agent(user("go"))
     assert printed == []
+
+
+async def test_a_hook_registered_by_a_tool_applies_to_the_next_step_of_the_same_reply() -> None:
+    seen: list[str] = []
+
+    def spy(agent: Any, kwargs: dict[str, Any]) -> None:
+        seen.append(kwargs["tool_call"].id)
+
+    def register_spy() -> ToolResponse:
+        """Register the spy."""
+        agent.register_instance_hook("pre_acting", "spy", spy)
+        return ToolResponse(content=[TextBlock(text="ok")])
+
+    toolkit = Toolkit()
+    toolkit.register_tool_function(register_spy)
+    model = ScriptedChatModel(
+        [
+            response(call("register_spy", "1")),
+            response(call("register_spy", "2")),
+            response(text("done")),
+        ]
+    )
+    agent = make_agent(model, toolkit)
+    await agent(user("go"))
+    assert seen == ["2"]
+
+
+async def test_steps_replaced_on_the_instance_are_the_ones_that_run() -> None:
+    agent = make_agent(
+        ScriptedChatModel([response(call("delete_file", "1", path="a")), response(text("done"))]),
+        _toolkit(),
+    )
+    ran: list[str] = []
+    original_reasoning, original_acting = agent._reasoning, agent._acting
+
+    async def reasoning(tool_choice: str | None = None) -> Msg:
+        ran.append("reasoning")
+        return await original_reasoning(tool_choice=tool_choice)
+
+    async def acting(tool_call: ToolUseBlock) -> dict[str, Any] | None:
+        ran.append("acting")
+        return await original_acting(tool_call=tool_call)
+
+    agent._reasoning = reasoning  # type: ignore[method-assign]
+    agent._acting = acting  # type: ignore[method-assign]
+    await agent(user("go"))
+    assert ran == ["reasoning", "acting", "reasoning"]
