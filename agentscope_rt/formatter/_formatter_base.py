@@ -78,8 +78,9 @@ class FormatterBase(ABC):
                 f"formatters take a list of Msg objects, not {type(msgs).__name__}; wrap a "
                 "single message in a list"
             )
-        for index, msg in enumerate(msgs):
+        for msg in msgs:
             if msg.__class__ is not Msg and not isinstance(msg, Msg):
+                index = next(i for i, m in enumerate(msgs) if not isinstance(m, Msg))
                 raise TypeError(
                     f"msgs[{index}] is a {type(msg).__name__}, not a Msg; build messages with "
                     "Msg(name, content, role) or Msg.from_dict(...)"

@@ -97,3 +97,13 @@ def test_tool_call_arguments_that_are_not_json_raise_type_error() -> None:
 
     with pytest.raises(TypeError, match="not JSON serializable"):
         openai_tool_call(ToolUseBlock(id="c1", name="lookup", input={"when": object()}))
+
+
+async def test_format_names_the_first_item_that_is_not_a_msg() -> None:
+    import pytest
+
+    msgs: list[Any] = [Msg("user", "hi", "user"), {"role": "user"}, "text"]
+    with pytest.raises(TypeError, match=r"msgs\[1\] is a dict, not a Msg"):
+        await OpenAIChatFormatter().format(msgs)
+    with pytest.raises(TypeError, match="take a list of Msg objects, not Msg"):
+        await OpenAIChatFormatter().format(Msg("user", "hi", "user"))  # type: ignore[arg-type]
