@@ -9,8 +9,8 @@ listeners receive it:
   recipients and hands the message to :meth:`HubLink.deliver`, which must return only once
   every recipient has finished observing it (the hub may deliver in parallel, through
   inboxes, with backpressure — that is the hub's business);
-  A link may also offer ``async publish(sender, msg)`` — deliver *msg* to every current
-  member except *sender*, with the same guarantee. When such a link is an agent's only
+  A link may also offer ``publish(sender, msg)`` returning an awaitable — deliver *msg* to
+  every current member except *sender*, with the same guarantee. When such a link is an agent's only
   listener, broadcasting calls it directly instead of building and filtering a recipient
   list (the hub already knows its members);
 * **plain subscribers** — AgentScope's interface, ``reset_subscribers(hub_name, agents)`` /
@@ -32,7 +32,7 @@ An exception raised by a link or an observer propagates out of the broadcast (an
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from ..message import ContentBlock, Msg, ThinkingBlock
@@ -75,30 +75,41 @@ def strip_thinking_blocks(msg: Msg | list[Msg]) -> Msg | list[Msg]:
     return _strip_one(msg)
 
 
-async def broadcast(
+def broadcast(
     sender: AgentBase,
     msg: Msg | list[Msg] | None,
-    hub_links: Iterable[HubLink],
+    hub_links: Collection[HubLink],
     subscribers: Mapping[str, Sequence[AgentBase]],
-) -> None:
-    """Deliver *msg* from *sender* to every listener exactly once (see the module docstring).
+) -> Awaitable[None]:
+    """Deliver *msg* from *sender* to every listener exactly once (see the module docstring);
+    await the result.
 
     A list of messages is delivered as one item through plain subscribers (as AgentScope
     does) and message by message through hub links.
     """
+    if msg.__class__ is Msg and len(hub_links) == 1 and not subscribers:
+        # The usual case inside one hub: nobody to deduplicate against, and the hub's own
+        # publishing awaitable is handed back as it is.
+        publish = getattr(next(iter(hub_links)), "publish", None)
+        if publish is not None:
+            return publish(sender, _strip_one(msg))
+    return _broadcast(sender, msg, tuple(hub_links), subscribers)
+
+
+async def _broadcast(
+    sender: AgentBase,
+    msg: Msg | list[Msg] | None,
+    links: tuple[HubLink, ...],
+    subscribers: Mapping[str, Sequence[AgentBase]],
+) -> None:
     if msg is None:
         return
     shared = strip_thinking_blocks(msg)
-    links = tuple(hub_links)
     if len(links) == 1 and not subscribers:
-        # The usual case inside one hub: nobody to deduplicate against.
         publish = getattr(links[0], "publish", None)
         if publish is not None:
-            if isinstance(shared, list):
-                for item in shared:
-                    await publish(sender, item)
-            else:
-                await publish(sender, shared)
+            for item in shared if isinstance(shared, list) else (shared,):
+                await publish(sender, item)
             return
     seen = {id(sender)}
     for link in links:

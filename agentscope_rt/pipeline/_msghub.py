@@ -47,7 +47,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final
 
@@ -56,7 +56,7 @@ import anyio.lowlevel
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from ..agent._hooks import HOOK_COUNTS, DirectMethod, direct_method
+from ..agent._hooks import HOOK_COUNTS, direct_method
 from ..exception import MsgHubError
 from ..message import Msg
 
@@ -122,10 +122,11 @@ class _Subscriber:
         "agent",
         "busy",
         "closed",
-        "direct",
         "failed",
         "help",
+        "instance_hooks",
         "member",
+        "observe",
         "queued",
         "receive",
         "room",
@@ -138,7 +139,12 @@ class _Subscriber:
 
     def __init__(self, agent: AgentBase, inbox_size: int) -> None:
         self.agent = agent
-        self.direct: DirectMethod | None = direct_method(agent, "observe", "observe")
+        direct = direct_method(agent, "observe", "observe")
+        # For the inline delivery's check (see DirectMethod): the undecorated observe, and
+        # the agent's live instance-hook registry (any hook there sends the call through the
+        # wrapper, which knows which ones apply).
+        self.observe = direct.func if direct is not None else None
+        self.instance_hooks = direct.hooks if direct is not None else {}
         send, receive = anyio.create_memory_object_stream[_Item](inbox_size)
         self.send: MemoryObjectSendStream[_Item] = send
         self.receive: MemoryObjectReceiveStream[_Item] = receive
@@ -171,8 +177,9 @@ class _HubLink:
     async def deliver(self, sender: AgentBase, msg: Msg, recipients: Sequence[AgentBase]) -> None:
         await self._hub._deliver(sender, msg, recipients)
 
-    async def publish(self, sender: AgentBase, msg: Msg) -> None:
-        await self._hub._deliver_to_members(sender, msg)
+    def publish(self, sender: AgentBase, msg: Msg) -> Coroutine[Any, Any, None]:
+        # The hub's coroutine itself, not one wrapping it: one frame less per reply.
+        return self._hub._deliver_to_members(sender, msg)
 
 
 def _as_agent_list(agents: Any, what: str) -> list[AgentBase]:
@@ -466,25 +473,32 @@ class MsgHub:
         )
 
     async def _publish(self, msg: Msg | list[Msg], targets: list[_Subscriber]) -> _Ticket:
-        plain = isinstance(msg, Msg) or (
-            isinstance(msg, list) and all(isinstance(m, Msg) for m in msg)
+        plain = msg.__class__ is Msg or (
+            isinstance(msg, Msg) or (isinstance(msg, list) and all(isinstance(m, Msg) for m in msg))
         )
         ticket = _Ticket(targets, plain)
         item = (msg, ticket)
-        self._enqueuing += 1
-        try:
-            await self._enqueue(item, targets)
-        finally:
-            self._enqueuing -= 1
-            if self._enqueuing == 0 and self._enqueued is not None:
-                self._enqueued.set()
+        # With room in every inbox (the usual case) enqueuing does not await: no coroutine.
+        stopped = self._enqueue_now(item, targets, 0)
+        if stopped < len(targets):
+            self._enqueuing += 1
+            try:
+                await self._enqueue(item, targets, stopped)
+            finally:
+                self._enqueuing -= 1
+                if self._enqueuing == 0 and self._enqueued is not None:
+                    self._enqueued.set()
         await self._help(ticket)
-        await ticket.wait()
+        if ticket.remaining:
+            await ticket.wait()
         return ticket
 
-    async def _enqueue(self, item: _Item, targets: list[_Subscriber]) -> None:
+    def _enqueue_now(self, item: _Item, targets: list[_Subscriber], start: int) -> int:
+        """Put *item* in the inboxes of ``targets[start:]`` in order, up to the first one that
+        is full; return that one's index (``len(targets)`` when none was full)."""
         ticket = item[1]
-        for sub in targets:
+        for index in range(start, len(targets)):
+            sub = targets[index]
             if sub.closed:
                 ticket.settle(False)  # the hub closed while this message was being enqueued
                 continue
@@ -494,11 +508,18 @@ class MsgHub:
                 try:
                     sub.send.send_nowait(item)
                 except anyio.WouldBlock:
-                    await self._enqueue_when_room(sub, item)
-                    continue
+                    return index
             sub.queued += 1
             if sub.slow:
                 self._wake(sub)
+        return len(targets)
+
+    async def _enqueue(self, item: _Item, targets: list[_Subscriber], start: int) -> None:
+        """Put *item* in the inboxes of ``targets[start:]`` in order, waiting for room in full
+        ones (backpressure)."""
+        while start < len(targets):
+            await self._enqueue_when_room(targets[start], item)
+            start = self._enqueue_now(item, targets, start + 1)
 
     async def _enqueue_when_room(self, sub: _Subscriber, item: _Item) -> None:
         """Backpressure: wait until *sub*'s delivery has taken something from its full inbox."""
@@ -536,16 +557,26 @@ class MsgHub:
         count = len(targets)
         self._helping += 1
         clock = time.perf_counter
+        hook_counts = HOOK_COUNTS
+        # Whether this helper still has to wake a relay (other helpers of the ticket only ever
+        # start after one was woken, so the ticket's flag need not be read again).
+        relay_pending = not ticket.relay
         last = clock()
         try:
-            while ticket.cursor < count:
-                sub = targets[ticket.cursor]
-                ticket.cursor += 1
+            while True:
+                # The cursor lives on the ticket: a relay continues from where it stands.
+                cursor = ticket.cursor
+                if cursor >= count:
+                    break
+                sub = targets[cursor]
+                cursor += 1
+                ticket.cursor = cursor
                 if sub.busy or sub.slow or not sub.queued:
                     continue  # its drainer or delivery task takes the message in order
-                if not ticket.relay and ticket.cursor < count:
-                    relay = targets[ticket.cursor]
+                if relay_pending and cursor < count:
+                    relay = targets[cursor]
                     if relay.wake is not None and relay.help is None:
+                        relay_pending = False
                         ticket.relay = True
                         relay.help = ticket
                         relay.wake.set()
@@ -564,17 +595,14 @@ class MsgHub:
                         sub.room.set()
                         sub.room = None
                     try:
-                        direct = sub.direct
+                        observe = sub.observe
                         if (
-                            direct is not None
+                            observe is not None
                             and taken.plain
-                            and not HOOK_COUNTS[1]
-                            and not (
-                                direct.hooks
-                                and (direct.hooks.get(direct.pre) or direct.hooks.get(direct.post))
-                            )
+                            and not hook_counts[1]
+                            and not sub.instance_hooks
                         ):
-                            await direct.func(sub.agent, msg)
+                            await observe(sub.agent, msg)
                         else:
                             await sub.agent.observe(msg)
                     except Exception as exc:
@@ -585,8 +613,9 @@ class MsgHub:
                         self._wake(sub)  # messages queued meanwhile go to its delivery task
                         raise
                     else:
-                        taken.remaining -= 1
-                        if not taken.remaining and taken.event is not None:
+                        remaining = taken.remaining - 1
+                        taken.remaining = remaining
+                        if not remaining and taken.event is not None:
                             taken.event.set()
                     finally:
                         sub.busy = False
@@ -650,18 +679,15 @@ class MsgHub:
                     ticket = None
                     continue
                 try:
-                    direct = sub.direct
+                    observe = sub.observe
                     if (
-                        direct is not None
+                        observe is not None
                         and ticket.plain
                         and not HOOK_COUNTS[1]
-                        and not (
-                            direct.hooks
-                            and (direct.hooks.get(direct.pre) or direct.hooks.get(direct.post))
-                        )
+                        and not sub.instance_hooks
                     ):
-                        # No observe hook applies: what the hook wrapper would call, directly.
-                        await direct.func(sub.agent, msg)
+                        # No hook can apply: what the hook wrapper would call, directly.
+                        await observe(sub.agent, msg)
                     else:
                         await sub.agent.observe(msg)
                 except Exception as exc:
