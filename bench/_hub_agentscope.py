@@ -4,7 +4,8 @@ Usage: ``python _hub_agentscope.py`` warms up (a small hub), prints ``{"version"
 serves commands: for each JSON line read from stdin it runs one workload and prints one JSON
 line (so that ``bench_hub.py`` can interleave AgentScope's runs with its own). Commands:
 
-* ``{"op": "hub", "size": N, "rounds": R}`` -> ``{"deliveries": D, "seconds": S}``
+* ``{"op": "hub", "size": N, "rounds": R, "repeats": K}`` -> ``{"deliveries": D, "seconds": S}``
+  (K runs, each with a fresh hub, summed; K defaults to 1)
 * ``{"op": "fanout", "count": N}`` -> ``{"seconds": S}``
 * ``{"op": "hub_peak", "size": N, "rounds": R}`` and ``{"op": "fanout_peak", "count": N}`` ->
   ``{"peak": bytes}`` (the same workload under ``tracemalloc``)
@@ -97,7 +98,11 @@ def serve(command: dict[str, Any]) -> dict[str, Any]:
     op = command["op"]
     gc.collect()
     if op == "hub":
-        deliveries, seconds = asyncio.run(hub(command["size"], command["rounds"]))
+        deliveries, seconds = 0, 0.0
+        for _ in range(command.get("repeats", 1)):
+            run_deliveries, run_seconds = asyncio.run(hub(command["size"], command["rounds"]))
+            deliveries += run_deliveries
+            seconds += run_seconds
         return {"deliveries": deliveries, "seconds": seconds}
     if op == "fanout":
         return {"seconds": asyncio.run(fanout(command["count"]))}
