@@ -314,13 +314,11 @@ def test_timestamps_match_the_clock_whatever_the_order_of_readings(times: list[f
     # now_timestamp caches the formatted second and millisecond: every reading must still
     # come out as the clock says, in whatever order (and however often) they arrive.
     import datetime
-    from unittest import mock
 
-    from agentscope_rt.message import _msg
+    from agentscope_rt.message import now_timestamp
 
     for now in times + times[::-1]:
-        with mock.patch.object(_msg.time, "time", return_value=now):
-            stamp = _msg.now_timestamp()
+        stamp = now_timestamp(now)
         milli = int(now * 1000)
         expected = datetime.datetime.fromtimestamp(milli // 1000).strftime("%Y-%m-%d %H:%M:%S")
         assert stamp == f"{expected}.{milli % 1000:03d}"

@@ -36,10 +36,14 @@ _second_cache: tuple[int, str] = (-1, "")
 _milli_cache: tuple[int, str] = (-1, "")
 
 
-def now_timestamp() -> str:
-    """The current local time in AgentScope's format, ``YYYY-MM-DD HH:MM:SS.mmm``."""
+def now_timestamp(now: float | None = None) -> str:
+    """The current local time in AgentScope's format, ``YYYY-MM-DD HH:MM:SS.mmm``.
+
+    :param now: a ``time.time()`` value to format instead of the current time.
+    """
     global _second_cache, _milli_cache
-    now = time.time()
+    if now is None:
+        now = time.time()
     milli = int(now * 1000)
     cached_milli, stamp = _milli_cache
     if milli == cached_milli:
