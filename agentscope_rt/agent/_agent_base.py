@@ -44,6 +44,7 @@ from ._hooks import (
     check_hook_type,
     class_hooks_changed,
     next_sequence,
+    unwrapped,
     wrap_hooked_method,
 )
 from ._subscription import HubLink, broadcast
@@ -309,7 +310,11 @@ class AgentBase(StateModule, abc.ABC):
             reply_msg: Any = None
             try:
                 with scope:
-                    reply_msg = await self.reply(*args, **kwargs)
+                    if self._instance_hooks or HOOK_COUNTS[1] or "reply" in self.__dict__:
+                        reply_msg = await self.reply(*args, **kwargs)
+                    else:
+                        # No hook can apply: the undecorated reply, without the wrapper's frame.
+                        reply_msg = await unwrapped(type(self).reply)(self, *args, **kwargs)
             finally:
                 call.scope = None
                 call.token = None

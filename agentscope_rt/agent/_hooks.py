@@ -42,6 +42,7 @@ __all__ = [
     "copy_hook_value",
     "direct_method",
     "resolved_class_hooks",
+    "unwrapped",
     "wrap_hooked_method",
 ]
 
@@ -362,6 +363,15 @@ def direct_method(agent: AgentBase, method_name: str, kind: str) -> DirectMethod
     # The registry is mutated in place by register/remove/clear, never replaced, so holding
     # it keeps the check current.
     return DirectMethod(func, instance, "pre_" + kind, "post_" + kind)
+
+
+def unwrapped(method: Any) -> Any:
+    """The function a hook wrapper wraps (anything else unchanged): calling it is exactly what
+    the wrapper does when no hook applies (no instance hook on the agent, ``not
+    HOOK_COUNTS[1]``). Hot callers use it to save the wrapper's frame."""
+    if getattr(method, "__agentscope_rt_hooked__", False):
+        return method.__wrapped__
+    return method
 
 
 def wrap_hooked_method(

@@ -48,7 +48,7 @@ from ..tool import INTERRUPTED_TEXT, Toolkit, ToolResponse
 from ._compression import CompressionConfig as _CompressionConfig
 from ._compression import compression_cut
 from ._generate_reason import GENERATE_REASON_KEY, GenerateReason
-from ._hooks import HOOK_COUNTS
+from ._hooks import HOOK_COUNTS, unwrapped
 from ._react_agent_base import ReActAgentBase
 
 __all__ = ["ReActAgent"]
@@ -104,14 +104,6 @@ def _structured_hint(finish_name: str) -> str:
         "<system-hint>Structured output is required, go on to finish your task or call "
         f"'{finish_name}' to generate the required structured output.</system-hint>"
     )
-
-
-def _unwrapped(method: Any) -> Any:
-    """The function a hook wrapper wraps (anything else unchanged): calling it is what the
-    wrapper does when no hook applies."""
-    if getattr(method, "__agentscope_rt_hooked__", False):
-        return method.__wrapped__
-    return method
 
 
 def _tool_calls(msg: Msg) -> list[ToolUseBlock]:
@@ -438,7 +430,7 @@ class ReActAgent(ReActAgentBase):
                     msg_reasoning = await self._reasoning(tool_choice=tool_choice)
                 else:
                     # No hook can apply: the undecorated method, without the wrapper's frame.
-                    msg_reasoning = await _unwrapped(type(self)._reasoning)(
+                    msg_reasoning = await unwrapped(type(self)._reasoning)(
                         self, tool_choice=tool_choice
                     )
                 if msg_reasoning is not run.recorded_reasoning:
@@ -579,7 +571,7 @@ class ReActAgent(ReActAgentBase):
                     if self._instance_hooks or HOOK_COUNTS[1] or "_acting" in self.__dict__:
                         outputs.append(await self._acting(tool_call=call))
                     else:
-                        outputs.append(await _unwrapped(type(self)._acting)(self, tool_call=call))
+                        outputs.append(await unwrapped(type(self)._acting)(self, tool_call=call))
             except BaseException:
                 with anyio.CancelScope(shield=True):
                     for call in calls:
