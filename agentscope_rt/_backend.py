@@ -12,20 +12,25 @@ thread, and on that path anyio's generic spelling costs more than the work itsel
   ``anyio.CancelScope()`` it is initialised twice: once by the backend, once more by Python);
 * it also returns a cheap identity of the running event loop, so a caller can keep the
   anyio token of that loop (``anyio.lowlevel.current_token()``) and fetch it again only when
-  the loop changes.
+  the loop changes;
+* :func:`open_task_group` is for fanning out to many short tasks: since anyio 4.14 every
+  ``start_soon`` builds a task handle with its own cancel scope and event, which on trio
+  costs more than the task itself; on trio it opens trio's own nursery (what anyio's trio task
+  group wraps: same cancellation and exception groups), elsewhere anyio's task group.
 """
 
 from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
+from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
 import anyio
 import sniffio
 
-__all__ = ["ReplyScope", "reply_scope"]
+__all__ = ["ReplyScope", "TaskSpawner", "open_task_group", "reply_scope"]
 
 
 class ReplyScope(Protocol):
@@ -71,3 +76,22 @@ def _scope_class(library: str) -> Callable[[], ReplyScope]:
     if library == "trio":
         return sys.modules["trio"].CancelScope  # running, so imported
     return type(anyio.CancelScope())
+
+
+class TaskSpawner(Protocol):
+    """What :func:`open_task_group` yields: ``start_soon`` (anyio's and trio's both have it)."""
+
+    def start_soon(self, func: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> Any: ...
+
+
+def open_task_group() -> AbstractAsyncContextManager[TaskSpawner]:
+    """A task group: trio's nursery on trio, ``anyio.create_task_group()`` elsewhere.
+
+    Leaving it waits for every task; the first task to raise cancels the others, and the
+    errors leave as an :class:`ExceptionGroup` (both backends alike).
+
+    :raises sniffio.AsyncLibraryNotFoundError: outside an event loop.
+    """
+    if sniffio.current_async_library() == "trio":
+        return sys.modules["trio"].open_nursery()
+    return anyio.create_task_group()
