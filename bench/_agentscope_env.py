@@ -58,3 +58,18 @@ def agentscope_python(version: str) -> pathlib.Path:
 if __name__ == "__main__":
     for v in sys.argv[1:] or [FAST_VERSION, NEWEST_VERSION]:
         print(v, agentscope_python(v))
+
+
+def pin_to_one_cpu() -> int | None:
+    """Pin this process (and so every worker it starts afterwards, which inherits it) to one
+    CPU; return it, or ``None`` where affinity cannot be set.
+
+    The benchmarks alternate between agentscope-rt and AgentScope workers; on a shared machine
+    the cores do not run at the same speed (measured up to 1.4x apart), so both sides run on
+    the same core.
+    """
+    if not hasattr(os, "sched_setaffinity"):
+        return None
+    cpu = min(os.sched_getaffinity(0))
+    os.sched_setaffinity(0, {cpu})
+    return cpu

@@ -53,7 +53,12 @@ import anyio
 HERE = pathlib.Path(__file__).parent
 sys.path.insert(0, str(HERE))
 
-from _agentscope_env import FAST_VERSION, NEWEST_VERSION, agentscope_python  # noqa: E402
+from _agentscope_env import (  # noqa: E402
+    FAST_VERSION,
+    NEWEST_VERSION,
+    agentscope_python,
+    pin_to_one_cpu,
+)
 
 from agentscope_rt.agent import AgentBase  # noqa: E402
 from agentscope_rt.message import Msg  # noqa: E402
@@ -452,6 +457,7 @@ def main() -> str:
     :raises RuntimeError: when an AgentScope venv cannot be prepared or its worker fails.
     """
     workers: dict[str, AgentScopeWorker] = {}
+    pin_to_one_cpu()  # the workers inherit it: every variant runs on the same core
     try:
         for version in dict.fromkeys((FAST_VERSION, NEWEST_VERSION)):
             workers[version] = AgentScopeWorker(version)

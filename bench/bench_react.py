@@ -3,8 +3,9 @@
 Workload (the same everywhere): the user asks; a zero-latency model answers with one tool call;
 the tool runs; the model answers in text. That is 2 model calls and 1 tool call per reply, with
 the OpenAI chat formatter, console output off and the memory cleared between replies. Each
-figure is the median of 7 runs of 1,000 replies after a warm-up (300 for AgentScope 1.0.21, which is
-slower), the runs of all variants interleaved so that a change in machine load moves them alike.
+figure is the median of 11 runs of 1,000 replies after a warm-up (300 for AgentScope 1.0.21,
+which is slower), the runs of all variants interleaved so that a change in machine load moves
+them alike, all on one CPU core (the cores of a shared machine do not run at the same speed).
 
 * agentscope-rt's ``ReActAgent`` on asyncio and on trio (in this process);
 * the floor: the same conversation written by hand with plain dicts and no framework;
@@ -36,7 +37,12 @@ import anyio
 HERE = pathlib.Path(__file__).parent
 sys.path.insert(0, str(HERE))
 
-from _agentscope_env import FAST_VERSION, NEWEST_VERSION, agentscope_python  # noqa: E402
+from _agentscope_env import (  # noqa: E402
+    FAST_VERSION,
+    NEWEST_VERSION,
+    agentscope_python,
+    pin_to_one_cpu,
+)
 
 from agentscope_rt import __version__ as RT_VERSION  # noqa: E402
 from agentscope_rt.agent import ReActAgent  # noqa: E402
@@ -46,7 +52,7 @@ from agentscope_rt.model import ChatModelBase, ChatResponse  # noqa: E402
 from agentscope_rt.tool import Toolkit, ToolResponse  # noqa: E402
 
 REPLIES = 1_000
-RUNS = 7
+RUNS = 11
 # AgentScope 1.0.21 costs ~3 ms a reply: fewer replies per batch keep a round short.
 AGENTSCOPE_REPLIES = {FAST_VERSION: REPLIES, NEWEST_VERSION: 300}
 WARMUP = 200
@@ -372,6 +378,9 @@ def main() -> str:
     """
     samples: dict[tuple[str, str], list[float]] = collections.defaultdict(list)
     notes: list[str] = []
+    cpu = pin_to_one_cpu()
+    if cpu is not None:
+        notes.append(f"Every variant, AgentScope's workers included, ran pinned to CPU {cpu}.")
     workers: dict[str, AgentScopeWorker] = {}
     try:
         for version in (FAST_VERSION, NEWEST_VERSION):
