@@ -81,6 +81,10 @@ SLOW_STRIKES: Final = 2
 
 _NEW, _OPEN, _CLOSED = 0, 1, 2
 
+# Recipient lists are cached per speaker up to this many members (N lists of N: small here,
+# and in larger hubs building the list is a small part of delivering to everyone on it).
+_CACHED_TARGETS_MAX: Final = 64
+
 _Item = tuple["Msg | list[Msg]", "_Ticket"]
 
 
@@ -268,6 +272,9 @@ class MsgHub:
         self._subs: dict[int, _Subscriber] = {}
         # The subscribers of the current members, in member order (publishing reads it).
         self._member_subs: list[_Subscriber] = []
+        # Per speaker (by id), the member subscribers other than it, for hubs of up to
+        # _CACHED_TARGETS_MAX members; emptied whenever membership changes.
+        self._targets_cache: dict[int, list[_Subscriber]] = {}
         self._state = _NEW
         self._task_group: TaskGroup | None = None
         self._body_scope: anyio.CancelScope | None = None
@@ -328,6 +335,7 @@ class MsgHub:
             sub = self._subs.get(id(agent))
             if sub is not None:
                 sub.member = False
+                self._targets_cache.clear()
                 for index, member_sub in enumerate(self._member_subs):
                     if member_sub is sub:
                         del self._member_subs[index]
@@ -415,6 +423,7 @@ class MsgHub:
             self._task_group.start_soon(self._run_delivery, sub, name=f"{self._key} delivery")
         # Only agents not currently members are joined (add() skips members).
         self._member_subs.append(sub)
+        self._targets_cache.clear()
         sub.member = True
         if self.enable_auto_broadcast:
             agent._attach_hub(self._key, self._link)
@@ -447,7 +456,13 @@ class MsgHub:
             return
         if self._errors:
             await self._fail_publisher(sender)
-        targets = [sub for sub in self._member_subs if sub.agent is not sender]
+        # A member speaks (only members have the hub's link), so its id stays its own while
+        # the cached list, which membership changes clear, is in use. Tickets only read it.
+        targets = self._targets_cache.get(id(sender))
+        if targets is None:
+            targets = [sub for sub in self._member_subs if sub.agent is not sender]
+            if len(self._member_subs) <= _CACHED_TARGETS_MAX:
+                self._targets_cache[id(sender)] = targets
         if not targets:
             return
         ticket = await self._publish(msg, targets)
@@ -770,6 +785,7 @@ class MsgHub:
             sub.member = False
         self._members.clear()
         self._member_subs.clear()
+        self._targets_cache.clear()
         interrupted: BaseException | None = None
         if self._enqueuing and not stopping:
             # Publishers that started before the exit finish putting their message in the
