@@ -21,7 +21,6 @@ thread, and on that path anyio's generic spelling costs more than the work itsel
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from collections.abc import Callable, Coroutine
 from contextlib import AbstractAsyncContextManager
@@ -63,7 +62,7 @@ def reply_scope() -> tuple[ReplyScope, object | None]:
     if scope_class is None:
         scope_class = _scope_classes[library] = _scope_class(library)
     if library == "asyncio":
-        return scope_class(), asyncio.get_running_loop()
+        return scope_class(), sys.modules["asyncio"].get_running_loop()  # running: imported
     if library == "trio":
         return scope_class(), sys.modules["trio"].lowlevel.current_trio_token()
     return scope_class(), None
