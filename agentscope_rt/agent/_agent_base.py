@@ -44,7 +44,7 @@ from ._hooks import (
     check_hook_type,
     class_hooks_changed,
     next_sequence,
-    unwrapped,
+    undecorated,
     wrap_hooked_method,
 )
 from ._subscription import HubLink, broadcast
@@ -310,11 +310,11 @@ class AgentBase(StateModule, abc.ABC):
             reply_msg: Any = None
             try:
                 with scope:
-                    if self._instance_hooks or HOOK_COUNTS[1] or "reply" in self.__dict__:
-                        reply_msg = await self.reply(*args, **kwargs)
+                    reply = undecorated(self, "reply")  # no hook can apply: skip the wrapper
+                    if reply is not None:
+                        reply_msg = await reply(self, *args, **kwargs)
                     else:
-                        # No hook can apply: the undecorated reply, without the wrapper's frame.
-                        reply_msg = await unwrapped(type(self).reply)(self, *args, **kwargs)
+                        reply_msg = await self.reply(*args, **kwargs)
             finally:
                 call.scope = None
                 call.token = None

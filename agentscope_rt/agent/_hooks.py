@@ -36,13 +36,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "HOOK_COUNTS",
-    "DirectMethod",
     "HookEntry",
     "check_hook",
     "copy_hook_value",
     "direct_method",
+    "instance_hooks",
     "resolved_class_hooks",
-    "unwrapped",
+    "undecorated",
     "wrap_hooked_method",
 ]
 
@@ -59,7 +59,7 @@ _sequence = [0]
 
 HOOK_COUNTS = _state
 """``HOOK_COUNTS[1]`` is the number of class hooks registered anywhere (read-only outside this
-module); with :class:`DirectMethod` it lets a hot caller see at a glance that no hook applies."""
+module); with :func:`direct_method` it lets a hot caller see at a glance that no hook applies."""
 
 
 def check_hook(
@@ -317,61 +317,43 @@ def _missing_init(self: AgentBase) -> AgentError:
     )
 
 
-class DirectMethod:
-    """A hooked method of one agent, resolved for callers that call it very often (a message
-    hub calls ``observe`` once per delivery).
+def direct_method(agent: AgentBase, method_name: str) -> Callable[..., Any] | None:
+    """The function *agent*'s hooked method *method_name* wraps, for callers that resolve it
+    once and call it often (a message hub, once per delivery); ``None`` when the method is not
+    a hook wrapper (replaced on the instance or the class), in which case callers must call
+    ``getattr(agent, method_name)``.
 
-    ``func`` is the undecorated method; calling ``func(agent, ...)`` is exactly what the
-    wrapper does when no hook applies, minus the wrapper's frame. It may be used only when no
-    class hook exists anywhere (``not HOOK_COUNTS[1]``), the agent has no instance hook of
-    the kind (``not (hooks and (hooks.get(pre) or hooks.get(post)))``: *hooks* is the agent's
-    live instance-hook registry, *pre* and *post* the hook types) and the arguments are ones
-    the wrapper's input check accepts; otherwise call the bound method.
-    """
-
-    __slots__ = ("func", "hooks", "post", "pre")
-
-    def __init__(
-        self,
-        func: Callable[..., Coroutine[Any, Any, Any]],
-        hooks: Mapping[str, Mapping[str, HookEntry]],
-        pre: str,
-        post: str,
-    ) -> None:
-        self.func = func
-        self.hooks = hooks
-        self.pre = pre
-        self.post = post
-
-
-def direct_method(agent: AgentBase, method_name: str, kind: str) -> DirectMethod | None:
-    """Resolve *agent*'s hooked method *method_name* (hooks of *kind*) for direct calls.
-
-    Returns ``None`` when the method is not a hooked wrapper (e.g. replaced on the instance),
-    in which case callers must always call ``getattr(agent, method_name)``.
+    Calling ``func(agent, ...)`` is exactly what the wrapper does when no hook applies: no
+    instance hook on the agent (its registry, :func:`instance_hooks`, is empty) and no class
+    hook anywhere (``not HOOK_COUNTS[1]``); callers check that before every call.
     """
     if method_name in getattr(agent, "__dict__", {}):
         return None
-    wrapper = getattr(type(agent), method_name, None)
-    func = getattr(wrapper, "__wrapped__", None)
-    if func is None or not getattr(wrapper, "__agentscope_rt_hooked__", False):
+    method = getattr(type(agent), method_name, None)
+    if not getattr(method, "__agentscope_rt_hooked__", False):
         return None
+    return method.__wrapped__  # type: ignore[union-attr]
+
+
+def undecorated(agent: AgentBase, method_name: str) -> Callable[..., Any] | None:
+    """What :func:`direct_method` gives when no hook can apply to *agent* right now, else
+    ``None``: a hot caller then saves the wrapper's frame with ``func(agent, ...)``, and calls
+    the bound method otherwise. Checked per call, so a hook registered meanwhile applies."""
+    if agent._instance_hooks or _state[1]:
+        return None
+    return direct_method(agent, method_name)
+
+
+def instance_hooks(agent: AgentBase) -> Mapping[str, Mapping[str, HookEntry]]:
+    """*agent*'s live instance-hook registry (mutated in place, never replaced: holding it
+    keeps a check current).
+
+    :raises AgentError: when the agent's ``__init__`` did not call ``super().__init__()``.
+    """
     try:
-        instance = agent._instance_hooks
+        return agent._instance_hooks
     except AttributeError:
         raise _missing_init(agent) from None
-    # The registry is mutated in place by register/remove/clear, never replaced, so holding
-    # it keeps the check current.
-    return DirectMethod(func, instance, "pre_" + kind, "post_" + kind)
-
-
-def unwrapped(method: Any) -> Any:
-    """The function a hook wrapper wraps (anything else unchanged): calling it is exactly what
-    the wrapper does when no hook applies (no instance hook on the agent, ``not
-    HOOK_COUNTS[1]``). Hot callers use it to save the wrapper's frame."""
-    if getattr(method, "__agentscope_rt_hooked__", False):
-        return method.__wrapped__
-    return method
 
 
 def wrap_hooked_method(

@@ -48,7 +48,7 @@ from ..tool import INTERRUPTED_TEXT, Toolkit, ToolResponse
 from ._compression import CompressionConfig as _CompressionConfig
 from ._compression import compression_cut
 from ._generate_reason import GENERATE_REASON_KEY, GenerateReason
-from ._hooks import HOOK_COUNTS, unwrapped
+from ._hooks import undecorated
 from ._react_agent_base import ReActAgentBase
 
 __all__ = ["ReActAgent"]
@@ -353,12 +353,18 @@ class ReActAgent(ReActAgentBase):
         A storage that awaits (I/O) is written in a shielded scope: a step's record must not
         be cut in half by an interrupt, or a tool call could end up with no result or two.
         """
+        if not self._record_owned_now(msg):
+            with anyio.CancelScope(shield=True):
+                await self.memory.add(msg)
+
+    def _record_owned_now(self, msg: Msg) -> bool:
+        """:meth:`_record_owned` without a coroutine when the memory is an InMemoryMemory
+        (the hot path); ``False`` when it must be awaited instead."""
         memory = self.memory
         if memory.__class__ is InMemoryMemory:
             memory._add_owned(msg)
-        else:
-            with anyio.CancelScope(shield=True):
-                await memory.add(msg)
+            return True
+        return False
 
     # -- the reply ---------------------------------------------------------------------------
 
@@ -426,13 +432,11 @@ class ReActAgent(ReActAgentBase):
             else:
                 if compress:
                     await self._compress_memory_if_needed()
-                if self._instance_hooks or HOOK_COUNTS[1] or "_reasoning" in self.__dict__:
-                    msg_reasoning = await self._reasoning(tool_choice=tool_choice)
+                reasoning = undecorated(self, "_reasoning")  # no hook: skip the wrapper
+                if reasoning is not None:
+                    msg_reasoning = await reasoning(self, tool_choice=tool_choice)
                 else:
-                    # No hook can apply: the undecorated method, without the wrapper's frame.
-                    msg_reasoning = await unwrapped(type(self)._reasoning)(
-                        self, tool_choice=tool_choice
-                    )
+                    msg_reasoning = await self._reasoning(tool_choice=tool_choice)
                 if msg_reasoning is not run.recorded_reasoning:
                     await self._replace_reasoning(msg_reasoning)
                 if run.stop_requested:
@@ -533,10 +537,7 @@ class ReActAgent(ReActAgentBase):
             completed = True
         finally:
             if completed:
-                memory = self.memory
-                if memory.__class__ is InMemoryMemory:
-                    memory._add_owned(msg)  # what _record_owned does, without a coroutine
-                else:
+                if not self._record_owned_now(msg):
                     await self._record_owned(msg)
                 self._run.recorded_reasoning = msg
             else:
@@ -568,10 +569,11 @@ class ReActAgent(ReActAgentBase):
             outputs: list[dict[str, Any] | None] = []
             try:
                 for call in calls:
-                    if self._instance_hooks or HOOK_COUNTS[1] or "_acting" in self.__dict__:
-                        outputs.append(await self._acting(tool_call=call))
+                    acting = undecorated(self, "_acting")  # no hook: skip the wrapper
+                    if acting is not None:
+                        outputs.append(await acting(self, tool_call=call))
                     else:
-                        outputs.append(await unwrapped(type(self)._acting)(self, tool_call=call))
+                        outputs.append(await self._acting(tool_call=call))
             except BaseException:
                 with anyio.CancelScope(shield=True):
                     for call in calls:
@@ -649,9 +651,7 @@ class ReActAgent(ReActAgentBase):
         deferred = run.deferred
         if deferred is not None:
             deferred[tool_call.id] = res_msg
-        elif self.memory.__class__ is InMemoryMemory:
-            self.memory._add_owned(res_msg)
-        else:
+        elif not self._record_owned_now(res_msg):
             await self._record_owned(res_msg)
         run.recorded_ids.add(tool_call.id)
 

@@ -105,12 +105,6 @@ async def _broadcast(
     if msg is None:
         return
     shared = strip_thinking_blocks(msg)
-    if len(links) == 1 and not subscribers:
-        publish = getattr(links[0], "publish", None)
-        if publish is not None:
-            for item in shared if isinstance(shared, list) else (shared,):
-                await publish(sender, item)
-            return
     seen = {id(sender)}
     for link in links:
         recipients = [agent for agent in link.recipients(sender) if id(agent) not in seen]

@@ -56,7 +56,7 @@ import anyio.lowlevel
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from ..agent._hooks import HOOK_COUNTS, direct_method
+from ..agent._hooks import HOOK_COUNTS, direct_method, instance_hooks
 from ..exception import MsgHubError
 from ..message import Msg
 
@@ -96,7 +96,7 @@ class _Ticket:
     def __init__(self, targets: list[_Subscriber], plain: bool) -> None:
         self.targets = targets
         # A Msg or a list of Msg: what observe's input check accepts, so a recipient without
-        # observe hooks can be called without the hook wrapper (see _observe).
+        # hooks can be called without the hook wrapper (and its check).
         self.plain = plain
         self.remaining = len(targets)
         self.cursor = 0  # the next target a helper looks at
@@ -143,12 +143,10 @@ class _Subscriber:
 
     def __init__(self, agent: AgentBase, inbox_size: int) -> None:
         self.agent = agent
-        direct = direct_method(agent, "observe", "observe")
-        # For the inline delivery's check (see DirectMethod): the undecorated observe, and
-        # the agent's live instance-hook registry (any hook there sends the call through the
-        # wrapper, which knows which ones apply).
-        self.observe = direct.func if direct is not None else None
-        self.instance_hooks = direct.hooks if direct is not None else {}
+        # For the inline delivery (see direct_method): the undecorated observe, used while the
+        # agent's live hook registry is empty (else the wrapper decides which hooks apply).
+        self.instance_hooks = instance_hooks(agent)
+        self.observe = direct_method(agent, "observe")
         send, receive = anyio.create_memory_object_stream[_Item](inbox_size)
         self.send: MemoryObjectSendStream[_Item] = send
         self.receive: MemoryObjectReceiveStream[_Item] = receive
@@ -488,8 +486,8 @@ class MsgHub:
         )
 
     async def _publish(self, msg: Msg | list[Msg], targets: list[_Subscriber]) -> _Ticket:
-        plain = msg.__class__ is Msg or (
-            isinstance(msg, Msg) or (isinstance(msg, list) and all(isinstance(m, Msg) for m in msg))
+        plain = isinstance(msg, Msg) or (
+            isinstance(msg, list) and all(isinstance(m, Msg) for m in msg)
         )
         ticket = _Ticket(targets, plain)
         item = (msg, ticket)
