@@ -147,27 +147,34 @@ async def test_broadcast_before_entering_is_refused() -> None:
         await hub.broadcast(Msg("x", "y", "user"))
 
 
+class _Publishers:
+    """Publishers started in tasks; ``all_started`` is set when the last of *count* has begun
+    its broadcast."""
+
+    def __init__(self) -> None:
+        self.started = 0
+        self.all_started = anyio.Event()
+
+    async def publish(self, hub: MsgHub, text: str, count: int) -> None:
+        # Runs without yielding from here into the broadcast, so once the last publisher has
+        # set the event every message is in an inbox or waiting for room.
+        self.started += 1
+        if self.started == count:
+            self.all_started.set()
+        await hub.broadcast(Msg("host", text, "system"))
+
+
 async def test_messages_queued_at_exit_are_delivered() -> None:
     # Publishers in tasks outside the body, some still waiting for room in a full inbox when
     # the body ends: every message they started to publish is delivered.
     speaker = Recorder("speaker")
     listener = Recorder("listener", observe_delay=0.002)
-    started = 0
-    all_started = anyio.Event()
-
-    async def publish(hub: MsgHub, text: str, count: int) -> None:
-        # Runs without yielding from here into the broadcast, so once the last publisher has
-        # set the event every message is in an inbox or waiting for room.
-        nonlocal started
-        started += 1
-        if started == count:
-            all_started.set()
-        await hub.broadcast(Msg("host", text, "system"))
+    publishers = _Publishers()
 
     async with anyio.create_task_group() as tg, MsgHub([speaker, listener], inbox_size=2) as hub:
         for index in range(6):
-            tg.start_soon(publish, hub, f"m{index}", 6)
-        await all_started.wait()
+            tg.start_soon(publishers.publish, hub, f"m{index}", 6)
+        await publishers.all_started.wait()
     assert sorted(listener.heard_texts()) == [f"m{i}" for i in range(6)]
     assert hub._subs[id(listener)].queued == 0
 
@@ -344,24 +351,14 @@ async def test_cancelled_while_exit_waits_for_blocked_publishers() -> None:
     # takes 10 s; an outer timeout then stops everything, leaving no task behind.
     speaker = Recorder("speaker")
     slow = Recorder("slow", observe_delay=10)
-    started = 0
-    all_started = anyio.Event()
-
-    async def publish(hub: MsgHub, text: str, count: int) -> None:
-        # Runs without yielding from here into the broadcast, so once the last publisher has
-        # set the event every message is in an inbox or waiting for room.
-        nonlocal started
-        started += 1
-        if started == count:
-            all_started.set()
-        await hub.broadcast(Msg("host", text, "system"))
+    publishers = _Publishers()
 
     baseline = len(anyio.get_running_tasks())
     with anyio.fail_after(5), anyio.move_on_after(0.1) as scope:
         async with anyio.create_task_group() as tg, MsgHub([speaker, slow], inbox_size=1) as hub:
             for index in range(4):
-                tg.start_soon(publish, hub, f"m{index}", 4)
-            await all_started.wait()
+                tg.start_soon(publishers.publish, hub, f"m{index}", 4)
+            await publishers.all_started.wait()
     assert scope.cancelled_caught
     assert len(anyio.get_running_tasks()) == baseline
     assert speaker._hub_links == {} and slow._hub_links == {}
