@@ -215,24 +215,20 @@ def floor_workload() -> Callable[[], Awaitable[None]]:
 # -- measuring -----------------------------------------------------------------------------
 
 
-async def _measure(make: Callable[[], Callable[[], Awaitable[None]]], runs: int) -> list[float]:
+async def _measure(make: Callable[[], Callable[[], Awaitable[None]]]) -> float:
     one = make()
     for _ in range(WARMUP):
         await one()
-    results = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        for _ in range(REPLIES):
-            await one()
-        results.append((time.perf_counter() - start) / REPLIES * 1e6)
-    return results
+    start = time.perf_counter()
+    for _ in range(REPLIES):
+        await one()
+    return (time.perf_counter() - start) / REPLIES * 1e6
 
 
-def measure_in_process(
-    make: Callable[[], Callable[[], Awaitable[None]]], backend: str, runs: int = RUNS
-) -> list[float]:
-    """Per-reply microseconds of each of *runs* runs (after one warm-up), on *backend*."""
-    return anyio.run(_measure, make, runs, backend=backend)
+def measure_in_process(make: Callable[[], Callable[[], Awaitable[None]]], backend: str) -> float:
+    """Per-reply microseconds of one run of REPLIES replies on a fresh agent (after WARMUP
+    replies), on *backend*."""
+    return anyio.run(_measure, make, backend=backend)
 
 
 class AgentScopeWorker:
@@ -394,7 +390,7 @@ def main() -> str:
         for _ in range(RUNS):
             for name, make in _IN_PROCESS:
                 for backend in ("asyncio", "trio"):
-                    samples[(name, backend)] += measure_in_process(make, backend, runs=1)
+                    samples[(name, backend)].append(measure_in_process(make, backend))
             for version, worker in workers.items():
                 samples[(f"AgentScope {worker.version}", "asyncio")].append(
                     worker.batch(AGENTSCOPE_REPLIES[version])
