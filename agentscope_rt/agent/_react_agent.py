@@ -41,14 +41,15 @@ from .._schema import (
 from ..formatter import FormatterBase
 from ..memory import InMemoryMemory, LongTermMemoryBase, MemoryBase, MemoryMark
 from ..message import Msg, TextBlock, ToolResultBlock, ToolUseBlock
+from ..message._msg import owned_msg
 from ..model import ChatModelBase, ChatResponse, ChatUsage
 from ..plan import PlanNotebookBase
 from ..rag import Document, KnowledgeBase
-from ..tool import INTERRUPTED_TEXT, Toolkit, ToolResponse
+from ..tool import INTERRUPTED_TEXT, Toolkit, ToolResponse, ToolResponseStream
 from ._compression import CompressionConfig as _CompressionConfig
 from ._compression import compression_cut
 from ._generate_reason import GENERATE_REASON_KEY, GenerateReason
-from ._hooks import undecorated
+from ._hooks import HOOK_COUNTS, direct_method
 from ._react_agent_base import ReActAgentBase
 
 __all__ = ["ReActAgent"]
@@ -122,10 +123,8 @@ def _has_text(msg: Msg) -> bool:
 
 
 def _result_msg(tool_call: ToolUseBlock, output: Any) -> Msg:
-    return Msg(
-        "system",
-        [ToolResultBlock(id=tool_call.id, name=tool_call.name, output=output)],
-        "system",
+    return owned_msg(
+        "system", [ToolResultBlock(id=tool_call.id, name=tool_call.name, output=output)], "system"
     )
 
 
@@ -143,6 +142,7 @@ class _ReplyState:
     StateModule, whose attribute assignment is slower and would be paid per step)."""
 
     __slots__ = (
+        "acting",
         "deferred",
         "pending",
         "recorded_ids",
@@ -164,6 +164,8 @@ class _ReplyState:
         # While parallel calls run, results are collected here and recorded in call order.
         self.deferred: dict[str, Msg] | None = None
         self.recorded_ids: set[str] = set()
+        # ReActAgent._acting itself when it is not replaced (see ReActAgent.reply).
+        self.acting: Any = None
 
 
 class ReActAgent(ReActAgentBase):
@@ -426,14 +428,19 @@ class ReActAgent(ReActAgentBase):
         structured_output: dict[str, Any] | None = None
         reply_msg: Msg | None = None
         compress = self.compression_config is not None and self.compression_config.enable
+        # The steps' own functions, resolved once per reply (None when replaced): while no
+        # hook applies — checked before every step, as a hook may be added mid-reply — they
+        # are called without the hook wrapper's frame.
+        reasoning = direct_method(self, "_reasoning")
+        run.acting = direct_method(self, "_acting")
+        instance_hooks = self._instance_hooks
         for _ in range(self.max_iters):
             if pending is not None:
                 msg_reasoning, pending = pending, None
             else:
                 if compress:
                     await self._compress_memory_if_needed()
-                reasoning = undecorated(self, "_reasoning")  # no hook: skip the wrapper
-                if reasoning is not None:
+                if reasoning is not None and not instance_hooks and not HOOK_COUNTS[1]:
                     msg_reasoning = await reasoning(self, tool_choice=tool_choice)
                 else:
                     msg_reasoning = await self._reasoning(tool_choice=tool_choice)
@@ -527,7 +534,7 @@ class ReActAgent(ReActAgentBase):
         schemas = self.toolkit.get_json_schemas()
         res = await self.model(prompt, tools=schemas or None, tool_choice=tool_choice)
 
-        msg = Msg(self.name, [], "assistant")
+        msg = owned_msg(self.name, [], "assistant")
         completed = False
         try:
             if res.__class__ is ChatResponse and self._print_does_nothing():
@@ -568,9 +575,10 @@ class ReActAgent(ReActAgentBase):
         if not self.parallel_tool_calls or len(calls) == 1:
             outputs: list[dict[str, Any] | None] = []
             try:
+                acting = run.acting
+                hooks = self._instance_hooks
                 for call in calls:
-                    acting = undecorated(self, "_acting")  # no hook: skip the wrapper
-                    if acting is not None:
+                    if acting is not None and not hooks and not HOOK_COUNTS[1]:
                         outputs.append(await acting(self, tool_call=call))
                     else:
                         outputs.append(await self._acting(tool_call=call))
@@ -625,13 +633,17 @@ class ReActAgent(ReActAgentBase):
         last: ToolResponse | None = None
         completed = False
         try:
-            async for chunk in self.toolkit.call_tool_function(tool_call):
+            stream = self.toolkit.call_tool_function(tool_call)
+            known_stream = isinstance(stream, ToolResponseStream)
+            async for chunk in stream:
                 last = chunk
                 block.output = list(chunk.content)
                 if not self._print_does_nothing():
                     await self.print(res_msg, chunk.is_last)
                 if is_finish and chunk.metadata and chunk.metadata.get("success", False):
                     structured = chunk.metadata.get("structured_output")
+                if known_stream and stream.exhausted:
+                    break  # saves asking for the end of a single-chunk call
             completed = True
         finally:
             if completed:

@@ -291,7 +291,13 @@ class TruncatedFormatterBase(FormatterBase, ABC):
         :raises TypeError: when *msgs* is not a list of :class:`Msg`.
         :raises FormatterError: for media that cannot be loaded or sent.
         """
-        self.assert_list_of_msgs(msgs)
+        if msgs.__class__ is list:
+            for msg in msgs:  # the common case, checked inline: one class test per message
+                if msg.__class__ is not Msg:
+                    self.assert_list_of_msgs(msgs)
+                    break
+        else:
+            self.assert_list_of_msgs(msgs)
         call, token = enter_call()
         try:
             if self.token_counter is None or self.max_tokens is None:

@@ -21,7 +21,7 @@ from ._block import (
     _MappingView,
 )
 
-__all__ = ["Msg", "Role", "now_timestamp"]
+__all__ = ["Msg", "Role", "now_timestamp", "owned_msg"]
 
 Role = Literal["user", "assistant", "system"]
 _ROLES = frozenset(("user", "assistant", "system"))
@@ -219,7 +219,8 @@ class Msg:
             self.content if self.content.__class__ is str else [b.copy() for b in self.content]  # type: ignore[union-attr]
         )
         new.role = self.role
-        new.metadata = copy_json(self.metadata)
+        metadata = self.metadata
+        new.metadata = copy_json(metadata) if metadata else {}
         new.timestamp = self.timestamp
         new.invocation_id = self.invocation_id
         new.id = self.id
@@ -245,3 +246,21 @@ class Msg:
         from .._serde import structure_msg
 
         return structure_msg(json_data)
+
+
+def owned_msg(name: str, content: str | list[ContentBlock], role: Role) -> Msg:
+    """A new :class:`Msg` from values the caller has already checked, with empty metadata.
+
+    *content* is used as is: not converted, validated or copied. For the agents of this
+    package, which build several messages per reply from their own blocks; everyone else
+    builds messages with ``Msg(...)``.
+    """
+    msg = object.__new__(Msg)
+    msg.name = name
+    msg.content = content
+    msg.role = role
+    msg.metadata = {}
+    msg.timestamp = now_timestamp()
+    msg.invocation_id = None
+    msg.id = new_id()
+    return msg

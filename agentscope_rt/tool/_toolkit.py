@@ -119,6 +119,13 @@ class ToolResponseStream:
     async def __anext__(self) -> ToolResponse:
         return await self._agen.__anext__()
 
+    @property
+    def exhausted(self) -> bool:
+        """Whether the stream is known to hold no more chunks: a caller that sees ``True``
+        may stop iterating (the next ``__anext__`` would only raise ``StopAsyncIteration``).
+        ``False`` means there may be more."""
+        return False
+
     async def aclose(self) -> None:
         """Stop the call early (the tool is cancelled and its generator closed)."""
         await self._agen.aclose()
@@ -189,6 +196,12 @@ class _CallStream(ToolResponseStream):
             tool, kwargs, tool_call, limit, initial=result, deadline=deadline
         )
         return await agen.__anext__()
+
+    @property
+    def exhausted(self) -> bool:
+        """True once a single-chunk call has given its chunk and has no cancellation left to
+        re-raise."""
+        return self._started and self._inner is None and self._pending is None
 
     async def aclose(self) -> None:
         """Stop the call early (a streaming tool is cancelled and its generator closed)."""

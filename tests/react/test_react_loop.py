@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import time
+from collections.abc import AsyncGenerator
+from typing import Any
 
 import anyio
 import pytest
@@ -128,6 +130,27 @@ async def test_failing_and_unknown_tools_become_results_and_the_loop_goes_on() -
     msgs = await history(agent.memory)
     assert "disk on fire" in texts_of(msgs[2])
     assert "FunctionNotFoundError" in texts_of(msgs[3])
+    assert tool_pair_problems(msgs) == []
+
+
+async def test_a_toolkit_may_return_any_async_iterator_of_chunks() -> None:
+    class Streaming(Toolkit):
+        """Answers every call with two cumulative chunks from a plain async generator."""
+
+        def call_tool_function(self, tool_call: Any) -> Any:
+            async def chunks() -> AsyncGenerator[ToolResponse, None]:
+                yield ToolResponse(content=[text("one")], stream=True, is_last=False)
+                yield ToolResponse(content=[text("one"), text("two")], stream=True)
+
+            return chunks()
+
+    toolkit = Streaming()
+    toolkit.register_tool_function(add)
+    model = ScriptedChatModel([response(call("add", "c1", a=1, b=2)), response(text("Done."))])
+    agent = make_agent(model, toolkit)
+    assert (await agent(user("go"))).get_text_content() == "Done."
+    msgs = await history(agent.memory)
+    assert texts_of(msgs[2]) == "one\ntwo"  # the last chunk is the result
     assert tool_pair_problems(msgs) == []
 
 
