@@ -215,6 +215,29 @@ async def test_each_call_gets_a_fresh_scope_of_the_running_loop(anyio_backend: s
     assert outer.cancelled_caught and not scope.cancelled_caught
 
 
+async def test_reply_scope_follows_sniffio_when_its_context_variable_names_the_library(
+    anyio_backend: str,
+) -> None:
+    # A library that runs one loop inside another (trio-asyncio) names the current one in
+    # sniffio's context variable; the scope must be of that library, as sniffio would say.
+    import sniffio
+
+    token = sniffio.current_async_library_cvar.set(anyio_backend)
+    try:
+        scope, loop = reply_scope()
+    finally:
+        sniffio.current_async_library_cvar.reset(token)
+    assert loop is not None
+    assert type(scope) is type(reply_scope()[0])
+
+
+def test_reply_scope_outside_an_event_loop_is_sniffios_error() -> None:
+    import sniffio
+
+    with pytest.raises(sniffio.AsyncLibraryNotFoundError):
+        reply_scope()
+
+
 def test_interrupt_from_thread_reaches_the_loop_of_the_current_call() -> None:
     # One agent used under one event loop, then another: the loop token the agent keeps must
     # follow, or a thread's interrupt would go to a loop that no longer runs.
