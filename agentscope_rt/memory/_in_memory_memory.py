@@ -8,6 +8,7 @@ from :meth:`InMemoryMemory.get_memory` (as AgentScope does): treat them as read-
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 from .._serde import structure, unstructure_msg
@@ -17,6 +18,7 @@ from ._memory_base import MemoryBase, _check_marks
 __all__ = ["InMemoryMemory"]
 
 _Entry = tuple[Msg, list[str]]
+_first = operator.itemgetter(0)
 
 
 def _content_to_json(entries: list[_Entry]) -> list[list[Any]]:
@@ -210,7 +212,7 @@ class InMemoryMemory(MemoryBase):
     ) -> list[Msg]:
         """:meth:`get_memory` without the coroutine (for the agents of this package)."""
         if mark is None and exclude_mark is None:
-            msgs = [e[0] for e in self._entries]
+            msgs = list(map(_first, self._entries))  # no comprehension frame per call
         else:
             _check_mark_arg(mark, "mark")
             _check_mark_arg(exclude_mark, "exclude_mark")

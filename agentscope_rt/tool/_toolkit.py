@@ -629,11 +629,11 @@ class Toolkit(StateModule):
                     },
                 },
             )
-        return [
-            tool.extended_json_schema
-            for tool in self.tools.values()
-            if tool.group == "basic" or self.groups[tool.group].active
-        ]
+        schemas = []
+        for tool in self.tools.values():  # a loop: a comprehension is one more frame per call
+            if tool.group == "basic" or self.groups[tool.group].active:
+                schemas.append(tool.extended_json_schema)
+        return schemas
 
     def set_extended_model(self, func_name: str, model: StructuredModel | None) -> None:
         """Extend a tool's schema with the fields of a structured model (``None`` removes it).
