@@ -82,7 +82,6 @@ class AnthropicChatFormatter(TruncatedFormatterBase):
     support_vision: bool = True
 
     async def _format(self, msgs: list[Msg]) -> list[dict[str, Any]]:
-        call = current_call()
         messages: list[dict[str, Any]] = []
         for index, msg in enumerate(msgs):
             content: list[dict[str, Any]] = []
@@ -110,7 +109,7 @@ class AnthropicChatFormatter(TruncatedFormatterBase):
                     }
                     messages.append({"role": "user", "content": [result]})
                 else:
-                    call.drop(block.type)
+                    current_call().drop(block.type)
             role = "user" if msg.role == "system" and index != 0 else msg.role
             if content:
                 messages.append({"role": role, "content": content})

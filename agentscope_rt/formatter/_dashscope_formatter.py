@@ -125,7 +125,6 @@ class DashScopeChatFormatter(TruncatedFormatterBase):
         return tuple(kind for kind, on in flags if on)
 
     async def _format(self, msgs: list[Msg]) -> list[dict[str, Any]]:
-        call = current_call()
         promote = self._promoted_kinds()
         formatted: list[dict[str, Any]] = []
         i = 0
@@ -144,7 +143,7 @@ class DashScopeChatFormatter(TruncatedFormatterBase):
                     text = await self.tool_result_text(block, msgs, i, promote, "media")
                     formatted.append(openai_tool_message(block, text))
                 elif block.type != "thinking":
-                    call.drop(block.type)
+                    current_call().drop(block.type)
             message: dict[str, Any] = {"role": msg.role, "content": content}
             if tool_calls:
                 message["tool_calls"] = tool_calls

@@ -36,7 +36,6 @@ class DeepSeekChatFormatter(TruncatedFormatterBase):
     support_vision: bool = False
 
     async def _format(self, msgs: list[Msg]) -> list[dict[str, Any]]:
-        call = current_call()
         messages: list[dict[str, Any]] = []
         for index, msg in enumerate(msgs):
             texts: list[str] = []
@@ -53,7 +52,7 @@ class DeepSeekChatFormatter(TruncatedFormatterBase):
                     text = await self.tool_result_text(block, msgs, index)
                     messages.append(openai_tool_message(block, text))
                 else:
-                    call.drop(block.type)
+                    current_call().drop(block.type)
             content = "\n".join(texts)
             message: dict[str, Any] = {
                 "role": msg.role,

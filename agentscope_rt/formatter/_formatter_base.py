@@ -35,7 +35,7 @@ from ..message import (
 )
 from ..token import TokenCounterBase
 from ._errors import TruncationWarning, UnsupportedBlockWarning
-from ._media import current_call, enter_call, exit_call, save_base64_data
+from ._media import call_state, current_call, enter_call, exit_call, save_base64_data
 
 __all__ = ["FormatterBase", "MultiAgentFormatterBase", "TruncatedFormatterBase"]
 
@@ -153,6 +153,13 @@ class FormatterBase(ABC):
 
 
 _CONVERT_TOOL_RESULT = FormatterBase.convert_tool_result_to_string
+
+
+def _forget_dropped() -> None:
+    # Only the dropped blocks of the prompt finally returned are reported.
+    call = call_state()
+    if call is not None and call.dropped:
+        call.dropped.clear()
 
 
 def _plain_tool_result_text(output: Any) -> str | None:
@@ -298,20 +305,20 @@ class TruncatedFormatterBase(FormatterBase, ABC):
                     break
         else:
             self.assert_list_of_msgs(msgs)
-        call, token = enter_call()
+        token = enter_call()
         try:
             if self.token_counter is None or self.max_tokens is None:
                 # No budget: one format, nothing to count (what _format_within_budget does).
-                dropped = call.dropped
-                if dropped:
-                    dropped.clear()
+                if token is None:
+                    _forget_dropped()
                 formatted = await self._format(list(msgs))
             else:
                 # No copy here: _format_once hands _format a fresh list, truncation slices.
                 formatted = await self._format_within_budget(
                     msgs if msgs.__class__ is list else list(msgs), tools
                 )
-            if token is not None and call.dropped:
+            call = call_state() if token is not None else None
+            if call is not None and call.dropped:
                 kinds = ", ".join(f"{n} {typ}" for typ, n in sorted(call.dropped.items()))
                 warnings.warn(
                     f"{type(self).__name__} dropped block(s) the provider does not accept: {kinds}",
@@ -323,10 +330,7 @@ class TruncatedFormatterBase(FormatterBase, ABC):
             exit_call(token)
 
     async def _format_once(self, msgs: list[Msg]) -> list[dict[str, Any]]:
-        # Only the dropped blocks of the prompt finally returned are reported.
-        dropped = current_call().dropped
-        if dropped:
-            dropped.clear()
+        _forget_dropped()
         return await self._format(list(msgs))
 
     async def _format_within_budget(
@@ -499,7 +503,6 @@ async def history_items(
     (``None`` leaves the block out silently). Thinking is left out silently; any other
     type is recorded as dropped (one :class:`UnsupportedBlockWarning` per ``format()``).
     """
-    call = current_call()
     items: list[str | dict[str, Any]] = []
     lines: list[str] = []
     for msg in msgs:
@@ -515,7 +518,7 @@ async def history_items(
                 if formatted is not None:
                     items.append(formatted)
             elif typ != "thinking":
-                call.drop(typ)
+                current_call().drop(typ)
     if lines:
         items.append("\n".join(lines))
     return items

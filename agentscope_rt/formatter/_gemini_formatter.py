@@ -119,7 +119,6 @@ class GeminiChatFormatter(TruncatedFormatterBase):
         self.promote_tool_result_images = promote_tool_result_images
 
     async def _format(self, msgs: list[Msg]) -> list[dict[str, Any]]:
-        call = current_call()
         promote = ("image",) if self.promote_tool_result_images else ()
         messages: list[dict[str, Any]] = []
         i = 0
@@ -140,7 +139,7 @@ class GeminiChatFormatter(TruncatedFormatterBase):
                 elif isinstance(block, ImageBlock | AudioBlock | VideoBlock):
                     parts.append(await format_gemini_media_block(block))
                 elif block.type != "thinking":
-                    call.drop(block.type)
+                    current_call().drop(block.type)
             if parts:
                 messages.append({"role": _gemini_role(msg, i), "parts": parts})
             i += 1

@@ -74,28 +74,49 @@ class FormatCall:
         dropped[block_type] = dropped.get(block_type, 0) + 1
 
 
-_CURRENT: contextvars.ContextVar[FormatCall | None] = contextvars.ContextVar(
+# While a ``format()`` call runs, ``_CURRENT`` holds its FormatCall, or ``_OPEN`` until
+# something needs one: most calls (text and tool blocks only) never do, and building the state
+# per call would cost more than formatting a short prompt.
+_OPEN = object()
+_CURRENT: contextvars.ContextVar[object] = contextvars.ContextVar(
     "agentscope_rt_format_call", default=None
 )
+_CallToken = contextvars.Token[object]
 
 
 def current_call() -> FormatCall:
-    """The state of the ``format()`` call in progress (a fresh one outside any call)."""
+    """The state of the ``format()`` call in progress, created on first use (a fresh,
+    unattached one outside any call).
+
+    The state is shared by everything the call runs in its own task; a task started inside
+    the call that creates it keeps it to itself.
+    """
     call = _CURRENT.get()
-    return call if call is not None else FormatCall()
+    if call.__class__ is FormatCall:
+        return call
+    state = FormatCall()
+    if call is _OPEN:
+        # Inside a call: keep it for the rest of the call (the call's reset removes it).
+        _CURRENT.set(state)
+    return state
 
 
-def enter_call() -> tuple[FormatCall, contextvars.Token[FormatCall | None] | None]:
-    """Start a call, or join the enclosing one when a formatter formats inside another."""
+def call_state() -> FormatCall | None:
+    """The state of the ``format()`` call in progress, if anything has created it."""
     call = _CURRENT.get()
-    if call is not None:
-        return call, None
-    call = FormatCall()
-    return call, _CURRENT.set(call)
+    return call if call.__class__ is FormatCall else None
 
 
-def exit_call(token: contextvars.Token[FormatCall | None] | None) -> None:
-    """End a call started by :func:`enter_call`."""
+def enter_call() -> _CallToken | None:
+    """Start a ``format()`` call; ``None`` when a formatter formats inside another (the inner
+    call joins the outer one)."""
+    if _CURRENT.get() is not None:
+        return None
+    return _CURRENT.set(_OPEN)
+
+
+def exit_call(token: _CallToken | None) -> None:
+    """End a call started by :func:`enter_call` (its state, if any, goes with it)."""
     if token is not None:
         _CURRENT.reset(token)
 

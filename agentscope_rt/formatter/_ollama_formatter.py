@@ -65,7 +65,6 @@ class OllamaChatFormatter(TruncatedFormatterBase):
         self.promote_tool_result_images = promote_tool_result_images
 
     async def _format(self, msgs: list[Msg]) -> list[dict[str, Any]]:
-        call = current_call()
         promote = ("image",) if self.promote_tool_result_images else ()
         messages: list[dict[str, Any]] = []
         i = 0
@@ -85,7 +84,7 @@ class OllamaChatFormatter(TruncatedFormatterBase):
                 elif isinstance(block, ImageBlock):
                     images.append(await format_ollama_image_block(block))
                 elif block.type != "thinking":
-                    call.drop(block.type)
+                    current_call().drop(block.type)
             message: dict[str, Any] = {"role": msg.role, "content": "\n".join(texts) or None}
             if tool_calls:
                 message["tool_calls"] = tool_calls

@@ -29,7 +29,7 @@ from agentscope_rt.formatter import (
     OpenAIMultiAgentFormatter,
     UnsupportedBlockWarning,
 )
-from agentscope_rt.formatter._media import SAVED_MEDIA_DIR
+from agentscope_rt.formatter._media import SAVED_MEDIA_DIR, call_state, current_call
 from agentscope_rt.message import (
     AudioBlock,
     Base64Source,
@@ -348,6 +348,29 @@ async def test_one_formatter_serves_concurrent_calls() -> None:
         f"DeepSeekChatFormatter dropped block(s) the provider does not accept: {i} video"
         for i in range(1, 6)
     )
+
+
+async def test_a_format_inside_another_joins_it_and_no_state_outlives_a_call() -> None:
+    video = VideoBlock(source=URLSource(url="https://example.com/v.mp4"))
+
+    class Wrapping(OpenAIChatFormatter):
+        """Formats a preamble with another formatter first (a user formatter may do that)."""
+
+        async def _format(self, msgs: list[Msg]) -> list[dict[str, Any]]:
+            preamble = await OpenAIChatFormatter().format([Msg("user", [video], "user")])
+            return preamble + await super()._format(msgs)
+
+    # Outside any call the state is a throwaway: it does not attach to the caller's context.
+    current_call().drop("video")
+    assert call_state() is None
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        await Wrapping().format([Msg("user", [TextBlock(text="x"), video], "user")])
+        assert call_state() is None  # gone with the call that created it
+        await OpenAIChatFormatter().format([Msg("user", "plain", "user")])
+    messages = [str(w.message) for w in caught if w.category is UnsupportedBlockWarning]
+    # One warning, from the outer call, counting the inner call's block too.
+    assert messages == ["Wrapping dropped block(s) the provider does not accept: 2 video"]
 
 
 @pytest.mark.parametrize("bad", ["hello", [{"role": "user", "content": "x"}], None])
