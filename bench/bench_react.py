@@ -19,12 +19,11 @@ Target: at least 10x cheaper per reply than AgentScope 1.0.4 on both backends.
 from __future__ import annotations
 
 import collections
-import cProfile
 import json
 import os
 import pathlib
 import platform
-import pstats
+import random
 import statistics
 import subprocess
 import sys
@@ -284,68 +283,152 @@ class AgentScopeWorker:
         self._process.wait(timeout=60)
 
 
-# Entry points whose cumulative time says which component a reply's time is spent in.
-_COMPONENTS = {
-    "ReActAgent._reasoning (formatting, the model, recording; 2 per reply)": (
-        "_react_agent.py",
-        "_reasoning",
+# -- where the time goes ----------------------------------------------------------------------
+
+
+class _PrebuiltModel(ZeroLatencyModel):
+    """Diagnostic: the same two answers, built once (no ChatResponse per call)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._call = ChatResponse(
+            content=[ToolUseBlock(id="call_1", name="get_weather", input={"city": "Paris"})]
+        )
+        self._answer = ChatResponse(content=[TextBlock(text=ANSWER)])
+
+    async def __call__(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
+        tool_choice: str | None = None,
+        structured_model: Any = None,
+        **kwargs: Any,
+    ) -> ChatResponse:
+        return self._answer if messages[-1]["role"] == "tool" else self._call
+
+
+class _NoScope:
+    """Diagnostic: what ``await agent(...)`` enters instead of the reply's cancel scope."""
+
+    cancelled_caught = False
+
+    def __enter__(self) -> _NoScope:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        return None
+
+
+def _without_scope(agent: ReActAgent) -> Callable[[], None]:
+    import agentscope_rt.agent._agent_base as agent_base
+
+    real = agent_base.reply_scope
+
+    def no_scope() -> tuple[Any, object | None]:
+        return _NoScope(), real()[1]
+
+    agent_base.reply_scope = no_scope
+
+    def restore() -> None:
+        agent_base.reply_scope = real
+
+    return restore
+
+
+def _swap(agent: ReActAgent, attribute: str, stub: Any) -> Callable[[], None]:
+    real = getattr(agent, attribute)
+    setattr(agent, attribute, stub)
+    return lambda: setattr(agent, attribute, real)
+
+
+def _stub_toolkit() -> Toolkit:
+    toolkit = _PassThroughToolkit()
+    toolkit.register_tool_function(get_weather)
+    return toolkit
+
+
+# Each component of a reply and how to take it out: what a reply saves without it is its cost.
+_COMPONENTS: dict[str, Callable[[ReActAgent], Callable[[], None]]] = {
+    "the two formatter calls (OpenAI chat formatter)": lambda agent: _swap(
+        agent, "formatter", _PassThroughFormatter()
     ),
-    "ReActAgent._acting (the tool call, recording)": ("_react_agent.py", "_acting"),
-    "Toolkit.call_tool_function (iterating the result)": ("_toolkit.py", "__anext__"),
-    "formatter.format": ("_formatter_base.py", "format"),
-    "the model (zero-latency, builds a ChatResponse)": ("bench_react.py", "__call__"),
-    "Msg() construction": ("_msg.py", "__init__"),
-    "Msg.copy": ("_msg.py", "copy"),
+    "the toolkit (argument validation, the call)": lambda agent: _swap(
+        agent, "toolkit", _stub_toolkit()
+    ),
+    "the model's two ChatResponse objects (workload, not framework)": lambda agent: _swap(
+        agent, "model", _PrebuiltModel()
+    ),
+    "the reply's own cancel scope (what interrupt() cancels)": _without_scope,
 }
+BREAKDOWN_ROUNDS = 15
+BREAKDOWN_REPLIES = 200
 
 
-def profile_summary(replies: int = 300) -> str:
-    """Where agentscope-rt's time goes (asyncio): cumulative share of the main components,
-    own time by file, and the top functions."""
+async def _breakdown() -> dict[str, float]:
+    agent = make_agent()
 
-    async def run() -> None:
-        one = rt_workload()
-        for _ in range(50):
-            await one()
-        profiler.enable()
-        for _ in range(replies):
-            await one()
-        profiler.disable()
+    async def one() -> None:
+        await agent.memory.clear()
+        reply = await agent(Msg("user", QUESTION, "user"))
+        if reply.get_text_content() != ANSWER:  # a stub must not change the conversation
+            raise RuntimeError(f"unexpected reply {reply!r}")
 
-    profiler = cProfile.Profile()
-    anyio.run(run, backend="asyncio")
-    stats = pstats.Stats(profiler)
-    by_file: collections.Counter[str] = collections.Counter()
-    rows = []
-    cumulative: collections.Counter[str] = collections.Counter()
-    for (filename, line, name), entry in stats.stats.items():  # type: ignore[attr-defined]
-        tottime, cumtime = entry[2], entry[3]
-        path = filename.replace(os.sep, "/")
-        if "/agentscope_rt/" in path:
-            area = "agentscope_rt/" + path.split("/agentscope_rt/")[1]
-        elif "site-packages/" in path:
-            area = path.split("site-packages/")[1].split("/")[0]
-        elif filename.startswith(("~", "<")):
-            area = "builtins"
-        else:
-            area = "stdlib " + pathlib.Path(path).name
-        by_file[area] += tottime
-        rows.append((tottime, f"{pathlib.Path(path).name}:{line} {name}"))
-        for label, (file_end, func) in _COMPONENTS.items():
-            if path.endswith(file_end) and name == func:
-                cumulative[label] += cumtime
-    total = sum(by_file.values()) or 1.0
+    names = ["all of it", *_COMPONENTS]
+    times: dict[str, list[float]] = collections.defaultdict(list)
+    for round_ in range(BREAKDOWN_ROUNDS + 1):
+        random.shuffle(names)
+        for name in names:
+            restore = _COMPONENTS[name](agent) if name in _COMPONENTS else (lambda: None)
+            try:
+                start = time.perf_counter()
+                for _ in range(BREAKDOWN_REPLIES):
+                    await one()
+                elapsed = (time.perf_counter() - start) / BREAKDOWN_REPLIES * 1e6
+            finally:
+                restore()
+            if round_:  # the first round warms every variant up
+                times[name].append(elapsed)
+    whole = times["all of it"]
+    costs = {"all of it": statistics.median(whole)}
+    for name in _COMPONENTS:
+        # Paired per round: each round's saving, relative to that round's whole reply.
+        shares = [1 - without / full for without, full in zip(times[name], whole, strict=True)]
+        costs[name] = statistics.median(shares) * costs["all of it"]
+    return costs
+
+
+def cost_breakdown() -> str:
+    """Where a reply's time goes, on both backends: each component is taken out in turn (a
+    stub in its place) and the saving is measured against the whole reply in the same round."""
+    results = {backend: anyio.run(_breakdown, backend=backend) for backend in ("asyncio", "trio")}
     lines = [
-        "Profile of agentscope-rt (asyncio, cProfile):",
+        "Where the time of a reply goes, measured in place: each component is replaced by a "
+        f"stub in turn and the saving taken against the whole reply in the same round (median "
+        f"of {BREAKDOWN_ROUNDS} rounds of {BREAKDOWN_REPLIES} replies; a profiler's figures "
+        "would be skewed by its own per-call cost).",
         "",
-        "Cumulative share per component:",
-        "",
+        "| component | asyncio | trio |",
+        "|---|---:|---:|",
     ]
-    lines += [f"- {label}: {100 * cumulative[label] / total:.0f}%" for label in _COMPONENTS]
-    lines += ["", "Own time by file:", ""]
-    lines += [f"- {area}: {100 * t / total:.0f}%" for area, t in by_file.most_common(10)]
-    lines += ["", "Top functions by own time:", ""]
-    lines += [f"- {label}: {100 * t / total:.1f}%" for t, label in sorted(rows, reverse=True)[:8]]
+    rest = dict.fromkeys(results, 0.0)
+    for name in ["all of it", *_COMPONENTS]:
+        cells = []
+        for backend, costs in results.items():
+            whole = costs["all of it"]
+            cost = costs[name]
+            if name != "all of it":
+                rest[backend] += cost
+            cells.append(f"{cost:.1f} us ({100 * cost / whole:.0f}%)")
+        lines.append(f"| {name} | {' | '.join(cells)} |")
+    cells = []
+    for backend, costs in results.items():
+        left = costs["all of it"] - rest[backend]
+        cells.append(f"{left:.1f} us ({100 * left / costs['all of it']:.0f}%)")
+    lines.append(
+        "| the rest: the loop, memory, 7 messages (ids, timestamps, copies), the lock | "
+        + " | ".join(cells)
+        + " |"
+    )
     return "\n".join(lines)
 
 
@@ -447,7 +530,7 @@ def main() -> str:
                 f"than AgentScope {FAST_VERSION} was the goal "
                 f"({', '.join(f'{b}: {fast / us:.1f}x' for b, us in ours.items())})."
             )
-            lines += ["", profile_summary()]
+            lines += ["", cost_breakdown()]
         else:
             ratios = ", ".join(f"{b}: {fast / us:.1f}x" for b, us in ours.items())
             lines.append(

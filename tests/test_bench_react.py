@@ -1,0 +1,66 @@
+"""The ReAct benchmark's workloads and its cost breakdown still run and still mean what they say
+(no timing is asserted here: figures come from ``bench/bench_react.py`` alone)."""
+
+from __future__ import annotations
+
+import pathlib
+import sys
+from collections.abc import Iterator
+from types import ModuleType
+
+import anyio
+import pytest
+
+BENCH = pathlib.Path(__file__).parent.parent / "bench"
+
+
+@pytest.fixture(scope="module")
+def bench_react() -> Iterator[ModuleType]:
+    sys.path.insert(0, str(BENCH))
+    try:
+        import bench_react
+
+        yield bench_react
+    finally:
+        sys.path.remove(str(BENCH))
+
+
+async def test_every_in_process_workload_runs_the_conversation(bench_react: ModuleType) -> None:
+    # Each workload raises when the reply is not the scripted answer.
+    for _, make in bench_react._IN_PROCESS:
+        one = make()
+        for _ in range(3):
+            await one()
+
+
+async def test_the_breakdown_stubs_keep_the_conversation_and_are_undone(
+    bench_react: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import agentscope_rt.agent._agent_base as agent_base
+
+    monkeypatch.setattr(bench_react, "BREAKDOWN_ROUNDS", 1)
+    monkeypatch.setattr(bench_react, "BREAKDOWN_REPLIES", 2)
+    real_scope = agent_base.reply_scope
+    costs = await bench_react._breakdown()
+    assert set(costs) == {"all of it", *bench_react._COMPONENTS}
+    assert agent_base.reply_scope is real_scope
+
+
+async def test_the_scope_stub_is_undone_and_interrupts_work_again(bench_react: ModuleType) -> None:
+    class SlowModel(bench_react.ZeroLatencyModel):
+        async def __call__(self, *args: object, **kwargs: object) -> object:
+            await anyio.sleep(30)
+            raise AssertionError("not interrupted")
+
+    agent = bench_react.make_agent()
+    bench_react._without_scope(agent)()  # apply, then undo at once
+    agent.model = SlowModel()
+    async with anyio.create_task_group() as tg:
+
+        async def interrupt_soon() -> None:
+            await anyio.sleep(0.05)
+            agent.interrupt()
+
+        tg.start_soon(interrupt_soon)
+        reply = await agent(bench_react.Msg("user", "hi", "user"))
+    assert reply.metadata["generate_reason"] == "interrupted"
