@@ -30,6 +30,7 @@ from ._formatter_base import (
     MultiAgentFormatterBase,
     TruncatedFormatterBase,
     history_items,
+    needs_no_state_for_plain_messages,
     wrap_history,
 )
 from ._media import current_call, guess_media_type, local_path_of, read_local_base64
@@ -124,6 +125,7 @@ class DashScopeChatFormatter(TruncatedFormatterBase):
         )
         return tuple(kind for kind, on in flags if on)
 
+    @needs_no_state_for_plain_messages
     async def _format(self, msgs: list[Msg]) -> list[dict[str, Any]]:
         promote = self._promoted_kinds()
         formatted: list[dict[str, Any]] = []

@@ -14,6 +14,7 @@ from ._formatter_base import (
     MultiAgentFormatterBase,
     TruncatedFormatterBase,
     history_items,
+    needs_no_state_for_plain_messages,
     wrap_history,
 )
 from ._media import current_call
@@ -35,6 +36,7 @@ class DeepSeekChatFormatter(TruncatedFormatterBase):
     support_multiagent: bool = False
     support_vision: bool = False
 
+    @needs_no_state_for_plain_messages
     async def _format(self, msgs: list[Msg]) -> list[dict[str, Any]]:
         messages: list[dict[str, Any]] = []
         for index, msg in enumerate(msgs):

@@ -21,13 +21,14 @@ from __future__ import annotations
 import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, TypeVar
 
 from ..message import (
     AudioBlock,
     ImageBlock,
     Msg,
     TextBlock,
+    ThinkingBlock,
     ToolResultBlock,
     ToolUseBlock,
     URLSource,
@@ -153,6 +154,36 @@ class FormatterBase(ABC):
 
 
 _CONVERT_TOOL_RESULT = FormatterBase.convert_tool_result_to_string
+
+
+_PLAIN_WITHOUT_STATE: set[Callable[..., Any]] = set()
+_PLAIN_BLOCKS = frozenset((TextBlock, ThinkingBlock, ToolUseBlock))
+
+
+_Format = TypeVar("_Format", bound=Callable[..., Awaitable[list[dict[str, Any]]]])
+
+
+def needs_no_state_for_plain_messages(format_method: _Format) -> _Format:
+    """Mark a ``_format`` of this package that touches no per-call state (no media to read, no
+    block to drop) for plain messages: string content, or text, thinking and tool-use blocks,
+    and tool results of text. ``format()`` then opens no call for a prompt of such messages.
+    Not for subclasses: an overriding ``_format`` is not marked, and gets a call as usual."""
+    _PLAIN_WITHOUT_STATE.add(format_method)
+    return format_method
+
+
+def _plain_blocks(blocks: Any) -> bool:
+    for block in blocks:
+        cls = block.__class__
+        if cls is ToolResultBlock:
+            output = block.output
+            if output is not None and output.__class__ is not str:
+                for item in output:
+                    if item.__class__ is not TextBlock:
+                        return False
+        elif cls not in _PLAIN_BLOCKS:
+            return False
+    return True
 
 
 def _forget_dropped() -> None:
@@ -298,13 +329,20 @@ class TruncatedFormatterBase(FormatterBase, ABC):
         :raises TypeError: when *msgs* is not a list of :class:`Msg`.
         :raises FormatterError: for media that cannot be loaded or sent.
         """
+        plain = False
         if msgs.__class__ is list:
+            plain = type(self)._format in _PLAIN_WITHOUT_STATE
             for msg in msgs:  # the common case, checked inline: one class test per message
                 if msg.__class__ is not Msg:
                     self.assert_list_of_msgs(msgs)
                     break
+                if plain and msg.content.__class__ is not str:
+                    plain = _plain_blocks(msg.content)
         else:
             self.assert_list_of_msgs(msgs)
+        if plain and (self.token_counter is None or self.max_tokens is None):
+            # Nothing here can need the call's state (media, dropped blocks): none is opened.
+            return await self._format(list(msgs))
         token = enter_call()
         try:
             if self.token_counter is None or self.max_tokens is None:

@@ -373,6 +373,66 @@ async def test_a_format_inside_another_joins_it_and_no_state_outlives_a_call() -
     assert messages == ["Wrapping dropped block(s) the provider does not accept: 2 video"]
 
 
+async def test_plain_prompts_open_no_call_and_everything_else_does(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import agentscope_rt.formatter._formatter_base as base
+
+    opened: list[object] = []
+    real_enter = base.enter_call
+
+    def counting_enter() -> Any:
+        opened.append(None)
+        return real_enter()
+
+    monkeypatch.setattr(base, "enter_call", counting_enter)
+    call = ToolUseBlock(id="c1", name="f", input={"a": 1})
+    plain = [
+        Msg("system", "be brief", "system"),
+        Msg("user", [TextBlock(text="hi"), ThinkingBlock(thinking="hm")], "user"),
+        Msg("assistant", [call], "assistant"),
+        Msg("system", [ToolResultBlock(id="c1", name="f", output=[TextBlock(text="1")])], "system"),
+        Msg("system", [ToolResultBlock(id="c1", name="f", output="2")], "system"),
+    ]
+    for formatter in (OpenAIChatFormatter(), AnthropicChatFormatter(), DeepSeekChatFormatter()):
+        await formatter.format(plain)
+    assert opened == []
+
+    image = ImageBlock(source=Base64Source(media_type="image/png", data=PNG_B64))
+    with_media = [
+        Msg("user", [image], "user"),
+        Msg("system", [ToolResultBlock(id="c1", name="f", output=[image])], "system"),
+    ]
+    for msg in with_media:
+        await OpenAIChatFormatter().format([msg])
+    # A multi-agent formatter and a subclass with its own _format always open one.
+    await OpenAIMultiAgentFormatter().format(plain[:2])
+
+    class Own(OpenAIChatFormatter):
+        async def _format(self, msgs: list[Msg]) -> list[dict[str, Any]]:
+            return await super()._format(msgs)
+
+    await Own().format(plain)
+    assert len(opened) == 4
+
+
+async def test_a_subclass_format_may_drop_any_block_and_is_reported() -> None:
+    class NoThinking(OpenAIChatFormatter):
+        """Reports the thinking it leaves out (the base class drops it silently)."""
+
+        async def _format(self, msgs: list[Msg]) -> list[dict[str, Any]]:
+            for msg in msgs:
+                for block in msg.get_content_blocks("thinking"):
+                    current_call().drop(block.type)
+            return await super()._format(msgs)
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        await NoThinking().format([Msg("user", [ThinkingBlock(thinking="hm")], "user")])
+    messages = [str(w.message) for w in caught if w.category is UnsupportedBlockWarning]
+    assert messages == ["NoThinking dropped block(s) the provider does not accept: 1 thinking"]
+
+
 @pytest.mark.parametrize("bad", ["hello", [{"role": "user", "content": "x"}], None])
 async def test_non_msg_input_is_rejected(bad: Any) -> None:
     with pytest.raises(TypeError, match="Msg"):
