@@ -145,7 +145,6 @@ class _ReplyState:
     StateModule, whose attribute assignment is slower and would be paid per step)."""
 
     __slots__ = (
-        "acting",
         "deferred",
         "pending",
         "recorded_ids",
@@ -167,8 +166,6 @@ class _ReplyState:
         # While parallel calls run, results are collected here and recorded in call order.
         self.deferred: dict[str, Msg] | None = None
         self.recorded_ids: set[str] = set()
-        # ReActAgent._acting itself when it is not replaced (see ReActAgent.reply).
-        self.acting: Any = None
 
 
 class ReActAgent(ReActAgentBase):
@@ -431,11 +428,10 @@ class ReActAgent(ReActAgentBase):
         structured_output: dict[str, Any] | None = None
         reply_msg: Msg | None = None
         compress = self.compression_config is not None and self.compression_config.enable
-        # The steps' own functions, resolved once per reply (None when replaced): while no
-        # hook applies — checked before every step, as a hook may be added mid-reply — they
-        # are called without the hook wrapper's frame.
+        # The step's own function, resolved once per reply (None when replaced): while no
+        # hook applies — checked before every step, as a hook may be added mid-reply — it is
+        # called without the hook wrapper's frame (_act does the same for _acting).
         reasoning = direct_method(self, "_reasoning")
-        run.acting = direct_method(self, "_acting")
         instance_hooks = self._instance_hooks
         for _ in range(self.max_iters):
             if pending is not None:
@@ -578,7 +574,7 @@ class ReActAgent(ReActAgentBase):
         if not self.parallel_tool_calls or len(calls) == 1:
             outputs: list[dict[str, Any] | None] = []
             try:
-                acting = run.acting
+                acting = direct_method(self, "_acting")
                 hooks = self._instance_hooks
                 for call in calls:
                     if acting is not None and not hooks and not HOOK_COUNTS[1]:
