@@ -76,16 +76,35 @@ def test_replacing_a_submodule_with_a_plain_value_untracks_it() -> None:
     tree = Tree()
     tree.left = None  # type: ignore[assignment]
     assert "left" not in tree.state_dict()
+    del tree.right
+    del tree.name  # a registered attribute: unregistered with it
+    assert tree.state_dict() == {}
+    tree.left = Leaf()  # a module again: saved again
+    assert set(tree.state_dict()) == {"left"}
 
 
-def test_submodule_before_super_init_is_a_clear_error() -> None:
-    class Broken(StateModule):
+def test_submodules_are_found_whenever_they_were_assigned() -> None:
+    # Sub-modules are found when saving, not tracked on assignment: one assigned before
+    # super().__init__(), or by a class that never calls it, is saved all the same.
+    class Early(StateModule):
         def __init__(self) -> None:
             self.child = Leaf()
             super().__init__()
 
-    with pytest.raises(AttributeError, match=r"super\(\).__init__\(\)"):
-        Broken()
+    class NoInit(StateModule):
+        def __init__(self) -> None:
+            self.child = Leaf()
+            self.count = 1
+            self.register_state("count")
+
+    for cls in (Early, NoInit):
+        holder = cls()
+        holder.child.count = 7
+        state = holder.state_dict()
+        assert state["child"] == Leaf().state_dict() | {"count": 7}
+        other = cls()
+        other.load_state_dict(state)
+        assert other.child.count == 7
 
 
 def test_unserialisable_attribute_fails_at_registration() -> None:

@@ -1,7 +1,7 @@
 """StateModule: objects whose state can be saved to JSON and loaded back.
 
-The contract is AgentScope's: attributes holding other StateModules are tracked automatically
-(through ``__setattr__``) and nested to any depth; other attributes are opted in with
+The contract is AgentScope's: attributes holding other StateModules are saved automatically
+and nested to any depth; other attributes are opted in with
 :meth:`StateModule.register_state`. What differs is how values are serialised: registered
 attributes go through the shared cattrs converter, so attrs values (messages, blocks, plans,
 your own attrs classes, and lists/dicts of them) round-trip without custom functions.
@@ -74,34 +74,31 @@ def _annotated_type(owner: type, attr_name: str) -> Any:
 class StateModule:
     """Base class for everything whose state can be saved and restored.
 
-    Subclasses call ``super().__init__()`` before assigning attributes. Attributes that are
-    StateModules are tracked automatically; other attributes are saved once registered with
-    :meth:`register_state`. :meth:`state_dict` returns plain JSON data.
+    Attributes that hold StateModules are saved automatically (found when saving and loading,
+    in the order they were first assigned); other attributes are saved once registered with
+    :meth:`register_state`. :meth:`state_dict` returns plain JSON data. Subclasses call
+    ``super().__init__()`` as usual; attribute assignment is plain Python (not intercepted),
+    so it costs nothing extra on hot paths.
     """
 
-    _module_dict: dict[str, StateModule]
-    _attribute_dict: dict[str, _StateAttr]
-
     def __init__(self) -> None:
-        object.__setattr__(self, "_module_dict", {})
-        object.__setattr__(self, "_attribute_dict", {})
+        self.__dict__.setdefault("_attribute_dict", {})
 
-    def __setattr__(self, key: str, value: Any) -> None:
-        modules = self.__dict__.get("_module_dict")
-        if isinstance(value, StateModule):
-            if modules is None:
-                raise AttributeError(
-                    f"{type(self).__name__}: call super().__init__() before assigning the "
-                    f"sub-module {key!r}"
-                )
-            modules[key] = value
-        elif modules is not None and key in modules:
-            del modules[key]
-        object.__setattr__(self, key, value)
+    @property
+    def _module_dict(self) -> dict[str, StateModule]:
+        """The sub-modules: every instance attribute that holds a StateModule."""
+        return {key: value for key, value in vars(self).items() if isinstance(value, StateModule)}
+
+    @property
+    def _attribute_dict(self) -> dict[str, _StateAttr]:
+        """The registered attributes (kept even if ``super().__init__()`` was not called)."""
+        registered: dict[str, _StateAttr] = self.__dict__.setdefault("_attribute_dict", {})
+        return registered
 
     def __delattr__(self, key: str) -> None:
-        self.__dict__.get("_module_dict", {}).pop(key, None)
-        self.__dict__.get("_attribute_dict", {}).pop(key, None)
+        registered = self.__dict__.get("_attribute_dict")
+        if registered:
+            registered.pop(key, None)
         object.__delattr__(self, key)
 
     # -- registration ------------------------------------------------------------------
