@@ -208,36 +208,36 @@ class OpenAIChatFormatter(TruncatedFormatterBase):
     async def _format(self, msgs: list[Msg]) -> list[dict[str, Any]]:
         promote = ("image",) if self.promote_tool_result_images else ()
         messages: list[dict[str, Any]] = []
-        i = 0
-        while i < len(msgs):
-            msg = msgs[i]
+        # enumerate() sees the messages tool_result_text inserts after the current one.
+        for i, msg in enumerate(msgs):
             raw = msg.content
-            content: list[dict[str, Any]]
-            tool_calls: list[dict[str, Any]] = []
             if raw.__class__ is str:
-                content = [{"type": "text", "text": raw}]
-            else:
-                content = []
-                block: Any
-                for block in raw:
-                    kind = _BLOCK_KINDS.get(block.__class__)
-                    if kind is None:
-                        kind = _block_kind(block)
-                    if kind == _TEXT:
-                        content.append({"type": "text", "text": block.text})
-                    elif kind == _TOOL_USE:
-                        tool_calls.append(openai_tool_call(block))
-                    elif kind == _TOOL_RESULT:
-                        text = await self.tool_result_text(block, msgs, i, promote)
-                        messages.append(openai_tool_message(block, text))
-                    elif kind == _IMAGE:
-                        content.append(await format_openai_image_block(block))
-                    elif kind == _AUDIO:
-                        audio = await _openai_input_audio(msg, block)
-                        if audio is not None:
-                            content.append(audio)
-                    elif block.type != "thinking":
-                        current_call().drop(block.type)
+                messages.append(
+                    {"role": msg.role, "name": msg.name, "content": [{"type": "text", "text": raw}]}
+                )
+                continue
+            content: list[dict[str, Any]] = []
+            tool_calls: list[dict[str, Any]] = []
+            block: Any
+            for block in raw:
+                kind = _BLOCK_KINDS.get(block.__class__)
+                if kind is None:
+                    kind = _block_kind(block)
+                if kind == _TEXT:
+                    content.append({"type": "text", "text": block.text})
+                elif kind == _TOOL_USE:
+                    tool_calls.append(openai_tool_call(block))
+                elif kind == _TOOL_RESULT:
+                    text = await self.tool_result_text(block, msgs, i, promote)
+                    messages.append(openai_tool_message(block, text))
+                elif kind == _IMAGE:
+                    content.append(await format_openai_image_block(block))
+                elif kind == _AUDIO:
+                    audio = await _openai_input_audio(msg, block)
+                    if audio is not None:
+                        content.append(audio)
+                elif block.type != "thinking":
+                    current_call().drop(block.type)
             formatted: dict[str, Any] = {
                 "role": msg.role,
                 "name": msg.name,
@@ -247,7 +247,6 @@ class OpenAIChatFormatter(TruncatedFormatterBase):
                 formatted["tool_calls"] = tool_calls
             if content or tool_calls:
                 messages.append(formatted)
-            i += 1
         return messages
 
 
