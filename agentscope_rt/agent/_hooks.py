@@ -327,9 +327,9 @@ def direct_method(agent: AgentBase, method_name: str) -> Callable[..., Any] | No
     instance hook on the agent (its registry, :func:`instance_hooks`, is empty) and no class
     hook anywhere (``not HOOK_COUNTS[1]``); callers check that before every call.
     """
-    if method_name in getattr(agent, "__dict__", {}):
+    if method_name in agent.__dict__:  # replaced on the instance
         return None
-    method = getattr(type(agent), method_name, None)
+    method = getattr(agent.__class__, method_name, None)
     if not getattr(method, "__agentscope_rt_hooked__", False):
         return None
     return method.__wrapped__  # type: ignore[union-attr]

@@ -166,9 +166,13 @@ class Msg:
     def get_text_content(self, separator: str = "\n") -> str | None:
         """The text of the message: the string content, or the text blocks joined by
         *separator* (thinking excluded). ``None`` when there is no text."""
-        if isinstance(self.content, str):
-            return self.content
-        texts = [b.text for b in self.content if isinstance(b, TextBlock)]
+        content = self.content
+        if content.__class__ is str or isinstance(content, str):
+            return content
+        texts = []
+        for block in content:  # a loop: a comprehension is one more frame per call
+            if block.__class__ is TextBlock or isinstance(block, TextBlock):
+                texts.append(block.text)
         return separator.join(texts) if texts else None
 
     @overload
