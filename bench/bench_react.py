@@ -297,12 +297,7 @@ class _PrebuiltModel(ZeroLatencyModel):
         self._answer = ChatResponse(content=[TextBlock(text=ANSWER)])
 
     async def __call__(
-        self,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]] | None = None,
-        tool_choice: str | None = None,
-        structured_model: Any = None,
-        **kwargs: Any,
+        self, messages: list[dict[str, Any]], *args: Any, **kwargs: Any
     ) -> ChatResponse:
         return self._answer if messages[-1]["role"] == "tool" else self._call
 

@@ -120,8 +120,8 @@ async def test_interrupt_from_inside_reply_like_a_tool() -> None:
     assert reply.get_text_content() == "interrupted"
 
 
-async def test_interrupt_from_anyio_worker_thread() -> None:
-    agent = EchoAgent(delay=LONG)
+async def reply_interrupted_from_worker_thread(agent: EchoAgent) -> Msg:
+    """Call *agent* while an anyio worker thread interrupts it."""
 
     async def from_worker() -> None:
         await anyio.sleep(0.05)
@@ -129,7 +129,11 @@ async def test_interrupt_from_anyio_worker_thread() -> None:
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(from_worker)
-        reply = await agent(user())
+        return await agent(user())
+
+
+async def test_interrupt_from_anyio_worker_thread() -> None:
+    reply = await reply_interrupted_from_worker_thread(EchoAgent(delay=LONG))
     assert reply.metadata["generate_reason"] == "interrupted"
 
 
@@ -244,13 +248,7 @@ def test_interrupt_from_thread_reaches_the_loop_of_the_current_call() -> None:
     agent = EchoAgent(delay=LONG)
 
     async def interrupted_from_thread() -> str:
-        async def from_worker() -> None:
-            await anyio.sleep(0.05)
-            await anyio.to_thread.run_sync(agent.interrupt)
-
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(from_worker)
-            reply = await agent(user())
+        reply = await reply_interrupted_from_worker_thread(agent)
         return str(reply.metadata["generate_reason"])
 
     for backend in ("asyncio", "trio", "asyncio"):
