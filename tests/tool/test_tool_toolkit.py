@@ -85,6 +85,12 @@ def sync_countdown(n: int) -> Generator[ToolResponse, None, None]:
         yield ToolResponse(content=list(seen), stream=True, is_last=(i == 1))
 
 
+async def forever() -> ToolResponse:
+    """Never returns."""
+    await anyio.sleep_forever()
+    raise AssertionError
+
+
 def broken(reason: str) -> ToolResponse:
     """Always fails.
 
@@ -428,11 +434,6 @@ async def test_exhausted_says_when_a_call_has_no_more_chunks() -> None:
 
 
 async def test_exhausted_stays_false_while_a_cancellation_is_pending() -> None:
-    async def forever() -> ToolResponse:
-        """Never returns."""
-        await anyio.sleep_forever()
-        raise AssertionError
-
     toolkit = Toolkit()
     toolkit.register_tool_function(forever)
     stream = toolkit.call_tool_function(call("forever"))
@@ -483,11 +484,6 @@ async def _interrupt_after(
 
 
 async def test_interrupting_an_async_tool() -> None:
-    async def forever() -> ToolResponse:
-        """Never returns."""
-        await anyio.sleep_forever()
-        raise AssertionError
-
     toolkit = Toolkit()
     toolkit.register_tool_function(forever)
     chunks, propagated = await _interrupt_after(toolkit, call("forever"), 0.05)
