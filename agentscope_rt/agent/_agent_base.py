@@ -43,8 +43,8 @@ from ._hooks import (
     check_hook,
     check_hook_type,
     class_hooks_changed,
+    direct_method,
     next_sequence,
-    undecorated,
     wrap_hooked_method,
 )
 from ._subscription import HubLink, broadcast
@@ -58,10 +58,6 @@ _INTERRUPTED = GenerateReason.INTERRUPTED.value
 # Reply ids are unique without a uuid4 per call: a random per-process prefix and a counter.
 _REPLY_ID_PREFIX = uuid.uuid4().hex[:16]
 _reply_counter = itertools.count(1)
-
-
-def _new_reply_id() -> str:
-    return f"{_REPLY_ID_PREFIX}{next(_reply_counter):016x}"
 
 
 def check_msg_input(
@@ -298,7 +294,7 @@ class AgentBase(StateModule, abc.ABC):
             lock.held = True
         try:
             call = self._call
-            reply_id = _new_reply_id()
+            reply_id = f"{_REPLY_ID_PREFIX}{next(_reply_counter):016x}"
             scope, loop = reply_scope()
             if loop is None or loop is not call.loop:
                 call.loop_token = anyio.lowlevel.current_token()
@@ -310,7 +306,13 @@ class AgentBase(StateModule, abc.ABC):
             reply_msg: Any = None
             try:
                 with scope:
-                    reply = undecorated(self, "reply")  # no hook can apply: skip the wrapper
+                    # No hook can apply: skip the wrapper (resolved per call, as hooks come
+                    # and go).
+                    reply = (
+                        None
+                        if self._instance_hooks or HOOK_COUNTS[1]
+                        else direct_method(self, "reply")
+                    )
                     if reply is not None:
                         reply_msg = await reply(self, *args, **kwargs)
                     else:

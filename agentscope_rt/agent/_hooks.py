@@ -42,7 +42,6 @@ __all__ = [
     "direct_method",
     "instance_hooks",
     "resolved_class_hooks",
-    "undecorated",
     "wrap_hooked_method",
 ]
 
@@ -333,15 +332,6 @@ def direct_method(agent: AgentBase, method_name: str) -> Callable[..., Any] | No
     if not getattr(method, "__agentscope_rt_hooked__", False):
         return None
     return method.__wrapped__  # type: ignore[union-attr]
-
-
-def undecorated(agent: AgentBase, method_name: str) -> Callable[..., Any] | None:
-    """What :func:`direct_method` gives when no hook can apply to *agent* right now, else
-    ``None``: a hot caller then saves the wrapper's frame with ``func(agent, ...)``, and calls
-    the bound method otherwise. Checked per call, so a hook registered meanwhile applies."""
-    if agent._instance_hooks or _state[1]:
-        return None
-    return direct_method(agent, method_name)
 
 
 def instance_hooks(agent: AgentBase) -> Mapping[str, Mapping[str, HookEntry]]:
