@@ -329,9 +329,10 @@ class TruncatedFormatterBase(FormatterBase, ABC):
         :raises TypeError: when *msgs* is not a list of :class:`Msg`.
         :raises FormatterError: for media that cannot be loaded or sent.
         """
+        no_budget = self.token_counter is None or self.max_tokens is None
         plain = False
         if msgs.__class__ is list:
-            plain = type(self)._format in _PLAIN_WITHOUT_STATE
+            plain = no_budget and type(self)._format in _PLAIN_WITHOUT_STATE
             for msg in msgs:  # the common case, checked inline: one class test per message
                 if msg.__class__ is not Msg:
                     self.assert_list_of_msgs(msgs)
@@ -340,12 +341,12 @@ class TruncatedFormatterBase(FormatterBase, ABC):
                     plain = _plain_blocks(msg.content)
         else:
             self.assert_list_of_msgs(msgs)
-        if plain and (self.token_counter is None or self.max_tokens is None):
+        if plain:
             # Nothing here can need the call's state (media, dropped blocks): none is opened.
             return await self._format(list(msgs))
         token = enter_call()
         try:
-            if self.token_counter is None or self.max_tokens is None:
+            if no_budget:
                 # No budget: one format, nothing to count (what _format_within_budget does).
                 if token is None:
                     _forget_dropped()

@@ -76,13 +76,10 @@ class StateModule:
 
     Attributes that hold StateModules are saved automatically (found when saving and loading,
     in the order they were first assigned); other attributes are saved once registered with
-    :meth:`register_state`. :meth:`state_dict` returns plain JSON data. Subclasses call
-    ``super().__init__()`` as usual; attribute assignment is plain Python (not intercepted),
-    so it costs nothing extra on hot paths.
+    :meth:`register_state`. :meth:`state_dict` returns plain JSON data. Nothing is set up in
+    ``__init__`` (calling ``super().__init__()`` is harmless): attribute assignment is plain
+    Python (not intercepted), so it costs nothing extra on hot paths.
     """
-
-    def __init__(self) -> None:
-        self.__dict__.setdefault("_attribute_dict", {})
 
     @property
     def _module_dict(self) -> dict[str, StateModule]:
