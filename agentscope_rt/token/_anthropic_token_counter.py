@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
-from typing import Any
-
-import anthropic
+from typing import TYPE_CHECKING, Any
 
 from ..exception import ModelAPIError
 from ._token_base import TokenCounterBase
+
+if TYPE_CHECKING:
+    import anthropic
 
 __all__ = ["AnthropicTokenCounter"]
 
@@ -51,6 +52,10 @@ class AnthropicTokenCounter(TokenCounterBase):
         api_key: str | None = None,
         client_kwargs: dict[str, Any] | None = None,
     ) -> None:
+        # Imported here: the SDK takes seconds to import, and most applications never count
+        # tokens with it.
+        import anthropic
+
         self.model_name = model_name
         self._client = anthropic.AsyncAnthropic(
             api_key=api_key or os.environ.get("ANTHROPIC_API_KEY"), **(client_kwargs or {})
@@ -96,6 +101,8 @@ class AnthropicTokenCounter(TokenCounterBase):
         request["messages"] = messages
         if tools:
             request["tools"] = _anthropic_tools(tools)
+        import anthropic  # already loaded by __init__
+
         try:
             result = await self._client.messages.count_tokens(**request)
         except anthropic.APIStatusError as error:
