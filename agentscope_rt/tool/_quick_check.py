@@ -43,6 +43,27 @@ _HANDLED = frozenset(
 )
 
 
+# The types an exact class test decides (``number`` is two classes, so it is not here).
+_EXACT_CLASSES: dict[str, type] = {
+    "string": str,
+    "integer": int,
+    "boolean": bool,
+    "null": type(None),
+    "array": list,
+    "object": dict,
+}
+
+
+def _exact_class(schema: Any) -> type | None:
+    """The class of a schema that only names one such type (and annotations), else None."""
+    if not isinstance(schema, dict) or not isinstance(schema.get("type"), str):
+        return None
+    for key in schema:
+        if key != "type" and key not in _ANNOTATIONS:
+            return None
+    return _EXACT_CLASSES.get(schema["type"])
+
+
 class _Unsupported(Exception):
     """The schema uses something the quick check does not model."""
 
@@ -110,11 +131,18 @@ class _Compiler:
             if key not in _HANDLED and key not in _ANNOTATIONS and key != "$defs":
                 raise _Unsupported(key)
         checks: list[QuickCheck] = []
-        if "type" in schema:
+        has_object_keywords = (
+            "properties" in schema or "required" in schema or "additionalProperties" in schema
+        )
+        if has_object_keywords and schema.get("type") == "object":
+            # A tool's parameters: one function checks both the type and the members.
+            checks.append(self.object(schema, dict_required=True))
+            has_object_keywords = False
+        elif "type" in schema:
             checks.append(self.types(schema["type"]))
         if "enum" in schema:
             checks.append(self.enum(schema["enum"]))
-        if "properties" in schema or "required" in schema or "additionalProperties" in schema:
+        if has_object_keywords:
             checks.append(self.object(schema))
         if "items" in schema:
             checks.append(self.items(schema["items"]))
@@ -148,7 +176,7 @@ class _Compiler:
         strings = frozenset(v for v in values if isinstance(v, str))
         return lambda x: x.__class__ is str and x in strings
 
-    def object(self, schema: dict[str, Any]) -> QuickCheck:
+    def object(self, schema: dict[str, Any], dict_required: bool = False) -> QuickCheck:
         properties = schema.get("properties", {})
         required = schema.get("required", [])
         additional = schema.get("additionalProperties", True)
@@ -156,18 +184,31 @@ class _Compiler:
             raise _Unsupported("properties")
         if not all(isinstance(r, str) for r in required):
             raise _Unsupported("required")
-        property_checks = {name: self.compile(sub) for name, sub in properties.items()}
+        # Members whose schema is one exact class are tested inline, without a call.
+        property_classes: dict[str, type] = {}
+        property_checks: dict[str, QuickCheck] = {}
+        for name, sub in properties.items():
+            cls = _exact_class(sub)
+            if cls is not None:
+                property_classes[name] = cls
+            else:
+                property_checks[name] = self.compile(sub)
         required_names = tuple(required)
         extra: QuickCheck | None = None if additional is True else self.compile(additional)
 
         def check_object(x: Any) -> bool:
             if x.__class__ is not dict:
                 # Object keywords ignore non-objects; a dict subclass goes to jsonschema.
-                return not isinstance(x, dict)
+                return False if dict_required else not isinstance(x, dict)
             for name in required_names:
                 if name not in x:
                     return False
             for key, value in x.items():
+                cls = property_classes.get(key)
+                if cls is not None:
+                    if value.__class__ is not cls:
+                        return False
+                    continue
                 check = property_checks.get(key)
                 if check is not None:
                     if not check(value):

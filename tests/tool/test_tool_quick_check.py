@@ -24,6 +24,19 @@ SCHEMAS: list[dict[str, Any]] = [
     {"type": "object", "properties": {"n": {"type": "integer"}}, "additionalProperties": False},
     {"type": "object", "additionalProperties": {"type": "number"}},
     {"type": ["string", "null"]},
+    {
+        "type": "object",
+        "properties": {
+            "a": {"type": "boolean", "description": "a flag"},
+            "b": {"type": "null"},
+            "x": {"type": "array"},
+            "y": {"type": "object", "title": "any object"},
+            "k": {"type": "integer", "default": 1},
+            "n": {"type": "number"},
+            "name": {"type": "string"},
+        },
+        "required": ["a"],
+    },
     {"enum": ["a", "b", 1, True]},
     {"type": "array", "items": {"anyOf": [{"type": "boolean"}, {"type": "array"}]}},
     {"required": ["k"]},
@@ -86,6 +99,18 @@ def test_quick_check_accepts_typical_valid_arguments() -> None:
         }
     )
     assert not nested({"person": {"name": "Ann"}, "name": "s", "points": []})
+
+
+def test_members_of_one_exact_type_are_checked_inline() -> None:
+    schema = SCHEMAS[len(PARAMETER_SCHEMAS) + 3]
+    check = compile_quick_check(schema)
+    assert check is not None
+    valid = {"a": True, "b": None, "x": [1], "y": {}, "k": 2, "n": 0.5, "name": "Ann"}
+    assert check(valid) and check({"a": False})
+    for key, wrong in [("a", 1), ("b", 0), ("x", ()), ("y", []), ("k", True), ("name", b"A")]:
+        assert not check({**valid, key: wrong}), key
+    assert not check({"b": None})  # "a" is required
+    assert not check([("a", True)])  # the parameters must be an object
 
 
 @pytest.mark.parametrize(
