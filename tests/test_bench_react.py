@@ -64,3 +64,16 @@ async def test_the_scope_stub_is_undone_and_interrupts_work_again(bench_react: M
         tg.start_soon(interrupt_soon)
         reply = await agent(bench_react.Msg("user", "hi", "user"))
     assert reply.metadata["generate_reason"] == "interrupted"
+
+
+def test_the_round_spread_pairs_each_round_with_agentscopes(bench_react: ModuleType) -> None:
+    samples = {
+        ("AgentScope 1.0.4", "asyncio"): [1000.0, 900.0, 1200.0],
+        ("agentscope-rt 0.1.0", "asyncio"): [100.0, 100.0, 100.0],
+        ("agentscope-rt 0.1.0", "trio"): [125.0, 90.0, 100.0],
+        ("hand-written floor", "asyncio"): [5.0, 5.0, 5.0],
+    }
+    text = bench_react.round_spread(samples, "AgentScope 1.0.4")
+    assert "asyncio 9.0x to 12.0x (2 of 3 rounds at 10x or more)" in text
+    assert "trio 8.0x to 12.0x (2 of 3 rounds at 10x or more)" in text
+    assert "floor" not in text
