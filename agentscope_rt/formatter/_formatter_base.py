@@ -28,7 +28,6 @@ from ..message import (
     ImageBlock,
     Msg,
     TextBlock,
-    ThinkingBlock,
     ToolResultBlock,
     ToolUseBlock,
     URLSource,
@@ -36,7 +35,17 @@ from ..message import (
 )
 from ..token import TokenCounterBase
 from ._errors import TruncationWarning, UnsupportedBlockWarning
-from ._media import call_state, current_call, enter_call, exit_call, save_base64_data
+from ._media import (
+    CALL_STATE,
+    STATELESS_FORMAT_CODES,
+    NeedsCallState,
+    call_state,
+    current_call,
+    enter_call,
+    exit_call,
+    inside_stateless_format,
+    save_base64_data,
+)
 
 __all__ = ["FormatterBase", "MultiAgentFormatterBase", "TruncatedFormatterBase"]
 
@@ -157,40 +166,32 @@ _CONVERT_TOOL_RESULT = FormatterBase.convert_tool_result_to_string
 
 
 _PLAIN_WITHOUT_STATE: set[Callable[..., Any]] = set()
-_PLAIN_BLOCKS = frozenset((TextBlock, ThinkingBlock, ToolUseBlock))
 
 
 _Format = TypeVar("_Format", bound=Callable[..., Awaitable[list[dict[str, Any]]]])
 
 
 def needs_no_state_for_plain_messages(format_method: _Format) -> _Format:
-    """Mark a ``_format`` of this package that touches no per-call state (no media to read, no
-    block to drop) for plain messages: string content, or text, thinking and tool-use blocks,
-    and tool results of text. ``format()`` then opens no call for a prompt of such messages.
-    Not for subclasses: an overriding ``_format`` is not marked, and gets a call as usual."""
+    """Mark a ``_format`` of this package that reaches the per-call state (media read, blocks
+    dropped) only through :func:`~._media.current_call`. ``format()`` runs such a ``_format``
+    without opening a call, which plain messages (text, thinking, tool calls, tool results of
+    text) never need; the first ``current_call()`` raises, and ``format()`` starts again with a
+    call. Not for subclasses: an overriding ``_format`` is not marked, and gets a call as usual.
+    """
     _PLAIN_WITHOUT_STATE.add(format_method)
     return format_method
 
 
-def _plain_blocks(blocks: Any) -> bool:
-    for block in blocks:
-        cls = block.__class__
-        if cls is ToolResultBlock:
-            output = block.output
-            if output is not None and output.__class__ is not str:
-                for item in output:
-                    if item.__class__ is not TextBlock:
-                        return False
-        elif cls not in _PLAIN_BLOCKS:
-            return False
-    return True
-
-
-def _forget_dropped() -> None:
-    # Only the dropped blocks of the prompt finally returned are reported.
+def _dropped_so_far() -> dict[str, int]:
     call = call_state()
-    if call is not None and call.dropped:
+    return dict(call.dropped) if call is not None and call.dropped else {}
+
+
+def _reset_dropped(dropped: dict[str, int]) -> None:
+    call = call_state()
+    if call is not None and call.dropped != dropped:
         call.dropped.clear()
+        call.dropped.update(dropped)
 
 
 def _plain_tool_result_text(output: Any) -> str | None:
@@ -329,32 +330,34 @@ class TruncatedFormatterBase(FormatterBase, ABC):
         :raises TypeError: when *msgs* is not a list of :class:`Msg`.
         :raises FormatterError: for media that cannot be loaded or sent.
         """
-        no_budget = self.token_counter is None or self.max_tokens is None
-        plain = False
         if msgs.__class__ is list:
-            plain = no_budget and type(self)._format in _PLAIN_WITHOUT_STATE
             for msg in msgs:  # the common case, checked inline: one class test per message
                 if msg.__class__ is not Msg:
                     self.assert_list_of_msgs(msgs)
                     break
-                if plain and msg.content.__class__ is not str:
-                    plain = _plain_blocks(msg.content)
         else:
             self.assert_list_of_msgs(msgs)
-        if plain:
-            # Nothing here can need the call's state (media, dropped blocks): none is opened.
-            return await self._format(list(msgs))
+        no_budget = self.token_counter is None or self.max_tokens is None
+        if no_budget and type(self)._format in _PLAIN_WITHOUT_STATE and CALL_STATE.get() is None:
+            # Most prompts need no per-call state, and opening a call costs more than
+            # formatting a short one: try without. The first current_call() (media to read,
+            # a block to drop) raises before anything is read, and the prompt is formatted
+            # again inside a call.
+            try:
+                return await self._format(list(msgs))
+            except NeedsCallState:
+                if inside_stateless_format():
+                    raise  # a call-less format() awaits this one: it starts over, with a call
         token = enter_call()
         try:
             if no_budget:
                 # No budget: one format, nothing to count (what _format_within_budget does).
-                if token is None:
-                    _forget_dropped()
                 formatted = await self._format(list(msgs))
             else:
                 # No copy here: _format_once hands _format a fresh list, truncation slices.
+                # Inside another call, what that call dropped so far stays recorded.
                 formatted = await self._format_within_budget(
-                    msgs if msgs.__class__ is list else list(msgs), tools
+                    msgs if msgs.__class__ is list else list(msgs), tools, _dropped_so_far()
                 )
             call = call_state() if token is not None else None
             if call is not None and call.dropped:
@@ -368,14 +371,21 @@ class TruncatedFormatterBase(FormatterBase, ABC):
         finally:
             exit_call(token)
 
-    async def _format_once(self, msgs: list[Msg]) -> list[dict[str, Any]]:
-        _forget_dropped()
+    async def _format_once(
+        self, msgs: list[Msg], dropped_before: dict[str, int]
+    ) -> list[dict[str, Any]]:
+        # Only the blocks dropped from the prompt finally returned are reported: each attempt
+        # starts from what was recorded before the first.
+        _reset_dropped(dropped_before)
         return await self._format(list(msgs))
 
     async def _format_within_budget(
-        self, msgs: list[Msg], tools: list[dict[str, Any]] | None
+        self,
+        msgs: list[Msg],
+        tools: list[dict[str, Any]] | None,
+        dropped_before: dict[str, int],
     ) -> list[dict[str, Any]]:
-        formatted = await self._format_once(msgs)
+        formatted = await self._format_once(msgs, dropped_before)
         if self.token_counter is None or self.max_tokens is None:
             return formatted
         budget = self.max_tokens
@@ -393,7 +403,7 @@ class TruncatedFormatterBase(FormatterBase, ABC):
             # Nothing can be dropped: the prompt is already the minimum.
             self._warn_minimum_too_large(await self._count(formatted, tools))
             return formatted
-        minimum = await self._format_once(kept(last))
+        minimum = await self._format_once(kept(last), dropped_before)
         n_minimum = await self._count(minimum, tools)
         if n_minimum > budget:
             self._warn_minimum_too_large(n_minimum)
@@ -403,7 +413,7 @@ class TruncatedFormatterBase(FormatterBase, ABC):
         lo, hi, best, formatted_last = 0, last, minimum, last
         while hi - lo > 1:
             mid = (lo + hi) // 2
-            candidate = await self._format_once(kept(mid))
+            candidate = await self._format_once(kept(mid), dropped_before)
             formatted_last = mid
             if await self._count(candidate, tools) <= budget:
                 hi, best = mid, candidate
@@ -411,7 +421,7 @@ class TruncatedFormatterBase(FormatterBase, ABC):
                 lo = mid
         if formatted_last != hi:
             # The dropped-block record must describe the prompt returned.
-            best = await self._format_once(kept(hi))
+            best = await self._format_once(kept(hi), dropped_before)
         return best
 
     def _warn_minimum_too_large(self, n_tokens: int) -> None:
@@ -440,6 +450,10 @@ class TruncatedFormatterBase(FormatterBase, ABC):
         :param msgs: a fresh list the method may extend (e.g. with promoted tool-result
             images); the messages themselves must not be modified.
         """
+
+
+# current_call() looks for this frame to tell a call-less format() from no format() at all.
+STATELESS_FORMAT_CODES.add(TruncatedFormatterBase.format.__code__)
 
 
 class MultiAgentFormatterBase(TruncatedFormatterBase, ABC):

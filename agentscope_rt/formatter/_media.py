@@ -19,8 +19,10 @@ import contextvars
 import hashlib
 import mimetypes
 import os
+import sys
 import tempfile
 from collections.abc import Awaitable, Callable
+from types import CodeType, FrameType
 from typing import Any
 from urllib.parse import urlparse
 
@@ -30,9 +32,13 @@ import httpx
 from ._errors import FormatterError
 
 __all__ = [
+    "CALL_STATE",
+    "STATELESS_FORMAT_CODES",
     "FormatCall",
+    "NeedsCallState",
     "current_call",
     "fetch_base64",
+    "inside_stateless_format",
     "local_path_of",
     "read_local_base64",
     "read_local_image",
@@ -74,14 +80,25 @@ class FormatCall:
         dropped[block_type] = dropped.get(block_type, 0) + 1
 
 
-# While a ``format()`` call runs, ``_CURRENT`` holds its FormatCall, or ``_OPEN`` until
+# While a ``format()`` call runs, ``CALL_STATE`` holds its FormatCall, or ``_OPEN`` until
 # something needs one: most calls (text and tool blocks only) never do, and building the state
 # per call would cost more than formatting a short prompt.
 _OPEN = object()
-_CURRENT: contextvars.ContextVar[object] = contextvars.ContextVar(
+CALL_STATE: contextvars.ContextVar[object] = contextvars.ContextVar(
     "agentscope_rt_format_call", default=None
 )
+_CURRENT = CALL_STATE
 _CallToken = contextvars.Token[object]
+
+STATELESS_FORMAT_CODES: set[CodeType] = set()
+"""The code of the ``format()`` methods that run a ``_format`` without opening a call (and
+catch :class:`NeedsCallState` to run it again inside one)."""
+
+
+class NeedsCallState(BaseException):
+    """Raised by :func:`current_call` inside a ``format()`` that opened no call: that
+    ``format()`` catches it and formats again inside a call. A BaseException, so that no
+    ``except Exception`` on the way swallows it."""
 
 
 def current_call() -> FormatCall:
@@ -90,15 +107,34 @@ def current_call() -> FormatCall:
 
     The state is shared by everything the call runs in its own task; a task started inside
     the call that creates it keeps it to itself.
+
+    :raises NeedsCallState: inside a ``format()`` that started without a call (see
+        :data:`STATELESS_FORMAT_CODES`), which then starts again with one.
     """
     call = _CURRENT.get()
     if call.__class__ is FormatCall:
         return call
+    if call is None and inside_stateless_format():
+        raise NeedsCallState
     state = FormatCall()
     if call is _OPEN:
         # Inside a call: keep it for the rest of the call (the call's reset removes it).
         _CURRENT.set(state)
     return state
+
+
+def inside_stateless_format() -> bool:
+    """Whether the function calling this one was called, directly or through awaits, by a
+    ``format()`` that opened no call. For the rare paths only: it walks the stack."""
+    # Used only while no call is open in this context: a format() that opened one sets the
+    # context variable first, so any format() frame on the stack then is one that did not.
+    # The stack runs through the awaiting coroutines, up to the task's first frame.
+    frame: FrameType | None = sys._getframe(2)
+    while frame is not None:
+        if frame.f_code in STATELESS_FORMAT_CODES:
+            return True
+        frame = frame.f_back
+    return False
 
 
 def call_state() -> FormatCall | None:

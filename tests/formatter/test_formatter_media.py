@@ -373,8 +373,72 @@ async def test_a_format_inside_another_joins_it_and_no_state_outlives_a_call() -
     assert messages == ["Wrapping dropped block(s) the provider does not accept: 2 video"]
 
 
-async def test_plain_prompts_open_no_call_and_everything_else_does(
-    monkeypatch: pytest.MonkeyPatch,
+def _drop_warnings(caught: list[warnings.WarningMessage]) -> list[str]:
+    return [str(w.message) for w in caught if w.category is UnsupportedBlockWarning]
+
+
+@pytest.mark.parametrize("inner_prompt", ["plain", "dropping", "truncated"])
+async def test_a_format_inside_another_keeps_what_the_outer_one_dropped_before(
+    inner_prompt: str,
+) -> None:
+    from agentscope_rt.token import CharTokenCounter
+
+    video = VideoBlock(source=URLSource(url="https://example.com/v.mp4"))
+    inner = OpenAIChatFormatter()
+    tail = [Msg("user", [TextBlock(text="tail")], "user")]
+    if inner_prompt == "dropping":
+        tail = [Msg("user", [TextBlock(text="tail"), video], "user")]
+    elif inner_prompt == "truncated":
+        # The oldest turn, with its video, does not fit: only what is kept may be reported.
+        inner = OpenAIChatFormatter(token_counter=CharTokenCounter(), max_tokens=60)
+        tail = [
+            Msg("user", [TextBlock(text="old " * 100), video], "user"),
+            Msg("user", "tail", "user"),
+        ]
+
+    class After(OpenAIChatFormatter):
+        """Formats its own messages first, then a tail with another formatter."""
+
+        async def _format(self, msgs: list[Msg]) -> list[dict[str, Any]]:
+            body = await super()._format(msgs)
+            return body + await inner.format(tail)
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = await After().format([Msg("user", [TextBlock(text="x"), video], "user")])
+    assert out[-1]["content"][-1]["text"] == "tail"
+    videos = 2 if inner_prompt == "dropping" else 1
+    assert _drop_warnings(caught) == [
+        f"After dropped block(s) the provider does not accept: {videos} video"
+    ]
+
+
+async def test_a_call_less_format_inside_another_that_needs_the_state_warns_once() -> None:
+    video = VideoBlock(source=URLSource(url="https://example.com/v.mp4"))
+
+    class Preambled(OpenAIChatFormatter):
+        """Its tool results get a preamble formatted by another formatter (which drops a
+        video) before its own video is met."""
+
+        async def convert_tool_result_to_string(self, output: Any) -> tuple[str, list[Any]]:
+            await OpenAIChatFormatter().format([Msg("user", [TextBlock(text="p"), video], "user")])
+            return await super().convert_tool_result_to_string(output)
+
+    msgs = [
+        Msg("system", [ToolResultBlock(id="c1", name="f", output="done")], "system"),
+        Msg("user", [TextBlock(text="x"), video], "user"),
+    ]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        await Preambled().format(msgs)
+    assert call_state() is None
+    assert _drop_warnings(caught) == [
+        "Preambled dropped block(s) the provider does not accept: 2 video"
+    ]
+
+
+async def test_only_prompts_that_need_the_call_state_open_a_call(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     import agentscope_rt.formatter._formatter_base as base
 
@@ -386,6 +450,15 @@ async def test_plain_prompts_open_no_call_and_everything_else_does(
         return real_enter()
 
     monkeypatch.setattr(base, "enter_call", counting_enter)
+
+    async def opens_a_call(formatter: Any, msgs: list[Msg]) -> bool:
+        before = len(opened)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UnsupportedBlockWarning)
+            await formatter.format(msgs)
+        assert call_state() is None
+        return len(opened) > before
+
     call = ToolUseBlock(id="c1", name="f", input={"a": 1})
     plain = [
         Msg("system", "be brief", "system"),
@@ -395,25 +468,81 @@ async def test_plain_prompts_open_no_call_and_everything_else_does(
         Msg("system", [ToolResultBlock(id="c1", name="f", output="2")], "system"),
     ]
     for formatter in (OpenAIChatFormatter(), AnthropicChatFormatter(), DeepSeekChatFormatter()):
-        await formatter.format(plain)
-    assert opened == []
+        assert not await opens_a_call(formatter, plain)
 
-    image = ImageBlock(source=Base64Source(media_type="image/png", data=PNG_B64))
-    with_media = [
-        Msg("user", [image], "user"),
-        Msg("system", [ToolResultBlock(id="c1", name="f", output=[image])], "system"),
-    ]
-    for msg in with_media:
-        await OpenAIChatFormatter().format([msg])
+    # Media that need nothing read or saved need no call either.
+    inline_image = ImageBlock(source=Base64Source(media_type="image/png", data=PNG_B64))
+    assert not await opens_a_call(OpenAIChatFormatter(), [Msg("user", [inline_image], "user")])
+
+    # Whatever reads, saves or drops does, however late in the prompt it comes.
+    path = tmp_path / "dot.png"
+    path.write_bytes(PNG)
+    file_image = ImageBlock(source=URLSource(url=str(path)))
+    saved = ToolResultBlock(id="c1", name="f", output=[inline_image])
+    video = VideoBlock(source=URLSource(url="https://example.com/v.mp4"))
+    for late in ([file_image], [saved], [video]):
+        role = "system" if late == [saved] else "user"
+        assert await opens_a_call(OpenAIChatFormatter(), [*plain, Msg("user", late, role)])
     # A multi-agent formatter and a subclass with its own _format always open one.
-    await OpenAIMultiAgentFormatter().format(plain[:2])
+    assert await opens_a_call(OpenAIMultiAgentFormatter(), plain[:2])
 
     class Own(OpenAIChatFormatter):
         async def _format(self, msgs: list[Msg]) -> list[dict[str, Any]]:
             return await super()._format(msgs)
 
-    await Own().format(plain)
-    assert len(opened) == 4
+    assert await opens_a_call(Own(), plain)
+
+
+async def test_a_prompt_that_needs_the_state_late_is_formatted_as_if_in_a_call_from_the_start(
+    tmp_path: Path,
+) -> None:
+    import agentscope_rt.formatter._formatter_base as base
+
+    path = tmp_path / "dot.png"
+    path.write_bytes(PNG)
+    file_image = ImageBlock(source=URLSource(url=str(path)))
+    video = VideoBlock(source=URLSource(url="https://example.com/v.mp4"))
+    msgs = [
+        Msg("system", "be brief", "system"),
+        Msg("user", "look", "user"),
+        Msg("user", [TextBlock(text="a"), file_image, video, file_image], "user"),
+        Msg("assistant", "ok", "assistant"),
+    ]
+    original = list(msgs)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        tried_first = await OpenAIChatFormatter().format(msgs)
+    token = base.enter_call()  # a call opened from the start, as an outer format() would
+    try:
+        in_a_call = await OpenAIChatFormatter()._format(list(msgs))
+    finally:
+        base.exit_call(token)
+    assert tried_first == in_a_call
+    assert msgs == original
+    messages = [str(w.message) for w in caught if w.category is UnsupportedBlockWarning]
+    assert messages == [
+        "OpenAIChatFormatter dropped block(s) the provider does not accept: 1 video"
+    ]
+
+
+async def test_a_subclass_helper_that_needs_the_state_is_given_a_call() -> None:
+    class Noting(OpenAIChatFormatter):
+        """Reports every tool result it converts as a dropped "note" (its own rule)."""
+
+        async def convert_tool_result_to_string(self, output: Any) -> tuple[str, list[Any]]:
+            current_call().drop("note")
+            return await super().convert_tool_result_to_string(output)
+
+    msgs = [
+        Msg("user", "hi", "user"),
+        Msg("system", [ToolResultBlock(id="c1", name="f", output="done")], "system"),
+    ]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = await Noting().format(msgs)
+    assert out[-1]["content"] == "done"
+    messages = [str(w.message) for w in caught if w.category is UnsupportedBlockWarning]
+    assert messages == ["Noting dropped block(s) the provider does not accept: 1 note"]
 
 
 async def test_a_subclass_format_may_drop_any_block_and_is_reported() -> None:
