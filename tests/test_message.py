@@ -350,3 +350,29 @@ def test_timestamps_match_the_clock_whatever_the_order_of_readings(times: list[f
         milli = int(now * 1000)
         expected = datetime.datetime.fromtimestamp(milli // 1000).strftime("%Y-%m-%d %H:%M:%S")
         assert stamp == f"{expected}.{milli % 1000:03d}"
+
+
+@given(
+    st.lists(
+        st.floats(min_value=1e9, max_value=1e9 + 3, allow_nan=False).map(lambda t: round(t, 4)),
+        min_size=1,
+        max_size=30,
+    )
+)
+def test_current_timestamps_follow_the_clock_within_and_across_milliseconds(
+    times: list[float],
+) -> None:
+    # The current-time path caches its millisecond as a float range: readings inside it, past
+    # it and before it (a clock set back) must all come out as the clock says.
+    import agentscope_rt.message._msg as msg_module
+    from agentscope_rt.message import now_timestamp
+
+    clock = iter(times)
+    real = msg_module._time
+    msg_module._time = lambda: next(clock)
+    try:
+        for now in times:
+            stamp = now_timestamp()
+            assert stamp == now_timestamp(now), now
+    finally:
+        msg_module._time = real

@@ -32,9 +32,11 @@ _BlockType = Literal["text", "thinking", "image", "audio", "video", "tool_use", 
 # (second, "YYYY-MM-DD HH:MM:SS") of the last timestamp: formatting the date part is most of
 # the cost, and it changes once a second. One tuple, so a reader never sees a torn pair.
 _second_cache: tuple[int, str] = (-1, "")
-# (millisecond, timestamp) of the last timestamp: the messages of one reply are usually made
-# within the same millisecond.
-_milli_cache: tuple[int, str] = (-1, "")
+# (millisecond, next millisecond, timestamp) of the last current timestamp, as floats: the
+# messages of one reply are usually made within the same millisecond, and comparing floats
+# costs less than turning the time into an integer.
+_milli_cache: tuple[float, float, str] = (0.0, -1.0, "")
+_time = time.time
 
 
 def now_timestamp(now: float | None = None) -> str:
@@ -42,21 +44,27 @@ def now_timestamp(now: float | None = None) -> str:
 
     :param now: a ``time.time()`` value to format instead of the current time.
     """
-    global _second_cache, _milli_cache
-    if now is None:
-        now = time.time()
-    milli = int(now * 1000)
-    cached_milli, stamp = _milli_cache
-    if milli == cached_milli:
+    global _milli_cache
+    if now is not None:
+        return _format_milli(int(now * 1000))
+    scaled = _time() * 1000
+    start, end, stamp = _milli_cache
+    if start <= scaled < end:  # exactly when int(scaled) == start: the bounds are integers
         return stamp
+    milli = int(scaled)
+    stamp = _format_milli(milli)
+    _milli_cache = (float(milli), float(milli + 1), stamp)
+    return stamp
+
+
+def _format_milli(milli: int) -> str:
+    global _second_cache
     second = milli // 1000
     cached_second, prefix = _second_cache
     if second != cached_second:
         prefix = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(second))
         _second_cache = (second, prefix)
-    stamp = f"{prefix}.{milli - second * 1000:03d}"
-    _milli_cache = (milli, stamp)
-    return stamp
+    return f"{prefix}.{milli - second * 1000:03d}"
 
 
 _BLOCK_CLASSES = frozenset(BLOCK_TYPES.values())
