@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import abc
 import inspect
-import itertools
 import logging
 import threading
 import uuid
@@ -33,6 +32,7 @@ import anyio.lowlevel
 from anyio.streams.memory import MemoryObjectSendStream
 
 from .._backend import ReplyScope, reply_scope
+from .._ids import sequential_id
 from ..message import Msg
 from ..module import StateModule
 from ._console import ConsolePrinter, console_disabled_globally
@@ -55,9 +55,6 @@ logger = logging.getLogger("agentscope_rt.agent")
 
 _INTERRUPTED = GenerateReason.INTERRUPTED.value
 
-# Reply ids are unique without a uuid4 per call: a random per-process prefix and a counter.
-_REPLY_ID_PREFIX = uuid.uuid4().hex[:16]
-_reply_counter = itertools.count(1)
 
 
 def check_msg_input(
@@ -294,7 +291,7 @@ class AgentBase(StateModule, abc.ABC):
             lock.held = True
         try:
             call = self._call
-            reply_id = f"{_REPLY_ID_PREFIX}{next(_reply_counter):016x}"
+            reply_id = sequential_id()
             scope, loop = reply_scope()
             if loop is None or loop is not call.loop:
                 call.loop_token = anyio.lowlevel.current_token()
