@@ -56,7 +56,6 @@ logger = logging.getLogger("agentscope_rt.agent")
 _INTERRUPTED = GenerateReason.INTERRUPTED.value
 
 
-
 def check_msg_input(
     value: Any, where: str, *, allow_list: bool = True, allow_none: bool = True
 ) -> None:

@@ -97,6 +97,8 @@ _REWRITE_SCHEMA: dict[str, Any] = {
     "required": ["rewritten_query"],
 }
 
+_CALL_TOOL_FUNCTION = Toolkit.call_tool_function
+
 _LTM_MODES = ("agent_control", "static_control", "both")
 
 
@@ -632,17 +634,37 @@ class ReActAgent(ReActAgentBase):
         last: ToolResponse | None = None
         completed = False
         try:
-            stream = self.toolkit.call_tool_function(tool_call)
-            known_stream = isinstance(stream, ToolResponseStream)
-            async for chunk in stream:
-                last = chunk
-                block.output = list(chunk.content)
-                if not self._print_does_nothing():
-                    await self.print(res_msg, chunk.is_last)
-                if is_finish and chunk.metadata and chunk.metadata.get("success", False):
-                    structured = chunk.metadata.get("structured_output")
-                if known_stream and stream.exhausted:
-                    break  # saves asking for the end of a single-chunk call
+            toolkit = self.toolkit
+            stream: Any = None
+            if (
+                not toolkit._middlewares
+                and type(toolkit).call_tool_function is _CALL_TOOL_FUNCTION
+                and self._print_does_nothing()
+            ):
+                # Nothing to print chunk by chunk: a single-chunk call (the common case) comes
+                # back whole, without a stream; a cancellation in the tool propagates at once
+                # and is recorded below, as the stream's interrupted chunk would be.
+                outcome = await toolkit._run_call(tool_call)
+                if isinstance(outcome, ToolResponse):
+                    last = outcome
+                    block.output = list(outcome.content)
+                    if is_finish and outcome.metadata and outcome.metadata.get("success", False):
+                        structured = outcome.metadata.get("structured_output")
+                else:
+                    stream = outcome
+            else:
+                stream = toolkit.call_tool_function(tool_call)
+            if stream is not None:
+                known_stream = isinstance(stream, ToolResponseStream)
+                async for chunk in stream:
+                    last = chunk
+                    block.output = list(chunk.content)
+                    if not self._print_does_nothing():
+                        await self.print(res_msg, chunk.is_last)
+                    if is_finish and chunk.metadata and chunk.metadata.get("success", False):
+                        structured = chunk.metadata.get("structured_output")
+                    if known_stream and stream.exhausted:
+                        break  # saves asking for the end of a single-chunk call
             completed = True
         finally:
             if completed:

@@ -162,39 +162,15 @@ class _CallStream(ToolResponseStream):
                 raise pending
             raise StopAsyncIteration
         self._started = True
-        toolkit, tool_call = self._toolkit, self._tool_call
-        prepared = toolkit._prepare(tool_call)
-        if isinstance(prepared, ToolResponse):
-            return prepared
-        tool, kwargs = prepared
-        if tool.async_execution:
-            return toolkit._start_background(tool, kwargs, tool_call)
-        limit = tool.timeout if tool.timeout is not None else toolkit.timeout
-        if tool.kind is not ToolKind.COROUTINE or tool.postprocess_func is not None:
-            agen = self._inner = execute_tool(tool, kwargs, tool_call, limit)
-            return await agen.__anext__()
-        deadline: float | None = None
         try:
-            if limit is None:
-                result = await tool.original_func(**kwargs)
-            else:
-                deadline = anyio.current_time() + limit
-                with anyio.CancelScope(deadline=deadline) as scope:
-                    result = await tool.original_func(**kwargs)
-                if scope.cancelled_caught:
-                    return text_response(timeout_text(tool.name, limit), is_last=True)
+            outcome = await self._toolkit._run_call(self._tool_call)
         except anyio.get_cancelled_exc_class() as exc:
+            # Landed in a coroutine tool (the general path handles its own).
             self._pending = exc
             return interrupted_response(None)
-        except Exception as exc:
-            return failure_response(exc)
-        if isinstance(result, ToolResponse):
-            return result
-        # A coroutine that hands back a stream or another awaitable (or a wrong type):
-        # the general path takes it from here, under the same deadline.
-        agen = self._inner = execute_tool(
-            tool, kwargs, tool_call, limit, initial=result, deadline=deadline
-        )
+        if outcome.__class__ is ToolResponse or isinstance(outcome, ToolResponse):
+            return outcome
+        agen = self._inner = outcome
         return await agen.__anext__()
 
     @property
@@ -735,6 +711,44 @@ class Toolkit(StateModule):
         finally:
             for opened_stream in opened:
                 await opened_stream.aclose()
+
+    async def _run_call(
+        self, tool_call: ToolUseBlock
+    ) -> ToolResponse | AsyncGenerator[ToolResponse, None]:
+        """Run *tool_call* without middleware: the call's one chunk when it has one (a call
+        that cannot run, a background start, a coroutine tool with no postprocess function),
+        else the generator of its chunks, not started yet.
+
+        Unlike a stream, this lets a cancellation landing in a coroutine tool propagate: the
+        caller records the interrupt. The ReAct agent calls it directly on its hot path, which
+        saves the stream's frames for the common single-chunk call.
+        """
+        prepared = self._prepare(tool_call)
+        if prepared.__class__ is ToolResponse:
+            return prepared
+        tool, kwargs = prepared  # type: ignore[misc]
+        if tool.async_execution:
+            return self._start_background(tool, kwargs, tool_call)
+        limit = tool.timeout if tool.timeout is not None else self.timeout
+        if tool.kind is not ToolKind.COROUTINE or tool.postprocess_func is not None:
+            return execute_tool(tool, kwargs, tool_call, limit)
+        deadline: float | None = None
+        try:
+            if limit is None:
+                result = await tool.original_func(**kwargs)
+            else:
+                deadline = anyio.current_time() + limit
+                with anyio.CancelScope(deadline=deadline) as scope:
+                    result = await tool.original_func(**kwargs)
+                if scope.cancelled_caught:
+                    return text_response(timeout_text(tool.name, limit), is_last=True)
+        except Exception as exc:
+            return failure_response(exc)
+        if isinstance(result, ToolResponse):
+            return result
+        # A coroutine that hands back a stream or another awaitable (or a wrong type): the
+        # general path takes it from here, under the same deadline.
+        return execute_tool(tool, kwargs, tool_call, limit, initial=result, deadline=deadline)
 
     def _prepare(
         self, tool_call: ToolUseBlock

@@ -13,7 +13,7 @@ from agentscope_rt.formatter import OpenAIChatFormatter
 from agentscope_rt.memory import InMemoryMemory
 from agentscope_rt.message import Msg, TextBlock, ToolUseBlock
 from agentscope_rt.model import ChatResponse, ChatUsage, ModelCall
-from agentscope_rt.tool import Toolkit
+from agentscope_rt.tool import Toolkit, ToolResponse
 
 
 def call(tool_name: str, call_id: str, /, **arguments: Any) -> ToolUseBlock:
@@ -119,3 +119,22 @@ class CheckpointingMemory(InMemoryMemory):
     ) -> None:
         await anyio.lowlevel.checkpoint()
         await super().add(memories, marks, allow_duplicates, **kwargs)
+
+
+async def fast(tag: str) -> ToolResponse:
+    """Answer at once.
+
+    Args:
+        tag: a label.
+    """
+    return ToolResponse(content=[TextBlock(text=f"fast {tag}")])
+
+
+async def slow(tag: str) -> ToolResponse:
+    """Take a long time.
+
+    Args:
+        tag: a label.
+    """
+    await anyio.sleep(30)
+    return ToolResponse(content=[TextBlock(text=f"slow {tag}")])

@@ -14,28 +14,20 @@ from agentscope_rt.message import Msg, TextBlock
 from agentscope_rt.model import FunctionChatModel, ScriptedChatModel
 from agentscope_rt.tool import INTERRUPTED_TEXT, Toolkit, ToolResponse
 
-from ._support import call, history, make_agent, response, text, texts_of, tool_pair_problems, user
+from ._support import (
+    call,
+    fast,
+    history,
+    make_agent,
+    response,
+    slow,
+    text,
+    texts_of,
+    tool_pair_problems,
+    user,
+)
 
 INTERRUPT_REPLY = "I noticed that you have interrupted me. What can I do for you?"
-
-
-async def fast(tag: str) -> ToolResponse:
-    """Answer at once.
-
-    Args:
-        tag: a label.
-    """
-    return ToolResponse(content=[TextBlock(text=f"fast {tag}")])
-
-
-async def slow(tag: str) -> ToolResponse:
-    """Take a long time.
-
-    Args:
-        tag: a label.
-    """
-    await anyio.sleep(30)
-    return ToolResponse(content=[TextBlock(text=f"slow {tag}")])
 
 
 async def streaming(tag: str) -> AsyncGenerator[ToolResponse, None]:
