@@ -28,7 +28,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -121,13 +121,11 @@ def rt_workload() -> Callable[[], Awaitable[None]]:
 
 class _PassThroughToolkit(Toolkit):
     """Diagnostic: calls the tool function directly (no validation, timeout or interrupt
-    handling), to show how much of a reply the toolkit costs."""
+    handling), to show how much of a reply the toolkit costs. It replaces what an agent that
+    prints nothing calls for a tool call, the whole single-chunk call."""
 
-    def call_tool_function(self, tool_call: ToolUseBlock) -> Any:
-        async def chunks() -> AsyncGenerator[ToolResponse, None]:
-            yield await get_weather(**tool_call.input)
-
-        return chunks()
+    async def _run_call(self, tool_call: ToolUseBlock) -> ToolResponse:
+        return await get_weather(**tool_call.input)
 
 
 class _PassThroughFormatter(FormatterBase):
@@ -506,7 +504,7 @@ def main() -> str:
         lines.append(f"| {name} | {backend} | {us:,.1f} | {ratio} | {vs_floor} |")
     lines += [
         "",
-        "The diagnostic rows run the same agent with `Toolkit.call_tool_function` and the "
+        "The diagnostic rows run the same agent with the toolkit's call and the "
         "formatter replaced by pass-through stubs (no argument validation, timeouts or interrupt "
         "handling; roles only): not a configuration to use, only a measure of how the cost of a "
         "reply splits between the loop and those two components. The `reply()` rows skip "
