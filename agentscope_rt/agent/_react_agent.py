@@ -97,8 +97,6 @@ _REWRITE_SCHEMA: dict[str, Any] = {
     "required": ["rewritten_query"],
 }
 
-_CALL_TOOL_FUNCTION = Toolkit.call_tool_function
-
 _LTM_MODES = ("agent_control", "static_control", "both")
 
 
@@ -636,11 +634,7 @@ class ReActAgent(ReActAgentBase):
         try:
             toolkit = self.toolkit
             stream: Any = None
-            if (
-                not toolkit._middlewares
-                and type(toolkit).call_tool_function is _CALL_TOOL_FUNCTION
-                and self._print_does_nothing()
-            ):
+            if toolkit._calls_plainly() and self._print_does_nothing():
                 # Nothing to print chunk by chunk: a single-chunk call (the common case) comes
                 # back whole, without a stream; a cancellation in the tool propagates at once
                 # and is recorded below, as the stream's interrupted chunk would be.

@@ -87,7 +87,6 @@ _OPEN = object()
 CALL_STATE: contextvars.ContextVar[object] = contextvars.ContextVar(
     "agentscope_rt_format_call", default=None
 )
-_CURRENT = CALL_STATE
 _CallToken = contextvars.Token[object]
 
 STATELESS_FORMAT_CODES: set[CodeType] = set()
@@ -111,7 +110,7 @@ def current_call() -> FormatCall:
     :raises NeedsCallState: inside a ``format()`` that started without a call (see
         :data:`STATELESS_FORMAT_CODES`), which then starts again with one.
     """
-    call = _CURRENT.get()
+    call = CALL_STATE.get()
     if call.__class__ is FormatCall:
         return call
     if call is None and inside_stateless_format():
@@ -119,7 +118,7 @@ def current_call() -> FormatCall:
     state = FormatCall()
     if call is _OPEN:
         # Inside a call: keep it for the rest of the call (the call's reset removes it).
-        _CURRENT.set(state)
+        CALL_STATE.set(state)
     return state
 
 
@@ -139,22 +138,22 @@ def inside_stateless_format() -> bool:
 
 def call_state() -> FormatCall | None:
     """The state of the ``format()`` call in progress, if anything has created it."""
-    call = _CURRENT.get()
+    call = CALL_STATE.get()
     return call if call.__class__ is FormatCall else None
 
 
 def enter_call() -> _CallToken | None:
     """Start a ``format()`` call; ``None`` when a formatter formats inside another (the inner
     call joins the outer one)."""
-    if _CURRENT.get() is not None:
+    if CALL_STATE.get() is not None:
         return None
-    return _CURRENT.set(_OPEN)
+    return CALL_STATE.set(_OPEN)
 
 
 def exit_call(token: _CallToken | None) -> None:
     """End a call started by :func:`enter_call` (its state, if any, goes with it)."""
     if token is not None:
-        _CURRENT.reset(token)
+        CALL_STATE.reset(token)
 
 
 def local_path_of(url: str) -> str | None:

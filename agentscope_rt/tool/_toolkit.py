@@ -712,6 +712,11 @@ class Toolkit(StateModule):
             for opened_stream in opened:
                 await opened_stream.aclose()
 
+    def _calls_plainly(self) -> bool:
+        """Whether a call is just :meth:`_run_call`: no middleware, and
+        :meth:`call_tool_function` not overridden."""
+        return not self._middlewares and type(self).call_tool_function is _CALL_TOOL_FUNCTION
+
     async def _run_call(
         self, tool_call: ToolUseBlock
     ) -> ToolResponse | AsyncGenerator[ToolResponse, None]:
@@ -1002,3 +1007,6 @@ def _check_arguments(tool: RegisteredToolFunction, args: Any, raw_input: str | N
     if not tool.validator.is_valid(args):
         return _describe_validation_errors(tool.validator, args)
     return None
+
+
+_CALL_TOOL_FUNCTION = Toolkit.call_tool_function
