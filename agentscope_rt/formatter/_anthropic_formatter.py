@@ -24,7 +24,7 @@ from ._formatter_base import (
     MultiAgentFormatterBase,
     TruncatedFormatterBase,
     history_items,
-    needs_no_state_for_plain_messages,
+    state_only_through_current_call,
     wrap_history,
 )
 from ._media import current_call, local_path_of, read_local_image
@@ -82,7 +82,7 @@ class AnthropicChatFormatter(TruncatedFormatterBase):
     support_multiagent: bool = False
     support_vision: bool = True
 
-    @needs_no_state_for_plain_messages
+    @state_only_through_current_call
     async def _format(self, msgs: list[Msg]) -> list[dict[str, Any]]:
         messages: list[dict[str, Any]] = []
         for index, msg in enumerate(msgs):

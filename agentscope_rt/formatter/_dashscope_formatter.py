@@ -30,7 +30,7 @@ from ._formatter_base import (
     MultiAgentFormatterBase,
     TruncatedFormatterBase,
     history_items,
-    needs_no_state_for_plain_messages,
+    state_only_through_current_call,
     wrap_history,
 )
 from ._media import current_call, guess_media_type, local_path_of, read_local_base64
@@ -125,7 +125,7 @@ class DashScopeChatFormatter(TruncatedFormatterBase):
         )
         return tuple(kind for kind, on in flags if on)
 
-    @needs_no_state_for_plain_messages
+    @state_only_through_current_call
     async def _format(self, msgs: list[Msg]) -> list[dict[str, Any]]:
         promote = self._promoted_kinds()
         formatted: list[dict[str, Any]] = []

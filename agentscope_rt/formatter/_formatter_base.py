@@ -165,20 +165,20 @@ class FormatterBase(ABC):
 _CONVERT_TOOL_RESULT = FormatterBase.convert_tool_result_to_string
 
 
-_PLAIN_WITHOUT_STATE: set[Callable[..., Any]] = set()
+_STARTS_WITHOUT_STATE: set[Callable[..., Any]] = set()
 
 
 _Format = TypeVar("_Format", bound=Callable[..., Awaitable[list[dict[str, Any]]]])
 
 
-def needs_no_state_for_plain_messages(format_method: _Format) -> _Format:
+def state_only_through_current_call(format_method: _Format) -> _Format:
     """Mark a ``_format`` of this package that reaches the per-call state (media read, blocks
     dropped) only through :func:`~._media.current_call`. ``format()`` runs such a ``_format``
     without opening a call, which plain messages (text, thinking, tool calls, tool results of
     text) never need; the first ``current_call()`` raises, and ``format()`` starts again with a
     call. Not for subclasses: an overriding ``_format`` is not marked, and gets a call as usual.
     """
-    _PLAIN_WITHOUT_STATE.add(format_method)
+    _STARTS_WITHOUT_STATE.add(format_method)
     return format_method
 
 
@@ -338,7 +338,7 @@ class TruncatedFormatterBase(FormatterBase, ABC):
         else:
             self.assert_list_of_msgs(msgs)
         no_budget = self.token_counter is None or self.max_tokens is None
-        if no_budget and type(self)._format in _PLAIN_WITHOUT_STATE and CALL_STATE.get() is None:
+        if no_budget and type(self)._format in _STARTS_WITHOUT_STATE and CALL_STATE.get() is None:
             # Most prompts need no per-call state, and opening a call costs more than
             # formatting a short one: try without. The first current_call() (media to read,
             # a block to drop) raises before anything is read, and the prompt is formatted

@@ -29,7 +29,7 @@ from ._formatter_base import (
     MediaPromotingMultiAgentFormatterBase,
     TruncatedFormatterBase,
     history_items,
-    needs_no_state_for_plain_messages,
+    state_only_through_current_call,
     wrap_history,
 )
 from ._media import (
@@ -119,7 +119,7 @@ class GeminiChatFormatter(TruncatedFormatterBase):
         super().__init__(token_counter, max_tokens)
         self.promote_tool_result_images = promote_tool_result_images
 
-    @needs_no_state_for_plain_messages
+    @state_only_through_current_call
     async def _format(self, msgs: list[Msg]) -> list[dict[str, Any]]:
         promote = ("image",) if self.promote_tool_result_images else ()
         messages: list[dict[str, Any]] = []

@@ -26,7 +26,7 @@ from ._formatter_base import (
     MediaPromotingMultiAgentFormatterBase,
     TruncatedFormatterBase,
     history_items,
-    needs_no_state_for_plain_messages,
+    state_only_through_current_call,
     wrap_history,
 )
 from ._media import current_call, fetch_base64, local_path_of, read_local_base64, read_local_image
@@ -204,7 +204,7 @@ class OpenAIChatFormatter(TruncatedFormatterBase):
         super().__init__(token_counter=token_counter, max_tokens=max_tokens)
         self.promote_tool_result_images = promote_tool_result_images
 
-    @needs_no_state_for_plain_messages
+    @state_only_through_current_call
     async def _format(self, msgs: list[Msg]) -> list[dict[str, Any]]:
         promote = ("image",) if self.promote_tool_result_images else ()
         messages: list[dict[str, Any]] = []
