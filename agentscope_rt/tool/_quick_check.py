@@ -70,21 +70,12 @@ class _Unsupported(Exception):
 
 def _type_check(name: str) -> QuickCheck:
     # Exact classes only: subclasses (and integral floats for "integer") are left to jsonschema.
-    if name == "string":
-        return lambda x: x.__class__ is str
-    if name == "integer":
-        return lambda x: x.__class__ is int
     if name == "number":
         return lambda x: x.__class__ is int or x.__class__ is float
-    if name == "boolean":
-        return lambda x: x.__class__ is bool
-    if name == "null":
-        return lambda x: x is None
-    if name == "array":
-        return lambda x: x.__class__ is list
-    if name == "object":
-        return lambda x: x.__class__ is dict
-    raise _Unsupported(name)
+    cls = _EXACT_CLASSES.get(name)
+    if cls is None:
+        raise _Unsupported(name)
+    return lambda x: x.__class__ is cls
 
 
 def _always(_: Any) -> bool:
