@@ -32,7 +32,7 @@ import anyio.lowlevel
 from anyio.streams.memory import MemoryObjectSendStream
 
 from .._backend import ReplyScope, reply_scope
-from .._ids import sequential_id
+from .._ids import new_id
 from ..message import Msg
 from ..module import StateModule
 from ._console import ConsolePrinter, console_disabled_globally
@@ -290,7 +290,7 @@ class AgentBase(StateModule, abc.ABC):
             lock.held = True
         try:
             call = self._call
-            reply_id = sequential_id()
+            reply_id = new_id()
             scope, loop = reply_scope()
             if loop is None or loop is not call.loop:
                 call.loop_token = anyio.lowlevel.current_token()
