@@ -328,10 +328,12 @@ def direct_method(agent: AgentBase, method_name: str) -> Callable[..., Any] | No
     """
     if method_name in agent.__dict__:  # replaced on the instance
         return None
-    method = getattr(agent.__class__, method_name, None)
-    if not getattr(method, "__agentscope_rt_hooked__", False):
-        return None
-    return method.__wrapped__  # type: ignore[union-attr]
+    # One attribute tells both whether the class attribute is a hook wrapper and what it
+    # wraps (this runs on the hot path of every reply).
+    return getattr(getattr(agent.__class__, method_name, None), _WRAPS, None)
+
+
+_WRAPS = "__agentscope_rt_wraps__"
 
 
 def instance_hooks(agent: AgentBase) -> Mapping[str, Mapping[str, HookEntry]]:
@@ -395,4 +397,5 @@ def wrap_hooked_method(
         return await _run_with_hooks(self, func, spec, args, kwargs, pre, post)
 
     hooked.__agentscope_rt_hooked__ = True  # type: ignore[attr-defined]
+    setattr(hooked, _WRAPS, func)
     return hooked
