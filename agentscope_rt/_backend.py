@@ -57,24 +57,21 @@ def reply_scope() -> tuple[ReplyScope, object | None]:
 
     :raises sniffio.AsyncLibraryNotFoundError: outside an event loop.
     """
-    library = sniffio.current_async_library()
+    # sniffio's own first test, without its call: trio names itself in this thread-local.
+    library = _thread_library.name or sniffio.current_async_library()
+    if library == "trio":
+        trio = sys.modules["trio"]  # running, so imported
+        return trio.CancelScope(), trio.lowlevel.current_trio_token()
     scope_class = _scope_classes.get(library)
     if scope_class is None:
-        scope_class = _scope_classes[library] = _scope_class(library)
+        scope_class = _scope_classes[library] = type(anyio.CancelScope())
     if library == "asyncio":
         return scope_class(), sys.modules["asyncio"].get_running_loop()  # running: imported
-    if library == "trio":
-        return scope_class(), sys.modules["trio"].lowlevel.current_trio_token()
     return scope_class(), None
 
 
+_thread_library = sniffio.thread_local
 _scope_classes: dict[str, Callable[[], ReplyScope]] = {}
-
-
-def _scope_class(library: str) -> Callable[[], ReplyScope]:
-    if library == "trio":
-        return sys.modules["trio"].CancelScope  # running, so imported
-    return type(anyio.CancelScope())
 
 
 class TaskSpawner(Protocol):
