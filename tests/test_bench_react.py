@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import pathlib
+import subprocess
 import sys
 from collections.abc import Iterator
 from types import ModuleType
@@ -77,3 +78,14 @@ def test_the_round_spread_pairs_each_round_with_agentscopes(bench_react: ModuleT
     assert "asyncio 9.0x to 12.0x (2 of 3 rounds at 10x or more)" in text
     assert "trio 8.0x to 12.0x (2 of 3 rounds at 10x or more)" in text
     assert "floor" not in text
+
+
+def test_the_instruction_counter_runs_its_workload_on_each_backend() -> None:
+    # The part that runs under valgrind (bench/instructions.py --child), without valgrind:
+    # it must still find the clock it replaces and run the conversation to its answer.
+    for backend in ("asyncio", "trio"):
+        subprocess.run(
+            [sys.executable, str(BENCH / "instructions.py"), "--child", backend, "3"],
+            check=True,
+            timeout=120,
+        )

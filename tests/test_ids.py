@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import threading
@@ -23,7 +24,7 @@ def test_ids_are_32_hex_digits_and_unique() -> None:
 def test_ids_are_random_not_counted() -> None:
     # Consecutive ids share no prefix beyond chance (a counter would share most digits).
     ids = [new_id() for _ in range(200)]
-    shared = sum(a[:4] == b[:4] for a, b in zip(ids, ids[1:]))
+    shared = sum(a[:4] == b[:4] for a, b in itertools.pairwise(ids))
     assert shared < 5
 
 
