@@ -25,7 +25,7 @@ Guarantees:
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
 from typing import Any, ClassVar, Literal
 
@@ -428,10 +428,11 @@ class ReActAgent(ReActAgentBase):
         structured_output: dict[str, Any] | None = None
         reply_msg: Msg | None = None
         compress = self.compression_config is not None and self.compression_config.enable
-        # The step's own function, resolved once per reply (None when replaced): while no
-        # hook applies — checked before every step, as a hook may be added mid-reply — it is
-        # called without the hook wrapper's frame (_act does the same for _acting).
+        # The steps' own functions, resolved once per reply (None when replaced): while no
+        # hook applies — checked before every step, as a hook may be added mid-reply — they are
+        # called without the hook wrapper's frame.
         reasoning = direct_method(self, "_reasoning")
+        acting = direct_method(self, "_acting")
         instance_hooks = self._instance_hooks
         for _ in range(self.max_iters):
             if pending is not None:
@@ -451,7 +452,7 @@ class ReActAgent(ReActAgentBase):
                     return self._finish(msg_reasoning.copy(), _REASONING_STOP, structured_output)
 
             calls = _tool_calls(msg_reasoning)
-            outputs = await self._act(calls) if calls else []
+            outputs = await self._act(calls, acting) if calls else []
             if run.stop_requested:
                 return self._finish(msg_reasoning.copy(), _ACTING_STOP, structured_output)
 
@@ -565,16 +566,18 @@ class ReActAgent(ReActAgentBase):
 
     # -- acting ------------------------------------------------------------------------------
 
-    async def _act(self, calls: list[ToolUseBlock]) -> list[dict[str, Any] | None]:
+    async def _act(
+        self, calls: list[ToolUseBlock], acting: Callable[..., Any] | None
+    ) -> list[dict[str, Any] | None]:
         """Run *calls* (one acting step each) and make sure each ends with a result in memory,
-        in call order, whatever happens."""
+        in call order, whatever happens. *acting* is ``direct_method(self, "_acting")``,
+        resolved once per reply."""
         run = self._run
         recorded: set[str] = set()
         run.recorded_ids = recorded
         if not self.parallel_tool_calls or len(calls) == 1:
             outputs: list[dict[str, Any] | None] = []
             try:
-                acting = direct_method(self, "_acting")
                 hooks = self._instance_hooks
                 for call in calls:
                     if acting is not None and not hooks and not HOOK_COUNTS[1]:
