@@ -46,6 +46,7 @@ from ._hooks import (
     direct_method,
     next_sequence,
     wrap_hooked_method,
+    wrapped_function,
 )
 from ._subscription import HubLink, broadcast
 
@@ -584,7 +585,7 @@ def _prepare_agent_class(cls: Any) -> None:
         if method_name not in cls.__dict__:
             continue
         func = cls.__dict__[method_name]
-        if getattr(func, "__agentscope_rt_hooked__", False):
+        if wrapped_function(func) is not None:
             continue
         if not inspect.iscoroutinefunction(func):
             raise TypeError(

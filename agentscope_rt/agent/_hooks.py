@@ -43,6 +43,7 @@ __all__ = [
     "instance_hooks",
     "resolved_class_hooks",
     "wrap_hooked_method",
+    "wrapped_function",
 ]
 
 HookEntry = tuple[str, Callable[..., Any], bool]
@@ -333,7 +334,14 @@ def direct_method(agent: AgentBase, method_name: str) -> Callable[..., Any] | No
     return getattr(getattr(agent.__class__, method_name, None), _WRAPS, None)
 
 
+# Set on every hook wrapper: the function it wraps.
 _WRAPS = "__agentscope_rt_wraps__"
+
+
+def wrapped_function(obj: Any) -> Callable[..., Any] | None:
+    """The function *obj* wraps when it is a hook wrapper (made by :func:`wrap_hooked_method`),
+    else ``None``."""
+    return getattr(obj, _WRAPS, None)
 
 
 def instance_hooks(agent: AgentBase) -> Mapping[str, Mapping[str, HookEntry]]:
@@ -380,7 +388,7 @@ def wrap_hooked_method(
             # No hook anywhere (the common case): whichever wrapper this is, call straight in.
             return await func(self, *args, **kwargs)
         top = getattr(type(self), method_name)
-        if top is not hooked and getattr(top, "__agentscope_rt_hooked__", False):
+        if top is not hooked and wrapped_function(top) is not None:
             # Reached through super() from a more derived hooked method: its wrapper runs
             # the hooks, so they fire once per call.
             return await func(self, *args, **kwargs)
@@ -396,6 +404,5 @@ def wrap_hooked_method(
         post = (*inst_post.values(), *cls_post) if inst_post else cls_post
         return await _run_with_hooks(self, func, spec, args, kwargs, pre, post)
 
-    hooked.__agentscope_rt_hooked__ = True  # type: ignore[attr-defined]
     setattr(hooked, _WRAPS, func)
     return hooked
