@@ -125,6 +125,13 @@ def _has_text(msg: Msg) -> bool:
     return any(b.__class__ is TextBlock for b in content)
 
 
+def _success_metadata(response: ToolResponse) -> dict[str, Any] | None:
+    """*response*'s metadata when it reports success (for the finish function, it then holds
+    the ``structured_output``), else ``None``."""
+    metadata = response.metadata
+    return metadata if metadata and metadata.get("success", False) else None
+
+
 def _result_msg(tool_call: ToolUseBlock, output: Any) -> Msg:
     return owned_msg(
         "system", [ToolResultBlock(id=tool_call.id, name=tool_call.name, output=output)], "system"
@@ -645,8 +652,8 @@ class ReActAgent(ReActAgentBase):
                 if isinstance(outcome, ToolResponse):
                     last = outcome
                     block.output = list(outcome.content)
-                    if is_finish and outcome.metadata and outcome.metadata.get("success", False):
-                        structured = outcome.metadata.get("structured_output")
+                    if is_finish and (metadata := _success_metadata(outcome)) is not None:
+                        structured = metadata.get("structured_output")
                 else:
                     stream = outcome
             else:
@@ -658,8 +665,8 @@ class ReActAgent(ReActAgentBase):
                     block.output = list(chunk.content)
                     if not self._print_does_nothing():
                         await self.print(res_msg, chunk.is_last)
-                    if is_finish and chunk.metadata and chunk.metadata.get("success", False):
-                        structured = chunk.metadata.get("structured_output")
+                    if is_finish and (metadata := _success_metadata(chunk)) is not None:
+                        structured = metadata.get("structured_output")
                     if known_stream and stream.exhausted:
                         break  # saves asking for the end of a single-chunk call
             completed = True
