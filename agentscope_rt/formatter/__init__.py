@@ -14,6 +14,10 @@ from ._formatter_base import FormatterBase, MultiAgentFormatterBase, TruncatedFo
 from ._gemini_formatter import GeminiChatFormatter, GeminiMultiAgentFormatter
 from ._ollama_formatter import OllamaChatFormatter, OllamaMultiAgentFormatter
 from ._openai_formatter import OpenAIChatFormatter, OpenAIMultiAgentFormatter
+from ._openai_response_formatter import (
+    OpenAIResponseChatFormatter,
+    OpenAIResponseMultiAgentFormatter,
+)
 
 __all__ = [
     "AnthropicChatFormatter",
@@ -31,6 +35,8 @@ __all__ = [
     "OllamaMultiAgentFormatter",
     "OpenAIChatFormatter",
     "OpenAIMultiAgentFormatter",
+    "OpenAIResponseChatFormatter",
+    "OpenAIResponseMultiAgentFormatter",
     "TruncatedFormatterBase",
     "TruncationWarning",
     "UnsupportedBlockWarning",

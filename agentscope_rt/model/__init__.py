@@ -2,7 +2,8 @@
 
 * Interface: :class:`ChatModelBase`, :class:`ChatResponse`, :class:`ChatUsage`.
 * Retry policy shared by every provider: :class:`RetryConfig`.
-* Providers: :class:`OpenAIChatModel`, :class:`DashScopeChatModel`, :class:`AnthropicChatModel`
+* Providers: :class:`OpenAIChatModel`, :class:`OpenAIResponseModel` (the Responses API),
+  :class:`DashScopeChatModel`, :class:`AnthropicChatModel`
   (plus the Ollama, Gemini and llama.cpp models below).
 * Test doubles for users' own tests: :class:`ScriptedChatModel`, :class:`FunctionChatModel`.
 """
@@ -15,6 +16,7 @@ from ._model_base import ChatModelBase, ToolChoice, validate_tool_choice
 from ._model_response import ChatResponse, ChatUsage, ResponseBlock
 from ._ollama_model import OllamaChatModel
 from ._openai_model import OpenAIChatModel
+from ._openai_response_model import OpenAIResponseModel
 from ._retry import RetryConfig
 from ._testing import (
     FunctionChatModel,
@@ -39,6 +41,7 @@ __all__ = [
     "ModelCall",
     "OllamaChatModel",
     "OpenAIChatModel",
+    "OpenAIResponseModel",
     "ResponseBlock",
     "RetryConfig",
     "ScriptExhaustedError",

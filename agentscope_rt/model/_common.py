@@ -163,8 +163,12 @@ class Secrets(tuple[str, ...]):
     __str__ = __repr__
 
 
-def check_formatted_messages(messages: Any, *, non_empty: bool = False) -> None:
-    """Check that *messages* is what a formatter produces: a list of dicts with a ``role``.
+def check_formatted_messages(
+    messages: Any, *, non_empty: bool = False, typed_items: bool = False
+) -> None:
+    """Check that *messages* is what a formatter produces: a list of dicts with a ``role``
+    (with *typed_items*, also items with a ``type`` instead, as the Responses API's
+    ``function_call`` and ``function_call_output`` input items).
 
     :raises TypeError: when *messages* is not a list.
     :raises ValueError: when an item is not a dict with a ``role`` key (or, with *non_empty*,
@@ -177,9 +181,12 @@ def check_formatted_messages(messages: Any, *, non_empty: bool = False) -> None:
     if non_empty and not messages:
         raise ValueError("messages must be a non-empty list of dicts (from a formatter)")
     for index, message in enumerate(messages):
-        if not isinstance(message, dict) or "role" not in message:
+        if not isinstance(message, dict) or not (
+            "role" in message or (typed_items and "type" in message)
+        ):
+            keys = "a 'role' or 'type' key" if typed_items else "a 'role' key"
             raise ValueError(
-                f"messages[{index}] must be a dict with a 'role' key; format Msg objects "
+                f"messages[{index}] must be a dict with {keys}; format Msg objects "
                 "with a formatter first"
             )
 

@@ -196,6 +196,10 @@ FORMATTERS: list[tuple[str, str, dict[str, Any], list[str]]] = [
     ("OpenAIChatFormatter", "", {}, URL_PASSING),
     ("OpenAIChatFormatter", "promote", {"promote_tool_result_images": True}, ["tool_result_media"]),
     ("OpenAIMultiAgentFormatter", "", {}, URL_PASSING),
+    # AgentScope puts promoted tool-result images before the function_call_output they belong
+    # to; here they follow it, so that variant is tested in test_formatter_openai_response.py.
+    ("OpenAIResponseChatFormatter", "", {}, URL_PASSING),
+    ("OpenAIResponseMultiAgentFormatter", "", {}, URL_PASSING),
     ("AnthropicChatFormatter", "", {}, URL_PASSING),
     ("AnthropicMultiAgentFormatter", "", {}, URL_PASSING),
     ("DashScopeChatFormatter", "", {}, URL_PASSING),
