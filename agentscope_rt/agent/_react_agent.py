@@ -43,7 +43,7 @@ from ..memory import InMemoryMemory, LongTermMemoryBase, MemoryBase, MemoryMark
 from ..message import Msg, TextBlock, ToolResultBlock, ToolUseBlock
 from ..message._msg import owned_msg
 from ..model import ChatModelBase, ChatResponse, ChatUsage
-from ..plan import PlanNotebookBase
+from ..plan import PlanNotebook
 from ..rag import Document, KnowledgeBase
 from ..tool import INTERRUPTED_TEXT, Toolkit, ToolResponse, ToolResponseStream
 from ._compression import CompressionConfig as _CompressionConfig
@@ -193,8 +193,9 @@ class ReActAgent(ReActAgentBase):
     :param parallel_tool_calls: run the tool calls of one reasoning step concurrently.
     :param knowledge: knowledge base(s) searched with the input at the start of each reply.
     :param enable_rewrite_query: let the model rewrite the query before searching knowledge.
-    :param plan_notebook: a plan notebook (see :class:`PlanNotebookBase`): its tools are
-        registered and its hint is shown before each reasoning step.
+    :param plan_notebook: a :class:`~agentscope_rt.plan.PlanNotebook`: its tools are
+        registered (in a ``"plan_related"`` group when *enable_meta_tool* is true) and its
+        hint is shown before each reasoning step, then removed from memory.
     :param print_hint_msg: also print hint and retrieval messages.
     :param max_iters: the most reasoning-acting rounds per reply.
     :param compression_config: memory compression (see :class:`CompressionConfig`).
@@ -234,7 +235,7 @@ class ReActAgent(ReActAgentBase):
         parallel_tool_calls: bool = False,
         knowledge: KnowledgeBase | list[KnowledgeBase] | None = None,
         enable_rewrite_query: bool = True,
-        plan_notebook: PlanNotebookBase | None = None,
+        plan_notebook: PlanNotebook | None = None,
         print_hint_msg: bool = False,
         max_iters: int = 10,
         compression_config: _CompressionConfig | None = None,
@@ -247,7 +248,7 @@ class ReActAgent(ReActAgentBase):
         _check_type("toolkit", toolkit, Toolkit, optional=True)
         _check_type("memory", memory, MemoryBase, optional=True)
         _check_type("long_term_memory", long_term_memory, LongTermMemoryBase, optional=True)
-        _check_type("plan_notebook", plan_notebook, PlanNotebookBase, optional=True)
+        _check_type("plan_notebook", plan_notebook, PlanNotebook, optional=True)
         _check_type("compression_config", compression_config, _CompressionConfig, optional=True)
         if long_term_memory_mode not in _LTM_MODES:
             raise ValueError(

@@ -10,7 +10,7 @@ import anyio
 from agentscope_rt.memory import LongTermMemoryBase, MemoryBase
 from agentscope_rt.message import Msg, TextBlock
 from agentscope_rt.model import ChatResponse, ScriptedChatModel
-from agentscope_rt.plan import PlanNotebookBase
+from agentscope_rt.plan import PlanNotebook
 from agentscope_rt.rag import DocMetadata, Document, KnowledgeBase
 from agentscope_rt.tool import ToolResponse
 
@@ -80,7 +80,10 @@ class Docs(KnowledgeBase):
         self.docs.extend((d.metadata.content["text"], d.score or 0.0) for d in documents)
 
 
-class Checklist(PlanNotebookBase):
+class Checklist(PlanNotebook):
+    """A notebook whose own tool and hints stand in for the plan: the agent sees only the
+    notebook's public methods."""
+
     def __init__(self) -> None:
         super().__init__()
         self.hints = 0
