@@ -112,8 +112,8 @@ def _format_error(exc: Exception) -> str:
     text = exc.args[0] if exc.args and isinstance(exc.args[0], str) else str(exc)
     for prefix in ("invalid subtask: ", "invalid plan: "):
         if text.startswith(prefix):
-            return text[len(prefix) :]
-    return text
+            text = text[len(prefix) :]
+    return text.rstrip(".")
 
 
 class PlanNotebook(StateModule):
@@ -234,6 +234,16 @@ class PlanNotebook(StateModule):
                     f"{self.max_subtasks} are allowed. Merge some subtasks and call "
                     "create_plan again."
                 )
+            for field, value in (
+                ("name", name),
+                ("description", description),
+                ("expected_outcome", expected_outcome),
+            ):
+                if not isinstance(value, str):
+                    return _text(
+                        f"Error: Invalid plan: {field}: expected a string, got "
+                        f"{type(value).__name__}."
+                    )
             try:
                 plan = Plan(
                     name=name,
@@ -607,8 +617,15 @@ class PlanNotebook(StateModule):
                     f"Historical plan named '{historical.name}' with ID '{historical.id}' is "
                     "recovered successfully."
                 )
-            # A copy: working on the recovered plan does not rewrite its stored record.
-            self.current_plan = historical.copy()
+            # A copy: working on the recovered plan does not rewrite its stored record. It is
+            # reopened, so the model is not shown a plan marked done or abandoned to work on.
+            recovered = historical.copy()
+            if recovered.state == "done" or recovered.state == "abandoned":
+                recovered.state = "todo"
+                recovered.finished_at = None
+                recovered.outcome = None
+            recovered.refresh_plan_state()
+            self.current_plan = recovered
         await self._trigger_plan_change_hooks()
         return _text(result)
 
