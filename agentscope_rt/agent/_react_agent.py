@@ -316,7 +316,14 @@ class ReActAgent(ReActAgentBase):
 
     @property
     def sys_prompt(self) -> str:
-        """The system prompt."""
+        """The system prompt, followed (after a blank line) by the toolkit's agent skill
+        prompt when skills are registered, as in AgentScope."""
+        toolkit = self.toolkit
+        # Read on every model call: a plain Toolkit without skills costs no method call.
+        if toolkit.skills or toolkit.__class__ is not Toolkit:
+            skill_prompt = toolkit.get_agent_skill_prompt()
+            if skill_prompt:
+                return self._sys_prompt + "\n\n" + skill_prompt
         return self._sys_prompt
 
     def request_stop(self) -> None:

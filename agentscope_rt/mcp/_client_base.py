@@ -9,6 +9,7 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
+import anyio
 import mcp
 import mcp.types
 from mcp import ClientSession
@@ -20,6 +21,7 @@ from ._session import list_all_tools
 __all__ = [
     "DEFAULT_CONNECT_TIMEOUT",
     "MCPClientBase",
+    "call_timeout_text",
     "check_timeout",
     "redact_url",
     "unwrap_exception",
@@ -49,6 +51,14 @@ def check_timeout(label: str, value: float) -> float:
     if not isinstance(value, int | float) or not 0 < value < math.inf:
         raise ValueError(f"{label} must be a positive number of seconds, got {value!r}")
     return float(value)
+
+
+def call_timeout_text(seconds: float) -> str:
+    """The message of a tool call that ran out of time (AgentScope's, with the mcp SDK 1.x
+    wording the model saw there)."""
+    return (
+        f"Timed out while waiting for response to ClientRequest. Waited {float(seconds)} seconds."
+    )
 
 
 def redact_url(url: str) -> str:
@@ -180,20 +190,31 @@ class MCPClientBase(ABC):
 
         :param name: the tool's name.
         :param arguments: the tool's arguments.
-        :param read_timeout_seconds: seconds to wait for the result; ``None`` waits as long as
-            the connection lives (a dead server ends it, so this never hangs on a crash).
+        :param read_timeout_seconds: seconds to wait for the result, counted once the session
+            is open (a stateless client's connection and handshake are bounded by
+            ``connect_timeout`` instead); ``None`` waits as long as the connection lives (a
+            dead server ends it, so this never hangs on a crash). When it runs out the
+            request is cancelled (the SDK tells the server) and the session stays usable.
         :raises MCPError: if the client is not connected, the server cannot be reached, the
-            connection is lost, the call times out, or the server answers with a protocol
-            error.
+            connection is lost, the call times out (the message is then
+            ``Timed out while waiting for response to ClientRequest. Waited <s> seconds.``,
+            as in AgentScope), or the server answers with a protocol error.
+        :raises ValueError: if *read_timeout_seconds* is not a positive number.
         """
+        limit = (
+            math.inf
+            if read_timeout_seconds is None
+            else check_timeout("read_timeout_seconds", read_timeout_seconds)
+        )
         action = f"the call to tool {name!r}"
         async with self._use_session(action) as session:
             try:
-                return await session.call_tool(
-                    name, arguments or {}, read_timeout_seconds=read_timeout_seconds
-                )
+                with anyio.move_on_after(limit):
+                    return await session.call_tool(name, arguments or {})
             except Exception as exc:
                 raise self._translate_error(exc, action) from self._safe_cause(exc)
+        # Only the deadline leaves the block without returning.
+        raise MCPError(call_timeout_text(limit))
 
     async def get_callable_function(
         self,

@@ -9,12 +9,14 @@ timeout and interrupt contract.
 from ._coding import execute_python_code, execute_shell_command
 from ._execution import INTERRUPTED_TEXT
 from ._response import ToolResponse
+from ._skill import AgentSkill
 from ._text_file import TextFileTools, insert_text_file, view_text_file, write_text_file
 from ._toolkit import MCPClientLike, Middleware, Toolkit, ToolResponseStream
 from ._types import PostprocessFunc, RegisteredToolFunction, ToolGroup
 
 __all__ = [
     "INTERRUPTED_TEXT",
+    "AgentSkill",
     "MCPClientLike",
     "Middleware",
     "PostprocessFunc",

@@ -49,6 +49,8 @@ from __future__ import annotations
 
 import functools
 import inspect
+import logging
+import os
 import uuid
 from collections.abc import AsyncGenerator, Awaitable, Callable, Generator
 from contextlib import aclosing
@@ -60,7 +62,7 @@ import attrs
 import jsonschema
 
 from .._schema import StructuredModel, structured_model_schema
-from ..exception import StateError, ToolError, ToolGroupError, ToolRegistrationError
+from ..exception import MCPError, StateError, ToolError, ToolGroupError, ToolRegistrationError
 from ..message import ToolUseBlock
 from ..module import StateModule
 from ._execution import (
@@ -73,9 +75,21 @@ from ._execution import (
 from ._function_schema import build_function_schema, normalize_parameters_schema
 from ._quick_check import compile_quick_check
 from ._response import ToolResponse
+from ._skill import (
+    DEFAULT_AGENT_SKILL_INSTRUCTION,
+    DEFAULT_AGENT_SKILL_TEMPLATE,
+    AgentSkill,
+    check_agent_skill_template,
+    read_agent_skill,
+)
 from ._types import PostprocessFunc, RegisteredToolFunction, ToolGroup, ToolKind, tool_kind
 
-__all__ = ["Middleware", "ToolResponseStream", "Toolkit"]
+__all__ = ["MCP_ERROR_PREFIX", "Middleware", "ToolResponseStream", "Toolkit"]
+
+logger = logging.getLogger(__name__)
+
+MCP_ERROR_PREFIX = "Error occurred when calling MCP tool: "
+"""How the model sees an MCP tool call that failed with an MCPError (AgentScope's text)."""
 
 NamesakeStrategy = Literal["override", "skip", "raise", "rename"]
 
@@ -93,8 +107,17 @@ class MCPClientLike(Protocol):
     async def list_tools(self) -> list[Any]:
         """The server's tools (``mcp.types.Tool``)."""
 
-    async def get_callable_function(self, func_name: str, wrap_tool_result: bool = True) -> Any:
-        """A callable with ``name``, ``description``, ``json_schema`` for *func_name*."""
+    async def get_callable_function(
+        self,
+        func_name: str,
+        wrap_tool_result: bool = True,
+        execution_timeout: float | None = None,
+    ) -> Any:
+        """A callable with ``name``, ``description``, ``json_schema`` for *func_name*.
+
+        The toolkit passes ``execution_timeout=`` only when one is given to
+        :meth:`Toolkit.register_mcp_client`, so clients without that parameter still work.
+        """
 
 
 class ToolResponseStream:
@@ -228,16 +251,49 @@ class Toolkit(StateModule):
     registered with ``async_execution=True``: background calls run in a task group the
     toolkit owns and are cancelled when it closes. Otherwise no context is needed.
 
+    Agent skills (:meth:`register_agent_skill`) are directories with a ``SKILL.md`` file;
+    :meth:`get_agent_skill_prompt` describes them for the system prompt, which is how a
+    :class:`~agentscope_rt.agent.ReActAgent` tells its model about them.
+
+    :param agent_skill_instruction: the heading of the skills prompt (empty or ``None``:
+        AgentScope's default text).
+    :param agent_skill_template: how one skill is shown, a format string with ``{name}``,
+        ``{description}`` and ``{dir}`` (empty or ``None``: AgentScope's default).
     :param timeout: default timeout in seconds for every tool call (``None``: no limit);
         a tool's own ``timeout`` takes precedence.
+    :raises TypeError: if the instruction or template is not a string.
+    :raises ValueError: if the template is not a valid format string or uses other
+        placeholders, or *timeout* is not positive.
     """
 
-    def __init__(self, timeout: float | None = None) -> None:
+    _DEFAULT_AGENT_SKILL_INSTRUCTION = DEFAULT_AGENT_SKILL_INSTRUCTION
+    _DEFAULT_AGENT_SKILL_TEMPLATE = DEFAULT_AGENT_SKILL_TEMPLATE
+
+    def __init__(
+        self,
+        agent_skill_instruction: str | None = None,
+        agent_skill_template: str | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> None:
         super().__init__()
         if timeout is not None and timeout <= 0:
             raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+        if agent_skill_instruction is not None and not isinstance(agent_skill_instruction, str):
+            raise TypeError(
+                "agent_skill_instruction must be a string or None, not "
+                f"{agent_skill_instruction!r} (the default tool timeout is the keyword "
+                "argument timeout=)"
+            )
+        if agent_skill_template:
+            check_agent_skill_template(agent_skill_template)
         self.tools: dict[str, RegisteredToolFunction] = {}
         self.groups: dict[str, ToolGroup] = {}
+        self.skills: dict[str, AgentSkill] = {}
+        self._agent_skill_instruction = (
+            agent_skill_instruction or self._DEFAULT_AGENT_SKILL_INSTRUCTION
+        )
+        self._agent_skill_template = agent_skill_template or self._DEFAULT_AGENT_SKILL_TEMPLATE
         self.timeout = timeout
         self._middlewares: list[Middleware] = []
         self._groups_version = 0
@@ -512,16 +568,34 @@ class Toolkit(StateModule):
         preset_kwargs_mapping: dict[str, dict[str, Any]] | None = None,
         postprocess_func: PostprocessFunc | None = None,
         namesake_strategy: NamesakeStrategy = "raise",
+        execution_timeout: float | None = None,
     ) -> None:
         """Register the tools an MCP client's server offers (all, or a chosen subset).
+
+        A call of such a tool that fails with an :class:`~agentscope_rt.exception.MCPError`
+        (lost connection, protocol error, *execution_timeout* reached) gives the model
+        ``Error occurred when calling MCP tool: <message>``, as in AgentScope.
 
         :param enable_funcs: register only these tools (``None``: all).
         :param disable_funcs: never register these tools.
         :param preset_kwargs_mapping: tool name → preset kwargs for that tool.
-        :raises ValueError: if *enable_funcs* and *disable_funcs* overlap, or an enabled name
-            is not offered by the server.
+        :param execution_timeout: seconds each call of these tools may wait for the server's
+            answer (``None``: no limit). When it runs out the call is cancelled (the server is
+            told so) and the model reads ``Error occurred when calling MCP tool: Timed out
+            while waiting for response to ClientRequest. Waited <seconds> seconds.``
+        :raises ValueError: if *enable_funcs* and *disable_funcs* overlap, an enabled name
+            is not offered by the server, or *execution_timeout* is not a positive number.
         :raises TypeError: for arguments of the wrong type.
         """
+        if execution_timeout is not None and (
+            isinstance(execution_timeout, bool)
+            or not isinstance(execution_timeout, int | float)
+            or not 0 < execution_timeout < float("inf")
+        ):
+            raise ValueError(
+                "execution_timeout must be a positive number of seconds or None, got "
+                f"{execution_timeout!r}"
+            )
         for label, names in (("enable_funcs", enable_funcs), ("disable_funcs", disable_funcs)):
             if names is not None and (
                 not isinstance(names, list) or not all(isinstance(n, str) for n in names)
@@ -554,7 +628,12 @@ class Toolkit(StateModule):
                 continue
             if disable_funcs is not None and tool_name in disable_funcs:
                 continue
-            func = await mcp_client.get_callable_function(tool_name, wrap_tool_result=True)
+            if execution_timeout is None:
+                func = await mcp_client.get_callable_function(tool_name, wrap_tool_result=True)
+            else:
+                func = await mcp_client.get_callable_function(
+                    tool_name, wrap_tool_result=True, execution_timeout=execution_timeout
+                )
             self.register_tool_function(
                 func,
                 group_name=group_name,
@@ -582,6 +661,55 @@ class Toolkit(StateModule):
         self.tools.clear()
         self.groups.clear()
         self._groups_version += 1
+
+    # -- agent skills ------------------------------------------------------------------------
+
+    def register_agent_skill(self, skill_dir: str | os.PathLike[str]) -> None:
+        """Register the agent skill in *skill_dir*, read from its ``SKILL.md`` front matter.
+
+        The directory must hold a ``SKILL.md`` file at its top level whose YAML front matter
+        has non-empty ``name`` and ``description`` fields. Only that front matter is read;
+        the agent reads the rest of the file when it uses the skill. On any error nothing is
+        registered.
+
+        :param skill_dir: the skill's directory (kept as given, and shown to the model).
+        :raises TypeError: if *skill_dir* is not a string or path.
+        :raises ToolRegistrationError: (a ValueError, as AgentScope raises) if the directory
+            or its ``SKILL.md`` is missing, the front matter is malformed or lacks ``name`` or
+            ``description``, or a skill with the same name is already registered.
+        """
+        skill = read_agent_skill(skill_dir)
+        if skill.name in self.skills:
+            raise ToolRegistrationError(
+                f"An agent skill with name '{skill.name}' is already registered in the toolkit."
+            )
+        self.skills[skill.name] = skill
+        logger.info("Registered agent skill '%s' from directory '%s'.", skill.name, skill.dir)
+
+    def remove_agent_skill(self, name: str) -> None:
+        """Remove the agent skill named *name* (a warning is logged if there is none)."""
+        if self.skills.pop(name, None) is None:
+            logger.warning("Agent skill '%s' not found in the toolkit, skipping removal.", name)
+
+    def get_agent_skill_prompt(self) -> str | None:
+        """The skills part of the system prompt, or ``None`` when no skill is registered.
+
+        It is the instruction followed by the template filled in for each skill, in
+        registration order, joined by newlines (AgentScope's format).
+        """
+        skills = self.skills
+        if not skills:
+            return None
+        template = self._agent_skill_template
+        return "\n".join(
+            [
+                self._agent_skill_instruction,
+                *(
+                    template.format(name=s.name, description=s.description, dir=s.dir)
+                    for s in skills.values()
+                ),
+            ]
+        )
 
     # -- schemas -----------------------------------------------------------------------------
 
@@ -735,7 +863,11 @@ class Toolkit(StateModule):
         if tool.async_execution:
             return self._start_background(tool, kwargs, tool_call)
         limit = tool.timeout if tool.timeout is not None else self.timeout
-        if tool.kind is not ToolKind.COROUTINE or tool.postprocess_func is not None:
+        postprocess = tool.postprocess_func
+        if tool.kind is not ToolKind.COROUTINE or (
+            # MCP tools are awaited here even then, so their MCPError reads the same.
+            postprocess is not None and tool.source != "mcp_server"
+        ):
             return execute_tool(tool, kwargs, tool_call, limit)
         deadline: float | None = None
         try:
@@ -746,10 +878,13 @@ class Toolkit(StateModule):
                 with anyio.CancelScope(deadline=deadline) as scope:
                     result = await tool.original_func(**kwargs)
                 if scope.cancelled_caught:
-                    return text_response(timeout_text(tool.name, limit), is_last=True)
+                    result = text_response(timeout_text(tool.name, limit), is_last=True)
+        except MCPError as exc:
+            # AgentScope's wording for a failed MCP call (timeouts included).
+            result = text_response(f"{MCP_ERROR_PREFIX}{exc}", is_last=True)
         except Exception as exc:
-            return failure_response(exc)
-        if isinstance(result, ToolResponse):
+            result = failure_response(exc)
+        if postprocess is None and isinstance(result, ToolResponse):
             return result
         # A coroutine that hands back a stream or another awaitable (or a wrong type): the
         # general path takes it from here, under the same deadline.

@@ -105,7 +105,14 @@ async def test_cancel_mid_call_keeps_the_session(http_server: HttpServer) -> Non
 async def test_execution_timeout(http_server: HttpServer) -> None:
     async with stateful(http_server) as client:
         sleep = await client.get_callable_function("sleep", execution_timeout=0.3)
-        with anyio.fail_after(10), pytest.raises(MCPError, match=r"timed out"):
+        with (
+            anyio.fail_after(10),
+            pytest.raises(
+                MCPError,
+                match=r"^Timed out while waiting for response to ClientRequest\. "
+                r"Waited 0\.3 seconds\.$",
+            ),
+        ):
             await sleep(seconds=30)
 
 

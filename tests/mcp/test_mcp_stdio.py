@@ -191,7 +191,14 @@ async def test_cancel_mid_call_leaves_no_process() -> None:
 async def test_execution_timeout(shared_stdio: StdIOStatefulClient) -> None:
     client = shared_stdio
     sleep = await client.get_callable_function("sleep", execution_timeout=0.3)
-    with anyio.fail_after(10), pytest.raises(MCPError, match=r"timed out"):
+    with (
+        anyio.fail_after(10),
+        pytest.raises(
+            MCPError,
+            match=r"^Timed out while waiting for response to ClientRequest\. "
+            r"Waited 0\.3 seconds\.$",
+        ),
+    ):
         await sleep(seconds=30)
     assert (await client.call_tool("echo", {"text": "still here"})).content[0].text == (  # type: ignore[union-attr]
         "still here"
