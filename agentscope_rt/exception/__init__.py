@@ -1,7 +1,12 @@
-"""Errors raised by agentscope-rt; all derive from :class:`AgentScopeRTError`."""
+"""Errors raised by agentscope-rt; all derive from :class:`AgentScopeRTError`.
+
+AgentScope's agent-oriented errors (:class:`AgentOrientedExceptionBase` and the tool errors
+derived from it) are part of the same hierarchy.
+"""
 
 from ._exception import (
     AgentError,
+    AgentOrientedExceptionBase,
     AgentScopeRTError,
     FunctionInactiveError,
     FunctionNotFoundError,
@@ -11,14 +16,19 @@ from ._exception import (
     ModelError,
     ModelResponseError,
     MsgHubError,
+    SessionError,
     StateError,
     ToolError,
     ToolGroupError,
+    ToolInterruptedError,
+    ToolInvalidArgumentsError,
+    ToolNotFoundError,
     ToolRegistrationError,
 )
 
 __all__ = [
     "AgentError",
+    "AgentOrientedExceptionBase",
     "AgentScopeRTError",
     "FunctionInactiveError",
     "FunctionNotFoundError",
@@ -28,8 +38,12 @@ __all__ = [
     "ModelError",
     "ModelResponseError",
     "MsgHubError",
+    "SessionError",
     "StateError",
     "ToolError",
     "ToolGroupError",
+    "ToolInterruptedError",
+    "ToolInvalidArgumentsError",
+    "ToolNotFoundError",
     "ToolRegistrationError",
 ]

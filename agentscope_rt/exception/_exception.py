@@ -4,6 +4,9 @@ Everything the library raises on purpose derives from :class:`AgentScopeRTError`
 application can catch the whole family with one ``except`` clause. Where an error is also a
 classic Python error (bad input is a ``ValueError``, a missing tool a ``LookupError``) the
 class derives from both, so code written against the builtin types keeps working.
+
+Errors derived from :class:`AgentOrientedExceptionBase` (AgentScope's name) are the ones whose
+text is meant for the model rather than for the programmer; their ``str()`` names the class.
 """
 
 from __future__ import annotations
@@ -11,6 +14,25 @@ from __future__ import annotations
 
 class AgentScopeRTError(Exception):
     """Base class of every error agentscope-rt raises on purpose."""
+
+
+class AgentOrientedExceptionBase(AgentScopeRTError):
+    """An error meant to be shown to the agent, so that the model can correct itself.
+
+    As in AgentScope, such errors are caught at runtime and their text is handed to the agent
+    (typically as a tool result) rather than ending the reply. ``str(error)`` is
+    ``"ClassName: message"``, the form the model reads; the bare text is :attr:`message`.
+
+    :param message: what went wrong, written for the model to act on.
+    :ivar message: the text given to the constructor.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return f"{type(self).__name__}: {self.message}"
 
 
 # -- foundation -----------------------------------------------------------------------------
@@ -114,5 +136,33 @@ class ToolRegistrationError(ToolError, ValueError):
     """A function cannot be registered as a tool (name clash, bad schema, ...)."""
 
 
+class ToolNotFoundError(AgentOrientedExceptionBase, ToolError, LookupError):
+    """The agent asked for a tool that does not exist (shown to the agent)."""
+
+
+class ToolInterruptedError(AgentOrientedExceptionBase, ToolError):
+    """A tool call was interrupted by the user (shown to the agent)."""
+
+
+class ToolInvalidArgumentsError(AgentOrientedExceptionBase, ToolError, ValueError):
+    """The arguments the agent passed to a tool are invalid (shown to the agent).
+
+    Tool functions may raise it to answer bad input with a message the model can act on.
+    """
+
+
 class MCPError(ToolError):
     """An MCP client or server failed (not connected, disconnected, server error)."""
+
+
+# -- framework ------------------------------------------------------------------------------
+
+
+class SessionError(AgentScopeRTError, ValueError):
+    """A session could not be saved or loaded.
+
+    Raised for a session that does not exist (when that is not allowed), a stored state that is
+    corrupted or does not fit the modules (the message names the session, where it is stored
+    and the path inside the state), an invalid session or user id, and storage failures. A
+    failed load leaves every module unchanged and overwrites nothing.
+    """

@@ -72,7 +72,7 @@ async def test_block_subclasses_and_tuples_are_formatted_like_the_originals() ->
     budgeted = OpenAIChatFormatter(token_counter=CharTokenCounter(), max_tokens=10_000)
     assert await budgeted.format(tuple(msgs)) == await budgeted.format(msgs)  # type: ignore[arg-type]
     msgs.append(Msg("user", "ok", "user"))
-    tight = OpenAIChatFormatter(token_counter=CharTokenCounter(), max_tokens=90)
+    tight = OpenAIChatFormatter(token_counter=CharTokenCounter(chars_per_token=4), max_tokens=90)
     kept = await tight.format(tuple(msgs))  # type: ignore[arg-type]
     assert [m["role"] for m in kept] == ["system", "user"] and kept[1]["content"][0]["text"] == "ok"
 

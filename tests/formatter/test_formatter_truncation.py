@@ -188,9 +188,10 @@ async def test_unanswered_tool_call_stays_with_what_follows() -> None:
         Msg("bot", [ToolUseBlock(id="open", name="f", input={})], "assistant"),
         Msg("user", "second", "user"),
     ]
-    formatter = OpenAIChatFormatter(token_counter=CharTokenCounter(), max_tokens=60)
+    counter = CharTokenCounter(chars_per_token=4)
+    formatter = OpenAIChatFormatter(token_counter=counter, max_tokens=60)
     out = await formatter.format(msgs)
-    assert await CharTokenCounter().count(out) <= 60
+    assert await counter.count(out) <= 60
     # The call without a result and everything after it form the newest unit.
     assert [m["role"] for m in out] == ["assistant", "user"]
 

@@ -1,11 +1,10 @@
-"""AnthropicTokenCounter against a local server speaking the count_tokens endpoint, and the
-character-based counter."""
+"""AnthropicTokenCounter against a local server speaking the count_tokens endpoint (the
+character-based counter is tested in test_token_char.py)."""
 
 from __future__ import annotations
 
 import http.server
 import json
-import math
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -15,7 +14,7 @@ import pytest
 from agentscope_rt.exception import ModelAPIError
 from agentscope_rt.formatter import AnthropicChatFormatter
 from agentscope_rt.message import Msg, ToolResultBlock, ToolUseBlock
-from agentscope_rt.token import AnthropicTokenCounter, CharTokenCounter
+from agentscope_rt.token import AnthropicTokenCounter
 
 SECRET = "sk-ant-test-secret-0123456789"
 
@@ -180,19 +179,3 @@ async def test_anthropic_unreachable_server_is_a_model_api_error() -> None:
         with pytest.raises(ModelAPIError) as info:
             await counter.count([{"role": "user", "content": "hi"}])
     assert info.value.status_code is None
-
-
-async def test_char_counter_default_is_four_chars_per_token() -> None:
-    messages = [{"role": "user", "content": "hello world"}]
-    text_len = len(json.dumps(messages[0], ensure_ascii=False))
-    assert await CharTokenCounter().count(messages) == math.ceil(text_len / 4)
-    assert await CharTokenCounter(chars_per_token=1).count(messages) == text_len
-    tools = [{"type": "function", "function": {"name": "f"}}]
-    with_tools = await CharTokenCounter(chars_per_token=1).count(messages, tools=tools)
-    assert with_tools == text_len + len(json.dumps(tools))
-
-
-@pytest.mark.parametrize("bad", [0, -1, True])
-def test_char_counter_rejects_bad_ratio(bad: Any) -> None:
-    with pytest.raises(ValueError, match="chars_per_token"):
-        CharTokenCounter(chars_per_token=bad)
