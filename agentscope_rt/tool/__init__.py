@@ -8,6 +8,17 @@ timeout and interrupt contract.
 
 from ._coding import execute_python_code, execute_shell_command
 from ._execution import INTERRUPTED_TEXT
+from ._multi_modality import (
+    dashscope_image_to_text,
+    dashscope_text_to_audio,
+    dashscope_text_to_image,
+    openai_audio_to_text,
+    openai_create_image_variation,
+    openai_edit_image,
+    openai_image_to_text,
+    openai_text_to_audio,
+    openai_text_to_image,
+)
 from ._response import ToolResponse
 from ._skill import AgentSkill
 from ._text_file import TextFileTools, insert_text_file, view_text_file, write_text_file
@@ -26,9 +37,18 @@ __all__ = [
     "ToolResponse",
     "ToolResponseStream",
     "Toolkit",
+    "dashscope_image_to_text",
+    "dashscope_text_to_audio",
+    "dashscope_text_to_image",
     "execute_python_code",
     "execute_shell_command",
     "insert_text_file",
+    "openai_audio_to_text",
+    "openai_create_image_variation",
+    "openai_edit_image",
+    "openai_image_to_text",
+    "openai_text_to_audio",
+    "openai_text_to_image",
     "view_text_file",
     "write_text_file",
 ]
