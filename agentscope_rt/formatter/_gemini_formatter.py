@@ -7,6 +7,10 @@ role ``"system"``: :class:`~agentscope_rt.model.GeminiChatModel` sends it as the
 ``{"function_response": {"id", "name", "response": {"output"}}}`` — the field names AgentScope
 uses (the Gemini REST API accepts these snake_case names as well as camelCase). Media is
 always sent inline, so local files are read and web URLs downloaded.
+
+A text or tool-use block that carries Gemini's ``thought_signature`` (base64, as the model
+stored it) gets it back on its part, unchanged: thinking models reject a later turn whose
+function calls lost their signatures.
 """
 
 from __future__ import annotations
@@ -129,11 +133,15 @@ class GeminiChatFormatter(TruncatedFormatterBase):
             parts: list[dict[str, Any]] = []
             for block in msg.get_content_blocks():
                 if isinstance(block, TextBlock):
-                    parts.append({"text": block.text})
+                    part: dict[str, Any] = {"text": block.text}
+                    if block.thought_signature is not None:
+                        part["thought_signature"] = block.thought_signature
+                    parts.append(part)
                 elif isinstance(block, ToolUseBlock):
-                    parts.append(
-                        {"function_call": {"id": None, "name": block.name, "args": block.input}}
-                    )
+                    part = {"function_call": {"id": None, "name": block.name, "args": block.input}}
+                    if block.thought_signature is not None:
+                        part["thought_signature"] = block.thought_signature
+                    parts.append(part)
                 elif isinstance(block, ToolResultBlock):
                     text = await self.tool_result_text(block, msgs, i, promote)
                     response = {"id": block.id, "name": block.name, "response": {"output": text}}

@@ -3,14 +3,34 @@
 Non-streaming calls POST ``models/{model}:generateContent``; streaming calls POST
 ``models/{model}:streamGenerateContent?alt=sse`` and read one ``GenerateContentResponse`` per
 SSE event. The API key travels only in the ``x-goog-api-key`` header — never in the URL — and is
-scrubbed from every error message. As with Ollama, each call owns its ``httpx.AsyncClient``,
-and a stream closes its response when exhausted, closed early or cancelled. Requests are
-retried by :mod:`agentscope_rt.model._retry`.
+scrubbed from every error message. As with Ollama, the model keeps one ``httpx.AsyncClient``
+per event loop, closed when that loop ends, and a stream closes its response when exhausted,
+closed early or cancelled. Requests are retried by :mod:`agentscope_rt.model._retry`.
+
+Thinking models sign their reasoning: a function-call part (and the answer's text) may carry a
+``thoughtSignature``, which must come back unchanged with that part on the next turn or a
+multi-turn tool loop fails. It is kept on the block, as AgentScope keeps it, in
+``ToolUseBlock.thought_signature`` / ``TextBlock.thought_signature`` (base64, as sent), and
+:class:`~agentscope_rt.formatter.GeminiChatFormatter` puts it back on the part.
+
+Vertex AI: with ``client_kwargs={"vertexai": True, "project": ..., "location": ...}`` (the
+arguments google-genai's ``Client`` takes; ``GOOGLE_GENAI_USE_VERTEXAI``,
+``GOOGLE_CLOUD_PROJECT`` and ``GOOGLE_CLOUD_LOCATION`` as fallbacks) requests go to
+``https://{location}-aiplatform.googleapis.com/v1/projects/{project}/locations/{location}/
+publishers/google/models/{model}:generateContent`` (``aiplatform.googleapis.com`` for the
+``global`` location, the default) with an OAuth bearer token. The token comes from, in order:
+``client_kwargs["credentials"]`` — an access token string, or a ``google.auth`` credentials
+object (refreshed in a worker thread when expired) —, the ``GOOGLE_CLOUD_ACCESS_TOKEN``
+environment variable (e.g. ``$(gcloud auth print-access-token)``), and, when the
+``google-auth`` package is installed, Application Default Credentials. An ``api_key`` with
+``vertexai`` and no project is Vertex AI express mode (``publishers/google/models/...`` with
+the key header).
 """
 
 from __future__ import annotations
 
 import base64
+import importlib.util
 import itertools
 import json
 import logging
@@ -20,6 +40,7 @@ import time
 from collections.abc import AsyncGenerator
 from typing import Any, ClassVar
 
+import anyio.to_thread
 import httpx
 
 from .._schema import StructuredModel, structured_model_schema
@@ -37,6 +58,11 @@ logger = logging.getLogger(__name__)
 _PROVIDER = "gemini"
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
 DEFAULT_API_VERSION = "v1beta"
+VERTEX_API_VERSION = "v1"
+VERTEX_DEFAULT_LOCATION = "global"
+ACCESS_TOKEN_ENV = "GOOGLE_CLOUD_ACCESS_TOKEN"
+"""The environment variable read for a Vertex AI access token when none is given."""
+_CLOUD_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 DEFAULT_TIMEOUT = httpx.Timeout(600.0, connect=10.0)
 # GenerateContentRequest fields that live beside generationConfig, not inside it.
 _REQUEST_FIELDS = {"safetySettings", "cachedContent", "labels", "toolConfig", "tools"}
@@ -115,6 +141,75 @@ def _clean_part(part: Any) -> Any:
     return part
 
 
+class _VertexToken:
+    """Where a Vertex AI access token comes from (see the module docstring for the order).
+
+    Never shown: the repr hides the credentials.
+    """
+
+    __slots__ = ("_credentials", "_env")
+
+    def __init__(self, credentials: Any) -> None:
+        self._credentials = credentials
+        self._env = os.environ.get(ACCESS_TOKEN_ENV) or None
+        if credentials is None and self._env is None and not _has_google_auth():
+            raise ValueError(
+                "Gemini on Vertex AI needs an access token: pass client_kwargs={'credentials': "
+                f"<token or google.auth credentials>}}, set {ACCESS_TOKEN_ENV} (e.g. to the "
+                "output of `gcloud auth print-access-token`), or install google-auth to use "
+                "Application Default Credentials"
+            )
+
+    def __repr__(self) -> str:
+        return "_VertexToken(***)"
+
+    async def get(self) -> str:
+        """A current access token.
+
+        :raises ValueError: when a credentials object has no token and cannot be refreshed.
+        """
+        credentials = self._credentials
+        if isinstance(credentials, str):
+            return credentials
+        if credentials is None:
+            if self._env is not None:
+                return self._env
+            credentials = self._credentials = await anyio.to_thread.run_sync(_default_credentials)
+        if not getattr(credentials, "valid", True) or not getattr(credentials, "token", None):
+            await anyio.to_thread.run_sync(_refresh, credentials)
+        token = getattr(credentials, "token", None)
+        if not isinstance(token, str) or not token:
+            raise ValueError(
+                f"the Vertex AI credentials {type(credentials).__name__} gave no access token"
+            )
+        return token
+
+
+def _has_google_auth() -> bool:
+    try:
+        return importlib.util.find_spec("google.auth") is not None
+    except ModuleNotFoundError:  # no "google" namespace package at all
+        return False
+
+
+def _default_credentials() -> Any:
+    import google.auth
+
+    credentials, _project = google.auth.default(scopes=[_CLOUD_SCOPE])
+    return credentials
+
+
+def _refresh(credentials: Any) -> None:
+    try:
+        from google.auth.transport.requests import Request
+    except ImportError as exc:
+        raise ValueError(
+            "refreshing Vertex AI credentials needs google-auth with requests installed "
+            "(pip install 'google-auth[requests]'), or pass an access token instead"
+        ) from exc
+    credentials.refresh(Request())
+
+
 class GeminiChatModel(HttpChatModel):
     """A Google Gemini model through the ``generateContent`` REST API.
 
@@ -122,20 +217,24 @@ class GeminiChatModel(HttpChatModel):
     "parts": [...]}``); entries with role ``"system"`` become the request's
     ``systemInstruction``. Thought parts (``"thought": true``) come back as
     :class:`ThinkingBlock`, function calls as :class:`ToolUseBlock` (with a generated id when
-    Gemini sends none), and usage from ``usageMetadata``.
+    Gemini sends none), and usage from ``usageMetadata``. A part's ``thoughtSignature`` is
+    kept in the block's ``thought_signature`` (a function call's on its
+    :class:`ToolUseBlock`, any other on the :class:`TextBlock`).
 
     :param model_name: e.g. ``"gemini-2.5-flash"``.
     :param api_key: the API key; defaults to ``$GEMINI_API_KEY`` (then ``$GOOGLE_API_KEY``).
         It is sent only as the ``x-goog-api-key`` header and never appears in reprs or errors.
     :param stream: whether calls return an async generator of cumulative chunks.
     :param thinking_config: e.g. ``{"include_thoughts": True, "thinking_budget": 1024}``.
-    :param client_kwargs: ``base_url`` and ``api_version`` of the endpoint, plus extra
-        arguments for ``httpx.AsyncClient`` (``timeout``, ``headers``, ...).
+    :param client_kwargs: ``base_url`` and ``api_version`` of the endpoint; Vertex AI's
+        ``vertexai``, ``project``, ``location`` and ``credentials`` (see the module docstring);
+        plus extra arguments for ``httpx.AsyncClient`` (``timeout``, ``headers``, ...).
     :param generate_kwargs: generation settings for every request (``temperature``,
         ``max_output_tokens``, ...; snake_case or camelCase); ``safety_settings`` and the
         like go to the request itself.
     :param retry_config: the retry policy (default: 3 retries with exponential backoff).
-    :raises ValueError: if no API key is given or found in the environment.
+    :raises ValueError: if no API key is given or found in the environment (for Vertex AI:
+        if no project or no way to get an access token is given).
     """
 
     provider: ClassVar[str] = _PROVIDER
@@ -152,28 +251,83 @@ class GeminiChatModel(HttpChatModel):
         **kwargs: Any,
     ) -> None:
         super().__init__(model_name, stream)
-        key = api_key or os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY")
-        if not key:
-            raise ValueError(
-                "GeminiChatModel needs an API key: pass api_key=... or set GEMINI_API_KEY"
-            )
         if kwargs:
             logger.warning("GeminiChatModel ignores unknown arguments %s", sorted(kwargs))
-        self._api_key = key
-        self._redact = (key,)
         client_kwargs = dict(client_kwargs or {})
-        base_url = str(client_kwargs.pop("base_url", DEFAULT_BASE_URL)).rstrip("/")
-        api_version = str(client_kwargs.pop("api_version", DEFAULT_API_VERSION))
-        self.base_url = f"{base_url}/{api_version}"
+        vertexai = client_kwargs.pop("vertexai", None)
+        if vertexai is None:
+            vertexai = os.environ.get("GOOGLE_GENAI_USE_VERTEXAI", "").lower() in ("1", "true")
+        project = client_kwargs.pop("project", None)
+        location = client_kwargs.pop("location", None)
+        credentials = client_kwargs.pop("credentials", None)
+        base_url = client_kwargs.pop("base_url", None)
+        api_version = client_kwargs.pop("api_version", None)
+        self.vertexai = bool(vertexai)
+        self._token: _VertexToken | None = None
+        if self.vertexai and not (api_key and not project):
+            project = project or os.environ.get("GOOGLE_CLOUD_PROJECT")
+            if not project:
+                raise ValueError(
+                    "Gemini on Vertex AI needs a project: pass client_kwargs={'vertexai': True, "
+                    "'project': ..., 'location': ...} or set GOOGLE_CLOUD_PROJECT"
+                )
+            location = location or os.environ.get("GOOGLE_CLOUD_LOCATION")
+            location = location or VERTEX_DEFAULT_LOCATION
+            self._token = _VertexToken(credentials)
+            key = None
+            if base_url is None:
+                host = "aiplatform.googleapis.com"
+                base_url = f"https://{host if location == 'global' else f'{location}-{host}'}"
+            models = f"projects/{project}/locations/{location}/publishers/google/models"
+        else:
+            if self.vertexai:  # express mode: an API key, no project
+                base_url = base_url or "https://aiplatform.googleapis.com"
+                models = "publishers/google/models"
+            else:
+                models = "models"
+            key = api_key or os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY")
+            if not key:
+                raise ValueError(
+                    "GeminiChatModel needs an API key: pass api_key=... or set GEMINI_API_KEY"
+                )
+        self.project = project
+        self.location = location
+        self._api_key = key
+        self._redact: tuple[str, ...] = (key,) if key else ()
+        default_version = VERTEX_API_VERSION if self.vertexai else DEFAULT_API_VERSION
+        base_url = str(base_url or DEFAULT_BASE_URL).rstrip("/")
+        self.base_url = f"{base_url}/{api_version or default_version}"
+        self._models_path = models
         self.client_kwargs = {"timeout": DEFAULT_TIMEOUT, **client_kwargs}
         self.thinking_config = thinking_config
         self.generate_kwargs = dict(generate_kwargs or {})
         self.retry_config = retry_config
+        self._auth_header: dict[str, str] | None = None
 
-    def _client(self) -> httpx.AsyncClient:
+    def _new_client(self) -> httpx.AsyncClient:
         kwargs = dict(self.client_kwargs)
-        headers = {**kwargs.pop("headers", {}), "x-goog-api-key": self._api_key}
+        headers = dict(kwargs.pop("headers", {}))
+        if self._api_key:
+            headers["x-goog-api-key"] = self._api_key
         return httpx.AsyncClient(base_url=self.base_url, headers=headers, **kwargs)
+
+    async def _request_headers(self) -> dict[str, str] | None:
+        return self._auth_header
+
+    async def _authorize(self) -> None:
+        """Fetch the Vertex AI access token for the next request (no-op with an API key)."""
+        if self._token is None:
+            return
+        token = await self._token.get()
+        self._auth_header = {"authorization": f"Bearer {token}"}
+        if token not in self._redact:
+            # The newest tokens only: a long-lived model must not accumulate them.
+            self._redact = (*self._redact[-2:], token)
+
+    def _scrub(self, text: str) -> str:
+        for secret in self._redact:
+            text = text.replace(secret, "***")
+        return text
 
     def _body(
         self,
@@ -259,10 +413,12 @@ class GeminiChatModel(HttpChatModel):
         """
         validate_tool_choice(tool_choice, tools)
         body = self._body(messages, tools, tool_choice, structured_model, generate_kwargs)
+        await self._authorize()
         return await self._send(body, structured_model)
 
     async def _post(self, body: dict[str, Any]) -> dict[str, Any]:
-        response = await self._post_json(f"models/{self.model_name}:generateContent", body)
+        path = f"{self._models_path}/{self.model_name}:generateContent"
+        response = await self._post_json(path, body)
         data: dict[str, Any] = response.json()
         return data
 
@@ -277,7 +433,7 @@ class GeminiChatModel(HttpChatModel):
         self, body: dict[str, Any], structured_model: StructuredModel | None, started: float
     ) -> AsyncGenerator[ChatResponse, None]:
         state = _Accumulator()
-        path = f"models/{self.model_name}:streamGenerateContent"
+        path = f"{self._models_path}/{self.model_name}:streamGenerateContent"
         async with self._open_stream(path, body, params={"alt": "sse"}) as response:
             data_lines: list[str] = []
             async for line in response.aiter_lines():
@@ -311,7 +467,7 @@ class GeminiChatModel(HttpChatModel):
 
     def _stream_error(self, message: str) -> ModelAPIError:
         # Raised inside the stream, past the retry layer's redaction: scrub the key here.
-        return ModelAPIError(_PROVIDER, message.replace(self._api_key, "***"))
+        return ModelAPIError(_PROVIDER, self._scrub(message))
 
     def _error_event(self, error: dict[str, Any]) -> StreamErrorEvent:
         """An ``{"error": {...}}`` event, for the retry layer to judge like an HTTP error.
@@ -322,7 +478,7 @@ class GeminiChatModel(HttpChatModel):
         """
         code = error.get("code")
         status_code = code if isinstance(code, int) and not isinstance(code, bool) else None
-        message = str(error.get("message", error)).replace(self._api_key, "***")
+        message = self._scrub(str(error.get("message", error)))
         status = str(error.get("status") or "")
         if status_code is not None:
             retryable = status_code in RETRYABLE_STATUS or status_code >= 500
@@ -351,14 +507,22 @@ class _Accumulator(ChatAccumulator):
         if not candidates:
             return
         for part in (candidates[0].get("content") or {}).get("parts") or []:
+            signature = part.get("thoughtSignature") or part.get("thought_signature")
+            if not isinstance(signature, str):
+                signature = None
             call = part.get("functionCall") or part.get("function_call")
             if call is not None:
-                self.add_tool_call(call.get("id"), call.get("name"), call.get("args"))
-            elif "text" in part:
+                self.add_tool_call(call.get("id"), call.get("name"), call.get("args"), signature)
+                continue
+            if "text" in part:
                 if part.get("thought"):
                     self.thinking += part["text"] or ""
                 else:
                     self.text += part["text"] or ""
+            if signature is not None:
+                # The signature of the answer's text; while streaming it may come on a part
+                # whose text is empty. It goes back with the text on the next turn.
+                self.text_signature = signature
 
     def response(
         self,

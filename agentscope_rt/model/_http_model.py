@@ -1,7 +1,9 @@
 """The call template shared by the providers that speak HTTP through httpx (Ollama, Gemini).
 
-Each call opens its own ``httpx.AsyncClient`` (:meth:`HttpChatModel._client`), so a model
-object works from any event loop and never leaves a connection behind. A non-streaming call
+A model keeps one ``httpx.AsyncClient`` per event loop (:class:`~._loop_client.LoopClients`:
+made on the first call in a loop, reused by the later ones, closed when that loop ends), so a
+model object works from any event loop, reuses its connections, and never leaves one behind
+even when the program never closes it. A non-streaming call
 POSTs the body and parses the JSON answer; a streaming call opens the response with
 :meth:`HttpChatModel._open_stream`, which turns an HTTP error status into
 ``httpx.HTTPStatusError`` (with the body read, so the retry layer can quote the provider's
@@ -15,11 +17,12 @@ import contextlib
 import time
 from abc import abstractmethod
 from collections.abc import AsyncGenerator, AsyncIterator
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 import httpx
 
 from .._schema import StructuredModel
+from ._loop_client import LoopClients, close_orphans
 from ._model_base import ChatModelBase
 from ._model_response import ChatResponse
 from ._retry import RetryConfig, call_with_retry, close_shielded, stream_with_retry
@@ -30,18 +33,40 @@ __all__ = ["HttpChatModel"]
 class HttpChatModel(ChatModelBase):
     """A chat model whose requests are JSON bodies POSTed with httpx.
 
-    Subclasses give the client (:meth:`_client`), the non-streaming request (:meth:`_post`),
-    its parser (:meth:`_parse`) and one streaming attempt (:meth:`_stream_once`);
-    :meth:`_send` runs them under :attr:`retry_config`, scrubbing :attr:`_redact` from errors.
+    Subclasses give the client (:meth:`_new_client`), the non-streaming request
+    (:meth:`_post`), its parser (:meth:`_parse`) and one streaming attempt
+    (:meth:`_stream_once`); :meth:`_send` runs them under :attr:`retry_config`, scrubbing
+    :attr:`_redact` from errors. The model is an async context manager that closes its client
+    on exit; without it the client is closed when the event loop ends.
     """
 
     provider: ClassVar[str]
     retry_config: RetryConfig | None
     _redact: tuple[str, ...] = ()
+    _loop_clients: LoopClients[httpx.AsyncClient] | None = None
 
     @abstractmethod
+    def _new_client(self) -> httpx.AsyncClient:
+        """A new client (one per event loop; see :meth:`_client`)."""
+
     def _client(self) -> httpx.AsyncClient:
-        """A new client for one call (closed by the caller)."""
+        """The running event loop's client, made by :meth:`_new_client` on first use."""
+        clients = self._loop_clients
+        if clients is None:
+            clients = self._loop_clients = LoopClients(self._new_client, _close_client)
+        return clients.get()
+
+    async def aclose(self) -> None:
+        """Close the running event loop's client now (safe to call twice; a later call opens
+        a new one). Clients used in other event loops are closed when those loops end."""
+        if self._loop_clients is not None:
+            await self._loop_clients.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
 
     @abstractmethod
     async def _post(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -64,6 +89,7 @@ class HttpChatModel(ChatModelBase):
     ) -> ChatResponse | AsyncGenerator[ChatResponse, None]:
         """Send *body* under the retry policy: the parsed answer, or the retried stream of
         cumulative chunks when streaming."""
+        await close_orphans()
         started = time.monotonic()
         if self.stream:
             return stream_with_retry(
@@ -78,14 +104,19 @@ class HttpChatModel(ChatModelBase):
         return self._parse(data, structured_model, started)
 
     async def _post_json(self, path: str, body: dict[str, Any]) -> httpx.Response:
-        """POST *body* to *path* on a fresh client; the response, its body read.
+        """POST *body* to *path*; the response, its body read.
 
         :raises httpx.HTTPStatusError: for an error status.
         """
-        async with self._client() as client:
-            response = await client.post(path, json=body)
-            response.raise_for_status()
+        headers = await self._request_headers()
+        response = await self._client().post(path, json=body, headers=headers)
+        response.raise_for_status()
         return response
+
+    async def _request_headers(self) -> dict[str, str] | None:
+        """Headers added to each request (beyond the client's own, e.g. a short-lived access
+        token); none by default."""
+        return None
 
     @contextlib.asynccontextmanager
     async def _open_stream(
@@ -95,13 +126,18 @@ class HttpChatModel(ChatModelBase):
 
         :raises httpx.HTTPStatusError: for an error status, with the body already read.
         """
-        async with self._client() as client:
-            request = client.build_request("POST", path, params=params, json=body)
-            response = await client.send(request, stream=True)
-            try:
-                if response.is_error:
-                    await response.aread()
-                    response.raise_for_status()
-                yield response
-            finally:
-                await close_shielded(response)
+        headers = await self._request_headers()
+        client = self._client()
+        request = client.build_request("POST", path, params=params, json=body, headers=headers)
+        response = await client.send(request, stream=True)
+        try:
+            if response.is_error:
+                await response.aread()
+                response.raise_for_status()
+            yield response
+        finally:
+            await close_shielded(response)
+
+
+async def _close_client(client: httpx.AsyncClient) -> None:
+    await client.aclose()

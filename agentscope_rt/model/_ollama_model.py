@@ -1,9 +1,10 @@
 """Ollama's chat API (``POST /api/chat``) over httpx, streaming as NDJSON.
 
-Each call opens its own ``httpx.AsyncClient``, so a model object can be used from any event
-loop (asyncio or trio) and never leaves a connection behind: a non-streaming call closes the
-client before returning, and a stream closes its response and client when the generator is
-exhausted, closed early (``aclose``) or cancelled. Requests are retried by
+The model keeps one ``httpx.AsyncClient`` per event loop (see :mod:`._loop_client`), so it can
+be used from any event loop (asyncio or trio), reuses its connections between calls and never
+leaves one behind: the client is closed when its loop ends (or at ``aclose()`` / the end of
+``async with model``), and a stream closes its response when the generator is exhausted,
+closed early (``aclose``) or cancelled. Requests are retried by
 :mod:`agentscope_rt.model._retry` (429/5xx/connection errors/timeouts; ``Retry-After``
 honoured); a stream is retried only until its first chunk reached the caller.
 """
@@ -133,7 +134,7 @@ class OllamaChatModel(HttpChatModel):
         self.generate_kwargs = dict(generate_kwargs or {})
         self.retry_config = retry_config
 
-    def _client(self) -> httpx.AsyncClient:
+    def _new_client(self) -> httpx.AsyncClient:
         return httpx.AsyncClient(base_url=self.host, **self.client_kwargs)
 
     async def __call__(
@@ -225,19 +226,29 @@ class ChatAccumulator:
     :class:`ChatResponse` (thinking, then text, then tool calls).
     """
 
-    __slots__ = ("id", "text", "thinking", "tool_calls")
+    __slots__ = ("id", "text", "text_signature", "thinking", "tool_calls")
 
     def __init__(self) -> None:
         self.id: str = uuid.uuid4().hex
         self.text = ""
+        self.text_signature: str | None = None
         self.thinking = ""
         self.tool_calls: list[ToolUseBlock] = []
 
-    def add_tool_call(self, call_id: Any, name: Any, arguments: Any) -> None:
-        """Record a tool call; unparsable *arguments* are kept in ``raw_input``."""
+    def add_tool_call(
+        self, call_id: Any, name: Any, arguments: Any, signature: str | None = None
+    ) -> None:
+        """Record a tool call; unparsable *arguments* are kept in ``raw_input``, and
+        *signature* (a provider's thought signature) in ``thought_signature``."""
         parsed, raw = parse_tool_arguments(arguments)
         self.tool_calls.append(
-            ToolUseBlock(str(call_id or new_call_id()), str(name or ""), parsed, raw_input=raw)
+            ToolUseBlock(
+                str(call_id or new_call_id()),
+                str(name or ""),
+                parsed,
+                raw_input=raw,
+                thought_signature=signature,
+            )
         )
 
     def build(
@@ -256,7 +267,7 @@ class ChatAccumulator:
         if self.thinking:
             content.append(ThinkingBlock(self.thinking))
         if self.text:
-            content.append(TextBlock(self.text))
+            content.append(TextBlock(self.text, thought_signature=self.text_signature))
         content.extend(self.tool_calls)
         metadata = None
         if structured_model is not None and is_last:

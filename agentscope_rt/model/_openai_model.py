@@ -16,16 +16,23 @@ Guarantees:
   every OpenAI-compatible server that supports tools (DashScope, DeepSeek, vLLM, ...), unlike
   ``response_format={"type": "json_schema"}``, whose strict mode also rejects schemas with
   optional fields. The validated data is returned in ``ChatResponse.metadata``.
+* A server that rejects the forced call (DashScope in thinking mode answers HTTP 400 "The
+  tool_choice parameter does not support being set to required or object in thinking mode",
+  before the stream or as its first event) gets the same request once more with
+  ``tool_choice="auto"``; with the structured tool the only one offered, the model calls it.
+  The model object remembers the rejection and sends ``"auto"`` from then on.
 * The API key never appears in ``repr``, logs or error messages.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from contextlib import aclosing
 from typing import Any, ClassVar, Literal
 
 from .._schema import StructuredModel
+from ..exception import ModelAPIError
 from ..message import AudioBlock, Base64Source, TextBlock, ThinkingBlock, ToolUseBlock
 from ._common import (
     STRUCTURED_TOOL_NAME,
@@ -41,6 +48,13 @@ from ._retry import RetryConfig
 from ._sdk_stream import SdkClientModel, SdkEvents, route_extra_fields
 
 __all__ = ["OpenAIChatModel"]
+
+
+def rejects_forced_tool_choice(exc: ModelAPIError) -> bool:
+    """Whether *exc* is a server refusing a forced ``tool_choice`` (an HTTP 400, or an error
+    event inside the stream, whose message names ``tool_choice``), as DashScope does in
+    thinking mode."""
+    return exc.status_code in (400, None) and "tool_choice" in exc.message
 
 
 def _reasoning_of(obj: Any) -> str:
@@ -101,6 +115,9 @@ class OpenAIChatModel(SdkClientModel):
             model_name, stream, key, stream_tool_parsing, generate_kwargs, retry_config
         )
         self.reasoning_effort = reasoning_effort
+        # Set when the server refused a forced tool_choice for structured output: later
+        # structured calls send tool_choice="auto" at once instead of failing first.
+        self._forced_tool_choice_rejected = False
 
         import openai
 
@@ -138,10 +155,11 @@ class OpenAIChatModel(SdkClientModel):
                     type(self).__name__,
                 )
             kwargs["tools"] = [structured_tool(structured_model)]
-            kwargs["tool_choice"] = {
-                "type": "function",
-                "function": {"name": STRUCTURED_TOOL_NAME},
-            }
+            kwargs["tool_choice"] = (
+                "auto"
+                if self._forced_tool_choice_rejected
+                else {"type": "function", "function": {"name": STRUCTURED_TOOL_NAME}}
+            )
         else:
             if tools:
                 kwargs["tools"] = tools
@@ -184,6 +202,68 @@ class OpenAIChatModel(SdkClientModel):
         :raises ValueError: for malformed messages or an unknown tool_choice.
         """
         return await self._send(messages, tools, tool_choice, structured_model, generate_kwargs)
+
+    async def _send(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        tool_choice: ToolChoice | None,
+        structured_model: StructuredModel | None,
+        generate_kwargs: dict[str, Any],
+    ) -> ChatResponse | AsyncGenerator[ChatResponse, None]:
+        """Send the request; a structured-output request whose forced ``tool_choice`` the
+        server refuses is sent once more with ``tool_choice="auto"``."""
+
+        def send() -> Awaitable[ChatResponse | AsyncGenerator[ChatResponse, None]]:
+            return super(OpenAIChatModel, self)._send(
+                messages, tools, tool_choice, structured_model, generate_kwargs
+            )
+
+        if structured_model is None or self._forced_tool_choice_rejected:
+            return await send()
+        try:
+            result = await send()
+        except ModelAPIError as exc:
+            if not rejects_forced_tool_choice(exc):
+                raise
+            self._note_forced_choice_rejected(exc)
+            return await send()
+        if isinstance(result, AsyncGenerator):
+            return self._stream_with_choice_fallback(result, send)
+        return result
+
+    async def _stream_with_choice_fallback(
+        self,
+        first: AsyncGenerator[ChatResponse, None],
+        send: Callable[[], Awaitable[ChatResponse | AsyncGenerator[ChatResponse, None]]],
+    ) -> AsyncGenerator[ChatResponse, None]:
+        """The chunks of *first*; when it fails with a refused forced ``tool_choice`` before
+        yielding anything, the chunks of the request sent again with ``"auto"``."""
+        yielded = False
+        try:
+            async with aclosing(first):
+                async for chunk in first:
+                    yielded = True
+                    yield chunk
+            return
+        except ModelAPIError as exc:
+            if yielded or not rejects_forced_tool_choice(exc):
+                raise
+            self._note_forced_choice_rejected(exc)
+        again = await send()
+        assert isinstance(again, AsyncGenerator)
+        async with aclosing(again):
+            async for chunk in again:
+                yield chunk
+
+    def _note_forced_choice_rejected(self, exc: ModelAPIError) -> None:
+        logger.warning(
+            "%s: the server refused a forced tool_choice for structured output (%s); "
+            "sending tool_choice='auto' instead, for this and later calls",
+            type(self).__name__,
+            exc.message,
+        )
+        self._forced_tool_choice_rejected = True
 
     async def _create(self, kwargs: dict[str, Any]) -> Any:
         return await self.client.chat.completions.create(**kwargs)
@@ -251,9 +331,13 @@ class OpenAIChatModel(SdkClientModel):
                         chunk.usage.prompt_tokens or 0,
                         chunk.usage.completion_tokens or 0,
                     )
+                # Some compatible servers send chunks with an empty ``choices`` list or a
+                # null ``delta`` (keep-alives, usage or moderation records): nothing to add.
                 if not chunk.choices:
                     continue
                 delta = chunk.choices[0].delta
+                if delta is None:
+                    continue
                 changed = False
                 piece = _reasoning_of(delta)
                 if piece:

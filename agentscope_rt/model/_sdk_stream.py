@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import gc
 import inspect
+import sys
 import time
 import types
 from abc import abstractmethod
@@ -31,6 +32,7 @@ from ._common import (
     parse_tool_input,
     structured_from_blocks,
 )
+from ._loop_client import LoopClients, close_orphans
 from ._model_base import ChatModelBase, ToolChoice
 from ._model_response import ChatResponse
 from ._retry import CLOSE_TIMEOUT, RetryConfig, call_with_retry, stream_with_retry
@@ -150,9 +152,28 @@ def route_extra_fields(method: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
     return routed
 
 
+def _loop_copy(template: Any) -> Any:
+    """A copy of the SDK client *template* with a connection pool of its own (the SDK's
+    default HTTP client), for one event loop."""
+    sdk = sys.modules[type(template).__module__.partition(".")[0]]
+    return template.copy(http_client=sdk.DefaultAsyncHttpxClient(timeout=template.timeout))
+
+
+def _sdk_owns_http_client(client: Any) -> bool:
+    # The SDKs wrap the HTTP client they make themselves in this class; one the user passed
+    # (``client_kwargs={"http_client": ...}``) is the user's to manage and is used as given.
+    return type(getattr(client, "_client", None)).__name__ == "AsyncHttpxClientWrapper"
+
+
 class SdkClientModel(ChatModelBase):
     """A chat model that owns an SDK client (``self.client``): closable, and an async context
     manager that closes it on exit.
+
+    The client assigned to ``self.client`` is a template: inside an event loop ``self.client``
+    is a copy of it with its own connection pool, made on the first call in that loop, reused
+    by later calls there and closed when the loop ends (see :mod:`._loop_client`), so a model
+    that the program never closes leaves no connection behind, on asyncio and trio alike. A
+    client built with the user's own ``http_client`` is used as given.
 
     A call is one template for every SDK provider (:meth:`_send`): the subclass builds the
     request (:meth:`_request_kwargs`), names the SDK call (:meth:`_create`), parses a complete
@@ -168,8 +189,30 @@ class SdkClientModel(ChatModelBase):
     :param retry_config: the retry policy; ``None`` means ``RetryConfig()``.
     """
 
-    client: Any
     provider: ClassVar[str]
+    _client_template: Any = None
+    _loop_clients: LoopClients[Any] | None = None
+
+    @property
+    def client(self) -> Any:
+        """The SDK client of the running event loop (outside an event loop: the template,
+        which has opened no connection)."""
+        clients = self._loop_clients
+        if clients is not None:
+            try:
+                return clients.get()
+            except anyio.NoEventLoopError:
+                pass
+        return self._client_template
+
+    @client.setter
+    def client(self, value: Any) -> None:
+        self._client_template = value
+        self._loop_clients = (
+            LoopClients(functools.partial(_loop_copy, value), close_sdk_client)
+            if _sdk_owns_http_client(value)
+            else None
+        )
 
     def __init__(
         self,
@@ -240,6 +283,7 @@ class SdkClientModel(ChatModelBase):
     ) -> ChatResponse | AsyncGenerator[ChatResponse, None]:
         """Build the request and send it under :attr:`retry_config`: the parsed response, or
         the retried stream of cumulative chunks when streaming."""
+        await close_orphans()
         kwargs = self._request_kwargs(
             messages, tools, tool_choice, structured_model, generate_kwargs
         )
@@ -289,8 +333,13 @@ class SdkClientModel(ChatModelBase):
         return ToolUseBlock(call_id, name, previous if partial is None else partial)
 
     async def aclose(self) -> None:
-        """Close the SDK client and its connection pool (safe to call twice)."""
-        await close_sdk_client(self.client)
+        """Close the running event loop's SDK client and its connection pool now (safe to call
+        twice; a later call opens a new one). Clients used in other event loops are closed
+        when those loops end; a client built with the user's ``http_client`` is closed."""
+        if self._loop_clients is not None:
+            await self._loop_clients.aclose()
+        elif self._client_template is not None:
+            await close_sdk_client(self._client_template)
 
     async def __aenter__(self) -> Self:
         return self
