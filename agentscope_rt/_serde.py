@@ -15,6 +15,7 @@ import math
 import typing
 from typing import Any, TypeVar
 
+import attrs
 import cattrs
 from cattrs.cols import is_sequence, list_structure_factory
 from cattrs.errors import AttributeValidationNote, BaseValidationError
@@ -30,9 +31,7 @@ from .message._block import (
     MediaBlock,
     MsgContent,
     Source,
-    ThinkingBlock,
     ToolOutput,
-    ToolUseBlock,
     _MappingView,
 )
 from .message._msg import _ROLES, Msg, now_timestamp
@@ -166,12 +165,14 @@ converter.register_structure_hook_func(
 
 
 def _register_block(cls: type[_MappingView]) -> None:
-    overrides = {}
-    # Optional keys AgentScope's JSON does not have are written only when set.
-    if cls is ToolUseBlock:
-        overrides["raw_input"] = override(omit_if_default=True)
-    elif cls is ThinkingBlock:
-        overrides["signature"] = override(omit_if_default=True)
+    # Optional fields (default None) are written only when set: AgentScope's JSON has no such
+    # key (``raw_input``, ``signature``, ``thought_signature``), and a block reads None as an
+    # absent key, so ``to_dict()`` holds the keys ``dict(block)`` does.
+    overrides = {
+        a.name: override(omit_if_default=True)
+        for a in attrs.fields(cls)  # type: ignore[arg-type]
+        if a.default is None
+    }
     gen_unstructure = make_dict_unstructure_fn(cls, converter, **overrides)  # type: ignore[arg-type]
     gen_structure = make_dict_structure_fn(cls, converter)
     tag = cls.type

@@ -1,23 +1,50 @@
 """Content blocks: the typed pieces a :class:`~agentscope_rt.message.Msg` is made of.
 
-Blocks are attrs classes, so they are cheap to build and compare, and every field is typed. To
-keep AgentScope code working (where blocks are ``TypedDict``s) they also read like mappings:
-``block["text"]``, ``block.get("type")`` and ``"raw_input" in block`` behave as they would on
-the dict. An optional field whose value is ``None`` reads as an absent key, as in a
-``TypedDict`` with ``NotRequired`` keys.
+Blocks are attrs classes, so they are cheap to build and every field is typed. To keep
+AgentScope code working (where blocks are ``TypedDict``\\ s, that is plain dicts) they also
+behave like those dicts where AgentScope code relies on it:
+
+* **Construction.** Every block and source accepts the keyword ``type=`` that AgentScope code
+  passes, ``TextBlock(type="text", text="hi")``; positional arguments work as before
+  (``TextBlock("hi")``). A ``type`` other than the class's own raises
+  :class:`~agentscope_rt.exception.MessageFormatError` (a ``ValueError``: the argument is of the
+  right kind but has the wrong value, as for ``block["type"] = ...``); its message names the
+  class, the type given and the type expected. A media block given a dict ``source``
+  (``ImageBlock(source={"type": "url", "url": ...})``) and a tool result given dict blocks in
+  its ``output`` list get real blocks, through the same converter ``Msg(...)`` and
+  :meth:`Msg.from_dict` use.
+* **Reading and writing.** ``block["text"]``, ``block.get("type")``, ``"raw_input" in block``,
+  ``block["input"] = {...}`` and ``dict(block)`` behave as on the dict. An optional field whose
+  value is ``None`` reads as an absent key, as in a ``TypedDict`` with ``NotRequired`` keys.
+  ``dict(block)`` holds the same objects the block does, so a media block's ``source`` stays a
+  source object; it compares equal to its dict form (below), and :meth:`to_dict` gives the
+  whole JSON dict.
+* **Equality.** A block equals a block of the same class with equal fields, and a dict exactly
+  when that dict equals ``dict(block)``: ``TextBlock(text="hi") == {"type": "text", "text":
+  "hi"}``, also nested (a source against its dict, tool-result outputs against lists of dicts)
+  and in both directions; ``!=`` is its negation. A ``ToolUseBlock`` whose ``raw_input`` is
+  ``None`` equals the dict without a ``raw_input`` key (not one holding ``None``, which
+  AgentScope never writes).
+* **Hashing.** Blocks are mutable and equal to (unhashable) dicts, so they are unhashable, as
+  attrs made them before they compared with dicts: ``hash(block)`` raises ``TypeError``.
 
 Each class carries its wire tag in the class variable ``type``; the shared cattrs converter in
 :mod:`agentscope_rt._serde` uses it as the tag of the content-block union.
+
+The ``__init__`` methods are written by hand: they run for every block of every reply, and
+checking an omitted ``type`` costs one ``is None`` test there.
 """
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterator
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, TypeVar
 
 import attrs
 
 from .._copy import copy_json
+from ..exception import MessageFormatError
 
 __all__ = [
     "AudioBlock",
@@ -38,24 +65,26 @@ __all__ = [
 
 
 class _MappingView:
-    """Mapping-style read/write access to an attrs block, for AgentScope compatibility."""
+    """Mapping-style access and dict equality for an attrs block, for AgentScope compatibility.
+
+    Subclasses are ``attrs.define(slots=True, init=False, eq=False)`` classes finished by
+    :func:`_finish`, which records their field names and how to read them all at once.
+    """
 
     __slots__ = ()
     type: ClassVar[str]
+    _fields: ClassVar[tuple[str, ...]] = ()
+    # operator.attrgetter over _fields: reads every field in C for block == block.
+    _values: ClassVar[Any]
 
     @classmethod
     def _names(cls) -> tuple[str, ...]:
-        # Cached per class: the attrs field list never changes after class creation.
-        names: tuple[str, ...] | None = cls.__dict__.get("_field_names_cache")
-        if names is None:
-            names = tuple(a.name for a in attrs.fields(cls))  # type: ignore[arg-type]
-            type.__setattr__(cls, "_field_names_cache", names)
-        return names
+        return cls._fields
 
     def __getitem__(self, key: str) -> Any:
         if key == "type":
             return self.type
-        if key in self._names():
+        if key in self._fields:
             value = getattr(self, key)
             if value is not None:
                 return value
@@ -69,7 +98,7 @@ class _MappingView:
                     "build a new block instead"
                 )
             return
-        if key not in self._names():
+        if key not in self._fields:
             raise KeyError(f"{type(self).__name__} has no field {key!r}")
         setattr(self, key, value)
 
@@ -83,23 +112,44 @@ class _MappingView:
     def __contains__(self, key: object) -> bool:
         if key == "type":
             return True
-        return isinstance(key, str) and key in self._names() and getattr(self, key) is not None
+        return isinstance(key, str) and key in self._fields and getattr(self, key) is not None
+
+    def _as_dict(self) -> dict[str, Any]:
+        # What dict(self) gives, built directly.
+        result: dict[str, Any] = {"type": self.type}
+        for name in self._fields:
+            value = getattr(self, name)
+            if value is not None:
+                result[name] = value
+        return result
 
     def keys(self) -> list[str]:
         """The keys the block would have as an AgentScope dict (``type`` first)."""
-        return ["type", *(n for n in self._names() if getattr(self, n) is not None)]
+        return list(self._as_dict())
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self.keys())
+        return iter(self._as_dict())
 
     def items(self) -> list[tuple[str, Any]]:
         """``(key, value)`` pairs as in :meth:`keys`."""
-        return [(k, self[k]) for k in self.keys()]
+        return list(self._as_dict().items())
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            values = self._values
+            return bool(values(self) == values(other))
+        if isinstance(other, dict):
+            # Nested sources and blocks compare with their dicts through this same method.
+            return self._as_dict() == other
+        return NotImplemented
+
+    # Defining __eq__ would set this to None anyway; said explicitly because it is a promise.
+    __hash__ = None  # type: ignore[assignment]
 
     def copy(self) -> Any:
         """Return an independent deep copy (nested dicts, lists and blocks are copied too)."""
         new = object.__new__(type(self))
-        for name in self._names():
+        for name in self._fields:
             object.__setattr__(new, name, copy_json(getattr(self, name)))
         return new
 
@@ -111,70 +161,224 @@ class _MappingView:
         return result
 
 
-@attrs.define(slots=True)
+_B = TypeVar("_B", bound=type[_MappingView])
+
+
+def _finish(cls: _B) -> _B:
+    """Record *cls*'s attrs field names and a reader of all of them (see :class:`_MappingView`)."""
+    names = tuple(a.name for a in attrs.fields(cls))  # type: ignore[arg-type]
+    cls._fields = names
+    cls._values = operator.attrgetter(*names)
+    return cls
+
+
+def _wrong_type(block: _MappingView, given: object) -> MessageFormatError:
+    """The error for ``SomeBlock(type=given)`` when *given* is not ``SomeBlock.type``."""
+    name = block.__class__.__name__
+    other = _ALL_TYPES.get(given) if isinstance(given, str) else None
+    hint = f" (for {given!r}, use {other.__name__})" if other is not None else ""
+    return MessageFormatError(
+        f"{name}(type={given!r}): the type of a {name} is {block.type!r}, not {given!r}{hint}",
+        path="type",
+    )
+
+
+def _source(block: _MappingView, source: Any) -> Source:
+    """*source* as a source object: dicts are structured, anything else is refused."""
+    if isinstance(source, URLSource | Base64Source):
+        return source
+    if isinstance(source, dict):
+        from .._serde import structure
+
+        return structure(source, Source, what=f"{block.__class__.__name__} source", path="source")
+    raise TypeError(
+        f"{block.__class__.__name__} source must be a URLSource, a Base64Source or its dict "
+        f"(e.g. {{'type': 'url', 'url': ...}}), not {type(source).__name__}"
+    )
+
+
+def _tool_output(output: Any) -> Any:
+    """*output* (not a string, not empty) with any dict blocks in it structured."""
+    if output.__class__ is list:
+        for item in output:
+            if item.__class__ is dict:
+                break
+        else:
+            return output  # blocks only (or something the converter would refuse): as given
+    from .._serde import structure
+
+    return structure(output, ToolOutput, what="tool result output", path="output")
+
+
+@_finish
+@attrs.define(slots=True, init=False, eq=False)
 class URLSource(_MappingView):
-    """A media source given by URL (``http(s)://``, ``file://`` or a local path)."""
+    """A media source given by URL (``http(s)://``, ``file://`` or a local path).
+
+    :raises MessageFormatError: for a *type* other than ``"url"``.
+    """
 
     type: ClassVar[Literal["url"]] = "url"
     url: str
 
+    def __init__(self, url: str, *, type: Literal["url"] | None = None) -> None:
+        if type is not None and type != "url":
+            raise _wrong_type(self, type)
+        self.url = url
 
-@attrs.define(slots=True)
+
+@_finish
+@attrs.define(slots=True, init=False, eq=False)
 class Base64Source(_MappingView):
-    """Media embedded as base64 data with its MIME type, e.g. ``image/png``."""
+    """Media embedded as base64 data with its MIME type, e.g. ``image/png``.
+
+    :raises MessageFormatError: for a *type* other than ``"base64"``.
+    """
 
     type: ClassVar[Literal["base64"]] = "base64"
     media_type: str
     data: str
 
+    def __init__(
+        self, media_type: str, data: str, *, type: Literal["base64"] | None = None
+    ) -> None:
+        if type is not None and type != "base64":
+            raise _wrong_type(self, type)
+        self.media_type = media_type
+        self.data = data
+
 
 Source = URLSource | Base64Source
 
 
-@attrs.define(slots=True)
+@_finish
+@attrs.define(slots=True, init=False, eq=False)
 class TextBlock(_MappingView):
-    """Plain text."""
+    """Plain text.
+
+    ``thought_signature`` is a provider's opaque signature of the text (Gemini's thinking
+    models): it is sent back unchanged in later turns, and written to JSON only when set.
+
+    :raises MessageFormatError: for a *type* other than ``"text"``.
+    """
 
     type: ClassVar[Literal["text"]] = "text"
     text: str
+    thought_signature: str | None = None
+
+    def __init__(
+        self,
+        text: str,
+        thought_signature: str | None = None,
+        *,
+        type: Literal["text"] | None = None,
+    ) -> None:
+        if type is not None and type != "text":
+            raise _wrong_type(self, type)
+        self.text = text
+        self.thought_signature = thought_signature
 
 
-@attrs.define(slots=True)
+@_finish
+@attrs.define(slots=True, init=False, eq=False)
 class ThinkingBlock(_MappingView):
     """A model's reasoning, shown to the user but not broadcast to other agents.
 
     ``signature`` is the provider's opaque proof of the reasoning (Anthropic's extended
     thinking): it must be sent back unchanged with the block in later turns, so it is kept
     when present and written to JSON only then.
+
+    :raises MessageFormatError: for a *type* other than ``"thinking"``.
     """
 
     type: ClassVar[Literal["thinking"]] = "thinking"
     thinking: str
     signature: str | None = None
 
+    def __init__(
+        self,
+        thinking: str,
+        signature: str | None = None,
+        *,
+        type: Literal["thinking"] | None = None,
+    ) -> None:
+        if type is not None and type != "thinking":
+            raise _wrong_type(self, type)
+        self.thinking = thinking
+        self.signature = signature
 
-@attrs.define(slots=True)
+
+@_finish
+@attrs.define(slots=True, init=False, eq=False)
 class ImageBlock(_MappingView):
-    """An image, by URL or as base64 data."""
+    """An image, by URL or as base64 data.
+
+    :param source: a :class:`URLSource`, a :class:`Base64Source` or the dict of one.
+    :raises MessageFormatError: for a *type* other than ``"image"`` or a malformed dict source
+        (the message names the field, e.g. ``source.url``).
+    :raises TypeError: for a source that is neither a source nor a dict.
+    """
 
     type: ClassVar[Literal["image"]] = "image"
     source: Source
 
+    def __init__(
+        self, source: Source | dict[str, Any], *, type: Literal["image"] | None = None
+    ) -> None:
+        if type is not None and type != "image":
+            raise _wrong_type(self, type)
+        cls = source.__class__
+        if cls is not URLSource and cls is not Base64Source:
+            source = _source(self, source)
+        self.source = source  # type: ignore[assignment]  # a Source: the test above makes it one
 
-@attrs.define(slots=True)
+
+@_finish
+@attrs.define(slots=True, init=False, eq=False)
 class AudioBlock(_MappingView):
-    """Audio, by URL or as base64 data."""
+    """Audio, by URL or as base64 data.
+
+    :param source: a :class:`URLSource`, a :class:`Base64Source` or the dict of one.
+    :raises MessageFormatError: for a *type* other than ``"audio"`` or a malformed dict source.
+    :raises TypeError: for a source that is neither a source nor a dict.
+    """
 
     type: ClassVar[Literal["audio"]] = "audio"
     source: Source
 
+    def __init__(
+        self, source: Source | dict[str, Any], *, type: Literal["audio"] | None = None
+    ) -> None:
+        if type is not None and type != "audio":
+            raise _wrong_type(self, type)
+        cls = source.__class__
+        if cls is not URLSource and cls is not Base64Source:
+            source = _source(self, source)
+        self.source = source  # type: ignore[assignment]  # a Source: the test above makes it one
 
-@attrs.define(slots=True)
+
+@_finish
+@attrs.define(slots=True, init=False, eq=False)
 class VideoBlock(_MappingView):
-    """Video, by URL or as base64 data."""
+    """Video, by URL or as base64 data.
+
+    :param source: a :class:`URLSource`, a :class:`Base64Source` or the dict of one.
+    :raises MessageFormatError: for a *type* other than ``"video"`` or a malformed dict source.
+    :raises TypeError: for a source that is neither a source nor a dict.
+    """
 
     type: ClassVar[Literal["video"]] = "video"
     source: Source
+
+    def __init__(
+        self, source: Source | dict[str, Any], *, type: Literal["video"] | None = None
+    ) -> None:
+        if type is not None and type != "video":
+            raise _wrong_type(self, type)
+        cls = source.__class__
+        if cls is not URLSource and cls is not Base64Source:
+            source = _source(self, source)
+        self.source = source  # type: ignore[assignment]  # a Source: the test above makes it one
 
 
 MediaBlock = TextBlock | ImageBlock | AudioBlock | VideoBlock
@@ -184,13 +388,19 @@ ToolOutput = str | list[MediaBlock]
 """A tool result's ``output``: a string or a list of media blocks."""
 
 
-@attrs.define(slots=True)
+@_finish
+@attrs.define(slots=True, init=False, eq=False)
 class ToolUseBlock(_MappingView):
     """A model's request to call tool *name* with arguments *input*.
 
     ``raw_input`` holds the argument text exactly as the model sent it when it could not be
     parsed as a JSON object (``input`` is then ``{}``), so the agent can tell the model what was
-    wrong instead of crashing.
+    wrong instead of crashing. ``thought_signature`` is a provider's opaque signature of the
+    call (Gemini's thinking models), sent back unchanged in later turns; both are written to
+    JSON only when set.
+
+    :param input: the arguments; omitted or ``None``, an empty dict.
+    :raises MessageFormatError: for a *type* other than ``"tool_use"``.
     """
 
     type: ClassVar[Literal["tool_use"]] = "tool_use"
@@ -198,16 +408,58 @@ class ToolUseBlock(_MappingView):
     name: str
     input: dict[str, Any] = attrs.field(factory=dict)
     raw_input: str | None = None
+    thought_signature: str | None = None
+
+    def __init__(
+        self,
+        id: str,
+        name: str,
+        input: dict[str, Any] | None = None,
+        raw_input: str | None = None,
+        thought_signature: str | None = None,
+        *,
+        type: Literal["tool_use"] | None = None,
+    ) -> None:
+        if type is not None and type != "tool_use":
+            raise _wrong_type(self, type)
+        self.id = id
+        self.name = name
+        self.input = {} if input is None else input
+        self.raw_input = raw_input
+        self.thought_signature = thought_signature
 
 
-@attrs.define(slots=True)
+@_finish
+@attrs.define(slots=True, init=False, eq=False)
 class ToolResultBlock(_MappingView):
-    """The result of the tool call with the same ``id``: a string or a list of media blocks."""
+    """The result of the tool call with the same ``id``: a string or a list of media blocks.
+
+    :param output: a string, or a list of media blocks or their dicts (turned into blocks).
+    :raises MessageFormatError: for a *type* other than ``"tool_result"`` or a malformed dict
+        block in *output* (the message names it, e.g. ``output[1].source``).
+    """
 
     type: ClassVar[Literal["tool_result"]] = "tool_result"
     id: str
     name: str
     output: ToolOutput = ""
+
+    def __init__(
+        self,
+        id: str,
+        name: str,
+        output: ToolOutput | list[MediaBlock | dict[str, Any]] = "",
+        *,
+        type: Literal["tool_result"] | None = None,
+    ) -> None:
+        if type is not None and type != "tool_result":
+            raise _wrong_type(self, type)
+        self.id = id
+        self.name = name
+        # An empty list (how the agent starts every result) needs no look inside.
+        if output.__class__ is not str and output:
+            output = _tool_output(output)
+        self.output = output  # type: ignore[assignment]  # any dict blocks were turned to blocks
 
 
 ContentBlock = (
@@ -240,3 +492,4 @@ MEDIA_TYPES: dict[str, type[_MappingView]] = {
     cls.type: cls for cls in (TextBlock, ImageBlock, AudioBlock, VideoBlock)
 }
 SOURCE_TYPES: dict[str, type[_MappingView]] = {cls.type: cls for cls in (URLSource, Base64Source)}
+_ALL_TYPES: dict[str, type[_MappingView]] = {**BLOCK_TYPES, **SOURCE_TYPES}
