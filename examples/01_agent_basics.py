@@ -98,7 +98,7 @@ async def main() -> None:
     async with anyio.create_task_group() as tg:
         tg.start_soon(stop_soon)
         reply = await alice(Msg("user", "Tell me more", "user"))
-    print(f"   -> {reply.content!r}, generate_reason={reply.metadata['generate_reason']!r}")
+    print(f"   -> {reply.content!r}, generate_reason={alice.generate_reason}")
 
     print("\n4. An outer timeout is not an interrupt; it propagates:")
     try:

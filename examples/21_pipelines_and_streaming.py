@@ -97,6 +97,9 @@ async def main() -> None:
     writer = streaming_writer("writer")
     writer.set_console_output_enabled(False)
     task = writer(Msg("user", "Tell me a story.", "user"))
+    # One item per print, as in AgentScope: the whole text comes three times at the end — the
+    # model's last content chunk, its closing chunk (with the usage), and the agent's final
+    # print with last=True.
     async with contextlib.aclosing(stream_printing_messages([writer], task)) as stream:
         async for msg, last in stream:
             print(f"  chunk (last={last}): {msg.get_text_content()!r}")

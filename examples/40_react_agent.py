@@ -97,8 +97,8 @@ async def with_a_real_model() -> None:
     print(f"1) {model.model_name} with one tool")
     answer = await agent(Msg("user", "What is the weather in Paris?", "user"))
     show(await agent.memory.get_memory())
-    print(f"  generate_reason={answer.metadata['generate_reason']}")
-    print(f"  usage={answer.metadata.get('usage')}")
+    print(f"  generate_reason={agent.generate_reason}, metadata={answer.metadata}")
+    print(f"  usage={agent.usage}")
 
 
 async def parallel_tools_scripted() -> None:
@@ -134,7 +134,7 @@ async def parallel_tools_scripted() -> None:
     elapsed = time.perf_counter() - start
     show(await agent.memory.get_memory())
     print(f"  two 0.3 s lookups ran side by side: the reply took {elapsed:.2f} s")
-    print(f"  summed usage of the reply: {answer.metadata['usage']}")
+    print(f"  {answer.get_text_content()!r}; summed usage of the reply: {agent.usage}")
 
 
 async def main() -> None:

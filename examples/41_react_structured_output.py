@@ -59,7 +59,7 @@ async def with_a_real_model() -> None:
     )
     card = {k: answer.metadata[k] for k in CityCard.model_fields if k in answer.metadata}
     print(f"  structured output: {json.dumps(card, ensure_ascii=False)}")
-    print(f"  generate_reason: {answer.metadata['generate_reason']}")
+    print(f"  generate_reason: {agent.generate_reason}")
     print("  (the shape is validated; the facts are only as good as the model)")
 
 

@@ -64,7 +64,8 @@ async def test_the_scope_stub_is_undone_and_interrupts_work_again(bench_react: M
 
         tg.start_soon(interrupt_soon)
         reply = await agent(bench_react.Msg("user", "hi", "user"))
-    assert reply.metadata["generate_reason"] == "interrupted"
+    assert reply.metadata == {"_is_interrupted": True}
+    assert agent.generate_reason == "interrupted"
 
 
 def test_the_round_spread_pairs_each_round_with_agentscopes(bench_react: ModuleType) -> None:

@@ -9,7 +9,7 @@ brings a human into the conversation.
 from ._agent_base import AgentBase, check_msg_input
 from ._compression import CompressionConfig, SummarySchema
 from ._console import DISABLE_CONSOLE_ENV
-from ._generate_reason import GENERATE_REASON_KEY, GenerateReason
+from ._generate_reason import GenerateReason
 from ._react_agent import ReActAgent
 from ._react_agent_base import ReActAgentBase
 from ._subscription import HubLink
@@ -18,7 +18,6 @@ from ._user_input import TerminalUserInput, UserInputBase, UserInputData
 
 __all__ = [
     "DISABLE_CONSOLE_ENV",
-    "GENERATE_REASON_KEY",
     "AgentBase",
     "CompressionConfig",
     "GenerateReason",

@@ -5,7 +5,7 @@ Concurrency promises (each pinned by a test on asyncio and trio):
 * ``await agent(...)`` runs ``reply()`` inside a fresh :class:`anyio.CancelScope` owned by
   that call. :meth:`AgentBase.interrupt` cancels exactly that scope — from another task, a
   hook, a tool or another thread — and the call answers with :meth:`~AgentBase.handle_interrupt`
-  (``metadata["generate_reason"] == "interrupted"``).
+  (:attr:`AgentBase.generate_reason` is then ``"interrupted"``).
 * A cancellation from outside (an enclosing ``fail_after``, a cancelled task group, Ctrl+C) is
   not an interrupt: it propagates and ``handle_interrupt`` is not called, even when it lands
   together with an interrupt.
@@ -33,16 +33,18 @@ from anyio.streams.memory import MemoryObjectSendStream
 
 from .._backend import ReplyScope, reply_scope
 from .._ids import new_id
-from ..message import Msg
+from .._serde import structure_block
+from ..message import AudioBlock, Msg
 from ..module import StateModule
 from ._console import ConsolePrinter, console_disabled_globally
-from ._generate_reason import GENERATE_REASON_KEY, GenerateReason
+from ._generate_reason import GenerateReason
 from ._hooks import (
     HOOK_COUNTS,
     HookEntry,
     check_hook,
     check_hook_type,
     class_hooks_changed,
+    copy_hook_value,
     direct_method,
     next_sequence,
     wrap_hooked_method,
@@ -50,11 +52,20 @@ from ._hooks import (
 )
 from ._subscription import HubLink, broadcast
 
-__all__ = ["AgentBase", "check_msg_input"]
+__all__ = ["AgentBase", "PrintedChunk", "Speech", "check_msg_input"]
 
 logger = logging.getLogger("agentscope_rt.agent")
 
-_INTERRUPTED = GenerateReason.INTERRUPTED.value
+_INTERRUPTED = GenerateReason.INTERRUPTED
+
+Speech = AudioBlock | list[AudioBlock]
+"""What ``print(msg, last, speech=...)`` accepts besides ``None``: audio played or forwarded
+with the message, as in AgentScope (dict blocks such as ``{"type": "audio", "source": ...}``
+are accepted too and turned into :class:`AudioBlock`)."""
+
+PrintedChunk = tuple[Msg, bool, Speech | None]
+"""What :meth:`AgentBase.print` sends to the message queue: ``(msg_copy, last, speech)``, as
+AgentScope puts on its queue."""
 
 
 def check_msg_input(
@@ -93,9 +104,53 @@ def _check_observe_input(self: Any, args: tuple[Any, ...], kwargs: dict[str, Any
 
 def _check_print_input(self: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
     msg = args[0] if args else kwargs.get("msg")
-    if msg.__class__ is Msg:
+    if msg.__class__ is not Msg:
+        check_msg_input(msg, f"{type(self).__name__}.print", allow_list=False, allow_none=False)
+    speech = args[2] if len(args) > 2 else kwargs.get("speech") if kwargs else None
+    if speech is not None:
+        _check_speech(speech, f"{type(self).__name__}.print")
+
+
+def _is_audio(block: Any) -> bool:
+    return isinstance(block, AudioBlock) or (
+        isinstance(block, dict) and block.get("type") == "audio"
+    )
+
+
+def _check_speech(speech: Any, where: str) -> None:
+    """:raises TypeError: when *speech* is not an audio block (or dict form), a list of them or
+    ``None``."""
+    if _is_audio(speech):
         return
-    check_msg_input(msg, f"{type(self).__name__}.print", allow_list=False, allow_none=False)
+    if isinstance(speech, list | tuple):
+        for index, block in enumerate(speech):
+            if not _is_audio(block):
+                raise TypeError(
+                    f"{where}: speech[{index}] must be an AudioBlock (or its dict form with "
+                    f"type 'audio'), not {type(block).__name__}"
+                )
+        return
+    raise TypeError(
+        f"{where}: speech must be an AudioBlock, a list of AudioBlocks or None, not "
+        f"{type(speech).__name__}"
+    )
+
+
+def _speech_copy(speech: Any) -> Speech:
+    """A copy of checked *speech* for the message queue: blocks copied, dicts turned into
+    :class:`AudioBlock`, a single block kept single and a sequence made a list."""
+    if isinstance(speech, list | tuple):
+        return [_audio_copy(block) for block in speech]
+    return _audio_copy(speech)
+
+
+def _audio_copy(block: Any) -> AudioBlock:
+    if isinstance(block, dict):
+        converted = structure_block(block, path="speech")
+        assert isinstance(converted, AudioBlock)
+        return converted
+    copied: AudioBlock = copy_hook_value(block)
+    return copied
 
 
 _INPUT_CHECKS: dict[str, Callable[[Any, tuple[Any, ...], dict[str, Any]], None]] = {
@@ -160,10 +215,22 @@ class _ReplyCall:
     """The state of the call in progress: its id, its cancel scope, and where it runs.
 
     ``loop`` and ``loop_token`` remember the last event loop a call ran on and its anyio
-    token, so that a call on the same loop does not fetch the token again.
+    token, so that a call on the same loop does not fetch the token again. ``reason`` is why
+    the call ended (reset when a call starts); ``interrupt`` is ``(reply_id, msg)`` from the
+    last :meth:`AgentBase.interrupt` that reached a call — keyed by the call's id rather than
+    reset per call, so that calls that are never interrupted pay nothing for it.
     """
 
-    __slots__ = ("loop", "loop_token", "reply_id", "scope", "thread_id", "token")
+    __slots__ = (
+        "interrupt",
+        "loop",
+        "loop_token",
+        "reason",
+        "reply_id",
+        "scope",
+        "thread_id",
+        "token",
+    )
 
     def __init__(self) -> None:
         self.reply_id: str | None = None
@@ -172,6 +239,8 @@ class _ReplyCall:
         self.token: Any = None
         self.loop: object | None = None
         self.loop_token: Any = None
+        self.reason: GenerateReason | None = None
+        self.interrupt: tuple[str | None, Msg | list[Msg] | None] | None = None
 
 
 class AgentBase(StateModule, abc.ABC):
@@ -216,8 +285,9 @@ class AgentBase(StateModule, abc.ABC):
     id: str
     """A unique id of the agent (a uuid4 hex string)."""
 
-    msg_queue: MemoryObjectSendStream[tuple[Msg, bool]] | None
-    """Where printed messages are sent when the message queue is enabled."""
+    msg_queue: MemoryObjectSendStream[PrintedChunk] | None
+    """Where printed messages are sent, as ``(msg_copy, last, speech)``, when the message queue
+    is enabled."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -252,10 +322,12 @@ class AgentBase(StateModule, abc.ABC):
         """
 
     async def handle_interrupt(self, *args: Any, **kwargs: Any) -> Msg:
-        """The answer when a reply is interrupted; receives the call's arguments.
+        """The answer when a reply is interrupted; receives the interrupted call's own
+        arguments, as in AgentScope (the message given to :meth:`interrupt`, if any, is
+        :attr:`interrupt_msg`).
 
-        The default says that the reply was interrupted. ``__call__`` sets
-        ``metadata["generate_reason"]`` to ``"interrupted"`` on whatever this returns.
+        The default says that the reply was interrupted, with ``metadata`` ``{"_is_interrupted":
+        True}``, as AgentScope's agents do.
         """
         return Msg(
             getattr(self, "name", type(self).__name__),
@@ -297,6 +369,7 @@ class AgentBase(StateModule, abc.ABC):
                 call.loop_token = anyio.lowlevel.current_token()
                 call.loop = loop
             call.reply_id = reply_id
+            call.reason = None
             call.thread_id = threading.get_ident()
             call.token = call.loop_token
             call.scope = scope
@@ -330,7 +403,7 @@ class AgentBase(StateModule, abc.ABC):
                         f"{type(self).__name__}.handle_interrupt must return a Msg, "
                         f"not {type(reply_msg).__name__}"
                     )
-                reply_msg.metadata[GENERATE_REASON_KEY] = _INTERRUPTED
+                call.reason = _INTERRUPTED
             if reply_msg.__class__ is Msg or isinstance(reply_msg, Msg):
                 reply_msg.invocation_id = reply_id
             if (self._hub_links or self._subscribers) and isinstance(reply_msg, (Msg, list)):
@@ -339,20 +412,30 @@ class AgentBase(StateModule, abc.ABC):
         finally:
             lock.release()
 
-    def interrupt(self) -> _InterruptRequested:
+    def interrupt(self, msg: Msg | list[Msg] | None = None) -> _InterruptRequested:
         """Interrupt the reply in progress (a no-op when the agent is idle).
 
         Takes effect at once and may be called from any task (including a hook or a tool of
         this very reply) or from another thread. The interrupted ``await agent(...)`` returns
         :meth:`handle_interrupt`'s Msg. Returns an object that may be awaited, so AgentScope's
         ``await agent.interrupt()`` works too.
+
+        :param msg: a message saying why, as AgentScope accepts. As there (where it only
+            becomes the message of the reply task's ``CancelledError``), it is not passed to
+            :meth:`handle_interrupt`, which receives the interrupted call's own arguments; it
+            is kept as :attr:`interrupt_msg` for ``handle_interrupt`` or the caller to read.
+        :raises TypeError: when *msg* is not a Msg, a list of Msg or None (nothing is
+            interrupted then).
         """
+        if msg is not None and msg.__class__ is not Msg:
+            check_msg_input(msg, f"{type(self).__name__}.interrupt")
         call = self._call
         # The token is read before the scope (the call sets them in the opposite order and
         # clears them in this one), so another thread never pairs a live scope with no token.
         token = call.token
         scope = call.scope
         if scope is not None and token is not None:
+            call.interrupt = (call.reply_id, msg)
             if threading.get_ident() == call.thread_id:
                 scope.cancel()
             else:
@@ -364,22 +447,49 @@ class AgentBase(StateModule, abc.ABC):
         """Whether a reply is in progress."""
         return self._call.scope is not None
 
+    @property
+    def generate_reason(self) -> GenerateReason | None:
+        """Why the agent's current or latest call ended: ``"interrupted"`` when it was
+        interrupted; otherwise what the agent recorded (a :class:`ReActAgent` records
+        ``"model_stop"``, ``"max_iterations"`` and the stop reasons), or ``None``.
+
+        Reset when a call starts, so read it after ``await agent(...)`` returns (or in a
+        ``post_reply`` hook), before calling the agent again. It is kept on the agent, not in
+        the reply's ``metadata``, so replies carry exactly the metadata AgentScope's do.
+        """
+        return self._call.reason
+
+    @property
+    def interrupt_msg(self) -> Msg | list[Msg] | None:
+        """The message given to :meth:`interrupt` during the current or latest call (the
+        last one, if several), or ``None``; readable in :meth:`handle_interrupt`."""
+        call = self._call
+        pending = call.interrupt
+        if pending is None or pending[0] != call.reply_id:
+            return None
+        return pending[1]
+
     # -- printing --------------------------------------------------------------------
 
-    async def print(self, msg: Msg, last: bool = True) -> None:
-        """Show *msg*: send it to the message queue (when enabled) and print it to the console
-        (unless disabled for this agent or globally).
+    async def print(self, msg: Msg, last: bool = True, speech: Speech | None = None) -> None:
+        """Show *msg*: send ``(msg_copy, last, speech)`` to the message queue (when enabled)
+        and print *msg* to the console (unless disabled for this agent or globally).
 
         Chunks of one streamed message share ``msg.id`` and are cumulative; the console shows
         only what is new in each chunk, and the chunk with ``last=True`` ends the message.
 
         :param last: whether this is the final chunk (always true for a whole message).
-        :raises TypeError: when *msg* is not a Msg.
+        :param speech: audio to go with the message (an :class:`AudioBlock` or a list of
+            them, e.g. what a speech model made of the text), forwarded on the message queue
+            (a copy) and seen by print hooks, as in AgentScope. The console does not play it.
+        :raises TypeError: when *msg* is not a Msg, or *speech* not audio blocks or None.
         """
         queue = self.msg_queue
         if queue is not None:
             try:
-                await queue.send((msg.copy(), last))
+                await queue.send(
+                    (msg.copy(), last, None if speech is None else _speech_copy(speech))
+                )
             except (anyio.BrokenResourceError, anyio.ClosedResourceError):
                 # The reader is gone; printing must not break the reply.
                 self.msg_queue = None
@@ -405,8 +515,9 @@ class AgentBase(StateModule, abc.ABC):
     def set_console_output_enabled(self, enabled: bool) -> None:
         """Enable or disable this agent's console output.
 
-        The environment variable ``AGENTSCOPE_RT_DISABLE_CONSOLE_OUTPUT=true`` disables it for
-        every agent regardless.
+        The environment variable ``AGENTSCOPE_RT_DISABLE_CONSOLE_OUTPUT=true`` — or, when that
+        one is unset, AgentScope's ``AGENTSCOPE_DISABLE_CONSOLE_OUTPUT=true`` — disables it for
+        every agent regardless (see :func:`console_disabled_globally`).
         """
         self._console_output_enabled = bool(enabled)
 
@@ -418,9 +529,10 @@ class AgentBase(StateModule, abc.ABC):
     def set_msg_queue_enabled(
         self,
         enabled: bool,
-        queue: MemoryObjectSendStream[tuple[Msg, bool]] | None = None,
+        queue: MemoryObjectSendStream[PrintedChunk] | None = None,
     ) -> None:
-        """Send every printed chunk, as ``(msg_copy, last)``, to *queue*; or stop doing so.
+        """Send every printed chunk, as ``(msg_copy, last, speech)``, to *queue*; or stop doing
+        so.
 
         A bounded stream applies backpressure: ``print`` waits for room. When the receiving
         end is closed, sending stops (with a warning) and the agent carries on.
@@ -442,7 +554,9 @@ class AgentBase(StateModule, abc.ABC):
             return
         if not isinstance(queue, MemoryObjectSendStream):
             raise TypeError(
-                f"queue must be an anyio MemoryObjectSendStream, not {type(queue).__name__}"
+                f"queue must be an anyio MemoryObjectSendStream, not {type(queue).__name__}; "
+                "an asyncio.Queue cannot be used (it does not work under trio): pass the send "
+                "end of anyio.create_memory_object_stream(100)"
             )
         self.msg_queue = queue
 

@@ -16,15 +16,37 @@ import sys
 from .._serde import unstructure
 from ..message import Msg, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
 
-__all__ = ["DISABLE_CONSOLE_ENV", "ConsolePrinter", "console_disabled_globally", "render_text"]
+__all__ = [
+    "AGENTSCOPE_DISABLE_CONSOLE_ENV",
+    "DISABLE_CONSOLE_ENV",
+    "ConsolePrinter",
+    "console_disabled_globally",
+    "render_text",
+]
 
 DISABLE_CONSOLE_ENV = "AGENTSCOPE_RT_DISABLE_CONSOLE_OUTPUT"
-"""Set this environment variable to ``true`` to silence every agent's console output."""
+"""Set this environment variable to ``true`` to silence every agent's console output; set to
+anything else (``false``) it keeps the console on, whatever
+:data:`AGENTSCOPE_DISABLE_CONSOLE_ENV` says."""
+
+AGENTSCOPE_DISABLE_CONSOLE_ENV = "AGENTSCOPE_DISABLE_CONSOLE_OUTPUT"
+"""AgentScope's variable, honoured too so that AgentScope deployments stay quiet: ``true``
+silences every agent's console output unless :data:`DISABLE_CONSOLE_ENV` is set."""
 
 
 def console_disabled_globally() -> bool:
-    """Whether :data:`DISABLE_CONSOLE_ENV` is set to ``true`` (case-insensitive)."""
-    return os.environ.get(DISABLE_CONSOLE_ENV, "").strip().lower() == "true"
+    """Whether the environment silences every agent's console output.
+
+    This package's own :data:`DISABLE_CONSOLE_ENV` decides when it is set (non-empty): the
+    console is off exactly when it is ``true`` (case-insensitive). Only when it is unset does
+    AgentScope's :data:`AGENTSCOPE_DISABLE_CONSOLE_ENV` count, with the same rule. Read on
+    every call, so changing the environment at run time takes effect at the next print.
+    """
+    environ = os.environ
+    value = environ.get(DISABLE_CONSOLE_ENV, "").strip()
+    if not value:
+        value = environ.get(AGENTSCOPE_DISABLE_CONSOLE_ENV, "").strip()
+    return value.lower() == "true"
 
 
 def render_text(msg: Msg) -> str:

@@ -1,18 +1,20 @@
-"""Why an agent's reply ended: the ``generate_reason`` carried in reply metadata."""
+"""Why an agent's reply ended: :class:`GenerateReason`, read from ``agent.generate_reason``.
+
+The reason is kept on the agent (:attr:`AgentBase.generate_reason`), not in the reply's
+``metadata``: replies carry exactly the metadata AgentScope's do (none, the structured output,
+or ``{"_is_interrupted": True}``), so programs that print or save them see the same data.
+"""
 
 from __future__ import annotations
 
 import enum
 
-__all__ = ["GENERATE_REASON_KEY", "GenerateReason"]
-
-GENERATE_REASON_KEY = "generate_reason"
-"""The metadata key under which a reply records its :class:`GenerateReason`."""
+__all__ = ["GenerateReason"]
 
 
 class GenerateReason(enum.StrEnum):
     """Why a reply ended. Members are strings, so they compare equal to their values and
-    serialise to JSON as plain strings (``msg.metadata["generate_reason"] == "interrupted"``).
+    serialise to JSON as plain strings (``agent.generate_reason == "interrupted"``).
     """
 
     MODEL_STOP = "model_stop"

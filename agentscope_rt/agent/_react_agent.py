@@ -40,7 +40,7 @@ from .._schema import (
 )
 from ..formatter import FormatterBase
 from ..memory import InMemoryMemory, LongTermMemoryBase, MemoryBase, MemoryMark
-from ..message import Msg, TextBlock, ToolResultBlock, ToolUseBlock
+from ..message import AudioBlock, Msg, TextBlock, ToolResultBlock, ToolUseBlock
 from ..message._msg import owned_msg
 from ..model import ChatModelBase, ChatResponse, ChatUsage
 from ..plan import PlanNotebook
@@ -48,7 +48,7 @@ from ..rag import Document, KnowledgeBase
 from ..tool import INTERRUPTED_TEXT, Toolkit, ToolResponse, ToolResponseStream
 from ._compression import CompressionConfig as _CompressionConfig
 from ._compression import compression_cut
-from ._generate_reason import GENERATE_REASON_KEY, GenerateReason
+from ._generate_reason import GenerateReason
 from ._hooks import HOOK_COUNTS, direct_method
 from ._react_agent_base import ReActAgentBase
 
@@ -56,17 +56,14 @@ __all__ = ["ReActAgent"]
 
 logger = logging.getLogger("agentscope_rt.agent")
 
-USAGE_KEY = "usage"
-"""The reply metadata key holding the summed :class:`ChatUsage` of the reply (as a dict)."""
-
 FINISH_FUNCTION_NAME = "generate_response"
 
 _HINT = MemoryMark.HINT.value
 _COMPRESSED = MemoryMark.COMPRESSED.value
-_MODEL_STOP = GenerateReason.MODEL_STOP.value
-_MAX_ITERATIONS = GenerateReason.MAX_ITERATIONS.value
-_REASONING_STOP = GenerateReason.REASONING_STOP_REQUESTED.value
-_ACTING_STOP = GenerateReason.ACTING_STOP_REQUESTED.value
+_MODEL_STOP = GenerateReason.MODEL_STOP
+_MAX_ITERATIONS = GenerateReason.MAX_ITERATIONS
+_REASONING_STOP = GenerateReason.REASONING_STOP_REQUESTED
+_ACTING_STOP = GenerateReason.ACTING_STOP_REQUESTED
 
 _STRUCTURED_TEXT_HINT = (
     "<system-hint>Now generate a text response based on your current situation</system-hint>"
@@ -138,13 +135,18 @@ def _result_msg(tool_call: ToolUseBlock, output: Any) -> Msg:
     )
 
 
-def _usage_dict(usage: ChatUsage) -> dict[str, Any]:
-    return {
-        "input_tokens": usage.input_tokens,
-        "output_tokens": usage.output_tokens,
-        "time": usage.time,
-        "type": usage.type,
-    }
+def _speech(msg: Msg) -> list[AudioBlock] | None:
+    """The audio blocks of *msg* (what an audio model said), or ``None``: the speech that goes
+    with a printed chunk, as AgentScope passes it."""
+    content = msg.content
+    speech: list[AudioBlock] | None = None
+    if content.__class__ is not str:
+        for block in content:
+            if block.__class__ is AudioBlock:
+                if speech is None:
+                    speech = []
+                speech.append(block)
+    return speech
 
 
 class _ReplyState:
@@ -209,9 +211,10 @@ class ReActAgent(ReActAgentBase):
     must keep its ``id`` (the result answers the call the model made). A hook may call
     :meth:`request_stop` to end the reply after the current step.
 
-    The reply's ``metadata`` holds ``generate_reason`` (see :class:`GenerateReason`), ``usage``
-    (the summed token usage of every model call of the reply, as a :class:`ChatUsage` dict)
-    and, with a structured model, the validated fields.
+    The reply's ``metadata`` is AgentScope's: the validated fields with a structured model,
+    else empty (``{"_is_interrupted": True}`` on an interrupt reply). Why the reply ended is
+    :attr:`generate_reason` (see :class:`GenerateReason`) and the summed token usage of every
+    model call of the reply is :attr:`usage`, both on the agent.
     """
 
     CompressionConfig: ClassVar[type[_CompressionConfig]] = _CompressionConfig
@@ -330,13 +333,22 @@ class ReActAgent(ReActAgentBase):
         """Ask the reply in progress to stop after the current step (human in the loop).
 
         Call it from a reasoning or acting hook. After reasoning, the reply returns the
-        reasoning Msg with ``generate_reason="reasoning_stop_requested"`` and its tool calls
+        reasoning Msg (``agent.generate_reason == "reasoning_stop_requested"``) and its tool calls
         are left pending: calling the agent again with no message runs them and goes on;
         calling it with a new message records them as not executed instead. After acting, the
         reply returns with ``"acting_stop_requested"`` (the tool results are in memory) and
         the next call goes on reasoning.
         """
         self._run.stop_requested = True
+
+    @property
+    def usage(self) -> ChatUsage | None:
+        """The summed token usage of every model call of the current or latest reply
+        (reasoning, summary, compression, query rewriting), or ``None`` before any model call
+        reported usage. Reset when a reply starts; read it after ``await agent(...)`` returns
+        (or in a hook). Kept on the agent, not in the reply's ``metadata``, as AgentScope's
+        replies carry none."""
+        return self._run.usage
 
     def _system_msg(self) -> Msg:
         # Built once and reused: a Msg costs a uuid and a timestamp, and formatters only read.
@@ -355,13 +367,12 @@ class ReActAgent(ReActAgentBase):
             run = self._run
             run.usage = usage if run.usage is None else run.usage + usage
 
-    def _finish(self, msg: Msg, reason: str, extra: dict[str, Any] | None = None) -> Msg:
-        metadata = dict(extra) if extra else {}
-        metadata[GENERATE_REASON_KEY] = reason
-        usage = self._run.usage
-        if usage is not None:
-            metadata[USAGE_KEY] = _usage_dict(usage)
-        msg.metadata = metadata
+    def _finish(self, msg: Msg, reason: GenerateReason, extra: dict[str, Any] | None = None) -> Msg:
+        # The metadata is AgentScope's (the structured output, if any); the reason stays on
+        # the agent (AgentBase.generate_reason).
+        if extra:
+            msg.metadata = dict(extra)
+        self._call.reason = reason
         return msg
 
     async def _record_owned(self, msg: Msg) -> None:
@@ -766,9 +777,21 @@ class ReActAgent(ReActAgentBase):
                     last = chunk
                     msg.invocation_id = chunk.id
                     msg.content = list(chunk.content)
-                    await self.print(msg, False)
+                    # Speech only when there is audio, so that a print override without the
+                    # speech parameter keeps working for text.
+                    speech = _speech(msg)
+                    if speech is None:
+                        await self.print(msg, False)
+                    else:
+                        await self.print(msg, False, speech=speech)
             if last is not None:
                 self._add_usage(last.usage)
+                # As in AgentScope, the last chunk's audio goes with the final print of a
+                # stream (a whole response prints without speech).
+                speech = _speech(msg)
+                if speech is not None:
+                    await self.print(msg, True, speech=speech)
+                    return
         if not self._print_does_nothing():
             await self.print(msg, True)
 
@@ -777,14 +800,11 @@ class ReActAgent(ReActAgentBase):
         msg: Msg | list[Msg] | None = None,
         structured_model: StructuredModel | None = None,
     ) -> Msg:
-        """The answer to an interrupted reply: "I noticed that you have interrupted me. What can
-        I do for you?" with ``metadata["_is_interrupted"] = True`` (and the usage so far),
-        printed and recorded in memory. Override it to answer differently."""
-        metadata: dict[str, Any] = {"_is_interrupted": True}
-        usage = self._run.usage
-        if usage is not None:
-            metadata[USAGE_KEY] = _usage_dict(usage)
-        response = Msg(self.name, _INTERRUPT_REPLY, "assistant", metadata=metadata)
+        """The answer to an interrupted reply, as AgentScope's: "I noticed that you have
+        interrupted me. What can I do for you?" with ``metadata`` ``{"_is_interrupted": True}``,
+        printed and recorded in memory. *msg* and *structured_model* are the interrupted
+        call's arguments (unused here, as in AgentScope). Override it to answer differently."""
+        response = Msg(self.name, _INTERRUPT_REPLY, "assistant", metadata={"_is_interrupted": True})
         await self.print(response, True)
         await self.memory.add(response)
         return response

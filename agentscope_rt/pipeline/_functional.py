@@ -11,24 +11,35 @@ Concurrency promises (each pinned by a test on asyncio and trio):
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 from collections.abc import AsyncGenerator, Awaitable, Sequence
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, overload
 
 import anyio
-from anyio.streams.memory import MemoryObjectSendStream
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from .._backend import open_task_group
 from ..message import Msg
 
 if TYPE_CHECKING:
     from ..agent import AgentBase
+    from ..agent._agent_base import PrintedChunk, Speech
 
 __all__ = ["fanout_pipeline", "sequential_pipeline", "stream_printing_messages"]
 
 PRINT_STREAM_SIZE: Final = 64
 """Printed chunks buffered for the consumer of :func:`stream_printing_messages`; a printing
 agent waits when the consumer is this far behind (bounded memory instead of a growing queue)."""
+
+END_SIGNAL: Final = "[END]"
+"""The default ``end_signal`` of :func:`stream_printing_messages` (AgentScope's)."""
+
+PrintQueue: TypeAlias = (
+    "tuple[MemoryObjectSendStream[PrintedChunk | str], MemoryObjectReceiveStream[Any]]"
+)
+"""What :func:`stream_printing_messages` accepts as ``queue``: the pair that
+``anyio.create_memory_object_stream(size)`` returns."""
 
 
 def _check_agents(agents: Any, where: str) -> list[AgentBase]:
@@ -143,26 +154,77 @@ async def fanout_pipeline(
     return results
 
 
+@overload
+def stream_printing_messages(
+    agents: Sequence[AgentBase],
+    coroutine_task: Awaitable[Any],
+    queue: PrintQueue | None = None,
+    end_signal: str = END_SIGNAL,
+    yield_speech: Literal[False] = False,
+) -> AsyncGenerator[tuple[Msg, bool], None]: ...
+
+
+@overload
+def stream_printing_messages(
+    agents: Sequence[AgentBase],
+    coroutine_task: Awaitable[Any],
+    queue: PrintQueue | None = None,
+    end_signal: str = END_SIGNAL,
+    *,
+    yield_speech: Literal[True],
+) -> AsyncGenerator[tuple[Msg, bool, Speech | None], None]: ...
+
+
+@overload
+def stream_printing_messages(
+    agents: Sequence[AgentBase],
+    coroutine_task: Awaitable[Any],
+    queue: PrintQueue | None,
+    end_signal: str,
+    yield_speech: bool,
+) -> AsyncGenerator[tuple[Msg, bool] | tuple[Msg, bool, Speech | None], None]: ...
+
+
 async def stream_printing_messages(
     agents: Sequence[AgentBase],
     coroutine_task: Awaitable[Any],
-) -> AsyncGenerator[tuple[Msg, bool], None]:
-    """Run *coroutine_task* and yield every chunk the *agents* print, as ``(msg, last)``.
+    queue: PrintQueue | None = None,
+    end_signal: str = END_SIGNAL,
+    yield_speech: bool = False,
+) -> AsyncGenerator[tuple[Msg, bool] | tuple[Msg, bool, Speech | None], None]:
+    """Run *coroutine_task* and yield every chunk the *agents* print, as ``(msg, last)`` (or
+    ``(msg, last, speech)`` with *yield_speech*).
 
-    Chunks come in the order they were printed; chunks of one streamed message share
-    ``msg.id`` and ``last`` is true on its final chunk. Iteration ends when the coroutine
-    finishes; if it raised, its exception is re-raised (unwrapped) after the chunks printed
-    before it. Stopping early cancels the coroutine and waits for it to unwind — stop with
-    ``break`` inside ``async with contextlib.aclosing(stream_printing_messages(...)) as
-    stream:`` so that this happens at once, in the consumer's task (an async generator
-    abandoned without ``aclose`` is finalised later, by the garbage collector, outside any
-    task group). Either way, afterwards the agents no longer send what they print to the
-    stream.
+    Each ``agent.print(...)`` call is yielded once, in the order they were printed; chunks of
+    one streamed message share ``msg.id`` and ``last`` is true on its final chunk. Iteration
+    ends when the coroutine finishes; if it raised, its exception is re-raised (unwrapped)
+    after the chunks printed before it. Stopping early cancels the coroutine and waits for it
+    to unwind — stop with ``break`` inside ``async with contextlib.aclosing(
+    stream_printing_messages(...)) as stream:`` so that this happens at once, in the
+    consumer's task (an async generator abandoned without ``aclose`` is finalised later, by
+    the garbage collector, outside any task group). Either way, afterwards the agents no
+    longer send what they print to the stream.
 
     :param agents: the agents whose printing is captured (their message queue is set for the
         duration and disabled afterwards).
     :param coroutine_task: the awaitable to run, e.g. ``agent(msg)`` or a pipeline call.
-    :raises TypeError: when *coroutine_task* is not awaitable or *agents* not agents.
+    :param queue: a stream to use instead of a private one, as AgentScope's ``queue``: the
+        ``(send, receive)`` pair that ``anyio.create_memory_object_stream(size)`` returns.
+        Others may send printed ``(msg, last, speech)`` tuples (or ``(msg, last)`` pairs) into
+        it too; they are yielded like the agents' own. The streams stay open (they are the
+        caller's): when the coroutine ends, *end_signal* is sent into it to end the
+        iteration. An ``asyncio.Queue`` is refused on both backends (it cannot work under
+        trio); the memory object stream is its equivalent on either.
+    :param end_signal: the string that ends the iteration when received from the stream. Sent
+        by this function when the coroutine ends (with a *queue* of the caller's); sent by
+        anyone else before that, it ends the iteration early, which cancels the coroutine as
+        stopping early does (AgentScope would leave it running).
+    :param yield_speech: yield ``(msg, last, speech)`` triples, *speech* being the audio the
+        agent printed with the message (``None`` when none).
+    :raises TypeError: when *coroutine_task* is not awaitable, *agents* not agents, *queue*
+        not a memory object stream pair, *end_signal* not a str, or when the stream delivers
+        something that is neither a printed chunk nor *end_signal* (raised after the
+        coroutine is cancelled).
     """
     agent_list = _check_agents(agents, "stream_printing_messages")
     if not inspect.isawaitable(coroutine_task):
@@ -170,12 +232,30 @@ async def stream_printing_messages(
             "stream_printing_messages: coroutine_task must be awaitable (e.g. agent(msg)), "
             f"not {type(coroutine_task).__name__}"
         )
-    send, receive = anyio.create_memory_object_stream[tuple[Msg, bool]](PRINT_STREAM_SIZE)
+    if not isinstance(end_signal, str):
+        _close_unawaited(coroutine_task)
+        raise TypeError(
+            f"stream_printing_messages: end_signal must be a str, not {type(end_signal).__name__}"
+        )
+    send: MemoryObjectSendStream[PrintedChunk | str]
+    receive: MemoryObjectReceiveStream[Any]
+    if queue is None:
+        send, receive = anyio.create_memory_object_stream(PRINT_STREAM_SIZE)
+        own_stream = True
+    else:
+        try:
+            send, receive = _check_queue(queue)
+        except TypeError:
+            _close_unawaited(coroutine_task)
+            raise
+        own_stream = False
     for agent in agent_list:
         agent.set_msg_queue_enabled(True, send)
     failure: list[Exception] = []
+    finished = False
 
     async def run() -> None:
+        nonlocal finished
         try:
             await coroutine_task
         except Exception as exc:
@@ -183,9 +263,16 @@ async def stream_printing_messages(
             # printed before the failure, then the exception itself.
             failure.append(exc)
         finally:
-            send.close()
+            if own_stream:
+                send.close()
+        finished = True
+        if not own_stream:
+            # The caller's stream stays open: the end signal marks where this run ends.
+            with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+                await send.send(end_signal)
 
     stopped_early = False
+    bad_item: Any = _NOTHING
     try:
         async with anyio.create_task_group() as task_group:
             task_group.start_soon(run)
@@ -194,21 +281,76 @@ async def stream_printing_messages(
                     item = await receive.receive()
                 except anyio.EndOfStream:
                     break
+                if item.__class__ is tuple and 2 <= len(item) <= 3:
+                    chunk: Any = item
+                elif isinstance(item, str) and item == end_signal:
+                    if not finished:
+                        stopped_early = True
+                        task_group.cancel_scope.cancel()
+                    break
+                else:
+                    bad_item = item
+                    task_group.cancel_scope.cancel()
+                    break
+                if yield_speech:
+                    chunk = chunk if len(chunk) == 3 else (chunk[0], chunk[1], None)
+                else:
+                    chunk = chunk if len(chunk) == 2 else (chunk[0], chunk[1])
                 try:
-                    yield item
+                    yield chunk
                 except GeneratorExit:
                     stopped_early = True
                     task_group.cancel_scope.cancel()
                     break
     finally:
         _disable_queue(agent_list, send)
-        send.close()
-        receive.close()
+        if own_stream:
+            send.close()
+            receive.close()
+    if bad_item is not _NOTHING:
+        raise TypeError(
+            f"stream_printing_messages: the stream delivered {bad_item!r}, which is neither a "
+            f"printed (msg, last, speech) tuple nor the end signal {end_signal!r}"
+        )
     if not stopped_early and failure:
         raise failure[0]
 
 
-def _disable_queue(agents: list[AgentBase], send: MemoryObjectSendStream[tuple[Msg, bool]]) -> None:
+_NOTHING: Final = object()
+
+
+def _check_queue(queue: Any) -> tuple[MemoryObjectSendStream[Any], MemoryObjectReceiveStream[Any]]:
+    """The send and receive ends of *queue*, a memory object stream pair.
+
+    :raises TypeError: for anything else, saying what to pass instead.
+    """
+    if (
+        isinstance(queue, tuple)
+        and len(queue) == 2
+        and isinstance(queue[0], MemoryObjectSendStream)
+        and isinstance(queue[1], MemoryObjectReceiveStream)
+    ):
+        return queue[0], queue[1]
+    hint = (
+        " (an asyncio.Queue does not work under trio)"
+        if type(queue).__module__.startswith("asyncio")
+        else ""
+    )
+    raise TypeError(
+        "stream_printing_messages: queue must be the (send, receive) pair of an anyio memory "
+        f"object stream, e.g. anyio.create_memory_object_stream(100), not "
+        f"{type(queue).__name__}{hint}"
+    )
+
+
+def _close_unawaited(awaitable: Awaitable[Any]) -> None:
+    # A coroutine that will never run is closed, so Python does not warn that it was never
+    # awaited on top of the error the caller gets.
+    if inspect.iscoroutine(awaitable):
+        awaitable.close()
+
+
+def _disable_queue(agents: list[AgentBase], send: MemoryObjectSendStream[Any]) -> None:
     for agent in agents:
         # Leave alone an agent whose queue was pointed elsewhere meanwhile.
         if getattr(agent, "msg_queue", None) is send:

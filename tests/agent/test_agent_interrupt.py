@@ -35,8 +35,9 @@ async def test_interrupt_long_reply_returns_handle_interrupt_msg_quickly() -> No
         reply = await agent(user())
         elapsed = time.monotonic() - start
     assert reply.get_text_content() == "interrupted"
-    assert reply.metadata["generate_reason"] == "interrupted"
-    assert reply.metadata["generate_reason"] == GenerateReason.INTERRUPTED
+    assert agent.generate_reason == "interrupted"
+    assert agent.generate_reason is GenerateReason.INTERRUPTED
+    assert reply.metadata == {}  # the reason is the agent's, not in the reply
     assert reply.invocation_id == agent._reply_id
     assert agent.interrupt_calls == 1
     assert elapsed < 1.0
@@ -45,7 +46,8 @@ async def test_interrupt_long_reply_returns_handle_interrupt_msg_quickly() -> No
     agent.delay = 0
     again = await agent(user("again"))
     assert again.get_text_content() == "again"
-    assert "generate_reason" not in again.metadata
+    assert agent.generate_reason is None  # reset by the new call
+    assert again.metadata == {}
     assert agent.interrupt_calls == 1
 
 
@@ -104,7 +106,8 @@ async def test_interrupt_from_pre_reply_hook() -> None:
     agent.register_instance_hook("pre_reply", "stop", pre)
     agent.register_instance_hook("post_reply", "seen", lambda s, k, o: post_calls.append(o))
     reply = await agent(user())
-    assert reply.metadata["generate_reason"] == "interrupted"
+    assert reply.get_text_content() == "interrupted"
+    assert agent.generate_reason == "interrupted"
     assert post_calls == []
 
 
@@ -133,8 +136,10 @@ async def reply_interrupted_from_worker_thread(agent: EchoAgent) -> Msg:
 
 
 async def test_interrupt_from_anyio_worker_thread() -> None:
-    reply = await reply_interrupted_from_worker_thread(EchoAgent(delay=LONG))
-    assert reply.metadata["generate_reason"] == "interrupted"
+    agent = EchoAgent(delay=LONG)
+    reply = await reply_interrupted_from_worker_thread(agent)
+    assert reply.get_text_content() == "interrupted"
+    assert agent.generate_reason == "interrupted"
 
 
 async def test_interrupt_from_foreign_thread() -> None:
@@ -153,7 +158,8 @@ async def test_interrupt_from_foreign_thread() -> None:
         reply = await agent(user())
     finally:
         await anyio.to_thread.run_sync(thread.join)
-    assert reply.metadata["generate_reason"] == "interrupted"
+    assert reply.get_text_content() == "interrupted"
+    assert agent.generate_reason == "interrupted"
 
 
 async def test_interrupt_when_idle_is_a_noop_and_awaitable() -> None:
@@ -197,7 +203,8 @@ async def test_default_handle_interrupt() -> None:
         tg.start_soon(interrupt_later, agent)
         reply = await agent(user())
     assert reply.name == "echo"
-    assert reply.metadata == {"_is_interrupted": True, "generate_reason": "interrupted"}
+    assert reply.metadata == {"_is_interrupted": True}  # AgentScope's, nothing added
+    assert agent.generate_reason == "interrupted"
 
 
 async def test_each_call_gets_a_fresh_scope_of_the_running_loop(anyio_backend: str) -> None:
@@ -248,8 +255,8 @@ def test_interrupt_from_thread_reaches_the_loop_of_the_current_call() -> None:
     agent = EchoAgent(delay=LONG)
 
     async def interrupted_from_thread() -> str:
-        reply = await reply_interrupted_from_worker_thread(agent)
-        return str(reply.metadata["generate_reason"])
+        await reply_interrupted_from_worker_thread(agent)
+        return str(agent.generate_reason)
 
     for backend in ("asyncio", "trio", "asyncio"):
         assert anyio.run(interrupted_from_thread, backend=backend) == "interrupted"

@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import anyio
 import pytest
 
 from agentscope_rt.agent import DISABLE_CONSOLE_ENV
-from agentscope_rt.message import Msg, TextBlock, ThinkingBlock, ToolUseBlock
+from agentscope_rt.agent._agent_base import PrintedChunk
+from agentscope_rt.agent._console import AGENTSCOPE_DISABLE_CONSOLE_ENV, console_disabled_globally
+from agentscope_rt.message import (
+    AudioBlock,
+    Base64Source,
+    Msg,
+    TextBlock,
+    ThinkingBlock,
+    ToolUseBlock,
+)
 
 from ._support import EchoAgent
 
@@ -84,14 +95,18 @@ async def test_console_can_be_disabled_per_agent_and_globally(
 
 async def test_msg_queue_receives_copies_in_order() -> None:
     agent = EchoAgent("Friday")
-    send, receive = anyio.create_memory_object_stream[tuple[Msg, bool]](10)
+    send, receive = anyio.create_memory_object_stream[PrintedChunk](10)
     agent.set_msg_queue_enabled(True, send)
     first = Msg("Friday", "Hel", "assistant", id="s")
     second = Msg("Friday", "Hello", "assistant", id="s")
     await agent.print(first, last=False)
     await agent.print(second)
     got = [receive.receive_nowait(), receive.receive_nowait()]
-    assert [(m.content, last) for m, last in got] == [("Hel", False), ("Hello", True)]
+    # (msg, last, speech), as AgentScope puts them on its queue.
+    assert [(m.content, last, speech) for m, last, speech in got] == [
+        ("Hel", False, None),
+        ("Hello", True, None),
+    ]
     assert got[0][0] is not first and got[0][0].id == "s"
     agent.set_msg_queue_enabled(True)  # keeps the current stream
     await agent.print(first)
@@ -106,14 +121,14 @@ async def test_msg_queue_receives_copies_in_order() -> None:
 
 async def test_bounded_queue_applies_backpressure() -> None:
     agent = EchoAgent("Friday")
-    send, receive = anyio.create_memory_object_stream[tuple[Msg, bool]](0)
+    send, receive = anyio.create_memory_object_stream[PrintedChunk](0)
     agent.set_msg_queue_enabled(True, send)
     with anyio.move_on_after(0.1) as scope:
         await agent.print(Msg("Friday", "x", "assistant"))
     assert scope.cancelled_caught
     async with anyio.create_task_group() as tg:
         tg.start_soon(agent.print, Msg("Friday", "y", "assistant"))
-        item, last = await receive.receive()
+        item, last, _ = await receive.receive()
     assert item.content == "y" and last
     send.close()
     receive.close()
@@ -121,7 +136,7 @@ async def test_bounded_queue_applies_backpressure() -> None:
 
 async def test_closed_queue_stops_sending_without_breaking_print() -> None:
     agent = EchoAgent("Friday")
-    send, receive = anyio.create_memory_object_stream[tuple[Msg, bool]](1)
+    send, receive = anyio.create_memory_object_stream[PrintedChunk](1)
     agent.set_msg_queue_enabled(True, send)
     receive.close()
     await agent.print(Msg("Friday", "x", "assistant"))
@@ -149,6 +164,134 @@ async def test_interrupted_stream_ends_the_line_and_drops_state(
 
     agent = Streamer("Eve")
     reply = await agent(Msg("user", "go", "user"))
-    assert reply.metadata["generate_reason"] == "interrupted"
+    assert reply.get_text_content() == "interrupted"
+    assert agent.generate_reason == "interrupted"
     assert capsys.readouterr().out == "Eve: partial\n"
     assert agent._console.open_messages == 0
+
+
+# -- AgentScope's AGENTSCOPE_DISABLE_CONSOLE_OUTPUT ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("own", "agentscope", "disabled"),
+    [
+        (None, None, False),
+        (None, "true", True),
+        (None, "True", True),
+        (None, "false", False),
+        ("true", None, True),
+        ("false", "true", False),  # both set and disagreeing: this package's own wins
+        ("true", "false", True),
+        ("", "TRUE", True),  # set but empty counts as unset
+        ("no", "true", False),
+    ],
+)
+def test_console_switch_reads_both_variables_and_our_own_wins(
+    monkeypatch: pytest.MonkeyPatch, own: str | None, agentscope: str | None, disabled: bool
+) -> None:
+    for name, value in ((DISABLE_CONSOLE_ENV, own), (AGENTSCOPE_DISABLE_CONSOLE_ENV, agentscope)):
+        if value is None:
+            monkeypatch.delenv(name, raising=False)
+        else:
+            monkeypatch.setenv(name, value)
+    assert console_disabled_globally() is disabled
+
+
+async def test_agentscope_variable_silences_agents(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv(DISABLE_CONSOLE_ENV, raising=False)
+    monkeypatch.setenv(AGENTSCOPE_DISABLE_CONSOLE_ENV, "True")
+    agent = EchoAgent("Friday")
+    await agent.print(Msg("Friday", "quiet", "assistant"))
+    assert capsys.readouterr().out == ""
+    # This package's own variable, when set, decides: here it keeps the console on.
+    monkeypatch.setenv(DISABLE_CONSOLE_ENV, "false")
+    await agent.print(Msg("Friday", "loud", "assistant"))
+    assert capsys.readouterr().out == "Friday: loud\n"
+    monkeypatch.delenv(DISABLE_CONSOLE_ENV)
+    monkeypatch.setenv(AGENTSCOPE_DISABLE_CONSOLE_ENV, "false")
+    await agent.print(Msg("Friday", "back", "assistant"))
+    assert capsys.readouterr().out == "Friday: back\n"
+
+
+async def test_agentscope_variable_does_not_stop_the_message_queue(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv(DISABLE_CONSOLE_ENV, raising=False)
+    monkeypatch.setenv(AGENTSCOPE_DISABLE_CONSOLE_ENV, "true")
+    agent = EchoAgent("Friday")
+    send, receive = anyio.create_memory_object_stream[PrintedChunk](1)
+    agent.set_msg_queue_enabled(True, send)
+    await agent.print(Msg("Friday", "queued", "assistant"))
+    msg, last, speech = receive.receive_nowait()
+    assert (msg.content, last, speech) == ("queued", True, None)
+    assert capsys.readouterr().out == ""
+    send.close()
+    receive.close()
+
+
+# -- speech -------------------------------------------------------------------------------
+
+
+def _audio(data: str = "UklGRg==") -> AudioBlock:
+    return AudioBlock(Base64Source("audio/wav", data))
+
+
+async def test_speech_goes_on_the_queue_with_its_message(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv(DISABLE_CONSOLE_ENV, "false")
+    agent = EchoAgent("Friday")
+    send, receive = anyio.create_memory_object_stream[PrintedChunk](10)
+    agent.set_msg_queue_enabled(True, send)
+    one = _audio()
+    await agent.print(Msg("Friday", "Hi", "assistant", id="m"), False, speech=one)
+    await agent.print(Msg("Friday", "Hi there", "assistant", id="m"), True, [one, _audio("QQ==")])
+    # AgentScope code passes TypedDict blocks: they arrive as AudioBlock.
+    as_dict = {"type": "audio", "source": {"type": "url", "url": "http://127.0.0.1/a.wav"}}
+    await agent.print(Msg("Friday", "Bye", "assistant"), speech=as_dict)  # type: ignore[arg-type]
+    first, second, third = (receive.receive_nowait() for _ in range(3))
+    assert first[1:] == (False, one) and first[2] is not one  # a copy
+    assert isinstance(second[2], list) and second[2] == [one, _audio("QQ==")]
+    assert isinstance(third[2], AudioBlock)
+    assert third[2].source.url == "http://127.0.0.1/a.wav"  # type: ignore[union-attr]
+    # The console shows the text only (it plays no audio).
+    assert capsys.readouterr().out == "Friday: Hi there\nFriday: Bye\n"
+    send.close()
+    receive.close()
+
+
+async def test_print_hooks_see_speech_as_agentscopes_do() -> None:
+    agent = EchoAgent("Friday")
+    seen: list[dict[str, Any]] = []
+    agent.register_instance_hook("pre_print", "spy", lambda self, kwargs: seen.append(kwargs))
+    send, receive = anyio.create_memory_object_stream[PrintedChunk](10)
+    agent.set_msg_queue_enabled(True, send)
+    await agent.print(Msg("Friday", "plain", "assistant"))
+    await agent.print(Msg("Friday", "spoken", "assistant"), speech=_audio())
+    # Defaults applied, as AgentScope's hook kwargs are: speech is there even when omitted.
+    assert [sorted(kw) for kw in seen] == [["last", "msg", "speech"]] * 2
+    assert seen[0]["speech"] is None and seen[1]["speech"] == _audio()
+
+    def louder(self: EchoAgent, kwargs: dict[str, Any]) -> dict[str, Any]:
+        return {**kwargs, "speech": [_audio("QUFB")]}
+
+    agent.register_instance_hook("pre_print", "louder", louder)
+    await agent.print(Msg("Friday", "again", "assistant"))
+    items = [receive.receive_nowait() for _ in range(3)]
+    assert [speech for _, _, speech in items] == [None, _audio(), [_audio("QUFB")]]
+    send.close()
+    receive.close()
+
+
+async def test_bad_speech_is_refused() -> None:
+    agent = EchoAgent("Friday")
+    with pytest.raises(TypeError, match=r"EchoAgent.print: speech must be an AudioBlock"):
+        await agent.print(Msg("Friday", "x", "assistant"), True, "hello.wav")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"speech\[1\] must be an AudioBlock"):
+        await agent.print(
+            Msg("Friday", "x", "assistant"),
+            speech=[_audio(), TextBlock(text="no")],  # type: ignore[list-item]
+        )

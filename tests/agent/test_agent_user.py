@@ -134,7 +134,10 @@ async def test_waiting_for_terminal_input_is_interruptible(
             start = time.monotonic()
             reply = await agent()
         assert time.monotonic() - start < 2
-        assert reply.metadata["generate_reason"] == "interrupted"
+        assert reply.get_text_content() == (
+            "I noticed that you have interrupted me. What can I do for you?"
+        )
+        assert agent.generate_reason == "interrupted"
     finally:
         release.set()
 

@@ -246,11 +246,11 @@ async def test_any_memory_implementation_works_and_the_reply_is_not_shared_with_
         [response(call("finish_subtask", "c1", subtask_idx=1)), response(text("Done."))]
     )
     agent = make_agent(model, memory=memory, plan_notebook=Checklist(), print_hint_msg=True)
-    send, receive = anyio.create_memory_object_stream[tuple[Msg, bool]](100)
+    send, receive = anyio.create_memory_object_stream[Any](100)
     agent.set_msg_queue_enabled(True, send)
     reply = await agent(user("work"))
     send.close()
-    printed = [m.get_text_content() or "" async for m, _ in receive]
+    printed = [m.get_text_content() or "" async for m, _, _ in receive]
     assert "<system-hint>plan step 1</system-hint>" in printed  # print_hint_msg shows hints
     msgs = await history(memory)
     assert [m.role for m in msgs] == ["user", "assistant", "system", "assistant"]

@@ -116,7 +116,8 @@ async def test_stop_after_reasoning_then_resume_runs_the_held_calls() -> None:
 
     agent.register_instance_hook("post_reasoning", "ask_human", ask_human)
     held = await agent(user("delete /tmp/x"))
-    assert held.metadata["generate_reason"] == GenerateReason.REASONING_STOP_REQUESTED
+    assert agent.generate_reason == GenerateReason.REASONING_STOP_REQUESTED
+    assert held.metadata == {}
     assert held.get_content_blocks("tool_use")[0].input == {"path": "/tmp/x"}
     msgs = await history(agent.memory)
     assert [m.role for m in msgs] == ["user", "assistant"]  # the call has not run
@@ -124,7 +125,7 @@ async def test_stop_after_reasoning_then_resume_runs_the_held_calls() -> None:
     agent.remove_instance_hook("post_reasoning", "ask_human")
     done = await agent()
     assert done.get_text_content() == "Deleted."
-    assert done.metadata["generate_reason"] == GenerateReason.MODEL_STOP
+    assert agent.generate_reason == GenerateReason.MODEL_STOP
     msgs = await history(agent.memory)
     assert [m.role for m in msgs] == ["user", "assistant", "system", "assistant"]
     assert texts_of(msgs[2]) == "deleted /tmp/x"
@@ -158,7 +159,8 @@ async def test_stop_after_acting_then_resume_goes_on_reasoning() -> None:
     agent = make_agent(model, _toolkit())
     agent.register_instance_hook("post_acting", "stop", lambda self, kw, out: self.request_stop())
     paused = await agent(user("delete /tmp/y"))
-    assert paused.metadata["generate_reason"] == GenerateReason.ACTING_STOP_REQUESTED
+    assert agent.generate_reason == GenerateReason.ACTING_STOP_REQUESTED
+    assert paused.metadata == {}
     msgs = await history(agent.memory)
     assert texts_of(msgs[2]) == "deleted /tmp/y"
     assert tool_pair_problems(msgs) == []
@@ -230,12 +232,12 @@ async def test_with_the_console_off_printing_still_reaches_hooks_queues_and_over
         ReActAgent.clear_class_hooks()
     assert printed == ["assistant", "system", "assistant"]
 
-    send, receive = anyio.create_memory_object_stream[tuple[Msg, bool]](10)
+    send, receive = anyio.create_memory_object_stream[Any](10)
     agent = make_agent(script(), _toolkit())
     agent.set_msg_queue_enabled(True, send)
     await agent(user("go"))
     send.close()
-    assert [msg.role async for msg, _ in receive] == ["assistant", "system", "assistant"]
+    assert [msg.role async for msg, _, _ in receive] == ["assistant", "system", "assistant"]
     receive.close()
 
     class Loud(ReActAgent):

@@ -72,7 +72,8 @@ async def test_interrupt_during_the_model_call() -> None:
     with anyio.fail_after(5):
         reply = await _interrupt_soon(agent)
     assert _is_interrupt_reply(reply)
-    assert reply.metadata["generate_reason"] == GenerateReason.INTERRUPTED
+    assert agent.generate_reason == GenerateReason.INTERRUPTED
+    assert reply.metadata == {"_is_interrupted": True}  # exactly AgentScope's
     msgs = await history(agent.memory)
     assert [m.role for m in msgs] == ["user", "assistant"]
     assert _is_interrupt_reply(msgs[1])
@@ -141,7 +142,8 @@ async def test_interrupt_during_sequential_tools() -> None:
 
     again = await agent(user("again"))
     assert again.get_text_content() == "Starting over."
-    assert "generate_reason" in again.metadata
+    assert agent.generate_reason == "model_stop"
+    assert again.metadata == {}
 
 
 async def test_interrupt_during_parallel_tools() -> None:
@@ -222,4 +224,4 @@ async def test_handle_interrupt_can_be_overridden() -> None:
     with anyio.fail_after(5):
         reply = await _interrupt_soon(agent)
     assert reply.get_text_content() == "Stopped. Shall I go on?"
-    assert reply.metadata["generate_reason"] == "interrupted"
+    assert agent.generate_reason == "interrupted"

@@ -60,5 +60,5 @@ async def test_local_model_calls_a_real_tool_through_the_loop() -> None:
     assert "sunny" in texts_of(msgs[2])
     assert tool_pair_problems(msgs) == []
     assert reply.get_text_content()
-    assert reply.metadata["generate_reason"] == "model_stop"
-    assert reply.metadata["usage"]["input_tokens"] > 0
+    assert agent.generate_reason == "model_stop"
+    assert agent.usage is not None and agent.usage.input_tokens > 0

@@ -68,10 +68,13 @@ async def test_multi_step_tool_conversation() -> None:
     reply = await agent(question)
 
     assert reply.get_text_content() == "(2 + 3) * 4 = 20"
-    assert reply.metadata["generate_reason"] == GenerateReason.MODEL_STOP
+    assert agent.generate_reason == GenerateReason.MODEL_STOP
     # Three model calls of (10 in, 5 out) each.
-    assert reply.metadata["usage"]["input_tokens"] == 30
-    assert reply.metadata["usage"]["output_tokens"] == 15
+    assert agent.usage is not None
+    assert (agent.usage.input_tokens, agent.usage.output_tokens) == (30, 15)
+    # The reply carries AgentScope's metadata: none without a structured model.
+    assert reply.metadata == {}
+    assert reply.to_dict()["metadata"] == {}
     assert reply.invocation_id is not None
 
     msgs = await history(agent.memory)
@@ -229,8 +232,9 @@ async def test_max_iters_ends_with_one_summarising_call_without_tools() -> None:
         "You have failed to generate response within the maximum iterations. Now respond "
         "directly by summarizing the current situation."
     ) or "You have failed to generate response within the maximum iterations" in prompt_text(last)
-    assert reply.metadata["generate_reason"] == GenerateReason.MAX_ITERATIONS
-    assert reply.metadata["usage"]["input_tokens"] == 40
+    assert agent.generate_reason == GenerateReason.MAX_ITERATIONS
+    assert agent.usage is not None and agent.usage.input_tokens == 40
+    assert reply.metadata == {}
     msgs = await history(agent.memory)
     assert msgs[-1].id == reply.id  # the summary is saved
     assert len(msgs) == 1 + 3 * 2 + 1
@@ -242,7 +246,7 @@ async def test_max_iters_ends_with_one_summarising_call_without_tools() -> None:
 async def test_streaming_reasoning_prints_chunks_with_one_id() -> None:
     model = ScriptedChatModel([response(text("Streaming answer here"))], stream=True)
     agent = make_agent(model)
-    send, receive = anyio.create_memory_object_stream[tuple[Msg, bool]](100)
+    send, receive = anyio.create_memory_object_stream[Any](100)
     agent.set_msg_queue_enabled(True, send)
     reply = await agent(user("stream please"))
     printed = []
@@ -254,9 +258,10 @@ async def test_streaming_reasoning_prints_chunks_with_one_id() -> None:
     send.close()
     receive.close()
     assert len(printed) >= 3
-    assert {m.id for m, _ in printed} == {reply.id}
-    assert [last for _, last in printed][-1] is True
-    assert not any(last for _, last in printed[:-1])
+    assert {m.id for m, _, _ in printed} == {reply.id}
+    assert [last for _, last, _ in printed][-1] is True
+    assert not any(last for _, last, _ in printed[:-1])
+    assert all(speech is None for _, _, speech in printed)  # a text model says nothing
     assert printed[-1][0].get_text_content() == "Streaming answer here"
     assert len(printed[0][0].get_text_content() or "") < len("Streaming answer here")
 

@@ -40,7 +40,7 @@ async def test_valid_structured_output_lands_in_metadata() -> None:
     reply = await agent(user("Describe Ada"), structured_model=Person)
 
     assert reply.metadata["name"] == "Ada" and reply.metadata["age"] == 36
-    assert reply.metadata["generate_reason"] == GenerateReason.MODEL_STOP
+    assert agent.generate_reason == GenerateReason.MODEL_STOP
     assert reply.get_text_content() == "Here is Ada."
     first = model.calls[0]
     assert first.tool_choice == "required"
@@ -125,4 +125,4 @@ async def test_finish_function_is_removed_for_plain_calls() -> None:
     reply = await agent(user("two"))
     assert "generate_response" not in agent.toolkit.tools
     assert model.calls[1].tools is None
-    assert set(reply.metadata) == {"generate_reason", "usage"}
+    assert reply.metadata == {}

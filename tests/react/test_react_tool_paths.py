@@ -130,7 +130,8 @@ async def test_an_interrupt_in_a_tool_is_recorded_alike_on_both_paths() -> None:
 
             tg.start_soon(interrupt_soon, agent)
             reply = await agent(user("weather?"))
-        assert reply.metadata["generate_reason"] == "interrupted"
+        assert agent.generate_reason == "interrupted"
+        assert reply.metadata == {"_is_interrupted": True}
         outputs.append(await _tool_outputs(agent))
         # The conversation goes on normally afterwards.
         assert (await agent(Msg("user", "again", "user"))).get_text_content() == "next"
