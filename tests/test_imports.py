@@ -42,3 +42,31 @@ def test_the_anthropic_counter_still_imports_its_sdk_when_built() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.strip()
     assert out == "True"
+
+
+def test_subpackages_are_attributes_of_the_package_loaded_on_first_use() -> None:
+    # AgentScope programs write `import agentscope; agentscope.agent.ReActAgent(...)`.
+    code = (
+        "import sys, agentscope_rt\n"
+        "before = sorted(m for m in sys.modules if m.startswith('agentscope_rt.') "
+        "and not m.startswith('agentscope_rt._'))\n"
+        "names = sorted(agentscope_rt.SUBPACKAGES)\n"
+        "loaded = [getattr(agentscope_rt, n).__name__ for n in names]\n"
+        "print(before)\n"
+        "print(loaded == ['agentscope_rt.' + n for n in names])\n"
+        "print(agentscope_rt.agent.ReActAgent.__name__, agentscope_rt.message.Msg.__name__)\n"
+        "print(set(names) <= set(dir(agentscope_rt)))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    # Importing the package alone imports no sub-package (each is imported when first read).
+    assert out[0] == "[]"
+    assert out[1:] == ["True", "ReActAgent Msg", "True"]
+
+
+def test_an_unknown_attribute_of_the_package_is_an_attribute_error() -> None:
+    import agentscope_rt
+
+    with pytest.raises(AttributeError, match="no attribute 'agents'"):
+        agentscope_rt.agents  # noqa: B018

@@ -1,0 +1,163 @@
+"""RedisSession: session states as Redis strings, in AgentScope's key layout.
+
+Each session is one string key ``{key_prefix}user_id:{user_id}:session:{session_id}:state``
+holding the same JSON object a :class:`JSONSession` file holds; with ``key_ttl`` a save sets
+the expiry and a load renews it (``GETEX``), a sliding TTL as in AgentScope. A ``SET`` replaces
+the value atomically, so a crash mid-save leaves the old state or the new one.
+
+redis-py's asyncio client only runs on asyncio. This class drives redis-py's synchronous client
+from worker threads (``anyio.to_thread``), which works under asyncio and trio alike; the
+client's connection pool is thread-safe and keeps connections between calls.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio.to_thread
+
+from ..exception import SessionError
+from ..module import StateModule
+from ._session_base import (
+    SessionBase,
+    check_session_ids,
+    decode_session_state,
+    encode_session_state,
+    load_modules,
+    logger,
+)
+
+__all__ = ["RedisSession"]
+
+
+class RedisSession(SessionBase):
+    """Sessions stored in Redis (or Valkey), AgentScope's keys and TTL.
+
+    :param host: the server's host.
+    :param port: the server's port.
+    :param db: the database index.
+    :param password: the server's password, if any (never shown in reprs or errors).
+    :param connection_pool: a ``redis.ConnectionPool`` to use instead of host/port/db/password
+        (redis-py's synchronous pool; an asyncio pool cannot serve both event loops).
+    :param key_ttl: seconds each session key lives after its last save or load; ``None``
+        keeps keys forever.
+    :param key_prefix: prepended to every key as is (e.g. ``"prod:"``).
+    :param kwargs: passed on to ``redis.Redis``.
+    :raises ImportError: when the ``redis`` package is missing (install the ``redis`` extra).
+    :raises TypeError: for an asyncio connection pool.
+    """
+
+    SESSION_KEY = "user_id:{user_id}:session:{session_id}:state"
+
+    def __init__(
+        self,
+        host: str = "localhost",
+        port: int = 6379,
+        db: int = 0,
+        password: str | None = None,
+        connection_pool: Any = None,
+        key_ttl: int | None = None,
+        key_prefix: str = "",
+        **kwargs: Any,
+    ) -> None:
+        try:
+            import redis
+        except ImportError as exc:
+            raise ImportError(
+                "RedisSession needs the 'redis' package: pip install 'agentscope-rt[redis]'"
+            ) from exc
+        if connection_pool is not None and type(connection_pool).__module__.startswith(
+            "redis.asyncio"
+        ):
+            raise TypeError(
+                "RedisSession takes redis-py's synchronous ConnectionPool (redis.ConnectionPool);"
+                " an asyncio pool only works on asyncio, while this session runs on any loop"
+            )
+        if key_ttl is not None and (not isinstance(key_ttl, int) or key_ttl <= 0):
+            raise ValueError(
+                f"key_ttl must be a positive number of seconds or None, not {key_ttl!r}"
+            )
+        self.key_ttl = key_ttl
+        self.key_prefix = key_prefix or ""
+        self._where = f"redis://{host}:{port}/{db}" if connection_pool is None else "redis pool"
+        self._client = redis.Redis(
+            host=host,
+            port=port,
+            db=db,
+            password=password,
+            connection_pool=connection_pool,
+            **kwargs,
+        )
+        self._redis_error: type[Exception] = redis.RedisError
+
+    def __repr__(self) -> str:
+        return f"RedisSession({self._where!r}, key_prefix={self.key_prefix!r})"
+
+    def get_client(self) -> Any:
+        """The underlying synchronous ``redis.Redis`` client."""
+        return self._client
+
+    def get_session_key(self, session_id: str, user_id: str) -> str:
+        """The Redis key of a session (AgentScope's layout)."""
+        return self.key_prefix + self.SESSION_KEY.format(user_id=user_id, session_id=session_id)
+
+    async def save_session_state(
+        self,
+        session_id: str,
+        user_id: str = "default_user",
+        **state_modules_mapping: StateModule,
+    ) -> None:
+        """Save the modules' states under the session's key (``SET``, with ``EX`` if a TTL).
+
+        :raises SessionError: for an invalid id or when Redis fails.
+        :raises StateError: when a module's state cannot be saved.
+        """
+        check_session_ids(session_id, user_id)
+        key = self.get_session_key(session_id, user_id)
+        data = encode_session_state(state_modules_mapping)
+        await self._run(f"save session key {key}", self._client.set, key, data, self.key_ttl)
+        logger.info("Saved session state to redis key %s.", key)
+
+    async def load_session_state(
+        self,
+        session_id: str,
+        user_id: str = "default_user",
+        allow_not_exist: bool = True,
+        **state_modules_mapping: StateModule,
+    ) -> None:
+        """Load the session's key into the modules named in it (all or nothing).
+
+        With a TTL the key's expiry is renewed (``GETEX``).
+
+        :raises SessionError: when the key is missing and *allow_not_exist* is false, or its
+            value is corrupted or does not fit the modules; the modules are unchanged then.
+        """
+        check_session_ids(session_id, user_id)
+        key = self.get_session_key(session_id, user_id)
+        if self.key_ttl is not None:
+            data = await self._run(f"load session key {key}", self._getex, key)
+        else:
+            data = await self._run(f"load session key {key}", self._client.get, key)
+        if data is None:
+            if allow_not_exist:
+                logger.info("Session key %s does not exist; nothing loaded.", key)
+                return
+            raise SessionError(
+                f"Failed to load session state because redis key {key} does not exist. "
+                "Save the session first, or pass allow_not_exist=True."
+            )
+        where = f"session {session_id!r} of user {user_id!r} (redis key {key})"
+        load_modules(decode_session_state(data, where), state_modules_mapping, where)
+
+    def _getex(self, key: str) -> Any:
+        return self._client.getex(key, ex=self.key_ttl)
+
+    async def _run(self, what: str, fn: Any, *args: Any) -> Any:
+        try:
+            return await anyio.to_thread.run_sync(fn, *args)
+        except self._redis_error as exc:
+            raise SessionError(f"cannot {what} on {self._where}: {exc}") from None
+
+    async def aclose(self) -> None:
+        """Close the client's connections."""
+        await anyio.to_thread.run_sync(self._client.close)

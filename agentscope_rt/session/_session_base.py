@@ -1,0 +1,165 @@
+"""SessionBase: save and load named StateModules under a session id (and a user id).
+
+What every session class here guarantees, beyond AgentScope's contract:
+
+* **Atomic writes.** A save replaces the stored state as a whole or not at all: a process killed
+  in the middle of a save leaves either the previous state or the new one, never a mix.
+* **All or nothing on load.** Every module named in the stored state is loaded, or — when one of
+  them fails — none is changed: modules loaded before the failing one are put back as they were.
+* **Clear errors.** A stored state that is not valid JSON, is not a JSON object, or does not fit
+  a module raises :class:`~agentscope_rt.exception.SessionError` naming the session, where it is
+  stored, and the path inside the state. Nothing stored is overwritten by a failed load.
+* **No blocking.** File and database work runs in worker threads (``anyio.to_thread``), so a
+  session works the same under asyncio and trio.
+"""
+
+from __future__ import annotations
+
+import abc
+import json
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from ..exception import SessionError, StateError
+from ..module import StateModule
+
+__all__ = ["SessionBase", "check_session_ids", "decode_session_state", "encode_session_state"]
+
+logger = logging.getLogger("agentscope_rt.session")
+
+_FORBIDDEN_IN_IDS = ("/", "\\", "\x00")
+
+
+def check_session_ids(session_id: str, user_id: str) -> None:
+    """Refuse ids that are not strings or could escape a storage location.
+
+    :raises TypeError: when an id is not a string.
+    :raises SessionError: for an empty session id, or an id holding a path separator or NUL
+        (``"../x"`` must not name a file outside the session folder).
+    """
+    for what, value in (("session_id", session_id), ("user_id", user_id)):
+        if not isinstance(value, str):
+            raise TypeError(f"{what} must be a str, not {type(value).__name__}")
+        if any(ch in value for ch in _FORBIDDEN_IN_IDS) or value in (".", ".."):
+            raise SessionError(
+                f"{what} {value!r} may not contain '/', '\\\\' or NUL, nor be '.' or '..'; "
+                "choose an id that is a plain name"
+            )
+    if not session_id:
+        raise SessionError("session_id must not be empty")
+
+
+def _check_modules(modules: Mapping[str, Any]) -> None:
+    for name, module in modules.items():
+        if not isinstance(module, StateModule):
+            raise TypeError(
+                f"session state {name!r} must be a StateModule (an agent, memory, toolkit, "
+                f"...), not {type(module).__name__}"
+            )
+
+
+def encode_session_state(modules: Mapping[str, StateModule]) -> bytes:
+    """The saved form of *modules*: AgentScope's one-line JSON object ``{name: state_dict}``.
+
+    :raises TypeError: when a value is not a StateModule.
+    :raises StateError: when a module's state cannot be saved.
+    """
+    _check_modules(modules)
+    states = {name: module.state_dict() for name, module in modules.items()}
+    # As AgentScope writes it: non-ASCII kept as is; a lone surrogate in a string survives.
+    return json.dumps(states, ensure_ascii=False).encode("utf-8", errors="surrogatepass")
+
+
+def decode_session_state(data: bytes | str, where: str) -> dict[str, Any]:
+    """Parse a stored session state.
+
+    :param where: names the session and its storage location in error messages.
+    :raises SessionError: when *data* is not UTF-8 JSON holding an object of objects.
+    """
+    try:
+        text = data.decode("utf-8", errors="surrogatepass") if isinstance(data, bytes) else data
+        states = json.loads(text)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise SessionError(f"{where} is corrupted: not valid JSON ({exc})") from None
+    if not isinstance(states, dict):
+        raise SessionError(
+            f"{where} is not a session state: expected a JSON object of named states, "
+            f"got {type(states).__name__}"
+        )
+    for name, state in states.items():
+        if not isinstance(state, dict):
+            raise SessionError(
+                f"{where}: the state of {name!r} must be a JSON object, got {type(state).__name__}"
+            )
+    return states
+
+
+def load_modules(states: dict[str, Any], modules: Mapping[str, StateModule], where: str) -> None:
+    """Load each module whose name is in *states* (others are left alone), all or nothing.
+
+    :raises SessionError: naming *where* and the failing path; every module is as it was.
+    """
+    _check_modules(modules)
+    loaded: list[tuple[StateModule, dict[str, Any]]] = []
+    for name, module in modules.items():
+        if name not in states:
+            continue
+        before = module.state_dict()
+        try:
+            module.load_state_dict(states[name])
+        except StateError as exc:
+            # Put back the modules loaded before this one: a session loads as a whole.
+            for done, state in reversed(loaded):
+                done.load_state_dict(state)
+            raise SessionError(f"{where}: cannot load {name!r}: {exc}") from None
+        loaded.append((module, before))
+
+
+class SessionBase(abc.ABC):
+    """Saves and loads the state of named StateModules (AgentScope's interface).
+
+    ``await session.save_session_state(session_id, user_id, agent=agent, memory=memory)``
+    stores ``{"agent": agent.state_dict(), "memory": memory.state_dict()}`` under that session;
+    ``load_session_state`` with the same keyword names restores them. Names in the stored state
+    that are not passed are ignored; names passed but not stored are left unchanged.
+    """
+
+    @abc.abstractmethod
+    async def save_session_state(
+        self, session_id: str, user_id: str = "", **state_modules_mapping: StateModule
+    ) -> None:
+        """Save the state of every module passed by keyword, replacing what was stored.
+
+        :raises SessionError: for an invalid id or when the storage fails.
+        :raises StateError: when a module's state cannot be saved.
+        """
+
+    @abc.abstractmethod
+    async def load_session_state(
+        self,
+        session_id: str,
+        user_id: str = "",
+        allow_not_exist: bool = True,
+        **state_modules_mapping: StateModule,
+    ) -> None:
+        """Load the stored state into the modules passed by keyword.
+
+        :param allow_not_exist: when false, a session that was never saved is an error;
+            when true it is logged and nothing changes.
+        :raises SessionError: for a missing session (unless allowed), a corrupted or
+            incompatible state (nothing is changed then), or an invalid id.
+        """
+
+    async def aclose(self) -> None:  # noqa: B027 - optional hook with nothing to do here
+        """Release what the session holds (connections); the base class holds nothing."""
+
+    async def close(self) -> None:
+        """AgentScope's name for :meth:`aclose`."""
+        await self.aclose()
+
+    async def __aenter__(self) -> SessionBase:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
