@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import pathlib
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -29,6 +30,7 @@ from agentscope_rt.model import RetryConfig
 from agentscope_rt.tool import (
     Toolkit,
     ToolResponse,
+    _multi_modality,
     dashscope_image_to_text,
     dashscope_text_to_audio,
     dashscope_text_to_image,
@@ -39,7 +41,7 @@ from agentscope_rt.tool import (
     openai_text_to_audio,
     openai_text_to_image,
 )
-from agentscope_rt.tool._multi_modality import _common, _dashscope_tools
+from agentscope_rt.tool._multi_modality import _common, _dashscope_tools, _websocket
 
 from ._media_servers import MediaServer, Reply, WsScript, ws_event
 
@@ -729,6 +731,21 @@ async def test_dashscope_text_to_audio_closes_the_connection_when_cancelled(
     assert finished == []
     # The client said goodbye on its way out instead of leaving the socket open.
     assert await anyio.to_thread.run_sync(server.ws_closed_by_client.wait, 10.0)
+
+
+async def test_dashscope_text_to_audio_without_wsproto(
+    server: MediaServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As if the 'dashscope' extra were not installed.
+    monkeypatch.setitem(sys.modules, "wsproto", None)
+    monkeypatch.delitem(sys.modules, _websocket.__name__)
+    monkeypatch.delattr(_multi_modality, "_websocket")
+    response = await dashscope_text_to_audio("hi", DASHSCOPE_KEY)
+    assert _text(response) == (
+        "Failed to generate audio: dashscope_text_to_audio needs the 'wsproto' package: "
+        "pip install 'agentscope-rt[dashscope]'"
+    )
+    assert server.requests == []
 
 
 # -- Toolkit -----------------------------------------------------------------------------------
