@@ -7,15 +7,19 @@ travels only in the ``x-goog-api-key`` header and is scrubbed from every error.
 
 The body is ``{"contents": [...]}`` when only contents are counted, as AgentScope's
 google-genai client sends it. A system instruction, tools or generation settings can only be
-counted inside a full request, so then the body is ``{"generateContentRequest": {"model":
-"models/...", "contents": [...], "systemInstruction": ..., "tools": [...], ...}}``; the
-google-genai client refuses those on the Gemini API instead.
+counted inside a full request on the Gemini API, so then the body is
+``{"generateContentRequest": {"model": "models/...", "contents": [...], "systemInstruction":
+..., "tools": [...], ...}}``; the google-genai client refuses those on the Gemini API instead.
+Vertex AI's ``countTokens`` takes ``contents``, ``systemInstruction``, ``tools`` and
+``generationConfig`` side by side, and gets them so (with the chat model's bearer token).
+
+Like the chat model, the counter keeps one HTTP client per event loop, closed when that loop
+ends or at :meth:`GeminiTokenCounter.close`.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from typing import TYPE_CHECKING, Any
 
 from ..exception import ModelResponseError
@@ -27,9 +31,10 @@ if TYPE_CHECKING:
 __all__ = ["GeminiTokenCounter"]
 
 _PROVIDER = "gemini"
-# google-genai's Client arguments that have no meaning for a plain HTTP client of the
-# Gemini API.
-_UNSUPPORTED_CLIENT_ARGS = ("vertexai", "credentials", "project", "location", "debug_config")
+# google-genai Client arguments without an equivalent here.
+_UNSUPPORTED_CLIENT_ARGS = ("debug_config",)
+# The fields of Vertex AI's CountTokensRequest besides the model.
+_VERTEX_FIELDS = ("contents", "systemInstruction", "tools", "generationConfig")
 
 
 def _client_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -40,11 +45,7 @@ def _client_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
     """
     unsupported = sorted(set(kwargs) & set(_UNSUPPORTED_CLIENT_ARGS))
     if unsupported:
-        raise ValueError(
-            f"GeminiTokenCounter speaks the Gemini API with an API key; {unsupported} (Vertex "
-            "AI / google-genai client settings) are not supported. Pass base_url=... and "
-            "api_version=... to reach another endpoint."
-        )
+        raise ValueError(f"GeminiTokenCounter does not support the client arguments {unsupported}")
     client_kwargs = dict(kwargs)
     options = client_kwargs.pop("http_options", None)
     if options is not None:
@@ -113,12 +114,14 @@ class GeminiTokenCounter(TokenCounterBase):
     :param api_key: the API key; defaults to ``$GEMINI_API_KEY`` (then ``$GOOGLE_API_KEY``).
         Sent only as the ``x-goog-api-key`` header; never shown in reprs or errors.
     :param retry_config: the retry policy (default: that of the chat models, 3 retries).
-    :param kwargs: where AgentScope passes google-genai ``Client`` arguments: ``base_url``
-        and ``api_version`` of the endpoint, ``http_options`` (its ``base_url``,
-        ``api_version``, ``headers`` and ``timeout`` in milliseconds), and further
+    :param kwargs: where AgentScope passes google-genai ``Client`` arguments; here they are
+        :class:`~agentscope_rt.model.GeminiChatModel`'s ``client_kwargs``: ``base_url`` and
+        ``api_version`` of the endpoint; Vertex AI's ``vertexai``, ``project``,
+        ``location`` and ``credentials``; ``http_options`` (its ``base_url``,
+        ``api_version``, ``headers`` and ``timeout`` in milliseconds); further
         ``httpx.AsyncClient`` arguments (``timeout`` in seconds, ``headers``, ...).
-    :raises ValueError: without an API key, for an empty *model_name*, or for Vertex AI
-        client arguments (``vertexai``, ``credentials``, ``project``, ``location``).
+    :raises ValueError: without an API key (or, for Vertex AI, without a project or a way to
+        get an access token), for an empty *model_name*, or for ``debug_config``.
     """
 
     def __init__(
@@ -133,23 +136,36 @@ class GeminiTokenCounter(TokenCounterBase):
 
         if not isinstance(model_name, str) or not model_name:
             raise ValueError(f"model_name must be a non-empty string, not {model_name!r}")
-        key = api_key or os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY")
-        if not key:
-            raise ValueError(
-                "GeminiTokenCounter needs an API key: pass api_key=... or set GEMINI_API_KEY"
-            )
         self.model_name = model_name
         # The request template, auth and retry policy of generateContent, reused as they are.
-        self._model: GeminiChatModel = GeminiChatModel(
-            model_name,
-            api_key=key,
-            stream=False,
-            client_kwargs=_client_kwargs(kwargs),
-            retry_config=retry_config,
-        )
+        try:
+            self._model: GeminiChatModel = GeminiChatModel(
+                model_name,
+                api_key=api_key,
+                stream=False,
+                client_kwargs=_client_kwargs(kwargs),
+                retry_config=retry_config,
+            )
+        except ValueError as error:
+            raise ValueError(f"GeminiTokenCounter: {error}") from None
 
     def __repr__(self) -> str:
         return f"GeminiTokenCounter(model_name={self.model_name!r})"
+
+    @property
+    def vertexai(self) -> bool:
+        """Whether the counter speaks to Vertex AI rather than the Gemini API."""
+        return self._model.vertexai
+
+    async def close(self) -> None:
+        """Close the running event loop's HTTP client (a later count opens a new one)."""
+        await self._model.aclose()
+
+    async def __aenter__(self) -> GeminiTokenCounter:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
 
     async def count(
         self,
@@ -164,9 +180,11 @@ class GeminiTokenCounter(TokenCounterBase):
         :param config_kwargs: as AgentScope's ``CountTokensConfig``: ``system_instruction``
             (a str, a content dict or a list of parts) and ``generation_config`` (a dict);
             other names are generation settings or request fields (``tool_config``,
-            ``cached_content``...), snake_case or camelCase.
+            ``cached_content``...), snake_case or camelCase. Vertex AI counts only the
+            system instruction, tools and generation settings; request fields are left out.
         :returns: the ``totalTokens`` of the answer.
-        :raises ValueError: for messages that are not Gemini content dicts.
+        :raises ValueError: for messages that are not Gemini content dicts, or Vertex AI
+            credentials that give no access token.
         :raises ModelAPIError: when Gemini answers with an error or cannot be reached after
             the retries (status and Gemini's message included, the key never).
         :raises ModelResponseError: when the answer is not a countTokens response.
@@ -183,18 +201,25 @@ class GeminiTokenCounter(TokenCounterBase):
             own = body.get("systemInstruction", {}).get("parts", [])
             extra = _system_content(system)
             body["systemInstruction"] = {**extra, "parts": [*own, *extra.get("parts", [])]}
-        if body.keys() == {"contents"}:
+        if self._model.vertexai:
+            # Vertex AI counts these fields only (no tool config, safety settings...).
+            request = {key: body[key] for key in _VERTEX_FIELDS if key in body}
+        elif body.keys() == {"contents"}:
             request = body
         else:
             request = {"generateContentRequest": {"model": f"models/{self.model_name}", **body}}
-        path = f"models/{self.model_name}:countTokens"
+        path = f"{self._model._models_path}/{self.model_name}:countTokens"
+        await self._model._authorize()
         response = await call_with_retry(
             _PROVIDER,
             lambda: self._model._post_json(path, request),
             self._model.retry_config,
             redact=self._model._redact,
         )
-        return _total_tokens(response.text.replace(self._model._api_key, "***"))
+        text = response.text
+        for secret in self._model._redact:
+            text = text.replace(secret, "***")
+        return _total_tokens(text)
 
 
 def _total_tokens(text: str) -> int:

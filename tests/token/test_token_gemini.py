@@ -1,11 +1,14 @@
-"""GeminiTokenCounter against a local server speaking Gemini's ``countTokens`` endpoint.
+"""GeminiTokenCounter against a local server speaking Gemini's ``countTokens`` endpoint
+(Gemini API and Vertex AI).
 
 The server checks what the real endpoint checks: the path ``/v1beta/models/{model}:countTokens``,
 the key in the ``x-goog-api-key`` header (never in the URL), a body holding either ``contents``
 or a ``generateContentRequest`` (whose ``model`` is ``models/{model}``) but not both, known field
 names only, and contents made of ``role`` + ``parts`` with one data field per part. A request
 that breaks a rule gets Gemini's 400 error. The count it answers is the number of words of
-every string in the counted request (a deterministic stand-in for the tokenizer).
+every string in the counted request (a deterministic stand-in for the tokenizer). On Vertex AI
+(``/v1/projects/{p}/locations/{l}/publishers/google/models/{m}:countTokens``) it wants a bearer
+token and the counted fields side by side, as Vertex's CountTokensRequest has them.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ from agentscope_rt.model import RetryConfig
 from agentscope_rt.token import GeminiTokenCounter
 
 SECRET = "AIza-test-gemini-secret-7f3e1d"
+VERTEX_TOKEN = "ya29.test-vertex-access-token"
+VERTEX_FIELDS = {"contents", "systemInstruction", "tools", "generationConfig"}
 FAST_RETRY = RetryConfig(max_retries=1, initial_delay=0.01, max_delay=0.02)
 
 _REQUEST_FIELDS = {
@@ -118,6 +123,16 @@ def check_request(model: str, body: Any) -> dict[str, Any]:
     return request
 
 
+def check_vertex_request(body: Any) -> dict[str, Any]:
+    """The counted request of a valid Vertex AI body: the fields side by side."""
+    if not isinstance(body, dict):
+        raise BadRequest("Invalid JSON payload received: the body must be an object")
+    unknown = set(body) - VERTEX_FIELDS
+    if unknown:
+        raise BadRequest(f'Invalid JSON payload received. Unknown name "{min(unknown)}"')
+    return check_request("unused", {"generateContentRequest": {**body, "model": "models/unused"}})
+
+
 def words(value: Any) -> int:
     """Words of every string in *value*, except keys, roles and the model name."""
     if isinstance(value, str):
@@ -140,9 +155,16 @@ class CountTokensServer:
 
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
+        self.connections = 0
         server = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # keep-alive, as Google's front ends
+
+            def setup(self) -> None:
+                super().setup()
+                server.connections += 1
+
             def log_message(self, format: str, *args: Any) -> None:
                 return
 
@@ -154,6 +176,9 @@ class CountTokensServer:
                 self._answer(headers, body)
 
             def _answer(self, headers: dict[str, str], body: Any) -> None:
+                if self.path.startswith("/v1/projects/"):
+                    self._answer_vertex(headers, body)
+                    return
                 prefix, _, rest = self.path.partition("/v1beta/models/")
                 model, _, method = rest.partition(":")
                 if prefix or method != "countTokens":
@@ -187,6 +212,21 @@ class CountTokensServer:
                     if total:
                         answer["totalTokens"] = total
                     self._send(200, answer)
+
+            def _answer_vertex(self, headers: dict[str, str], body: Any) -> None:
+                expected = "/v1/projects/p1/locations/us-central1/publishers/google/models/"
+                if not self.path.startswith(expected) or not self.path.endswith(":countTokens"):
+                    self._send(404, _error(404, "NOT_FOUND", f"no route {self.path}"))
+                elif headers.get("authorization") != f"Bearer {VERTEX_TOKEN}":
+                    self._send(401, _error(401, "UNAUTHENTICATED", "invalid credentials"))
+                else:
+                    try:
+                        request = check_vertex_request(body)
+                    except BadRequest as error:
+                        self._send(400, _error(400, "INVALID_ARGUMENT", str(error)))
+                        return
+                    total = words(request)
+                    self._send(200, {"totalTokens": total, "totalBillableCharacters": 5 * total})
 
             def _send(self, status: int, payload: dict[str, Any]) -> None:
                 self._send_raw(status, json.dumps(payload).encode(), "application/json")
@@ -391,7 +431,8 @@ def test_the_key_comes_from_the_argument_or_the_environment(
 ) -> None:
     monkeypatch.delenv("GEMINI_API_KEY", raising=False)
     monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
-    with pytest.raises(ValueError, match="GeminiTokenCounter needs an API key"):
+    monkeypatch.delenv("GOOGLE_GENAI_USE_VERTEXAI", raising=False)
+    with pytest.raises(ValueError, match=r"GeminiTokenCounter: .*needs an API key"):
         GeminiTokenCounter("gemini-2.5-flash")
     monkeypatch.setenv("GOOGLE_API_KEY", SECRET)
     tokens = GeminiTokenCounter("gemini-2.5-flash")
@@ -402,8 +443,7 @@ def test_the_key_comes_from_the_argument_or_the_environment(
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
-        ({"vertexai": True}, "Vertex"),
-        ({"project": "p", "location": "us"}, "Vertex"),
+        ({"debug_config": {}}, "debug_config"),
         ({"http_options": {"base_url": "http://x", "retry_options": {}}}, "retry_options"),
     ],
 )
@@ -417,3 +457,70 @@ def test_client_arguments_without_meaning_here_are_refused(
 def test_an_empty_model_name_is_refused() -> None:
     with pytest.raises(ValueError, match="model_name"):
         GeminiTokenCounter("", SECRET)
+
+
+def test_vertex_ai_needs_a_project(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("GOOGLE_CLOUD_PROJECT", raising=False)
+    with pytest.raises(ValueError, match=r"GeminiTokenCounter: .*needs a project"):
+        GeminiTokenCounter("gemini-2.5-flash", vertexai=True, credentials=VERTEX_TOKEN)
+
+
+async def test_vertex_ai_counts_with_a_bearer_token_and_flat_fields(
+    server: CountTokensServer,
+) -> None:
+    tokens = GeminiTokenCounter(
+        "gemini-2.5-flash",
+        vertexai=True,
+        project="p1",
+        location="us-central1",
+        credentials=VERTEX_TOKEN,
+        base_url=server.base_url,
+        retry_config=FAST_RETRY,
+    )
+    assert tokens.vertexai
+    messages = [
+        {"role": "system", "parts": [{"text": "Be brief."}]},
+        {"role": "user", "parts": [{"text": "Weather in Oslo?"}]},
+    ]
+    # Vertex's CountTokensRequest has no toolConfig: it is left out, not sent and refused.
+    count = await tokens.count(messages, tools=[WEATHER_TOOL], temperature=0, tool_config={})
+    (seen,) = server.requests
+    assert seen["path"] == (
+        "/v1/projects/p1/locations/us-central1/publishers/google/models/"
+        "gemini-2.5-flash:countTokens"
+    )
+    assert seen["headers"]["authorization"] == f"Bearer {VERTEX_TOKEN}"
+    assert "x-goog-api-key" not in seen["headers"]
+    assert set(seen["body"]) == VERTEX_FIELDS
+    assert seen["body"]["generationConfig"] == {"temperature": 0}
+    assert count == 15  # as on the Gemini API: the same words are counted
+
+
+async def test_a_bad_vertex_token_is_a_model_api_error_without_the_token(
+    server: CountTokensServer,
+) -> None:
+    tokens = GeminiTokenCounter(
+        "gemini-2.5-flash",
+        vertexai=True,
+        project="p1",
+        location="us-central1",
+        credentials="ya29.wrong-token",
+        base_url=server.base_url,
+        retry_config=FAST_RETRY,
+    )
+    with pytest.raises(ModelAPIError) as info:
+        await tokens.count([{"role": "user", "parts": [{"text": "x"}]}])
+    assert info.value.status_code == 401 and "wrong-token" not in str(info.value)
+
+
+async def test_the_connection_is_reused_until_the_counter_is_closed(
+    server: CountTokensServer,
+) -> None:
+    contents = [{"role": "user", "parts": [{"text": "one two"}]}]
+    async with counter(server) as tokens:
+        assert await tokens.count(contents) == 2
+        assert await tokens.count(contents) == 2
+        assert server.connections == 1  # one client per event loop, kept alive
+    assert await tokens.count(contents) == 2  # a closed counter opens a new client
+    assert server.connections == 2
+    await tokens.close()
