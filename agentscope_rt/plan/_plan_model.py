@@ -187,6 +187,13 @@ def _subtask_list(value: Any) -> list[SubTask]:
         raise TypeError(f"subtasks must be a list of SubTask, not {type(value).__name__}")
     if all(item.__class__ is SubTask for item in value):
         return value
+    for index, item in enumerate(value):
+        if not isinstance(item, SubTask | dict):
+            where = f"subtasks[{index}]"
+            raise MessageFormatError(
+                f"invalid subtask: {where}: expected a subtask object, got {type(item).__name__}",
+                path=where,
+            )
     return [
         item
         if isinstance(item, SubTask)
