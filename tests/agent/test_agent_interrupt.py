@@ -260,3 +260,90 @@ def test_interrupt_from_thread_reaches_the_loop_of_the_current_call() -> None:
 
     for backend in ("asyncio", "trio", "asyncio"):
         assert anyio.run(interrupted_from_thread, backend=backend) == "interrupted"
+
+
+# -- interrupt(msg), as AgentScope's -------------------------------------------------------
+
+
+class Recorder(EchoAgent):
+    """An AgentScope-style agent: ``handle_interrupt(self, *args, **kwargs)``."""
+
+    def __init__(self) -> None:
+        super().__init__(delay=LONG)
+        self.interrupt_args: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
+        self.interrupt_msgs: list[Msg | list[Msg] | None] = []
+
+    async def handle_interrupt(self, *args: Any, **kwargs: Any) -> Msg:
+        self.interrupt_args.append((args, kwargs))
+        self.interrupt_msgs.append(self.interrupt_msg)
+        return Msg(self.name, "stopped", "assistant")
+
+
+async def test_interrupt_msg_is_kept_and_handle_interrupt_gets_the_calls_arguments() -> None:
+    agent = Recorder()
+    question = user("question")
+    why = Msg("user", "stop, please", "user")
+
+    async def stop() -> None:
+        await anyio.sleep(0.05)
+        await agent.interrupt(why)  # AgentScope's spelling: awaited, with a message
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(stop)
+        reply = await agent(question, suffix="!")
+    assert reply.get_text_content() == "stopped"
+    # As in AgentScope, handle_interrupt receives the interrupted call's own arguments ...
+    assert agent.interrupt_args == [((question,), {"suffix": "!"})]
+    # ... and the interrupt's message is readable, there and after the call.
+    assert agent.interrupt_msgs == [why]
+    assert agent.interrupt_msg is why
+    assert agent.generate_reason == "interrupted"
+
+    # It belongs to that call: the next call starts without one.
+    agent.delay = 0
+    assert (await agent(user("next"))).get_text_content() == "next"
+    assert agent.interrupt_msg is None
+
+
+async def test_interrupt_msg_from_another_thread_and_as_a_list() -> None:
+    agent = Recorder()
+    why = [Msg("user", "one", "user"), Msg("user", "two", "user")]
+
+    def from_worker() -> None:
+        time.sleep(0.05)
+        agent.interrupt(why)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(anyio.to_thread.run_sync, from_worker)
+        await agent(user())
+    assert agent.interrupt_msgs == [why]
+
+
+async def test_interrupt_without_msg_and_when_idle_keeps_none() -> None:
+    agent = Recorder()
+    agent.interrupt(Msg("user", "nobody is replying", "user"))  # idle: a no-op, nothing kept
+    assert agent.interrupt_msg is None
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(interrupt_later, agent)
+        await agent(user())
+    assert agent.interrupt_msgs == [None]
+
+
+async def test_interrupt_with_a_bad_msg_is_refused_and_interrupts_nothing() -> None:
+    agent = Recorder()
+    agent.delay = 0.2
+    refused: list[str] = []
+
+    async def bad_stop() -> None:
+        await anyio.sleep(0.05)
+        try:
+            agent.interrupt("stop")  # type: ignore[arg-type]
+        except TypeError as exc:
+            refused.append(str(exc))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(bad_stop)
+        reply = await agent(user("whole"))
+    assert refused and "Recorder.interrupt: msg must be a Msg" in refused[0]
+    assert reply.get_text_content() == "whole"  # the reply ran to its end
+    assert agent.interrupt_args == []

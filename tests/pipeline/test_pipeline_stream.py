@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import itertools
 from typing import Any
@@ -11,9 +12,10 @@ import pytest
 
 from agentscope_rt.agent import AgentBase, ReActAgent
 from agentscope_rt.formatter import OpenAIChatFormatter
-from agentscope_rt.message import Msg
-from agentscope_rt.model import ScriptedChatModel
+from agentscope_rt.message import AudioBlock, Base64Source, Msg, TextBlock
+from agentscope_rt.model import ChatResponse, ScriptedChatModel, reply, thinking, tool_call
 from agentscope_rt.pipeline import sequential_pipeline, stream_printing_messages
+from agentscope_rt.tool import Toolkit, ToolResponse
 
 
 def _react(name: str, answers: list[str]) -> ReActAgent:
@@ -131,3 +133,199 @@ async def test_bad_input_is_refused() -> None:
         async for _ in stream_printing_messages([agent], agent):  # type: ignore[arg-type]
             pass
     assert agent.msg_queue is None
+
+
+# -- the sequence AgentScope yields ---------------------------------------------------------
+
+
+def get_weather(city: str) -> ToolResponse:
+    """Get the weather of a city.
+
+    Args:
+        city: the city.
+    """
+    return ToolResponse(content=[TextBlock(text=f"Sunny in {city}")])
+
+
+def _summary(msg: Msg) -> list[str]:
+    return [
+        f"{b.type}:{b.get('text') or b.get('thinking') or b.get('name') or b.get('output')}"
+        for b in msg.get_content_blocks()
+    ]
+
+
+# What AgentScope 1.0.21's stream_printing_messages yields for the same reply, recorded by
+# running its ReActAgent on a model that streams exactly the chunks ScriptedChatModel streams
+# (text and thinking in three cumulative pieces, each block completed as a chunk, then the
+# closing chunk with the usage). The whole text comes three times at the end of each model
+# call: the last content chunk and the closing chunk (printed with last=False, as every
+# chunk) and the final print with last=True. That is one item per print, as there.
+AGENTSCOPE_SEQUENCE = [
+    ["a", ["thinking:Look"], False],
+    ["a", ["thinking:Look it "], False],
+    ["a", ["thinking:Look it up."], False],
+    ["a", ["thinking:Look it up.", "text:Che"], False],
+    ["a", ["thinking:Look it up.", "text:Checki"], False],
+    ["a", ["thinking:Look it up.", "text:Checking."], False],
+    ["a", ["thinking:Look it up.", "text:Checking.", "tool_use:get_weather"], False],
+    ["a", ["thinking:Look it up.", "text:Checking.", "tool_use:get_weather"], False],
+    ["a", ["thinking:Look it up.", "text:Checking.", "tool_use:get_weather"], True],
+    ["system", ["tool_result:get_weather"], True],
+    ["a", ["text:It is s"], False],
+    ["a", ["text:It is sunny in"], False],
+    ["a", ["text:It is sunny in Paris."], False],
+    ["a", ["text:It is sunny in Paris."], False],
+    ["a", ["text:It is sunny in Paris."], True],
+]
+
+
+def _weather_agent() -> ReActAgent:
+    toolkit = Toolkit()
+    toolkit.register_tool_function(get_weather)
+    model = ScriptedChatModel(
+        [
+            reply(
+                thinking("Look it up."), "Checking.", tool_call("get_weather", {"city": "Paris"})
+            ),
+            "It is sunny in Paris.",
+        ],
+        stream=True,
+    )
+    return ReActAgent(
+        name="a", sys_prompt="s", model=model, formatter=OpenAIChatFormatter(), toolkit=toolkit
+    )
+
+
+async def test_a_streamed_reply_yields_agentscopes_sequence() -> None:
+    agent = _weather_agent()
+    seen = [
+        [msg.name, _summary(msg), last]
+        async for msg, last in stream_printing_messages([agent], agent(Msg("user", "hi", "user")))
+    ]
+    assert seen == AGENTSCOPE_SEQUENCE
+
+
+async def test_each_print_is_yielded_exactly_once() -> None:
+    agent = _weather_agent()
+    printed: list[tuple[str, list[str], bool]] = []
+
+    def count(self: AgentBase, kwargs: dict[str, Any], output: None) -> None:
+        printed.append((kwargs["msg"].name, _summary(kwargs["msg"]), kwargs["last"]))
+
+    agent.register_instance_hook("post_print", "count", count)
+    seen = [
+        (msg.name, _summary(msg), last)
+        async for msg, last in stream_printing_messages([agent], agent(Msg("user", "hi", "user")))
+    ]
+    assert seen == printed
+    assert len(seen) == len(AGENTSCOPE_SEQUENCE)
+
+
+# -- speech ----------------------------------------------------------------------------------
+
+
+def _audio() -> AudioBlock:
+    return AudioBlock(Base64Source("audio/wav", "UklGRg=="))
+
+
+async def test_yield_speech_gives_the_audio_printed_with_each_chunk() -> None:
+    # An audio model answers with text and speech: as in AgentScope, each streamed chunk is
+    # printed with the audio blocks it holds so far (None before the audio arrives).
+    def make() -> ReActAgent:
+        model = ScriptedChatModel([ChatResponse([TextBlock(text="Hi"), _audio()])], stream=True)
+        return ReActAgent(name="v", sys_prompt="s", model=model, formatter=OpenAIChatFormatter())
+
+    agent = make()
+    triples = [
+        (msg.get_text_content(), last, speech)
+        async for msg, last, speech in stream_printing_messages(
+            [agent], agent(Msg("user", "hi", "user")), yield_speech=True
+        )
+    ]
+    assert triples == [
+        ("H", False, None),
+        ("Hi", False, None),
+        ("Hi", False, [_audio()]),
+        ("Hi", False, [_audio()]),
+        ("Hi", True, [_audio()]),
+    ]
+    agent = make()
+    pairs = [
+        item async for item in stream_printing_messages([agent], agent(Msg("user", "hi", "user")))
+    ]
+    assert [len(item) for item in pairs] == [2] * 5  # without yield_speech: (msg, last)
+
+
+# -- queue and end_signal ----------------------------------------------------------------------
+
+
+async def test_an_external_queue_is_used_and_left_open() -> None:
+    agent = Chatter("c", count=2)
+    send, receive = queue = anyio.create_memory_object_stream[Any](100)
+    # Others may feed the same stream, as with AgentScope's queue; pairs are accepted too.
+    send.send_nowait((Msg("host", "welcome", "assistant"), True, None))
+    send.send_nowait((Msg("host", "old style", "assistant"), False))
+    items = [
+        (msg.get_text_content(), last, speech)
+        async for msg, last, speech in stream_printing_messages(
+            [agent], agent(), queue=queue, end_signal="<eos>", yield_speech=True
+        )
+    ]
+    assert items == [
+        ("welcome", True, None),
+        ("old style", False, None),
+        ("c line 0", True, None),
+        ("c line 1", True, None),
+    ]
+    assert agent.msg_queue is None
+    # The end signal was consumed and the caller's streams are still open.
+    with pytest.raises(anyio.WouldBlock):
+        receive.receive_nowait()
+    send.send_nowait("still open")
+    assert receive.receive_nowait() == "still open"
+    send.close()
+    receive.close()
+
+
+async def test_an_end_signal_from_elsewhere_stops_early_and_cancels_the_coroutine() -> None:
+    agent = Chatter("c", count=1000, pause=0.001)
+    send, receive = anyio.create_memory_object_stream[Any](100)
+    seen: list[str] = []
+    with anyio.fail_after(5), send, receive:
+        async for msg, _ in stream_printing_messages([agent], agent(), queue=(send, receive)):
+            seen.append(msg.get_text_content() or "")
+            if len(seen) == 3:
+                send.send_nowait("[END]")  # AgentScope's default end signal
+    assert seen[:3] == ["c line 0", "c line 1", "c line 2"]
+    assert agent.cancelled and agent.printed < 10
+    assert agent.msg_queue is None
+
+
+async def test_an_asyncio_queue_is_refused_with_what_to_pass_instead() -> None:
+    agent = Chatter("c", count=1)
+    task = agent()
+    with pytest.raises(TypeError, match=r"anyio.create_memory_object_stream.*asyncio.Queue"):
+        async for _ in stream_printing_messages([agent], task, queue=asyncio.Queue()):  # type: ignore[arg-type]
+            pass
+    assert agent.msg_queue is None and agent.printed == 0
+    assert task.cr_frame is None  # closed: no "never awaited" warning on top of the error
+
+
+async def test_a_stray_item_in_the_queue_is_a_clear_error() -> None:
+    agent = Chatter("c", count=1000, pause=0.001)
+    send, receive = anyio.create_memory_object_stream[Any](100)
+    with send, receive:
+        send.send_nowait(42)
+        with pytest.raises(TypeError, match="delivered 42, which is neither"):
+            async for _ in stream_printing_messages([agent], agent(), queue=(send, receive)):
+                pass
+    assert agent.msg_queue is None and agent.printed < 10
+
+
+async def test_bad_end_signal_is_refused() -> None:
+    agent = Chatter("c", count=1)
+    task = agent()
+    with pytest.raises(TypeError, match="end_signal must be a str"):
+        async for _ in stream_printing_messages([agent], task, end_signal=None):  # type: ignore[call-overload]
+            pass
+    assert task.cr_frame is None

@@ -225,3 +225,35 @@ async def test_handle_interrupt_can_be_overridden() -> None:
         reply = await _interrupt_soon(agent)
     assert reply.get_text_content() == "Stopped. Shall I go on?"
     assert agent.generate_reason == "interrupted"
+
+
+async def test_interrupt_with_a_msg_answers_as_agentscope_does() -> None:
+    # AgentScope's interrupt(msg) only names the cancellation; ReActAgent.handle_interrupt gets
+    # the interrupted call's arguments and answers the same way whatever the msg says.
+    model = ScriptedChatModel([response(call("slow", "c1", tag="x")), response(text("later"))])
+    agent = make_agent(model, _toolkit())
+    send, receive = anyio.create_memory_object_stream[Any](100)
+    agent.set_msg_queue_enabled(True, send)
+    why = Msg("user", "Stop: I changed my mind.", "user")
+    async with anyio.create_task_group() as tg:
+
+        async def later() -> None:
+            await anyio.sleep(0.1)
+            await agent.interrupt(why)
+
+        tg.start_soon(later)
+        reply = await agent(user("do it"))
+    send.close()
+    assert reply.get_text_content() == INTERRUPT_REPLY
+    assert reply.metadata == {"_is_interrupted": True}
+    assert reply.to_dict()["metadata"] == {"_is_interrupted": True}
+    assert agent.interrupt_msg is why
+    assert agent.generate_reason == GenerateReason.INTERRUPTED
+    msgs = await history(agent.memory)
+    assert [m.role for m in msgs] == ["user", "assistant", "system", "assistant"]
+    assert texts_of(msgs[2]) == INTERRUPTED_TEXT
+    assert _is_interrupt_reply(msgs[3])
+    assert all("changed my mind" not in texts_of(m) for m in msgs)  # not recorded
+    printed = [(m.get_text_content(), last) async for m, last, _ in receive]
+    assert printed[-1] == (INTERRUPT_REPLY, True)
+    receive.close()

@@ -339,3 +339,33 @@ async def test_reply_rejects_bad_input() -> None:
     with pytest.raises(TypeError, match="structured_model"):
         await agent(user("x"), structured_model=42)
     assert await agent.memory.size() == 0
+
+
+async def test_reply_metadata_is_agentscopes_and_the_outcome_is_on_the_agent() -> None:
+    # AgentScope's reply carries no metadata without a structured model; why the reply ended
+    # and what it cost are read from the agent instead, so nothing extra is printed or saved.
+    model = ScriptedChatModel([response(call("add", "c1", a=1, b=2)), response(text("3"))])
+    agent = make_agent(model, _toolkit(add))
+    assert agent.generate_reason is None and agent.usage is None
+    seen_in_hook: list[Any] = []
+    agent.register_instance_hook(
+        "post_reply", "outcome", lambda self, kw, out: seen_in_hook.append(self.generate_reason)
+    )
+    reply = await agent(user("1 + 2?"))
+    assert reply.metadata == {}
+    assert reply.to_dict()["metadata"] == {}
+    assert "generate_reason" not in repr(reply) and "usage" not in repr(reply)
+    saved = repr(agent.state_dict()) + repr([m.to_dict() for m in await history(agent.memory)])
+    assert "generate_reason" not in saved and "input_tokens" not in saved
+    assert agent.generate_reason == GenerateReason.MODEL_STOP == "model_stop"
+    assert seen_in_hook == [GenerateReason.MODEL_STOP]
+    assert agent.usage is not None
+    assert (agent.usage.input_tokens, agent.usage.output_tokens) == (20, 10)
+    # Reset when the next call starts.
+    agent.model = ScriptedChatModel([response(text("again"))])
+    agent.register_instance_hook(
+        "pre_reply", "during", lambda self, kw: seen_in_hook.append(self.generate_reason)
+    )
+    await agent(user("again"))
+    assert seen_in_hook == [GenerateReason.MODEL_STOP, None, GenerateReason.MODEL_STOP]
+    assert (agent.usage.input_tokens, agent.usage.output_tokens) == (10, 5)

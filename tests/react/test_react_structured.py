@@ -40,6 +40,7 @@ async def test_valid_structured_output_lands_in_metadata() -> None:
     reply = await agent(user("Describe Ada"), structured_model=Person)
 
     assert reply.metadata["name"] == "Ada" and reply.metadata["age"] == 36
+    assert reply.metadata == {"name": "Ada", "age": 36}  # the structured output, nothing else
     assert agent.generate_reason == GenerateReason.MODEL_STOP
     assert reply.get_text_content() == "Here is Ada."
     first = model.calls[0]
