@@ -111,12 +111,11 @@ def _key(api_key: str) -> str:
     return key
 
 
-def _headers(key: str, **extra: str) -> dict[str, str]:
+def _headers(key: str) -> dict[str, str]:
     return {
         "Authorization": f"Bearer {key}",
         "Accept": "application/json",
         "user-agent": _USER_AGENT,
-        **extra,
     }
 
 
