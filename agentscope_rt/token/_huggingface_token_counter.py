@@ -243,8 +243,10 @@ class HuggingFaceTokenCounter(TokenCounterBase):
         }
         templates = self._templates(folder, config)
         explicit = kwargs.get("chat_template")
+        self._template_source = str(folder)
         if isinstance(explicit, str) and explicit not in templates:
             templates = {"default": explicit}
+            self._template_source = "the chat_template argument"
         self.has_chat_template = bool(templates)
         self._templates_by_name = templates or {"default": DEFAULT_CHAT_TEMPLATE}
         self._default_name = explicit if explicit in self._templates_by_name else None
@@ -351,9 +353,7 @@ class HuggingFaceTokenCounter(TokenCounterBase):
     def _compiled_template(self, name: str) -> jinja2.Template:
         compiled = self._compiled.get(name)
         if compiled is None:
-            source = "the chat_template argument"
-            if self.has_chat_template and name in self._templates_by_name:
-                source = f"{self.tokenizer_file.parent} ({name!r})"
+            source = f"{self._template_source} ({name!r})"
             compiled = _compile(self._templates_by_name[name], source)
             self._compiled[name] = compiled
         return compiled

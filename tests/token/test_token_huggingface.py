@@ -206,13 +206,18 @@ async def test_a_template_that_rejects_the_messages_is_a_value_error(
         await counter.count([{"role": "tool", "content": "x"}])
 
 
-def test_a_template_with_a_syntax_error_is_refused_at_construction(
+async def test_a_template_with_a_syntax_error_is_refused_before_counting(
     tmp_path: Path, trained: tuple[Path, Tokenizer]
 ) -> None:
     folder = model_dir(tmp_path, trained, chat_template="{% for m in messages %}")
     with pytest.raises(ValueError, match="not valid Jinja") as info:
         HuggingFaceTokenCounter(folder)
     assert str(folder) in str(info.value)
+    with pytest.raises(ValueError, match="from the chat_template argument"):
+        HuggingFaceTokenCounter(trained[0], chat_template="{{ unclosed")
+    counter = HuggingFaceTokenCounter(trained[0])
+    with pytest.raises(ValueError, match="from the chat_template argument"):
+        await counter.count([], chat_template="{% if %}")
 
 
 async def test_templates_run_sandboxed(tmp_path: Path, trained: tuple[Path, Tokenizer]) -> None:
