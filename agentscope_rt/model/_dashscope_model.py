@@ -11,28 +11,78 @@ The DashScope formatters produce DashScope-native content parts (``{"text": ...}
 turns them into the parts the compatible endpoint documents before sending (see
 :func:`compatible_messages`). Messages already in that shape are sent as they are.
 
+Multimodal models go to DashScope's native multimodal endpoint instead, as in AgentScope
+(whose SDK call there is ``AioMultiModalConversation``): with ``multimodality=True``, or with
+``multimodality=None`` for a model whose name starts with ``qvq`` or contains ``-vl``. The
+request is ``POST {native base}/services/aigc/multimodal-generation/generation`` with
+``{"model", "input": {"messages"}, "parameters": {"result_format": "message", ...}}``, the
+messages in DashScope's native shape (content lists of ``{"text"}`` / ``{"image"}`` /
+``{"audio"}`` / ``{"video"}`` parts: what the DashScope formatters produce; OpenAI-shaped parts
+are converted back by :func:`native_messages`). The answer's ``output.choices[0].message``
+holds content as a list of ``{"text"}`` parts, ``reasoning_content`` and ``tool_calls``;
+usage is ``usage.input_tokens`` / ``output_tokens`` and the id is ``request_id``. Streaming
+sends ``X-DashScope-SSE: enable`` with ``incremental_output`` and reads SSE events
+(``data:{...}``, an ``event:error`` event for a failure inside the stream). The native base is
+``base_http_api_url`` when it is not a compatible-mode URL, else ``$DASHSCOPE_HTTP_BASE_URL``,
+else :data:`DASHSCOPE_NATIVE_BASE_URL`; that endpoint is reached over httpx with one client per
+event loop, like the SDK client.
+
 Differences from AgentScope's ``DashScopeChatModel`` (which uses the ``dashscope`` SDK):
-``api_key`` may come from ``DASHSCOPE_API_KEY``; ``multimodality`` is accepted for
-compatibility but has no effect, because the compatible endpoint serves text and multimodal
-models alike; ``base_http_api_url`` replaces the compatible-mode base URL.
+``api_key`` may come from ``DASHSCOPE_API_KEY``; text models use the OpenAI-compatible endpoint
+(not the native text-generation one), whose base URL ``base_http_api_url`` replaces.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import posixpath
+import time
 import urllib.parse
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any, ClassVar
 
-from .._schema import StructuredModel
-from ._common import check_formatted_messages, logger, resolve_api_key
-from ._model_base import ToolChoice
-from ._openai_model import OpenAIChatModel
-from ._retry import RetryConfig
+import httpx
 
-__all__ = ["DASHSCOPE_BASE_URL", "DashScopeChatModel", "compatible_messages"]
+from .._schema import StructuredModel
+from ..exception import ModelAPIError
+from ..message import TextBlock, ThinkingBlock, ToolUseBlock
+from ._common import (
+    STRUCTURED_TOOL_NAME,
+    check_formatted_messages,
+    logger,
+    parse_tool_input,
+    resolve_api_key,
+    structured_tool,
+)
+from ._loop_client import LoopClients
+from ._model_base import ToolChoice, validate_tool_choice
+from ._model_response import ChatResponse, ChatUsage, ResponseBlock
+from ._openai_model import OpenAIChatModel
+from ._retry import RETRYABLE_STATUS, RetryConfig, StreamErrorEvent, close_shielded
+
+__all__ = [
+    "DASHSCOPE_BASE_URL",
+    "DASHSCOPE_NATIVE_BASE_URL",
+    "MULTIMODAL_GENERATION_PATH",
+    "DashScopeChatModel",
+    "compatible_messages",
+    "native_messages",
+]
 
 DASHSCOPE_BASE_URL = "https://dashscope.aliyuncs.com/compatible-mode/v1"
 """DashScope's OpenAI-compatible endpoint (use the ``dashscope-intl`` host outside China)."""
+
+DASHSCOPE_NATIVE_BASE_URL = "https://dashscope.aliyuncs.com/api/v1"
+"""DashScope's native API, where the multimodal endpoint lives."""
+
+MULTIMODAL_GENERATION_PATH = "services/aigc/multimodal-generation/generation"
+"""The native multimodal endpoint, relative to the native base URL."""
+
+_COMPATIBLE_SUFFIX = "/compatible-mode/v1"
+# Native stream errors name a code instead of a status; these are worth another try.
+_RETRYABLE_CODES = ("Throttling", "InternalError", "ServiceUnavailable", "RequestTimeOut")
+_NATIVE_TIMEOUT = httpx.Timeout(600.0, connect=10.0)
 
 # MIME subtypes whose ``input_audio`` format name differs from the subtype.
 _AUDIO_FORMATS = {"mpeg": "mp3", "x-wav": "wav", "wave": "wav", "x-m4a": "m4a", "mp4": "m4a"}
@@ -113,6 +163,98 @@ def compatible_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return messages if result is None else result
 
 
+def _native_part(part: Any) -> Any:
+    """One OpenAI-shaped content part in DashScope's native shape (others as they are)."""
+    if not isinstance(part, dict) or "type" not in part:
+        return part
+    kind = part["type"]
+    if kind == "text":
+        return {"text": part.get("text", "")}
+    for typed, native in (("image_url", "image"), ("video_url", "video")):
+        if kind == typed:
+            value = part.get(typed)
+            return {native: value.get("url") if isinstance(value, dict) else value}
+    if kind == "input_audio" and isinstance(part.get("input_audio"), dict):
+        return {"audio": part["input_audio"].get("data")}
+    if kind == "video" and "video" in part:
+        return {"video": part["video"]}
+    return part
+
+
+def native_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """*messages* with OpenAI-shaped content parts in DashScope's native shape, the inverse of
+    :func:`compatible_messages`: ``{"type": "text", "text": t}`` becomes ``{"text": t}``,
+    ``{"type": "image_url", "image_url": {"url": u}}`` becomes ``{"image": u}`` (likewise
+    video and ``input_audio``). Copy-on-write, as :func:`compatible_messages`."""
+    result: list[dict[str, Any]] | None = None
+    for index, message in enumerate(messages):
+        content = message.get("content")
+        converted = message
+        if isinstance(content, list):
+            parts: list[Any] | None = None
+            for position, part in enumerate(content):
+                new = _native_part(part)
+                if parts is None:
+                    if new is part:
+                        continue
+                    parts = content[:position]
+                parts.append(new)
+            if parts is not None:
+                converted = {**message, "content": parts}
+        if result is None:
+            if converted is message:
+                continue
+            result = messages[:index]
+        result.append(converted)
+    return messages if result is None else result
+
+
+def _uses_multimodal_endpoint(model_name: str, multimodality: bool | None) -> bool:
+    """AgentScope's choice: ``True`` forces the multimodal endpoint, ``False`` the text one,
+    ``None`` decides by the model name (``qvq...`` and ``...-vl...`` are multimodal)."""
+    if multimodality is not None:
+        return bool(multimodality)
+    return model_name.startswith("qvq") or "-vl" in model_name
+
+
+def _native_base_url(base_http_api_url: str | None) -> str:
+    if base_http_api_url:
+        base = base_http_api_url.rstrip("/")
+        if base.endswith(_COMPATIBLE_SUFFIX):
+            return base[: -len(_COMPATIBLE_SUFFIX)] + "/api/v1"
+        return base
+    return os.environ.get("DASHSCOPE_HTTP_BASE_URL", DASHSCOPE_NATIVE_BASE_URL).rstrip("/")
+
+
+def _text_of(content: Any) -> str:
+    """The text of a native message's content: a string, or a list of ``{"text"}`` parts."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            str(part["text"]) for part in content if isinstance(part, dict) and "text" in part
+        )
+    return ""
+
+
+def _native_usage(data: dict[str, Any]) -> tuple[int, int] | None:
+    usage = data.get("usage")
+    if not isinstance(usage, dict):
+        return None
+    return int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)
+
+
+def _native_message(data: Any) -> dict[str, Any] | None:
+    """``output.choices[0].message`` of a native answer or stream event, if any."""
+    if not isinstance(data, dict):
+        return None
+    choices = (data.get("output") or {}).get("choices") or []
+    if not choices or not isinstance(choices[0], dict):
+        return None
+    message = choices[0].get("message")
+    return message if isinstance(message, dict) else None
+
+
 class DashScopeChatModel(OpenAIChatModel):
     """A chat model served by DashScope's OpenAI-compatible API.
 
@@ -125,9 +267,13 @@ class DashScopeChatModel(OpenAIChatModel):
     :param stream: whether calls return an async generator of cumulative chunks (forced on when
         ``enable_thinking`` is true, as DashScope requires).
     :param enable_thinking: sent as ``enable_thinking`` (Qwen3, QwQ, DeepSeek-R1 on DashScope).
-    :param multimodality: accepted for AgentScope compatibility; has no effect.
+    :param multimodality: ``True`` sends requests to the native multimodal endpoint, ``False``
+        to the compatible one, ``None`` (default) chooses by the model name as AgentScope
+        does (``qvq*`` and ``*-vl*`` models are multimodal); see the module docstring.
     :param generate_kwargs: sent with every request, e.g. ``{"temperature": 0}``.
-    :param base_http_api_url: the endpoint; defaults to :data:`DASHSCOPE_BASE_URL`.
+    :param base_http_api_url: the endpoint; defaults to :data:`DASHSCOPE_BASE_URL` (a native
+        base such as ``https://dashscope.aliyuncs.com/api/v1`` is used as is by the
+        multimodal endpoint, and a compatible-mode URL is mapped to the native one).
     :param stream_tool_parsing: parse partial tool arguments in intermediate stream chunks.
     :param client_kwargs: passed to the ``openai`` SDK client.
     :param retry_config: the retry policy; ``None`` means ``RetryConfig()``.
@@ -165,6 +311,15 @@ class DashScopeChatModel(OpenAIChatModel):
             generate_kwargs["extra_body"] = extra_body
         self.enable_thinking = enable_thinking
         self.multimodality = multimodality
+        self._native: LoopClients[httpx.AsyncClient] | None = None
+        if _uses_multimodal_endpoint(model_name, multimodality):
+            native_base = _native_base_url(base_http_api_url)
+            timeout = client_kwargs.get("timeout", _NATIVE_TIMEOUT)
+            headers = {"Authorization": f"Bearer {key}", "Accept": "application/json"}
+            self._native = LoopClients(
+                lambda: httpx.AsyncClient(base_url=native_base, headers=headers, timeout=timeout),
+                _close_httpx,
+            )
         super().__init__(
             model_name,
             api_key=key,
@@ -185,6 +340,243 @@ class DashScopeChatModel(OpenAIChatModel):
         generate_kwargs: dict[str, Any],
     ) -> dict[str, Any]:
         check_formatted_messages(messages)
+        if self._native is not None:
+            return self._native_body(
+                messages, tools, tool_choice, structured_model, generate_kwargs
+            )
         return super()._request_kwargs(
             compatible_messages(messages), tools, tool_choice, structured_model, generate_kwargs
         )
+
+    # -- the native multimodal endpoint ---------------------------------------------------
+
+    @property
+    def uses_multimodal_endpoint(self) -> bool:
+        """Whether requests go to the native multimodal endpoint."""
+        return self._native is not None
+
+    def _native_body(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        tool_choice: ToolChoice | None,
+        structured_model: StructuredModel | None,
+        generate_kwargs: dict[str, Any],
+    ) -> dict[str, Any]:
+        parameters: dict[str, Any] = {"result_format": "message"}
+        for key, value in {**self.generate_kwargs, **generate_kwargs}.items():
+            if key == "extra_body" and isinstance(value, dict):
+                parameters.update(value)
+            else:
+                parameters[key] = value
+        if structured_model is not None:
+            if tools or tool_choice:
+                logger.warning(
+                    "DashScopeChatModel: structured_model given, so tools and tool_choice are "
+                    "ignored"
+                )
+            parameters["tools"] = [structured_tool(structured_model)]
+            parameters["tool_choice"] = (
+                "auto"
+                if self._forced_tool_choice_rejected
+                else {"type": "function", "function": {"name": STRUCTURED_TOOL_NAME}}
+            )
+        else:
+            if tools:
+                parameters["tools"] = tools
+            if tool_choice:
+                validate_tool_choice(tool_choice, tools)
+                if tool_choice == "required":
+                    # As AgentScope: the native API knows only "auto", "none" and a name.
+                    logger.warning(
+                        "DashScopeChatModel: tool_choice 'required' is not supported by "
+                        "DashScope's native API; 'auto' is sent"
+                    )
+                    tool_choice = "auto"
+                parameters["tool_choice"] = self._format_tool_choice(tool_choice)
+        if self.stream:
+            parameters["incremental_output"] = True
+        return {
+            "model": self.model_name,
+            "input": {"messages": native_messages(messages)},
+            "parameters": parameters,
+        }
+
+    async def _create(self, kwargs: dict[str, Any]) -> Any:
+        if self._native is None:
+            return await super()._create(kwargs)
+        response = await self._native.get().post(MULTIMODAL_GENERATION_PATH, json=kwargs)
+        response.raise_for_status()
+        data: Any = response.json()
+        if isinstance(data, dict) and data.get("code") and _native_message(data) is None:
+            raise ModelAPIError(
+                self.provider, f"{data.get('code')}: {data.get('message')}", status_code=200
+            )
+        return data
+
+    def _parse_response(
+        self, completion: Any, start: float, structured_model: StructuredModel | None
+    ) -> ChatResponse:
+        if self._native is None:
+            return super()._parse_response(completion, start, structured_model)
+        blocks: list[ResponseBlock] = []
+        message = _native_message(completion) or {}
+        reasoning = message.get("reasoning_content")
+        if isinstance(reasoning, str) and reasoning:
+            blocks.append(ThinkingBlock(reasoning))
+        text = _text_of(message.get("content"))
+        if text:
+            blocks.append(TextBlock(text))
+        for call in message.get("tool_calls") or []:
+            function = call.get("function") if isinstance(call, dict) else None
+            if not isinstance(function, dict):
+                continue
+            arguments = function.get("arguments")
+            if isinstance(arguments, dict):
+                arguments = json.dumps(arguments, ensure_ascii=False)
+            tool_input, raw = parse_tool_input(arguments)
+            blocks.append(
+                ToolUseBlock(
+                    str(call.get("id") or ""), str(function.get("name") or ""), tool_input, raw
+                )
+            )
+        usage = _native_usage(completion)
+        response = ChatResponse(
+            blocks,
+            usage=None if usage is None else ChatUsage(*usage, time.monotonic() - start),
+        )
+        if completion.get("request_id"):
+            response.id = str(completion["request_id"])
+        return self._with_structured(response, structured_model)
+
+    async def _stream_once(
+        self, kwargs: dict[str, Any], structured_model: StructuredModel | None
+    ) -> AsyncGenerator[ChatResponse, None]:
+        if self._native is None:
+            async for chunk in super()._stream_once(kwargs, structured_model):
+                yield chunk
+            return
+        start = time.monotonic()
+        response_id: str | None = None
+        text = ""
+        thinking = ""
+        calls: dict[int, list[Any]] = {}  # index -> [id, name, arguments, last parsed input]
+        usage: tuple[int, int] | None = None
+        client = self._native.get()
+        request = client.build_request(
+            "POST",
+            MULTIMODAL_GENERATION_PATH,
+            json=kwargs,
+            headers={"Accept": "text/event-stream", "X-DashScope-SSE": "enable"},
+        )
+        response = await client.send(request, stream=True)
+        try:
+            if response.is_error:
+                await response.aread()
+                response.raise_for_status()
+            async for event in _native_events(response):
+                if response_id is None and event.get("request_id"):
+                    response_id = str(event["request_id"])
+                usage = _native_usage(event) or usage
+                message = _native_message(event)
+                if message is None:
+                    continue
+                changed = False
+                piece = message.get("reasoning_content")
+                if isinstance(piece, str) and piece:
+                    thinking += piece
+                    changed = True
+                piece = _text_of(message.get("content"))
+                if piece:
+                    text += piece
+                    changed = True
+                for position, call in enumerate(message.get("tool_calls") or []):
+                    if not isinstance(call, dict):
+                        continue
+                    index = call.get("index", position)
+                    entry = calls.get(index)
+                    if entry is None:
+                        entry = calls[index] = [call.get("id") or "", "", "", {}]
+                    elif call.get("id") and not entry[0]:
+                        entry[0] = call["id"]
+                    function = call.get("function") or {}
+                    if function.get("name") and not entry[1]:
+                        entry[1] = function["name"]
+                    arguments = function.get("arguments")
+                    if isinstance(arguments, dict):
+                        entry[2] = json.dumps(arguments, ensure_ascii=False)
+                    elif arguments:
+                        entry[2] += arguments
+                    changed = True
+                if changed:
+                    yield self._stream_chunk(response_id, thinking, "", text, calls, False, None)
+        finally:
+            await close_shielded(response)
+        final = self._stream_chunk(
+            response_id,
+            thinking,
+            "",
+            text,
+            calls,
+            True,
+            ChatUsage(*(usage or (0, 0)), time.monotonic() - start),
+        )
+        yield self._with_structured(final, structured_model)
+
+    async def aclose(self) -> None:
+        """Close the running event loop's clients (the SDK's and, for the multimodal
+        endpoint, the native one) now; see :meth:`OpenAIChatModel.aclose`."""
+        await super().aclose()
+        if self._native is not None:
+            await self._native.aclose()
+
+
+async def _close_httpx(client: httpx.AsyncClient) -> None:
+    await client.aclose()
+
+
+async def _native_events(response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
+    """The JSON events of a native DashScope SSE stream.
+
+    :raises StreamErrorEvent: for an ``event:error`` event (or an event that carries an error
+        ``code`` and no output), with the HTTP status its ``:HTTP_STATUS/...`` line names.
+    """
+    data_lines: list[str] = []
+    is_error = False
+    status: int | None = None
+
+    def finish() -> dict[str, Any]:
+        text = "\n".join(data_lines)
+        try:
+            event = json.loads(text)
+        except ValueError:
+            raise StreamErrorEvent(
+                f"malformed event in the stream: {text[:200]!r}", None, False
+            ) from None
+        if not isinstance(event, dict):
+            raise StreamErrorEvent(f"unexpected event in the stream: {text[:200]!r}", None, False)
+        if is_error or (event.get("code") and _native_message(event) is None):
+            code = str(event.get("code") or "")
+            message = f"{code}: {event.get('message')}" if code else str(event.get("message"))
+            retryable = (status is not None and (status in RETRYABLE_STATUS or status >= 500)) or (
+                status is None and code.startswith(_RETRYABLE_CODES)
+            )
+            raise StreamErrorEvent(message, status if status != 200 else None, retryable)
+        return event
+
+    async for line in response.aiter_lines():
+        if line.startswith("data:"):
+            data_lines.append(line[5:].strip())
+        elif line.startswith("event:"):
+            is_error = line[6:].strip() == "error"
+        elif line.startswith(":HTTP_STATUS/"):
+            try:
+                status = int(line.split("/", 1)[1].strip())
+            except ValueError:
+                status = None
+        elif not line.strip() and data_lines:
+            event = finish()
+            data_lines, is_error, status = [], False, None
+            yield event
+    if data_lines:
+        yield finish()

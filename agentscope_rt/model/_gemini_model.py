@@ -45,6 +45,7 @@ import httpx
 
 from .._schema import StructuredModel, structured_model_schema
 from ..exception import ModelAPIError
+from ._common import Secrets
 from ._http_model import HttpChatModel
 from ._model_base import ToolChoice, validate_tool_choice
 from ._model_response import ChatResponse, ChatUsage
@@ -293,7 +294,7 @@ class GeminiChatModel(HttpChatModel):
         self.project = project
         self.location = location
         self._api_key = key
-        self._redact: tuple[str, ...] = (key,) if key else ()
+        self._redact: tuple[str, ...] = Secrets((key,) if key else ())
         default_version = VERTEX_API_VERSION if self.vertexai else DEFAULT_API_VERSION
         base_url = str(base_url or DEFAULT_BASE_URL).rstrip("/")
         self.base_url = f"{base_url}/{api_version or default_version}"
@@ -302,7 +303,7 @@ class GeminiChatModel(HttpChatModel):
         self.thinking_config = thinking_config
         self.generate_kwargs = dict(generate_kwargs or {})
         self.retry_config = retry_config
-        self._auth_header: dict[str, str] | None = None
+        self._bearer = Secrets()
 
     def _new_client(self) -> httpx.AsyncClient:
         kwargs = dict(self.client_kwargs)
@@ -312,17 +313,19 @@ class GeminiChatModel(HttpChatModel):
         return httpx.AsyncClient(base_url=self.base_url, headers=headers, **kwargs)
 
     async def _request_headers(self) -> dict[str, str] | None:
-        return self._auth_header
+        if not self._bearer:
+            return None
+        return {"authorization": f"Bearer {self._bearer[0]}"}
 
     async def _authorize(self) -> None:
         """Fetch the Vertex AI access token for the next request (no-op with an API key)."""
         if self._token is None:
             return
         token = await self._token.get()
-        self._auth_header = {"authorization": f"Bearer {token}"}
+        self._bearer = Secrets((token,))
         if token not in self._redact:
             # The newest tokens only: a long-lived model must not accumulate them.
-            self._redact = (*self._redact[-2:], token)
+            self._redact = Secrets((*self._redact[-2:], token))
 
     def _scrub(self, text: str) -> str:
         for secret in self._redact:

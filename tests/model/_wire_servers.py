@@ -51,6 +51,8 @@ class Recorded:
     path: str
     headers: dict[str, str]
     body: Any
+    peer: tuple[str, int] | None = None
+    """The client's address: one peer for two requests means one reused connection."""
 
 
 class WireServer:
@@ -85,6 +87,7 @@ class WireServer:
                             self.path,
                             {k.lower(): v for k, v in self.headers.items()},
                             body,
+                            self.client_address[:2],
                         )
                     )
                     reply = server.script.popleft() if server.script else None

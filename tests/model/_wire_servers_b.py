@@ -44,6 +44,8 @@ class Request:
     query: dict[str, list[str]]
     headers: dict[str, str]
     body: Any
+    peer: tuple[str, int] | None = None
+    """The client's address: one peer for two requests means one reused connection."""
 
 
 class ScriptedServer:
@@ -76,6 +78,7 @@ class ScriptedServer:
                 parse_qs(parts.query),
                 {k.lower(): v for k, v in handler.headers.items()},
                 json.loads(raw) if raw else None,
+                handler.client_address[:2],
             )
         )
         answer = self.script.popleft() if self.script else Answer(500, {"error": "no script"})

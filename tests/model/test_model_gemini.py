@@ -386,3 +386,262 @@ def test_clean_part_copies_only_what_changes() -> None:
     assert cleaned["parts"][2] is media
     assert _clean_part({"a": None, "b": 1}) == {"b": 1}
     assert _clean_part([None, {"c": None}]) == [None, {}]
+
+
+# -- thought signatures ------------------------------------------------------------------------
+
+
+def _signed_answer_parts() -> tuple[dict[str, Any], ...]:
+    return (
+        {"text": "Checking.", "thought": True},
+        {
+            "functionCall": {"name": "get_weather", "args": {"place": {"city": "Oslo"}}},
+            "thoughtSignature": "U0lHLWNhbGw=",
+        },
+        {"text": "One moment."},
+        {"text": "", "thoughtSignature": "U0lHLXRleHQ="},
+    )
+
+
+async def _next_turn_request(server: ScriptedServer, response: ChatResponse) -> dict[str, Any]:
+    """Send *response* back through Msg JSON and the formatter; the next request's contents."""
+    from agentscope_rt.formatter import GeminiChatFormatter
+    from agentscope_rt.message import Msg, ToolResultBlock
+
+    reply = Msg.from_dict(Msg("Friday", list(response.content), "assistant").to_dict())
+    (call,) = reply.get_content_blocks("tool_use")
+    result = Msg("system", [ToolResultBlock(call.id, call.name, "3 °C")], "system")
+    contents = await GeminiChatFormatter().format([Msg("user", "Weather?", "user"), reply, result])
+    server.add(Answer(body=gemini_response({"text": "3 °C in Oslo."}, prompt_tokens=1)))
+    await model(server)(contents, tools=TOOLS)
+    body: dict[str, Any] = server.requests[-1].body
+    return body
+
+
+async def test_thought_signatures_are_kept_and_sent_back(server: ScriptedServer) -> None:
+    server.add(Answer(body=gemini_response(*_signed_answer_parts(), prompt_tokens=3)))
+    response = await model(server)(CONTENTS, tools=TOOLS)
+    assert isinstance(response, ChatResponse)
+    thinking, text, call = response.content
+    assert thinking == ThinkingBlock("Checking.")
+    # A signature on a part without a function call belongs to the answer's text.
+    assert (text.text, text.thought_signature) == ("One moment.", "U0lHLXRleHQ=")
+    assert call.thought_signature == "U0lHLWNhbGw="
+    # AgentScope's JSON shape: the key beside the block's other keys, only when set.
+    assert call.to_dict()["thought_signature"] == "U0lHLWNhbGw="
+    assert "thought_signature" not in thinking.to_dict()
+
+    body = await _next_turn_request(server, response)
+    model_turn = body["contents"][1]
+    assert model_turn["role"] == "model"
+    assert model_turn["parts"] == [
+        {"text": "One moment.", "thought_signature": "U0lHLXRleHQ="},
+        {
+            "function_call": {"name": "get_weather", "args": {"place": {"city": "Oslo"}}},
+            "thought_signature": "U0lHLWNhbGw=",
+        },
+    ]
+
+
+async def test_thought_signatures_in_a_stream(server: ScriptedServer) -> None:
+    first, call, text, signature = _signed_answer_parts()
+    server.add(
+        sse_answer(
+            gemini_response(first),
+            gemini_response(call),
+            gemini_response(text),
+            gemini_response(signature, prompt_tokens=3, output_tokens=4),
+        )
+    )
+    chunks = await collect(await model(server, stream=True)(CONTENTS, tools=TOOLS))
+    final = chunks[-1]
+    assert final.is_last
+    (tool_use,) = final.tool_calls
+    assert tool_use.thought_signature == "U0lHLWNhbGw="
+    texts = [b for b in final.content if isinstance(b, TextBlock)]
+    assert [(b.text, b.thought_signature) for b in texts] == [("One moment.", "U0lHLXRleHQ=")]
+    # Before the signature event the text has none yet.
+    assert [b.thought_signature for b in chunks[2].content if isinstance(b, TextBlock)] == [None]
+
+    body = await _next_turn_request(server, final)
+    assert [p.get("thought_signature") for p in body["contents"][1]["parts"]] == [
+        "U0lHLXRleHQ=",
+        "U0lHLWNhbGw=",
+    ]
+
+
+async def test_blocks_without_signatures_send_none(server: ScriptedServer) -> None:
+    server.add(
+        Answer(
+            body=gemini_response(
+                {"functionCall": {"name": "get_weather", "args": {"place": {"city": "Oslo"}}}},
+                prompt_tokens=1,
+            )
+        )
+    )
+    response = await model(server)(CONTENTS, tools=TOOLS)
+    assert isinstance(response, ChatResponse)
+    assert response.tool_calls[0].thought_signature is None
+    body = await _next_turn_request(server, response)
+    assert body["contents"][1]["parts"] == [
+        {"function_call": {"name": "get_weather", "args": {"place": {"city": "Oslo"}}}}
+    ]
+
+
+# -- Vertex AI ---------------------------------------------------------------------------------
+
+VERTEX_TOKEN = "ya29.vertex-token-7c1e"
+VERTEX_PATH = (
+    "/v1/projects/my-proj/locations/europe-west4/publishers/google/models/gemini-2.5-flash"
+)
+
+
+def vertex_model(
+    server: ScriptedServer, stream: bool = False, **client_kwargs: Any
+) -> GeminiChatModel:
+    return GeminiChatModel(
+        "gemini-2.5-flash",
+        stream=stream,
+        client_kwargs={
+            "vertexai": True,
+            "project": "my-proj",
+            "location": "europe-west4",
+            "base_url": server.url,
+            **client_kwargs,
+        },
+        retry_config=FAST_RETRY,
+    )
+
+
+@pytest.fixture
+def no_google_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in (
+        "GEMINI_API_KEY",
+        "GOOGLE_API_KEY",
+        "GOOGLE_CLOUD_ACCESS_TOKEN",
+        "GOOGLE_CLOUD_PROJECT",
+        "GOOGLE_CLOUD_LOCATION",
+        "GOOGLE_GENAI_USE_VERTEXAI",
+    ):
+        monkeypatch.delenv(name, raising=False)
+
+
+async def test_vertex_ai_path_and_bearer_token(server: ScriptedServer, no_google_env: None) -> None:
+    server.add(Answer(body=gemini_response({"text": "Hi."}, prompt_tokens=2, output_tokens=1)))
+    m = vertex_model(server, credentials=VERTEX_TOKEN)
+    response = await m(CONTENTS)
+    assert isinstance(response, ChatResponse)
+    assert response.content == [TextBlock("Hi.")]
+    request = server.requests[0]
+    assert request.path == f"{VERTEX_PATH}:generateContent"
+    assert request.headers["authorization"] == f"Bearer {VERTEX_TOKEN}"
+    assert "x-goog-api-key" not in request.headers
+    assert request.body["contents"] == CONTENTS[1:]
+    assert VERTEX_TOKEN not in repr(m) and VERTEX_TOKEN not in repr(vars(m))
+
+
+async def test_vertex_ai_stream_with_token_from_environment(
+    server: ScriptedServer, no_google_env: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GOOGLE_CLOUD_ACCESS_TOKEN", VERTEX_TOKEN)
+    monkeypatch.setenv("GOOGLE_GENAI_USE_VERTEXAI", "true")
+    monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "my-proj")
+    monkeypatch.setenv("GOOGLE_CLOUD_LOCATION", "europe-west4")
+    server.add(
+        sse_answer(
+            gemini_response({"text": "Hel"}),
+            gemini_response({"text": "lo"}, prompt_tokens=2, output_tokens=2),
+        )
+    )
+    m = GeminiChatModel("gemini-2.5-flash", stream=True, client_kwargs={"base_url": server.url})
+    chunks = await collect(await m(CONTENTS))
+    assert chunks[-1].content == [TextBlock("Hello")]
+    request = server.requests[0]
+    assert request.path == f"{VERTEX_PATH}:streamGenerateContent"
+    assert request.query == {"alt": ["sse"]}
+    assert request.headers["authorization"] == f"Bearer {VERTEX_TOKEN}"
+
+
+async def test_vertex_ai_error_scrubs_the_token(
+    server: ScriptedServer, no_google_env: None
+) -> None:
+    server.add(Answer(403, gemini_error(403, f"token {VERTEX_TOKEN} lacks a role", "DENIED")))
+    with pytest.raises(ModelAPIError) as info:
+        await vertex_model(server, credentials=VERTEX_TOKEN)(CONTENTS)
+    assert info.value.status_code == 403
+    assert VERTEX_TOKEN not in str(info.value) and "***" in str(info.value)
+
+
+async def test_vertex_ai_credentials_object(server: ScriptedServer, no_google_env: None) -> None:
+    class Credentials:
+        """google.auth's interface: a valid token needs no refresh."""
+
+        token = VERTEX_TOKEN
+        valid = True
+
+        def refresh(self, request: Any) -> None:
+            raise AssertionError("a valid token is not refreshed")
+
+    server.add(Answer(body=gemini_response({"text": "ok"}, prompt_tokens=1)))
+    await vertex_model(server, credentials=Credentials())(CONTENTS)
+    assert server.requests[0].headers["authorization"] == f"Bearer {VERTEX_TOKEN}"
+
+
+def test_vertex_ai_endpoints_and_settings(no_google_env: None) -> None:
+    regional = GeminiChatModel(
+        "gemini-2.5-flash",
+        client_kwargs={
+            "vertexai": True,
+            "project": "p",
+            "location": "us-east1",
+            "credentials": "t",
+        },
+    )
+    assert regional.base_url == "https://us-east1-aiplatform.googleapis.com/v1"
+    # google-genai's default location is "global", served by the host without a region.
+    default = GeminiChatModel(
+        "m", client_kwargs={"vertexai": True, "project": "p", "credentials": "t"}
+    )
+    assert default.base_url == "https://aiplatform.googleapis.com/v1"
+    assert default.location == "global"
+    beta = GeminiChatModel(
+        "m",
+        client_kwargs={
+            "vertexai": True,
+            "project": "p",
+            "credentials": "t",
+            "api_version": "v1beta1",
+        },
+    )
+    assert beta.base_url.endswith("/v1beta1")
+    with pytest.raises(ValueError, match="GOOGLE_CLOUD_PROJECT"):
+        GeminiChatModel("m", client_kwargs={"vertexai": True, "credentials": "t"})
+
+
+def test_vertex_ai_without_any_token_source(
+    no_google_env: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import agentscope_rt.model._gemini_model as gemini_module
+
+    monkeypatch.setattr(gemini_module, "_has_google_auth", lambda: False)
+    with pytest.raises(ValueError, match="GOOGLE_CLOUD_ACCESS_TOKEN") as info:
+        GeminiChatModel("m", client_kwargs={"vertexai": True, "project": "p"})
+    assert "google-auth" in str(info.value)
+
+
+async def test_vertex_ai_express_mode_uses_the_api_key(
+    server: ScriptedServer, no_google_env: None
+) -> None:
+    server.add(Answer(body=gemini_response({"text": "ok"}, prompt_tokens=1)))
+    m = GeminiChatModel(
+        "gemini-2.5-flash",
+        api_key=API_KEY,
+        stream=False,
+        client_kwargs={"vertexai": True, "base_url": server.url},
+        retry_config=FAST_RETRY,
+    )
+    await m(CONTENTS)
+    request = server.requests[0]
+    assert request.path == "/v1/publishers/google/models/gemini-2.5-flash:generateContent"
+    assert request.headers["x-goog-api-key"] == API_KEY
+    assert "authorization" not in request.headers
