@@ -26,6 +26,7 @@ from ._version import __version__
 SUBPACKAGES = frozenset(
     {
         "agent",
+        "embedding",
         "exception",
         "formatter",
         "mcp",

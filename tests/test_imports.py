@@ -21,6 +21,7 @@ _SDKS = ("anthropic", "openai", "google.genai", "dashscope", "ollama", "llama_cp
         "agentscope_rt.model",
         "agentscope_rt.token",
         "agentscope_rt.pipeline",
+        "agentscope_rt.embedding",
     ],
 )
 def test_importing_loads_no_provider_sdk(module: str) -> None:

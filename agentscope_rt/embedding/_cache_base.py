@@ -1,0 +1,48 @@
+"""The embedding cache interface: vectors stored under a JSON identifier."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any
+
+from ..types import Embedding, JSONSerializableObject
+
+__all__ = ["EmbeddingCacheBase"]
+
+
+class EmbeddingCacheBase(ABC):
+    """Stores and retrieves embeddings by identifier.
+
+    The embedding models use the request they would send (a JSON-able dict of the texts, the
+    model name, the dimensions and any extra arguments) as the identifier, so a hit is exactly
+    the response that request would have produced.
+    """
+
+    @abstractmethod
+    async def store(
+        self,
+        embeddings: list[Embedding],
+        identifier: JSONSerializableObject,
+        overwrite: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        """Keep *embeddings* under *identifier*.
+
+        :param overwrite: replace embeddings already stored under *identifier*; when ``False``
+            the stored ones are kept.
+        """
+
+    @abstractmethod
+    async def retrieve(self, identifier: JSONSerializableObject) -> list[Embedding] | None:
+        """The embeddings stored under *identifier*, or ``None``."""
+
+    @abstractmethod
+    async def remove(self, identifier: JSONSerializableObject) -> None:
+        """Forget the embeddings stored under *identifier*.
+
+        :raises FileNotFoundError: when nothing is stored under it.
+        """
+
+    @abstractmethod
+    async def clear(self) -> None:
+        """Forget every stored embedding."""
