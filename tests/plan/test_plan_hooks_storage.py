@@ -169,6 +169,63 @@ async def test_concurrent_calls_are_applied_one_after_the_other() -> None:
     assert len(await notebook.storage.get_plans()) == 1
 
 
+class GatedStorage(InMemoryPlanStorage):
+    """Holds every add_plan until the test opens the gate (a slow disk, under control)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate: anyio.Event | None = None
+
+    async def add_plan(self, plan: Plan, override: bool = True) -> None:
+        self.gate = anyio.Event()
+        await self.gate.wait()
+        await super().add_plan(plan, override)
+
+
+def test_a_notebook_moves_between_backends() -> None:
+    storage = GatedStorage()
+    notebook = PlanNotebook(storage=storage)
+
+    async def work(name: str) -> None:
+        await notebook.create_plan(name, "d", "e", [subtask_dict("A")])
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(notebook.finish_plan, "abandoned", "moved on")  # holds the lock
+            await anyio.wait_all_tasks_blocked()
+            tg.start_soon(notebook.update_subtask_state, 0, "in_progress")  # waits in line
+            await anyio.wait_all_tasks_blocked()
+            assert storage.gate is not None
+            storage.gate.set()
+
+    for name, backend in [("first", "asyncio"), ("second", "trio"), ("third", "asyncio")]:
+        anyio.run(work, name, backend=backend)
+    assert [plan["name"] for plan in storage.state_dict()["plans"].values()] == [
+        "first",
+        "second",
+        "third",
+    ]
+    assert notebook.current_plan is None
+
+
+async def test_a_waiter_cancelled_in_line_leaves_the_lock_usable() -> None:
+    notebook = await notebook_with("A")
+    storage = GatedStorage()
+    notebook.storage = storage
+    results: list[str] = []
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(notebook.finish_plan, "abandoned", "stop")  # holds the lock, waits
+        await anyio.wait_all_tasks_blocked()
+        with anyio.CancelScope() as waiter_scope:
+            waiter_scope.cancel()
+            results.append((await notebook.update_subtask_state(0, "in_progress")).get_text())
+        assert storage.gate is not None
+        storage.gate.set()
+    assert results == []  # the cancelled waiter never ran
+    assert notebook.current_plan is None
+    with anyio.fail_after(10):  # a lock left held would hang here
+        res = await notebook.create_plan("Next", "d", "e", [subtask_dict("B")])
+    assert res.get_text() == "Plan 'Next' created successfully."
+
+
 async def test_in_memory_storage() -> None:
     storage = InMemoryPlanStorage()
     first = Plan(name="A", description="d", expected_outcome="e", subtasks=[subtask("x")])
