@@ -19,10 +19,12 @@ class HttpStatelessClient(HttpClientBase):
     """A streamable-HTTP or SSE MCP server, with a new session for every operation.
 
     ``HttpStatelessClient(name, transport, url, headers=None, timeout=30,
-    sse_read_timeout=300, *, connect_timeout=30, **client_kwargs)``. Nothing needs
-    connecting or closing: :meth:`list_tools` and each tool call open a session, use it and
-    close it before returning (also when cancelled). Suited to servers that keep no
-    per-session state. The headers and the URL's credentials and query string never appear
+    sse_read_timeout=300, *, connect_timeout=30, auth=None, **client_kwargs)``. Nothing
+    needs connecting or closing: :meth:`list_tools` and each tool call open a session, use it
+    and close it before returning (also when cancelled). Suited to servers that keep no
+    per-session state. ``auth`` (an ``httpx.Auth`` or ``httpx2.Auth``) is shared by every
+    session, so a token it fetched once serves the following calls. The headers, the
+    credentials the auth flow sends and the URL's credentials and query string never appear
     in reprs, errors or logs.
     """
 

@@ -1,5 +1,5 @@
 """The SDK's HTTP transports (streamable HTTP and SSE) built from AgentScope's arguments, and
-the constructor both HTTP clients share."""
+the constructor both HTTP clients share (``auth=`` included, see :mod:`._auth`)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ import httpx2
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
+from ..exception import MCPError
+from ._auth import AuthBridge, HttpAuth, check_auth
 from ._client_base import (
     DEFAULT_CONNECT_TIMEOUT,
     MCPClientBase,
@@ -56,11 +58,13 @@ def http_transport_factory(
     timeout: float,
     sse_read_timeout: float,
     client_kwargs: dict[str, Any],
+    auth: httpx2.Auth | None = None,
 ) -> TransportFactory:
     """A factory of fresh SDK transport contexts for one HTTP server.
 
     :param transport: ``"streamable_http"`` or ``"sse"``.
     :param client_kwargs: extra keyword arguments for the SDK's transport function.
+    :param auth: the authentication flow every request of the transport goes through.
     """
     headers = dict(headers or {})
     if transport == "sse":
@@ -69,6 +73,7 @@ def http_transport_factory(
             headers=headers,
             timeout=timeout,
             sse_read_timeout=sse_read_timeout,
+            auth=auth,
             **client_kwargs,
         )
 
@@ -77,7 +82,7 @@ def http_transport_factory(
         # SDK 2.x takes headers and timeouts through the HTTP client it is given, and leaves
         # closing that client to whoever created it.
         http_client = httpx2.AsyncClient(
-            headers=headers, timeout=httpx2.Timeout(timeout, read=sse_read_timeout)
+            headers=headers, timeout=httpx2.Timeout(timeout, read=sse_read_timeout), auth=auth
         )
         async with (
             http_client,
@@ -101,6 +106,7 @@ class HttpClientBase(MCPClientBase):
         sse_read_timeout: float = 60 * 5,
         *,
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        auth: HttpAuth | None = None,
         **client_kwargs: Any,
     ) -> None:
         """
@@ -113,20 +119,56 @@ class HttpClientBase(MCPClientBase):
         :param sse_read_timeout: seconds to wait for the next event on an open stream.
         :param connect_timeout: seconds allowed for connecting plus the handshake, and for
             each listing of the tools.
+        :param auth: an ``httpx.Auth`` (as AgentScope users pass it: basic auth, a bearer
+            flow that fetches and refreshes its token, ...) or an ``httpx2.Auth`` (such as the
+            ``mcp`` SDK's ``OAuthClientProvider``); every HTTP request of both transports goes
+            through it. Credentials it sets never appear in reprs, errors or logs.
         :param client_kwargs: passed to the SDK's ``streamable_http_client`` or
             ``sse_client``.
         :raises ValueError: on an empty name, an unknown transport, a non-HTTP URL, malformed
             headers or a non-positive timeout.
+        :raises TypeError: if *auth* is not an ``httpx.Auth`` or ``httpx2.Auth``.
         """
         super().__init__(name, connect_timeout=connect_timeout)
         _validate_http_arguments(name, transport, url, headers, timeout, sse_read_timeout)
+        check_auth(name, auth)
         self.transport = transport
         self.url = url
         self._add_redactions(url_redactions(url))
         self._add_redactions(value_redactions((headers or {}).values()))
+        self._auth = AuthBridge(auth, self._add_credentials)
         self._factory = http_transport_factory(
-            transport, url, headers, float(timeout), float(sse_read_timeout), client_kwargs
+            transport,
+            url,
+            headers,
+            float(timeout),
+            float(sse_read_timeout),
+            client_kwargs,
+            self._auth,
         )
+
+    def _add_credentials(self, texts: list[str]) -> None:
+        # Called by the auth flow with each credential it sends: redact it from now on.
+        self._add_redactions(value_redactions(texts))
+
+    def _with_refusal(self, error: MCPError) -> MCPError:
+        """*error*, saying so when the server's latest answer refused the credentials (the
+        SDK reports that only as a generic error response)."""
+        refusal = self._auth.refusal
+        if refusal is None:
+            return error
+        hint = (
+            "the credentials sent were refused; check what auth= provides"
+            if self._auth.auth is not None
+            else "the server requires credentials: pass auth= (an httpx.Auth) or headers="
+        )
+        return MCPError(f"{error} (HTTP {refusal}: {hint})")
+
+    def _connect_error(self, exc: BaseException, action: str | None = None) -> MCPError:
+        return self._with_refusal(super()._connect_error(exc, action))
+
+    def _translate_error(self, exc: BaseException, action: str) -> MCPError:
+        return self._with_refusal(super()._translate_error(exc, action))
 
     def __repr__(self) -> str:
         return (

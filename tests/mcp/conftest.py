@@ -26,6 +26,7 @@ from agentscope_rt.mcp import StdIOStatefulClient
 from .helpers import stdio_client
 
 SERVER_SCRIPT = Path(__file__).parent / "servers" / "demo_server.py"
+AUTH_SERVER_SCRIPT = Path(__file__).parent / "servers" / "auth_server.py"
 # Generous: the server imports the whole SDK before it listens.
 STARTUP_TIMEOUT = 30.0
 
@@ -50,13 +51,14 @@ def _wait_for_port(port: int, process: subprocess.Popen[bytes]) -> None:
 
 
 class HttpServer:
-    """A demo server process listening on 127.0.0.1."""
+    """A test server process (the demo server unless *script* says otherwise) listening on
+    127.0.0.1."""
 
-    def __init__(self, transport: str) -> None:
+    def __init__(self, transport: str, script: Path = SERVER_SCRIPT) -> None:
         self.transport = transport
         self.port = _free_port()
         self.process = subprocess.Popen(
-            [sys.executable, str(SERVER_SCRIPT), transport, str(self.port)],
+            [sys.executable, str(script), transport, str(self.port)],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
@@ -69,6 +71,10 @@ class HttpServer:
     @property
     def client_transport(self) -> str:
         return "sse" if self.transport == "sse" else "streamable_http"
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
 
     @property
     def url(self) -> str:
@@ -102,6 +108,14 @@ async def shared_stdio(anyio_backend: str) -> AsyncIterator[StdIOStatefulClient]
 def http_server(request: pytest.FixtureRequest) -> Iterator[HttpServer]:
     """One server per transport, shared by all tests (tests must not crash it)."""
     server = HttpServer(str(request.param))
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session", params=["streamable-http", "sse"])
+def auth_server(request: pytest.FixtureRequest) -> Iterator[HttpServer]:
+    """One bearer-token protected server per transport (``servers/auth_server.py``)."""
+    server = HttpServer(str(request.param), AUTH_SERVER_SCRIPT)
     yield server
     server.stop()
 

@@ -114,6 +114,13 @@ async def test_execution_timeout(http_server: HttpServer) -> None:
             ),
         ):
             await sleep(seconds=30)
+        assert (await client.call_tool("echo", {"text": "after"})).content[0].text == "after"  # type: ignore[union-attr]
+    # Stateless: the limit covers the call once its session is open, and the session closes.
+    lone = stateless(http_server)
+    sleep = await lone.get_callable_function("sleep", execution_timeout=0.3)
+    with anyio.fail_after(10), pytest.raises(MCPError, match=r"^Timed out .* Waited 0\.3 seconds"):
+        await sleep(seconds=30)
+    assert (await sleep(seconds=0)).get_text() == "slept 0.0"  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize("transport", ["streamable-http", "sse"])

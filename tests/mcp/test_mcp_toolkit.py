@@ -6,7 +6,7 @@ import anyio
 import pytest
 
 from agentscope_rt.mcp import HttpStatefulClient, HttpStatelessClient, StdIOStatefulClient
-from agentscope_rt.message import ImageBlock, ToolUseBlock
+from agentscope_rt.message import ImageBlock, TextBlock, ToolUseBlock
 from agentscope_rt.tool import Toolkit, ToolResponse
 
 from .conftest import HttpServer
@@ -103,3 +103,77 @@ async def test_http_clients_through_the_toolkit(http_server: HttpServer) -> None
         assert echoed.get_text() == "stateless"
         await toolkit.remove_mcp_clients("kept")
         assert {s["function"]["name"] for s in toolkit.get_json_schemas()} == {"echo"}
+
+
+TIMEOUT_TEXT = (
+    "Error occurred when calling MCP tool: Timed out while waiting for response to "
+    "ClientRequest. Waited {} seconds."
+)
+
+
+async def cancelled_sleeps(client: StdIOStatefulClient) -> int:
+    return int((await client.call_tool("cancelled_sleeps")).content[0].text)  # type: ignore[union-attr]
+
+
+async def test_execution_timeout_reads_as_in_agentscope(shared_stdio: StdIOStatefulClient) -> None:
+    client = shared_stdio
+    before = await cancelled_sleeps(client)
+    toolkit = Toolkit()
+    await toolkit.register_mcp_client(client, enable_funcs=["sleep", "echo"], execution_timeout=0.3)
+    with anyio.fail_after(20):
+        (timed_out,) = await call(toolkit, "sleep", seconds=30)
+    assert timed_out.get_text() == TIMEOUT_TEXT.format("0.3")
+    assert timed_out.is_last and not timed_out.is_interrupted
+    # Calls within the limit are untouched, and the session goes on.
+    (slept,) = await call(toolkit, "sleep", seconds=0.01)
+    assert slept.get_text() == "slept 0.01"
+    (echoed,) = await call(toolkit, "echo", text="still here")
+    assert echoed.get_text() == "still here"
+    # The server was told to stop the call that timed out (the notice may trail the result;
+    # it lives in another process, so it is polled).
+    for _ in range(400):
+        if await cancelled_sleeps(client) > before:
+            break
+        await anyio.sleep(0.05)
+    else:
+        pytest.fail("the server never saw the timed-out sleep cancelled")
+
+
+async def test_execution_timeout_in_whole_seconds_and_postprocess(
+    shared_stdio: StdIOStatefulClient,
+) -> None:
+    client = shared_stdio
+    seen: list[str] = []
+
+    def postprocess(tool_call: ToolUseBlock, response: ToolResponse) -> ToolResponse:
+        seen.append(response.get_text())
+        return ToolResponse(content=[*response.content, TextBlock(text="[checked]")])
+
+    toolkit = Toolkit()
+    await toolkit.register_mcp_client(
+        client, enable_funcs=["sleep"], execution_timeout=1, postprocess_func=postprocess
+    )
+    with anyio.fail_after(20):
+        (timed_out,) = await call(toolkit, "sleep", seconds=30)
+    # An int limit reads as AgentScope shows it (seconds as a float).
+    assert seen == [TIMEOUT_TEXT.format("1.0")]
+    assert timed_out.get_text() == TIMEOUT_TEXT.format("1.0") + "[checked]"
+    (slept,) = await call(toolkit, "sleep", seconds=0)
+    assert slept.get_text() == "slept 0.0[checked]"
+
+
+@pytest.mark.parametrize("bad", [0, -1, float("inf"), True, "5"])
+async def test_execution_timeout_is_checked(shared_stdio: StdIOStatefulClient, bad: object) -> None:
+    toolkit = Toolkit()
+    with pytest.raises(ValueError, match="execution_timeout"):
+        await toolkit.register_mcp_client(shared_stdio, execution_timeout=bad)  # type: ignore[arg-type]
+    assert toolkit.tools == {}
+
+
+async def test_stateless_execution_timeout_through_the_toolkit(http_server: HttpServer) -> None:
+    lone = HttpStatelessClient("lone", http_server.client_transport, http_server.url)  # type: ignore[arg-type]
+    toolkit = Toolkit()
+    await toolkit.register_mcp_client(lone, enable_funcs=["sleep"], execution_timeout=0.3)
+    with anyio.fail_after(20):
+        (timed_out,) = await call(toolkit, "sleep", seconds=30)
+    assert timed_out.get_text() == TIMEOUT_TEXT.format("0.3")

@@ -132,11 +132,25 @@ def crash() -> str:
     os._exit(3)
 
 
+# How many sleep calls were cancelled (a client timing out tells the server to stop).
+_cancelled = {"sleeps": 0}
+
+
 @server.tool()
 async def sleep(seconds: float) -> str:
     """Sleep, then say how long."""
-    await anyio.sleep(seconds)
+    try:
+        await anyio.sleep(seconds)
+    except anyio.get_cancelled_exc_class():
+        _cancelled["sleeps"] += 1
+        raise
     return f"slept {seconds}"
+
+
+@server.tool()
+def cancelled_sleeps() -> int:
+    """How many sleep calls this server process saw cancelled."""
+    return _cancelled["sleeps"]
 
 
 def main() -> None:
