@@ -39,7 +39,7 @@ import os
 import posixpath
 import time
 import urllib.parse
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Any, ClassVar
 
 import httpx
@@ -55,6 +55,7 @@ from ._common import (
     resolve_api_key,
     structured_tool,
 )
+from ._http_model import response_lines
 from ._loop_client import LoopClients
 from ._model_base import ToolChoice, validate_tool_choice
 from ._model_response import ChatResponse, ChatUsage, ResponseBlock
@@ -457,11 +458,7 @@ class DashScopeChatModel(OpenAIChatModel):
                 yield chunk
             return
         start = time.monotonic()
-        response_id: str | None = None
-        text = ""
-        thinking = ""
-        calls: dict[int, list[Any]] = {}  # index -> [id, name, arguments, last parsed input]
-        usage: tuple[int, int] | None = None
+        state = _NativeStream()
         client = self._native.get()
         request = client.build_request(
             "POST",
@@ -474,52 +471,27 @@ class DashScopeChatModel(OpenAIChatModel):
             if response.is_error:
                 await response.aread()
                 response.raise_for_status()
-            async for event in _native_events(response):
-                if response_id is None and event.get("request_id"):
-                    response_id = str(event["request_id"])
-                usage = _native_usage(event) or usage
-                message = _native_message(event)
-                if message is None:
-                    continue
-                changed = False
-                piece = message.get("reasoning_content")
-                if isinstance(piece, str) and piece:
-                    thinking += piece
-                    changed = True
-                piece = _text_of(message.get("content"))
-                if piece:
-                    text += piece
-                    changed = True
-                for position, call in enumerate(message.get("tool_calls") or []):
-                    if not isinstance(call, dict):
-                        continue
-                    index = call.get("index", position)
-                    entry = calls.get(index)
-                    if entry is None:
-                        entry = calls[index] = [call.get("id") or "", "", "", {}]
-                    elif call.get("id") and not entry[0]:
-                        entry[0] = call["id"]
-                    function = call.get("function") or {}
-                    if function.get("name") and not entry[1]:
-                        entry[1] = function["name"]
-                    arguments = function.get("arguments")
-                    if isinstance(arguments, dict):
-                        entry[2] = json.dumps(arguments, ensure_ascii=False)
-                    elif arguments:
-                        entry[2] += arguments
-                    changed = True
-                if changed:
-                    yield self._stream_chunk(response_id, thinking, "", text, calls, False, None)
+            parser = _NativeEvents()
+            async with response_lines(response) as lines:
+                async for line in lines:
+                    event = parser.feed(line)
+                    if event is not None and state.add(event):
+                        yield self._stream_chunk(
+                            state.id, state.thinking, "", state.text, state.calls, False, None
+                        )
+            event = parser.end()
+            if event is not None:
+                state.add(event)
         finally:
             await close_shielded(response)
         final = self._stream_chunk(
-            response_id,
-            thinking,
+            state.id,
+            state.thinking,
             "",
-            text,
-            calls,
+            state.text,
+            state.calls,
             True,
-            ChatUsage(*(usage or (0, 0)), time.monotonic() - start),
+            ChatUsage(*(state.usage or (0, 0)), time.monotonic() - start),
         )
         yield self._with_structured(final, structured_model)
 
@@ -535,18 +507,91 @@ async def _close_httpx(client: httpx.AsyncClient) -> None:
     await client.aclose()
 
 
-async def _native_events(response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
-    """The JSON events of a native DashScope SSE stream.
+class _NativeStream:
+    """A native multimodal answer, accumulated over incremental stream events."""
 
-    :raises StreamErrorEvent: for an ``event:error`` event (or an event that carries an error
-        ``code`` and no output), with the HTTP status its ``:HTTP_STATUS/...`` line names.
+    __slots__ = ("calls", "id", "text", "thinking", "usage")
+
+    def __init__(self) -> None:
+        self.id: str | None = None
+        self.text = ""
+        self.thinking = ""
+        # index -> [id, name, arguments so far, last parsed input]
+        self.calls: dict[int, list[Any]] = {}
+        self.usage: tuple[int, int] | None = None
+
+    def add(self, event: dict[str, Any]) -> bool:
+        """Take one event in; whether it added content."""
+        if self.id is None and event.get("request_id"):
+            self.id = str(event["request_id"])
+        self.usage = _native_usage(event) or self.usage
+        message = _native_message(event)
+        if message is None:
+            return False
+        changed = False
+        piece = message.get("reasoning_content")
+        if isinstance(piece, str) and piece:
+            self.thinking += piece
+            changed = True
+        piece = _text_of(message.get("content"))
+        if piece:
+            self.text += piece
+            changed = True
+        for position, call in enumerate(message.get("tool_calls") or []):
+            if not isinstance(call, dict):
+                continue
+            index = call.get("index", position)
+            entry = self.calls.get(index)
+            if entry is None:
+                entry = self.calls[index] = [call.get("id") or "", "", "", {}]
+            elif call.get("id") and not entry[0]:
+                entry[0] = call["id"]
+            function = call.get("function") or {}
+            if function.get("name") and not entry[1]:
+                entry[1] = function["name"]
+            arguments = function.get("arguments")
+            if isinstance(arguments, dict):
+                entry[2] = json.dumps(arguments, ensure_ascii=False)
+            elif arguments:
+                entry[2] += arguments
+            changed = True
+        return changed
+
+
+class _NativeEvents:
+    """Parses a native DashScope SSE stream line by line: :meth:`feed` returns each complete
+    event's JSON, :meth:`end` the one left when the stream ends without a blank line.
+
+    The stream's ``data:{...}`` lines carry the events; an ``event:error`` event (or one that
+    carries an error ``code`` and no output) raises :class:`StreamErrorEvent`, with the HTTP
+    status its ``:HTTP_STATUS/...`` line names.
     """
-    data_lines: list[str] = []
-    is_error = False
-    status: int | None = None
 
-    def finish() -> dict[str, Any]:
-        text = "\n".join(data_lines)
+    __slots__ = ("data", "is_error", "status")
+
+    def __init__(self) -> None:
+        self.data: list[str] = []
+        self.is_error = False
+        self.status: int | None = None
+
+    def feed(self, line: str) -> dict[str, Any] | None:
+        if line.startswith("data:"):
+            self.data.append(line[5:].strip())
+        elif line.startswith("event:"):
+            self.is_error = line[6:].strip() == "error"
+        elif line.startswith(":HTTP_STATUS/"):
+            status = line.split("/", 1)[1].strip()
+            self.status = int(status) if status.isdigit() else None
+        elif not line.strip() and self.data:
+            return self.end()
+        return None
+
+    def end(self) -> dict[str, Any] | None:
+        if not self.data:
+            return None
+        text = "\n".join(self.data)
+        is_error, status = self.is_error, self.status
+        self.data, self.is_error, self.status = [], False, None
         try:
             event = json.loads(text)
         except ValueError:
@@ -558,25 +603,10 @@ async def _native_events(response: httpx.Response) -> AsyncIterator[dict[str, An
         if is_error or (event.get("code") and _native_message(event) is None):
             code = str(event.get("code") or "")
             message = f"{code}: {event.get('message')}" if code else str(event.get("message"))
-            retryable = (status is not None and (status in RETRYABLE_STATUS or status >= 500)) or (
-                status is None and code.startswith(_RETRYABLE_CODES)
-            )
-            raise StreamErrorEvent(message, status if status != 200 else None, retryable)
-        return event
-
-    async for line in response.aiter_lines():
-        if line.startswith("data:"):
-            data_lines.append(line[5:].strip())
-        elif line.startswith("event:"):
-            is_error = line[6:].strip() == "error"
-        elif line.startswith(":HTTP_STATUS/"):
-            try:
-                status = int(line.split("/", 1)[1].strip())
-            except ValueError:
+            if status is not None and status != 200:
+                retryable = status in RETRYABLE_STATUS or status >= 500
+            else:
                 status = None
-        elif not line.strip() and data_lines:
-            event = finish()
-            data_lines, is_error, status = [], False, None
-            yield event
-    if data_lines:
-        yield finish()
+                retryable = code.startswith(_RETRYABLE_CODES)
+            raise StreamErrorEvent(message, status, retryable)
+        return event

@@ -46,7 +46,7 @@ import httpx
 from .._schema import StructuredModel, structured_model_schema
 from ..exception import ModelAPIError
 from ._common import Secrets
-from ._http_model import HttpChatModel
+from ._http_model import HttpChatModel, response_lines
 from ._model_base import ToolChoice, validate_tool_choice
 from ._model_response import ChatResponse, ChatUsage
 from ._ollama_model import ChatAccumulator
@@ -437,9 +437,12 @@ class GeminiChatModel(HttpChatModel):
     ) -> AsyncGenerator[ChatResponse, None]:
         state = _Accumulator()
         path = f"{self._models_path}/{self.model_name}:streamGenerateContent"
-        async with self._open_stream(path, body, params={"alt": "sse"}) as response:
+        async with (
+            self._open_stream(path, body, params={"alt": "sse"}) as response,
+            response_lines(response) as lines,
+        ):
             data_lines: list[str] = []
-            async for line in response.aiter_lines():
+            async for line in lines:
                 if line.startswith("data:"):
                     data_lines.append(line[5:].lstrip())
                     continue

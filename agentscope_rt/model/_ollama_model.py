@@ -24,7 +24,7 @@ import httpx
 from .._schema import StructuredModel, structured_model_schema, validate_structured_output
 from ..exception import ModelAPIError, ModelResponseError
 from ..message import TextBlock, ThinkingBlock, ToolUseBlock
-from ._http_model import HttpChatModel
+from ._http_model import HttpChatModel, response_lines
 from ._model_base import ToolChoice, validate_tool_choice
 from ._model_response import ChatResponse, ChatUsage, ResponseBlock
 from ._retry import RetryConfig
@@ -198,8 +198,11 @@ class OllamaChatModel(HttpChatModel):
         self, body: dict[str, Any], structured_model: StructuredModel | None, started: float
     ) -> AsyncGenerator[ChatResponse, None]:
         state = _Accumulator()
-        async with self._open_stream("/api/chat", body) as response:
-            async for line in response.aiter_lines():
+        async with (
+            self._open_stream("/api/chat", body) as response,
+            response_lines(response) as lines,
+        ):
+            async for line in lines:
                 if not line.strip():
                     continue
                 try:

@@ -37,10 +37,16 @@ from ._model_base import ChatModelBase, ToolChoice
 from ._model_response import ChatResponse
 from ._retry import CLOSE_TIMEOUT, RetryConfig, call_with_retry, stream_with_retry
 
-__all__ = ["SdkClientModel", "SdkEvents", "close_sdk_client", "route_extra_fields"]
+__all__ = [
+    "SdkClientModel",
+    "SdkEvents",
+    "close_sdk_client",
+    "route_extra_fields",
+    "suspended_generator_chain",
+]
 
 
-def _suspended_generator_chain(agen: Any) -> list[types.AsyncGeneratorType[Any, Any]]:
+def suspended_generator_chain(agen: Any) -> list[types.AsyncGeneratorType[Any, Any]]:
     """*agen* and the async generators its frame is iterating, transitively, outermost first.
 
     A suspended generator's frame (locals and evaluation stack, where ``async for`` keeps
@@ -70,7 +76,7 @@ def _generators_in_traceback(tb: types.TracebackType | None) -> list[Any]:
     while tb is not None:
         for value in tb.tb_frame.f_locals.values():
             if isinstance(value, types.AsyncGeneratorType):
-                found.extend(_suspended_generator_chain(value))
+                found.extend(suspended_generator_chain(value))
         tb = tb.tb_next
     return found
 
@@ -107,7 +113,7 @@ class SdkEvents:
         if not self._chain:
             # The SDKs keep the generator in ``_iterator`` (a plain attribute in openai, a
             # cached property in anthropic); ``__dict__`` avoids creating one that never ran.
-            self._chain = _suspended_generator_chain(vars(self._stream).get("_iterator"))
+            self._chain = suspended_generator_chain(vars(self._stream).get("_iterator"))
         return event
 
     async def aclose(self) -> None:
@@ -115,7 +121,7 @@ class SdkEvents:
         bounded by :data:`CLOSE_TIMEOUT`, so a cancelled consumer still releases the
         connection. Closing twice is harmless."""
         with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_TIMEOUT):
-            chain = self._chain or _suspended_generator_chain(vars(self._stream).get("_iterator"))
+            chain = self._chain or suspended_generator_chain(vars(self._stream).get("_iterator"))
             for generator in chain:
                 await generator.aclose()
             await self._stream.close()

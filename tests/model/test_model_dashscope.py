@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -9,8 +10,12 @@ import pytest
 
 from agentscope_rt.exception import ModelAPIError
 from agentscope_rt.message import TextBlock, ThinkingBlock
-from agentscope_rt.model import DashScopeChatModel, RetryConfig
-from agentscope_rt.model._dashscope_model import DASHSCOPE_BASE_URL, compatible_messages
+from agentscope_rt.model import ChatResponse, DashScopeChatModel, RetryConfig
+from agentscope_rt.model._dashscope_model import (
+    DASHSCOPE_BASE_URL,
+    compatible_messages,
+    native_messages,
+)
 
 from ._wire_servers import Reply, WireServer, openai_chunk, openai_completion, sse
 
@@ -139,3 +144,194 @@ def test_compatible_messages_converts_native_parts_copy_on_write() -> None:
     # The typed part is shared, and the caller's message keeps its native parts.
     assert result[1]["content"][0] is native["content"][0]
     assert native["content"][1] == {"text": "look"}
+
+
+# -- the native multimodal endpoint ------------------------------------------------------------
+
+MULTIMODAL_PATH = "/api/v1/services/aigc/multimodal-generation/generation"
+IMAGE_MESSAGES: list[dict[str, Any]] = [
+    {"role": "system", "content": "Describe images."},
+    {
+        "role": "user",
+        "content": [
+            {"image": "https://example.com/cat.png"},
+            # An OpenAI-shaped part goes back to the native shape.
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
+            {"text": "What is this?"},
+        ],
+    },
+]
+NATIVE_IMAGE_MESSAGES = [
+    IMAGE_MESSAGES[0],
+    {
+        "role": "user",
+        "content": [
+            {"image": "https://example.com/cat.png"},
+            {"image": "data:image/png;base64,iVBORw0KGgo="},
+            {"text": "What is this?"},
+        ],
+    },
+]
+
+
+def native_answer(
+    content: Any,
+    reasoning: str | None = None,
+    tool_calls: list[dict[str, Any]] | None = None,
+    usage: tuple[int, int] = (20, 4),
+    request_id: str = "req-mm-1",
+) -> dict[str, Any]:
+    """A native ``multimodal-generation`` answer (``result_format="message"``)."""
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if reasoning is not None:
+        message["reasoning_content"] = reasoning
+    if tool_calls is not None:
+        message["tool_calls"] = tool_calls
+    return {
+        "output": {"choices": [{"finish_reason": "stop", "message": message}]},
+        "usage": {"input_tokens": usage[0], "output_tokens": usage[1], "image_tokens": 12},
+        "request_id": request_id,
+    }
+
+
+def native_event(index: int, data: dict[str, Any], status: int = 200) -> str:
+    """One native SSE event as DashScope sends it (no space after the colons)."""
+    kind = "error" if status != 200 else "result"
+    return f"id:{index}\nevent:{kind}\n:HTTP_STATUS/{status}\ndata:{json.dumps(data)}\n\n"
+
+
+def multimodal_model(server: WireServer, stream: bool, **kwargs: Any) -> DashScopeChatModel:
+    return DashScopeChatModel(
+        "qwen-vl-max",
+        api_key=SECRET,
+        stream=stream,
+        multimodality=True,
+        base_http_api_url=server.url + "/api/v1",
+        retry_config=FAST,
+        **kwargs,
+    )
+
+
+async def test_multimodal_endpoint_non_streaming(server: WireServer) -> None:
+    server.add(
+        Reply(body=native_answer([{"text": "A cat "}, {"text": "on a mat."}], reasoning="Look."))
+    )
+    async with multimodal_model(server, False, generate_kwargs={"temperature": 0.1}) as model:
+        assert model.uses_multimodal_endpoint
+        response = await model(IMAGE_MESSAGES)
+    assert isinstance(response, ChatResponse)
+    assert response.content == [ThinkingBlock("Look."), TextBlock("A cat on a mat.")]
+    assert response.id == "req-mm-1"
+    assert response.usage is not None
+    assert (response.usage.input_tokens, response.usage.output_tokens) == (20, 4)
+    (request,) = server.requests
+    assert request.path == MULTIMODAL_PATH
+    assert request.headers["authorization"] == f"Bearer {SECRET}"
+    assert "x-dashscope-sse" not in request.headers
+    assert request.body == {
+        "model": "qwen-vl-max",
+        "input": {"messages": NATIVE_IMAGE_MESSAGES},
+        "parameters": {"result_format": "message", "temperature": 0.1},
+    }
+
+
+async def test_multimodal_endpoint_stream_with_thinking_and_tool_calls(server: WireServer) -> None:
+    call = {"index": 0, "id": "call_1", "type": "function", "function": {"name": "zoom"}}
+    events = [
+        native_answer([], reasoning="Small "),
+        native_answer([], reasoning="image."),
+        native_answer([{"text": "Let me zoom."}]),
+        native_answer(
+            [], tool_calls=[{**call, "function": {"name": "zoom", "arguments": '{"fac'}}]
+        ),
+        native_answer([], tool_calls=[{"index": 0, "function": {"arguments": 'tor": 2}'}}]),
+        native_answer([], usage=(30, 9)),
+    ]
+    server.add(Reply(events=[native_event(i, e) for i, e in enumerate(events, 1)]))
+    tools = [{"type": "function", "function": {"name": "zoom", "parameters": {"type": "object"}}}]
+    async with multimodal_model(server, True, enable_thinking=True) as model:
+        stream = await model(IMAGE_MESSAGES, tools=tools, tool_choice="required")
+        chunks = [c async for c in stream]  # type: ignore[union-attr]
+    final = chunks[-1]
+    assert final.is_last and not any(c.is_last for c in chunks[:-1])
+    assert final.content[:2] == [ThinkingBlock("Small image."), TextBlock("Let me zoom.")]
+    (tool_use,) = final.tool_calls
+    assert (tool_use.id, tool_use.name, tool_use.input) == ("call_1", "zoom", {"factor": 2})
+    assert final.usage is not None and final.usage.output_tokens == 9
+    assert {c.id for c in chunks} == {"req-mm-1"}
+    # Cumulative: the thinking grows chunk by chunk.
+    assert [c.content[0] for c in chunks[:2]] == [
+        ThinkingBlock("Small "),
+        ThinkingBlock("Small image."),
+    ]
+    (request,) = server.requests
+    assert request.path == MULTIMODAL_PATH
+    assert request.headers["x-dashscope-sse"] == "enable"
+    assert request.headers["accept"] == "text/event-stream"
+    parameters = request.body["parameters"]
+    assert parameters["incremental_output"] is True
+    assert parameters["enable_thinking"] is True
+    assert parameters["tools"] == tools
+    # As in AgentScope: DashScope's native API has no "required"; "auto" is sent.
+    assert parameters["tool_choice"] == "auto"
+
+
+async def test_multimodal_stream_error_event_is_retried_before_output(server: WireServer) -> None:
+    throttled = {"code": "Throttling.RateQuota", "message": "Requests rate limit exceeded"}
+    server.add(
+        Reply(events=[native_event(1, throttled, status=429)]),
+        Reply(events=[native_event(1, native_answer([{"text": "ok"}]))]),
+    )
+    async with multimodal_model(server, True) as model:
+        chunks = [c async for c in await model(IMAGE_MESSAGES)]  # type: ignore[union-attr]
+    assert chunks[-1].content == [TextBlock("ok")]
+    assert len(server.requests) == 2
+
+
+async def test_multimodal_http_error_names_dashscope_code(server: WireServer) -> None:
+    bad = {"code": "InvalidParameter", "message": "The image is too large", "request_id": "r"}
+    server.add(Reply(400, bad))
+    async with multimodal_model(server, False) as model:
+        with pytest.raises(ModelAPIError, match="The image is too large") as info:
+            await model(IMAGE_MESSAGES)
+    assert (info.value.provider, info.value.status_code, info.value.attempts) == (
+        "dashscope",
+        400,
+        1,
+    )
+    assert SECRET not in str(info.value)
+
+
+async def test_endpoint_choice_follows_agentscope(server: WireServer) -> None:
+    # multimodality=None: qvq* and *-vl* models are multimodal, others are not.
+    for name, native in (("qwen-vl-plus", True), ("qvq-max", True), ("qwen-plus", False)):
+        model = DashScopeChatModel(name, api_key=SECRET, base_http_api_url=server.url)
+        assert model.uses_multimodal_endpoint is native
+    forced_off = DashScopeChatModel("qwen-vl-max", api_key=SECRET, multimodality=False)
+    assert not forced_off.uses_multimodal_endpoint
+    # A compatible-mode base URL maps to the native base on the same host.
+    server.add(Reply(body=native_answer([{"text": "ok"}])))
+    model = DashScopeChatModel(
+        "qwen-vl-max",
+        api_key=SECRET,
+        stream=False,
+        base_http_api_url=server.url + "/compatible-mode/v1",
+    )
+    async with model:
+        await model(IMAGE_MESSAGES)
+    assert server.requests[0].path == MULTIMODAL_PATH
+
+
+def test_native_messages_copy_on_write() -> None:
+    plain: list[dict[str, Any]] = [{"role": "user", "content": [{"text": "hi"}]}]
+    assert native_messages(plain) is plain
+    converted = native_messages(IMAGE_MESSAGES)
+    assert converted == NATIVE_IMAGE_MESSAGES
+    assert converted[0] is IMAGE_MESSAGES[0]
+    assert IMAGE_MESSAGES[1]["content"][1]["type"] == "image_url"
+    audio = {"type": "input_audio", "input_audio": {"data": "https://a/b.mp3", "format": "mp3"}}
+    video = {"type": "video_url", "video_url": {"url": "https://a/v.mp4"}}
+    assert native_messages([{"role": "user", "content": [audio, video]}])[0]["content"] == [
+        {"audio": "https://a/b.mp3"},
+        {"video": "https://a/v.mp4"},
+    ]
