@@ -166,3 +166,17 @@ class SessionError(AgentScopeRTError, ValueError):
     and the path inside the state), an invalid session or user id, and storage failures. A
     failed load leaves every module unchanged and overwrites nothing.
     """
+
+
+class ReaderError(AgentScopeRTError, ValueError):
+    """A RAG reader could not read a file: missing, empty, of the wrong kind, or corrupt.
+
+    The message names the file and says what to do; :attr:`path` holds it.
+
+    :param message: what went wrong with the file.
+    :param path: the file that could not be read.
+    """
+
+    def __init__(self, message: str, *, path: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
