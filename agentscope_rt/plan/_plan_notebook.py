@@ -32,6 +32,7 @@ from types import TracebackType
 from typing import Any, Literal
 
 import anyio
+import attrs
 
 from ..exception import MessageFormatError
 from ..message import Msg, TextBlock
@@ -297,7 +298,11 @@ class PlanNotebook(StateModule):
                     name=name,
                     description=description,
                     expected_outcome=expected_outcome,
-                    subtasks=list(subtasks),
+                    # The plan owns its subtasks: a caller's SubTask objects are copied.
+                    subtasks=[
+                        attrs.evolve(item) if isinstance(item, SubTask) else item
+                        for item in subtasks
+                    ],
                 )
             except (TypeError, ValueError, MessageFormatError) as exc:
                 return _text(f"Error: Invalid plan: {_format_error(exc)}.")
@@ -406,7 +411,7 @@ class PlanNotebook(StateModule):
         """A :class:`SubTask` from a tool argument. A dict revising *previous* keeps its state,
         outcome and timestamps unless it gives them itself."""
         if isinstance(value, SubTask):
-            return value
+            return attrs.evolve(value)
         if not isinstance(value, dict):
             raise TypeError(f"expected a subtask object, got {type(value).__name__}")
         if previous is not None:

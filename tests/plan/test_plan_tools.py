@@ -559,3 +559,13 @@ def test_list_tools_order() -> None:
         "view_historical_plans",
         "recover_historical_plan",
     ]
+
+
+async def test_the_plan_owns_its_subtasks() -> None:
+    shared = subtask("A")
+    notebook = PlanNotebook()
+    await notebook.create_plan("P", "d", "e", [shared, shared])
+    await notebook.revise_current_plan(2, "add", shared)
+    await notebook.update_subtask_state(0, "in_progress")
+    assert states(notebook.current_plan) == ["in_progress", "todo", "todo"]
+    assert shared.state == "todo"
