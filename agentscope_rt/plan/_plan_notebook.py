@@ -279,9 +279,9 @@ class PlanNotebook(StateModule):
                 )
             if self.max_subtasks is not None and len(subtasks) > self.max_subtasks:
                 return _text(
-                    f"Error: The plan has {len(subtasks)} subtasks, but at most "
-                    f"{self.max_subtasks} are allowed. Merge some subtasks and call "
-                    "create_plan again."
+                    f"Error: The plan has {len(subtasks)} subtasks, more than the "
+                    f"{self.max_subtasks} allowed (max_subtasks={self.max_subtasks}). Merge "
+                    "some subtasks and call create_plan again."
                 )
             for field, value in (
                 ("name", name),

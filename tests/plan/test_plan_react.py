@@ -181,8 +181,8 @@ async def test_a_refused_call_reaches_the_model_as_text_and_the_loop_goes_on() -
     assert outputs == [
         "Error: The current plan is None, you need to create a plan by calling create_plan() "
         "first.",
-        "Error: The plan has 3 subtasks, but at most 2 are allowed. Merge some subtasks and "
-        "call create_plan again.",
+        "Error: The plan has 3 subtasks, more than the 2 allowed (max_subtasks=2). Merge some "
+        "subtasks and call create_plan again.",
     ]
     assert notebook.current_plan is None
     assert [_last_prompt_text(call) for call in model.calls] == [HINT(None)] * 3

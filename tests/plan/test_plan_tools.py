@@ -107,7 +107,7 @@ async def test_create_plan_checks_its_subtasks() -> None:
         ),
         (
             [subtask_dict("A"), subtask_dict("B"), subtask_dict("C")],
-            "Error: The plan has 3 subtasks, but at most 2 are allowed. Merge some subtasks and call create_plan again.",
+            "Error: The plan has 3 subtasks, more than the 2 allowed (max_subtasks=2). Merge some subtasks and call create_plan again.",
         ),
         (
             [subtask_dict("A"), {"name": "B", "description": 5, "expected_outcome": "x"}],
