@@ -290,3 +290,46 @@ def test_a_failing_custom_load_changes_nothing() -> None:
     with pytest.raises(StateError, match="'active' must be a list"):
         holder.load_state_dict({"custom": {"active": 3}, "count": 5})
     assert holder.count == 0 and holder.custom.active == set()
+
+
+class TwoCustoms(StateModule):
+    def __init__(self) -> None:
+        super().__init__()
+        self.first = CustomLoad()
+        self.second = CustomLoad()
+
+
+def test_a_custom_load_failing_after_another_succeeded_puts_the_first_back() -> None:
+    holder = TwoCustoms()
+    holder.first.active = {"kept"}
+    with pytest.raises(StateError, match="'active' must be a list"):
+        holder.load_state_dict({"first": {"active": ["new"]}, "second": {"active": 3}})
+    assert holder.first.active == {"kept"} and holder.second.active == set()
+
+
+def test_a_failed_agent_load_leaves_its_toolkit_groups_as_they_were() -> None:
+    from agentscope_rt.agent import ReActAgent
+    from agentscope_rt.formatter import OpenAIChatFormatter
+    from agentscope_rt.model import ScriptedChatModel
+    from agentscope_rt.tool import Toolkit
+
+    def agent() -> ReActAgent:
+        toolkit = Toolkit()
+        toolkit.create_tool_group("web", "Web tools", active=False)
+        made = ReActAgent(
+            name="Friday",
+            sys_prompt="",
+            model=ScriptedChatModel([]),
+            formatter=OpenAIChatFormatter(),
+            toolkit=toolkit,
+        )
+        made.second = CustomLoad()  # a sub-module that checks its state only when loaded
+        return made
+
+    state = agent().state_dict()
+    state["toolkit"] = {"active_groups": ["web"]}
+    state["second"] = {"active": "not a list"}
+    target = agent()
+    with pytest.raises(StateError):
+        target.load_state_dict(state)
+    assert target.toolkit.state_dict() == {"active_groups": []}

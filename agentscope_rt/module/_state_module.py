@@ -10,7 +10,8 @@ Loading is all-or-nothing: :meth:`StateModule.load_state_dict` first builds ever
 the whole tree, and only when all of them are valid assigns them. A bad state raises
 :class:`~agentscope_rt.exception.StateError` and leaves every module unchanged. A sub-module
 whose class overrides ``load_state_dict`` is loaded through its override (before anything
-else is assigned), so it must check its state before changing anything.
+else is assigned), so it must check its state before changing anything; if a later one fails,
+those already loaded are given back the state they saved before.
 """
 
 from __future__ import annotations
@@ -183,18 +184,23 @@ class StateModule:
         plan: list[tuple[StateModule, str, Any]] = []
         custom: list[tuple[StateModule, Any]] = []
         self._plan_load(state_dict, strict, "", plan, custom)
-        # Sub-modules with their own load_state_dict go first: each checks its state before
-        # changing anything, so a failure there still leaves the whole tree unchanged
-        # (only a second such module failing after a first succeeded could not be undone).
+        # Sub-modules with their own load_state_dict go first, each after saving its current
+        # state: when one fails, those loaded before it are put back, so the whole tree is
+        # unchanged (the plain attributes are assigned only after every one succeeded).
+        loaded: list[tuple[StateModule, dict[str, Any]]] = []
         for module, state in custom:
+            previous = module.state_dict()
             try:
                 module.load_state_dict(state, strict)
-            except StateError:
-                raise
             except Exception as exc:
+                for done, before in reversed(loaded):
+                    done.load_state_dict(before, strict)
+                if isinstance(exc, StateError):
+                    raise
                 raise StateError(
                     f"{type(module).__name__}.load_state_dict failed: {type(exc).__name__}: {exc}"
                 ) from exc
+            loaded.append((module, previous))
         for module, key, value in plan:
             setattr(module, key, value)
 
