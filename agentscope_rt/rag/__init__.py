@@ -1,9 +1,52 @@
-"""Retrieval-augmented generation: the knowledge-base interface and its document type.
+"""Retrieval-augmented generation: documents, readers, vector stores and the knowledge-base
+interface, with AgentScope's names.
 
-Only the interface the agents use is defined here; implementations come in a later release.
+* :class:`Document` / :class:`DocMetadata` — one chunk and where it comes from; a chunk's id is
+  derived from its document id, position and content (:func:`chunk_id_of`), so the same chunk
+  always has the same id.
+* Readers — :class:`TextReader`, :class:`PDFReader`, :class:`WordReader`,
+  :class:`ExcelReader`, :class:`PowerPointReader`, :class:`ImageReader`; many files at once
+  with :func:`read_files` (a progress bar on a terminal). Parsing runs in worker threads; a file
+  that cannot be read raises :class:`~agentscope_rt.exception.ReaderError` naming it.
+* Stores — :class:`VDBStoreBase`, :class:`QdrantStore`, :class:`MilvusLiteStore`: upserts by
+  chunk id, delete by chunk or document id, scores where higher is always better.
+* :class:`KnowledgeBase` — what a ReAct agent retrieves from.
+
+The parsing libraries and database clients are optional extras (``pdf``, ``office``,
+``qdrant``, ``milvus``; ``rag`` for all) and are imported only when a reader reads or a store
+is built, so importing this package stays cheap.
 """
 
-from ._document import DocMetadata, Document
+from ._document import DocMetadata, Document, chunk_id_of
 from ._knowledge_base import KnowledgeBase
+from ._reader import (
+    ExcelReader,
+    ImageReader,
+    PDFReader,
+    PowerPointReader,
+    ReaderBase,
+    TextReader,
+    WordReader,
+    read_files,
+    split_sentences,
+)
+from ._store import MilvusLiteStore, QdrantStore, VDBStoreBase
 
-__all__ = ["DocMetadata", "Document", "KnowledgeBase"]
+__all__ = [
+    "DocMetadata",
+    "Document",
+    "ExcelReader",
+    "ImageReader",
+    "KnowledgeBase",
+    "MilvusLiteStore",
+    "PDFReader",
+    "PowerPointReader",
+    "QdrantStore",
+    "ReaderBase",
+    "TextReader",
+    "VDBStoreBase",
+    "WordReader",
+    "chunk_id_of",
+    "read_files",
+    "split_sentences",
+]

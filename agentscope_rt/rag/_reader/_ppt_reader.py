@@ -1,0 +1,181 @@
+"""The PowerPoint reader: text, tables and pictures of a ``.pptx`` deck (python-pptx), slide by
+slide, as AgentScope's ``PowerPointReader``.
+
+Within a slide, the text frames and tables join one text block (a table starts its own when
+``separate_table`` is on), opened by ``slide_prefix`` and closed by ``slide_suffix``; each
+picture is a chunk of its own. Shapes inside groups are read too (AgentScope skips them). Text
+is then chunked as :class:`TextReader` does.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import logging
+import os
+from collections.abc import Iterator
+from typing import Any, Literal
+
+import anyio.to_thread
+
+from ...message import Base64Source, ImageBlock, TextBlock
+from .._document import Document
+from ._reader_base import ReaderBase, SplitBy, check_chunking, check_table_format, chunk_blocks
+from ._utils import (
+    cell_text,
+    check_file,
+    corrupt,
+    media_type_of,
+    require,
+    table_to_json,
+    table_to_markdown,
+)
+
+__all__ = ["PowerPointReader"]
+
+logger = logging.getLogger("agentscope_rt.rag")
+
+
+def _shapes(shapes: Any, group_type: Any) -> Iterator[Any]:
+    """The shapes of a slide in order, with the members of groups in place of the groups."""
+    for shape in shapes:
+        if shape.shape_type == group_type:
+            yield from _shapes(shape.shapes, group_type)
+        else:
+            yield shape
+
+
+class PowerPointReader(ReaderBase):
+    """Read the text, tables and pictures of a PowerPoint deck (``.pptx``) and chunk them.
+
+    Needs the ``office`` extra (python-pptx). Every chunk's ``doc_id`` is :meth:`get_doc_id` of
+    the path.
+
+    :param chunk_size: the most characters in a text chunk.
+    :param split_by: ``"char"``, ``"sentence"`` or ``"paragraph"``.
+    :param include_image: make each picture a chunk.
+    :param separate_slide: number each slide's chunks on their own (AgentScope's numbering).
+    :param separate_table: start a new text block at each table.
+    :param table_format: ``"markdown"`` or ``"json"``.
+    :param slide_prefix: put before a slide's text; ``{index}`` is the 1-based slide number.
+        ``None`` for none.
+    :param slide_suffix: put after a slide's text; ``None`` for none.
+    :raises ValueError: for invalid chunking arguments or table format.
+    """
+
+    def __init__(
+        self,
+        chunk_size: int = 512,
+        split_by: SplitBy = "sentence",
+        include_image: bool = True,
+        separate_slide: bool = False,
+        separate_table: bool = False,
+        table_format: Literal["markdown", "json"] = "markdown",
+        slide_prefix: str | None = "<slide index={index}>",
+        slide_suffix: str | None = "</slide>",
+    ) -> None:
+        check_chunking(chunk_size, split_by)
+        check_table_format(table_format)
+        self.chunk_size = chunk_size
+        self.split_by: SplitBy = split_by
+        self.include_image = include_image
+        self.separate_slide = separate_slide
+        self.separate_table = separate_table
+        self.table_format = table_format
+        self.slide_prefix = slide_prefix
+        self.slide_suffix = slide_suffix
+
+    async def __call__(self, ppt_path: str | os.PathLike[str]) -> list[Document]:
+        """Read and chunk the deck at *ppt_path*, slide by slide.
+
+        :raises ReaderError: for a missing, empty, non-pptx or damaged file.
+        :raises ImportError: if python-pptx is not installed (the ``office`` extra).
+        """
+        slides = await anyio.to_thread.run_sync(self._read_slides, ppt_path)
+        doc_id = self.get_doc_id(ppt_path)
+        if not self.separate_slide:
+            blocks = [block for slide in slides for block in slide]
+            return chunk_blocks(blocks, doc_id, self.chunk_size, self.split_by)
+        docs: list[Document] = []
+        for slide in slides:
+            docs.extend(chunk_blocks(slide, doc_id, self.chunk_size, self.split_by))
+        return docs
+
+    def _read_slides(self, ppt_path: str | os.PathLike[str]) -> list[list[TextBlock | ImageBlock]]:
+        pptx = require("pptx", package="python-pptx", extra="office", user="PowerPointReader")
+        from pptx.enum.shapes import MSO_SHAPE_TYPE
+
+        name = check_file(ppt_path, (".pptx",), "a PowerPoint deck")
+        try:
+            deck = pptx.Presentation(name)
+            return [
+                self._slide_blocks(slide, index, MSO_SHAPE_TYPE)
+                for index, slide in enumerate(deck.slides)
+            ]
+        except Exception as exc:  # zipfile, lxml and python-pptx errors for damaged files
+            raise corrupt(name, "a PowerPoint deck", exc) from exc
+
+    def _slide_blocks(
+        self, slide: Any, index: int, shape_types: Any
+    ) -> list[TextBlock | ImageBlock]:
+        header = self.slide_prefix.format(index=index + 1) if self.slide_prefix is not None else ""
+        blocks: list[TextBlock | ImageBlock] = []
+        last: str | None = None
+        headed = False
+        for shape in _shapes(slide.shapes, shape_types.GROUP):
+            if self.include_image and shape.shape_type == shape_types.PICTURE:
+                try:
+                    data = shape.image.blob
+                except ValueError as exc:
+                    # A linked (not embedded) picture: its bytes are not in the file.
+                    logger.warning("slide %d: skipped a picture: %s", index + 1, exc)
+                    continue
+                source = Base64Source(
+                    media_type=media_type_of(data), data=base64.b64encode(data).decode()
+                )
+                blocks.append(ImageBlock(source=source))
+                last = "image"
+                continue
+            if getattr(shape, "has_table", False) and shape.has_table:
+                rows = [[cell_text(cell.text) for cell in row.cells] for row in shape.table.rows]
+                text = (
+                    table_to_markdown(rows)
+                    if self.table_format == "markdown"
+                    else (table_to_json(rows))
+                )
+                merge = not self.separate_table and last in ("text", "table")
+                kind = "table"
+            elif getattr(shape, "has_text_frame", False) and shape.has_text_frame:
+                parts = [p.text.strip() for p in shape.text_frame.paragraphs if p.text.strip()]
+                if not parts:
+                    continue
+                text = "\n".join(parts)
+                merge = last == "text" or (last == "table" and not self.separate_table)
+                kind = "text"
+            else:
+                continue
+            if not text:
+                continue
+            if merge and blocks:
+                blocks[-1]["text"] += "\n" + text
+            else:
+                # The prefix opens the slide's first text, even after a picture.
+                if not headed and header:
+                    text = header + "\n" + text
+                headed = True
+                blocks.append(TextBlock(text=text))
+            last = kind
+        if self.slide_suffix is not None and blocks:
+            for block in reversed(blocks):
+                if isinstance(block, TextBlock):
+                    block.text += "\n" + self.slide_suffix
+                    break
+            else:
+                # A slide of pictures only: its markers form a text block of their own.
+                text = header + "\n" + self.slide_suffix if header else self.slide_suffix
+                blocks.append(TextBlock(text=text))
+        return blocks
+
+    def get_doc_id(self, ppt_path: str | os.PathLike[str]) -> str:
+        """The document id of the file at *ppt_path*: the hex SHA-256 of the path as given."""
+        return hashlib.sha256(os.fspath(ppt_path).encode("utf-8")).hexdigest()

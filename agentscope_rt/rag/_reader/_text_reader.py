@@ -1,0 +1,125 @@
+"""The text reader: a string (or a text file) split into chunks by characters, sentences or
+paragraphs, as AgentScope's ``TextReader``.
+
+Chunks never overlap and are never merged (AgentScope's rules): ``"char"`` cuts fixed windows of
+*chunk_size* characters; ``"sentence"`` makes one chunk per sentence; ``"paragraph"`` one chunk
+per non-blank line. A sentence or paragraph longer than *chunk_size* is cut into windows.
+
+Sentences are found by a dependency-free splitter (:func:`split_sentences`) that knows Western
+and Chinese/Japanese punctuation, instead of AgentScope's nltk ``punkt`` model (English only,
+downloaded at first use, which fails offline). Both keep abbreviations such as "Dr." or "e.g."
+inside a sentence; results can differ on unusual punctuation. The splitter also ends a sentence
+at a blank line, where nltk would join a heading to the sentence after it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+
+import anyio.to_thread
+
+from ...exception import ReaderError
+from ...message import TextBlock
+from .._document import DocContent, Document
+from ._reader_base import ReaderBase, SplitBy, check_chunking, number_chunks
+from ._utils import split_sentences
+
+__all__ = ["TextReader", "split_text"]
+
+# Longer than any path a file system accepts: such a string is text, not a file name.
+_MAX_PATH = 4096
+
+
+def _windows(text: str, size: int) -> list[str]:
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def split_text(text: str, chunk_size: int, split_by: SplitBy) -> list[str]:
+    """Split *text* into chunks by TextReader's rules (see the module docstring).
+
+    :raises ValueError: for a non-positive *chunk_size* or an unknown *split_by*.
+    """
+    check_chunking(chunk_size, split_by)
+    if split_by == "char":
+        return _windows(text, chunk_size)
+    if split_by == "sentence":
+        pieces = split_sentences(text)
+    else:
+        # Blank and whitespace-only lines carry nothing to retrieve.
+        pieces = [line for line in text.split("\n") if line.strip()]
+    chunks: list[str] = []
+    for piece in pieces:
+        if len(piece) <= chunk_size:
+            chunks.append(piece)
+        else:
+            chunks.extend(_windows(piece, chunk_size))
+    return chunks
+
+
+def _load(text: str | os.PathLike[str]) -> str:
+    """The text to chunk: the file's content if *text* names a file, else *text* itself."""
+    if isinstance(text, str):
+        if len(text) > _MAX_PATH or "\n" in text or not os.path.isfile(text):
+            return text
+        name = text
+    else:
+        name = os.fspath(text)
+        if not os.path.isfile(name):
+            what = "it is not a file" if os.path.exists(name) else "no such file"
+            raise ReaderError(f"cannot read {name!r}: {what}", path=name)
+    try:
+        with open(name, encoding="utf-8") as file:
+            content = file.read()
+    except UnicodeDecodeError as exc:
+        raise ReaderError(
+            f"cannot read {name!r} as text: it is not UTF-8 ({exc.reason} at byte "
+            f"{exc.start}); convert it to UTF-8 or use the reader for its format",
+            path=name,
+        ) from None
+    except OSError as exc:
+        raise ReaderError(f"cannot read {name!r}: {exc.strerror or exc}", path=name) from exc
+    if not content.strip():
+        raise ReaderError(f"cannot read {name!r}: the file is empty", path=name)
+    return content
+
+
+class TextReader(ReaderBase):
+    """Split text into chunks of at most *chunk_size* characters.
+
+    :param chunk_size: the most characters in a chunk.
+    :param split_by: ``"char"``, ``"sentence"`` or ``"paragraph"`` (see the module docstring).
+    :raises ValueError: for a non-positive *chunk_size* or an unknown *split_by*.
+    """
+
+    def __init__(self, chunk_size: int = 512, split_by: SplitBy = "sentence") -> None:
+        check_chunking(chunk_size, split_by)
+        self.chunk_size = chunk_size
+        self.split_by: SplitBy = split_by
+
+    async def __call__(self, text: str | os.PathLike[str]) -> list[Document]:
+        """Chunk *text*, or the UTF-8 text file it names.
+
+        A string naming an existing file is read (as AgentScope does); a :class:`os.PathLike`
+        must name one. The document id is the SHA-256 of the text (:meth:`get_doc_id`); each
+        chunk's id is derived from that id, its position and its content. Empty text gives no
+        chunks.
+
+        :raises ReaderError: for a path that is not a readable, non-empty UTF-8 text file.
+        """
+        content = await anyio.to_thread.run_sync(_load, text)
+        return self.chunk(content)
+
+    def chunk(self, text: str, doc_id: str | None = None) -> list[Document]:
+        """The chunks of *text* as documents (no file access; what :meth:`__call__` returns).
+
+        :param doc_id: the document id to give them; :meth:`get_doc_id` of *text* by default.
+        """
+        pieces: list[DocContent] = [
+            TextBlock(text=piece) for piece in split_text(text, self.chunk_size, self.split_by)
+        ]
+        return number_chunks(self.get_doc_id(text) if doc_id is None else doc_id, pieces)
+
+    def get_doc_id(self, text: str) -> str:
+        """The document id of *text*: the hex SHA-256 of its UTF-8 bytes."""
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()

@@ -1,0 +1,191 @@
+"""What the readers share: file checks, lazy imports of the parsing libraries, the sentence
+splitter, table formatting and image media types."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import re
+from collections.abc import Iterable
+from types import ModuleType
+from typing import Any
+
+from ...exception import ReaderError
+
+__all__ = [
+    "check_file",
+    "media_type_of",
+    "require",
+    "split_sentences",
+    "table_to_json",
+    "table_to_markdown",
+]
+
+
+def require(module: str, *, package: str, extra: str, user: str) -> ModuleType:
+    """Import *module*, or fail with an ImportError that says how to install it.
+
+    :param package: the PyPI distribution that provides *module*.
+    :param extra: the agentscope-rt extra that installs it.
+    :param user: the class that needs it, for the message.
+    :raises ImportError: if *module* is not installed.
+    """
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise ImportError(
+            f"{user} needs {package}, which is not installed: install it with "
+            f"`pip install 'agentscope-rt[{extra}]'` (or `pip install {package}`)"
+        ) from exc
+
+
+def check_file(path: str | os.PathLike[str], extensions: Iterable[str], kind: str) -> str:
+    """*path* as a string, once it is known to name a non-empty file with a fitting extension.
+
+    Blocking (it asks the file system): call it from a worker thread.
+
+    :param extensions: accepted lower-case suffixes, with their dot (``".pdf"``).
+    :param kind: what the file should be, for the message (``"a PDF file"``).
+    :raises ReaderError: for a missing file, a directory, another extension or an empty file.
+    """
+    name = os.fspath(path)
+    accepted = tuple(extensions)
+    if not os.path.exists(name):
+        raise ReaderError(f"cannot read {name!r}: no such file", path=name)
+    if not os.path.isfile(name):
+        raise ReaderError(f"cannot read {name!r}: it is not a file", path=name)
+    if not name.lower().endswith(accepted):
+        raise ReaderError(
+            f"cannot read {name!r}: expected {kind} ({', '.join(accepted)}); use the reader "
+            "for this kind of file, or rename it if it is mislabelled",
+            path=name,
+        )
+    if os.path.getsize(name) == 0:
+        raise ReaderError(f"cannot read {name!r}: the file is empty", path=name)
+    return name
+
+
+def corrupt(name: str, kind: str, exc: BaseException) -> ReaderError:
+    """The error for a file its parser rejected."""
+    return ReaderError(
+        f"cannot read {name!r} as {kind}: the file is damaged or not really {kind} "
+        f"({type(exc).__name__}: {exc})",
+        path=name,
+    )
+
+
+# -- sentences ----------------------------------------------------------------------------------
+
+# A sentence ends at Western terminators followed by white space (or the end of the text), at
+# Chinese/Japanese full-width terminators wherever they stand (those scripts put no space after
+# them), and at a blank line (a heading or list item without a full stop is still a unit).
+# Closing quotes and brackets stay with the sentence they close.
+_BOUNDARY = re.compile(
+    r"""[.!?]+["'”’)\]]*(?=\s|$)"""
+    r"""|[。！？]+["'”’」』）)\]]*"""
+    r"""|\n[ \t]*\n"""
+)
+
+# Words after which a full stop does not end a sentence (compared in lower case, without it).
+# fmt: off
+_ABBREVIATIONS = frozenset((
+    "mr", "mrs", "ms", "dr", "prof", "sr", "jr", "st", "vs", "etc", "e.g", "i.e", "cf",
+    "al", "fig", "figs", "no", "nos", "vol", "pp", "ed", "eds", "inc", "ltd", "co", "corp",
+    "dept", "est", "approx", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept",
+    "oct", "nov", "dec", "mt", "ft", "gen", "col", "lt", "sgt", "capt", "rev", "gov", "sen",
+    "rep", "u.s", "u.k", "a.m", "p.m",
+))
+# fmt: on
+_INITIALISM = re.compile(r"(?:[A-Za-z]\.)+[A-Za-z]")
+
+
+def _ends_with_abbreviation(text: str, dot: int) -> bool:
+    """Whether the full stop at *dot* closes an abbreviation rather than a sentence."""
+    start = max(text.rfind(" ", 0, dot), text.rfind("\n", 0, dot), text.rfind("\t", 0, dot))
+    word = text[start + 1 : dot].lstrip("\"'“‘([")
+    if not word:
+        return False
+    if word.lower() in _ABBREVIATIONS or _INITIALISM.fullmatch(word):
+        return True
+    # A lone capital is an initial ("J. Smith").
+    if len(word) == 1 and word.isupper():
+        return True
+    # A sentence does not go on in lower case: "etc. and so on", "approx. five".
+    following = text[dot + 1 : dot + 3].lstrip()
+    return bool(following) and following[0].islower()
+
+
+def split_sentences(text: str) -> list[str]:
+    """Split *text* into sentences, for English and Chinese alike, without any model.
+
+    Sentences are stripped of surrounding white space; empty ones are dropped.
+    """
+    sentences: list[str] = []
+    start = 0
+    for match in _BOUNDARY.finditer(text):
+        if match.group()[0] == "." and _ends_with_abbreviation(text, match.start()):
+            continue
+        piece = text[start : match.end()].strip()
+        if piece:
+            sentences.append(piece)
+        start = match.end()
+    tail = text[start:].strip()
+    if tail:
+        sentences.append(tail)
+    return sentences
+
+
+# -- tables and images --------------------------------------------------------------------------
+
+
+def table_to_markdown(rows: list[list[str]]) -> str:
+    """A table as Markdown, its first row as the header (AgentScope's layout).
+
+    Short rows are padded, long rows cut to the header's width; ``|`` in cells is escaped.
+    """
+    if not rows or not rows[0]:
+        return ""
+    width = len(rows[0])
+
+    def line(cells: list[str]) -> str:
+        cells = [*cells[:width], *[""] * (width - len(cells))]
+        return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |\n"
+
+    return (
+        line(rows[0]) + "| " + " | ".join(["---"] * width) + " |\n" + "".join(map(line, rows[1:]))
+    )
+
+
+TABLE_JSON_PREFIX = "<system-info>A table loaded as a JSON array:</system-info>"
+
+
+def table_to_json(rows: list[list[str]]) -> str:
+    """A table as AgentScope's JSON form: the system-info line, then the rows as one array."""
+    return TABLE_JSON_PREFIX + "\n" + json.dumps(rows, ensure_ascii=False)
+
+
+_SIGNATURES = (
+    (b"\x89PNG\r\n\x1a\n", "image/png"),
+    (b"\xff\xd8", "image/jpeg"),
+    (b"GIF87a", "image/gif"),
+    (b"GIF89a", "image/gif"),
+    (b"BM", "image/bmp"),
+)
+
+
+def media_type_of(data: bytes) -> str:
+    """The MIME type of image *data* from its signature; JPEG when unknown (as AgentScope)."""
+    for signature, media_type in _SIGNATURES:
+        if data.startswith(signature):
+            return media_type
+    if len(data) > 12 and data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    return "image/jpeg"
+
+
+def cell_text(value: Any) -> str:
+    """A spreadsheet or table cell as text: empty for nothing, line breaks normalised."""
+    if value is None:
+        return ""
+    return str(value).strip().replace("\r\n", "\n").replace("\r", "\n")

@@ -1,0 +1,164 @@
+"""The Word reader: text, tables and images of a ``.docx`` file (python-docx), in document
+order, as AgentScope's ``WordReader``.
+
+Paragraphs are joined into one text block with line breaks; a table joins the text around it
+(as Markdown, or as AgentScope's JSON form) unless ``separate_table`` asks for a block of its
+own; each image is a chunk of its own. Text blocks are then chunked as :class:`TextReader` does.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+from typing import Any, Literal
+
+import anyio.to_thread
+
+from ...message import Base64Source, ImageBlock, TextBlock
+from .._document import Document
+from ._reader_base import ReaderBase, SplitBy, check_chunking, check_table_format, chunk_blocks
+from ._utils import check_file, corrupt, require, table_to_json, table_to_markdown
+
+__all__ = ["WordReader"]
+
+# VML (legacy Word drawings) is not in python-docx's namespace map.
+_VML_NS = "{urn:schemas-microsoft-com:vml}"
+
+
+def _paragraph_text(element: Any, qn: Any) -> str:
+    """All text of a paragraph, including revisions, hyperlinks and text boxes."""
+    text = "".join(t.text for t in element.iter(qn("w:t")) if t.text)
+    if not text:
+        # Text boxes whose runs are not w:t descendants of this paragraph's own runs.
+        for box in [*element.iter(qn("w:txbxContent")), *element.iter(_VML_NS + "textbox")]:
+            for t in box.iter(qn("w:t")):
+                if t.text:
+                    text += t.text
+    return text.strip()
+
+
+def _table_rows(element: Any, qn: Any) -> list[list[str]]:
+    """A table's cells as text, row by row; paragraphs inside a cell are joined by line breaks."""
+    rows: list[list[str]] = []
+    for tr in element.findall(qn("w:tr")):
+        row: list[str] = []
+        for tc in tr.findall(qn("w:tc")):
+            paragraphs = []
+            for p in tc.findall(qn("w:p")):
+                text = "".join(t.text for t in p.iter(qn("w:t")) if t.text)
+                if text:
+                    paragraphs.append(text)
+            row.append("\n".join(paragraphs))
+        rows.append(row)
+    return rows
+
+
+def _paragraph_images(element: Any, part: Any, qn: Any) -> list[ImageBlock]:
+    """The images embedded in a paragraph (DrawingML blips and legacy VML image data)."""
+    rel_ids = [blip.get(qn("r:embed")) for blip in element.iter(qn("a:blip"))]
+    rel_ids += [data.get(qn("r:id")) for data in element.iter(_VML_NS + "imagedata")]
+    images = []
+    for rel_id in rel_ids:
+        if not rel_id or rel_id not in part.related_parts:
+            continue
+        image = part.related_parts[rel_id]
+        images.append(
+            ImageBlock(
+                source=Base64Source(
+                    media_type=image.content_type, data=base64.b64encode(image.blob).decode()
+                )
+            )
+        )
+    return images
+
+
+class WordReader(ReaderBase):
+    """Read the text, tables and images of a Word document (``.docx``) and chunk them.
+
+    Needs the ``office`` extra (python-docx). Every chunk's ``doc_id`` is :meth:`get_doc_id`
+    of the path.
+
+    :param chunk_size: the most characters in a text chunk.
+    :param split_by: ``"char"``, ``"sentence"`` or ``"paragraph"``.
+    :param include_image: make each embedded image a chunk (the embedding model must accept
+        images).
+    :param separate_table: start a new text block at each table (and after it), so a table is
+        not cut across chunks with the text around it; a table longer than *chunk_size* is
+        still cut.
+    :param table_format: ``"markdown"``, or ``"json"`` (AgentScope's system-info line and the
+        rows as a JSON array; better when cells hold line breaks).
+    :raises ValueError: for invalid chunking arguments or table format.
+    """
+
+    def __init__(
+        self,
+        chunk_size: int = 512,
+        split_by: SplitBy = "sentence",
+        include_image: bool = True,
+        separate_table: bool = False,
+        table_format: Literal["markdown", "json"] = "markdown",
+    ) -> None:
+        check_chunking(chunk_size, split_by)
+        check_table_format(table_format)
+        self.chunk_size = chunk_size
+        self.split_by: SplitBy = split_by
+        self.include_image = include_image
+        self.separate_table = separate_table
+        self.table_format = table_format
+
+    async def __call__(self, word_path: str | os.PathLike[str]) -> list[Document]:
+        """Read and chunk the ``.docx`` file at *word_path*; text, tables and images come in
+        document order.
+
+        :raises ReaderError: for a missing, empty, non-docx or damaged file.
+        :raises ImportError: if python-docx is not installed (the ``office`` extra).
+        """
+        blocks = await anyio.to_thread.run_sync(self._read_blocks, word_path)
+        return chunk_blocks(blocks, self.get_doc_id(word_path), self.chunk_size, self.split_by)
+
+    def _read_blocks(self, word_path: str | os.PathLike[str]) -> list[TextBlock | ImageBlock]:
+        docx = require("docx", package="python-docx", extra="office", user="WordReader")
+        from docx.oxml.ns import qn
+
+        name = check_file(word_path, (".docx",), "a Word document")
+        try:
+            document = docx.Document(name)
+        except Exception as exc:  # zipfile, lxml and python-docx errors for damaged files
+            raise corrupt(name, "a Word document", exc) from exc
+
+        blocks: list[TextBlock | ImageBlock] = []
+        last: str | None = None
+        paragraph_tag, table_tag = qn("w:p"), qn("w:tbl")
+        for element in document.element.body.iterchildren():
+            if element.tag == paragraph_tag:
+                text = _paragraph_text(element, qn)
+                images = _paragraph_images(element, document.part, qn) if self.include_image else []
+                if images:
+                    blocks.extend(images)
+                    last = "image"
+                    if not text:
+                        continue
+                if last == "text" or (last == "table" and not self.separate_table):
+                    blocks[-1]["text"] += "\n" + text
+                else:
+                    blocks.append(TextBlock(text=text))
+                last = "text"
+            elif element.tag == table_tag:
+                rows = _table_rows(element, qn)
+                text = (
+                    table_to_markdown(rows)
+                    if self.table_format == "markdown"
+                    else (table_to_json(rows))
+                )
+                if not self.separate_table and last in ("text", "table"):
+                    blocks[-1]["text"] += "\n" + text
+                else:
+                    blocks.append(TextBlock(text=text))
+                last = "table"
+        return blocks
+
+    def get_doc_id(self, word_path: str | os.PathLike[str]) -> str:
+        """The document id of the file at *word_path*: the hex MD5 of the path as given
+        (AgentScope's scheme)."""
+        return hashlib.md5(os.fspath(word_path).encode("utf-8"), usedforsecurity=False).hexdigest()

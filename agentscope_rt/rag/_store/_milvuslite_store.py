@@ -1,0 +1,248 @@
+"""The Milvus Lite store: Milvus embedded in a local file (or a Milvus server by URL).
+
+Each chunk is a row keyed by its chunk id (a string primary key), with its vector and its
+metadata (``doc_id``, ``chunk_id``, ``content``, ``total_chunks``) as fields; rows are upserted.
+AgentScope keys rows by ``abs(hash(...)) % 10**10``, which Python salts per process, so each
+run inserted every chunk again. The synchronous ``MilvusClient`` is driven from worker threads;
+see :mod:`._store_base` for the score, identity and threading rules.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+from .._document import DocMetadata, Document, chunk_id_of
+from ._store_base import (
+    VDBStoreBase,
+    as_id_list,
+    check_delete_args,
+    check_limit,
+    check_vector,
+    distance_to_score,
+    keep,
+)
+
+if TYPE_CHECKING:
+    from pymilvus import MilvusClient
+
+__all__ = ["MilvusLiteStore"]
+
+_METRICS = ("COSINE", "L2", "IP")
+_OUTPUT_FIELDS = ["doc_id", "chunk_id", "content", "total_chunks"]
+# A chunk id is a UUID string (36 characters); room to spare for ids of other schemes.
+_ID_LENGTH = 64
+
+
+def _require_milvus() -> None:
+    if importlib.util.find_spec("pymilvus") is None:
+        raise ImportError(
+            "MilvusLiteStore needs pymilvus with Milvus Lite, which is not installed: install "
+            "it with `pip install 'agentscope-rt[milvus]'` (or `pip install "
+            "'pymilvus[milvus_lite]'`)"
+        )
+
+
+def _in_filter(field: str, values: list[str]) -> str:
+    # JSON string literals are valid Milvus string literals (double quotes, backslash escapes).
+    return f"{field} in [{', '.join(json.dumps(v) for v in values)}]"
+
+
+class MilvusLiteStore(VDBStoreBase):
+    """Chunks in a Milvus collection, embedded with Milvus Lite by default.
+
+    Needs the ``milvus`` extra (``pymilvus[milvus_lite]``; Milvus Lite runs on Linux and
+    macOS). The collection is created on the first :meth:`add`, with a string primary key;
+    searching or deleting before that finds nothing.
+
+    :param uri: a local file (``"./milvus.db"``) for Milvus Lite, or a server URL.
+    :param collection_name: the collection to use.
+    :param dimensions: the size of the embeddings.
+    :param distance: ``"COSINE"``, ``"L2"`` or ``"IP"`` (any case).
+    :param token: ``"user:password"`` or an API key for a server (kept out of reprs).
+    :param client_kwargs: more arguments for ``MilvusClient``.
+    :param collection_kwargs: more arguments for ``create_collection`` (its ``id_type`` must
+        stay ``"string"``).
+    :raises ValueError: for an unknown distance, non-positive dimensions, or a non-string
+        ``id_type``.
+    :raises ImportError: if pymilvus is not installed.
+    """
+
+    def __init__(
+        self,
+        uri: str,
+        collection_name: str,
+        dimensions: int,
+        distance: Literal["COSINE", "L2", "IP"] = "COSINE",
+        token: str = "",
+        client_kwargs: dict[str, Any] | None = None,
+        collection_kwargs: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__()
+        _require_milvus()
+        if distance.upper() not in _METRICS:
+            raise ValueError(f"distance must be one of 'COSINE', 'L2', 'IP', got {distance!r}")
+        if isinstance(dimensions, bool) or not isinstance(dimensions, int) or dimensions <= 0:
+            raise ValueError(f"dimensions must be a positive integer, got {dimensions!r}")
+        collection_kwargs = dict(collection_kwargs or {})
+        if collection_kwargs.get("id_type", "string") != "string":
+            raise ValueError(
+                "MilvusLiteStore keys chunks by their string chunk id; collection_kwargs "
+                f"id_type must be 'string', got {collection_kwargs['id_type']!r}"
+            )
+        collection_kwargs.setdefault("max_length", _ID_LENGTH)
+        collection_kwargs["id_type"] = "string"
+        self.uri = uri
+        self.collection_name = collection_name
+        self.dimensions = dimensions
+        self.distance = distance.upper()
+        self.collection_kwargs = collection_kwargs
+        self._client_kwargs = dict(client_kwargs or {})
+        if token:
+            self._client_kwargs["token"] = token
+        self._client: MilvusClient | None = None
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return (
+            f"MilvusLiteStore(uri={self.uri!r}, collection_name={self.collection_name!r}, "
+            f"dimensions={self.dimensions}, distance={self.distance!r})"
+        )
+
+    # -- runs in worker threads, under the lock -------------------------------------------------
+
+    def _get(self) -> MilvusClient:
+        if self._closed:
+            raise RuntimeError(f"{self!r} is closed")
+        if self._client is None:
+            from pymilvus import MilvusClient
+
+            self._client = MilvusClient(uri=self.uri, **self._client_kwargs)
+        return self._client
+
+    def _upsert(self, rows: list[dict[str, Any]]) -> None:
+        client = self._get()
+        if not client.has_collection(self.collection_name):
+            client.create_collection(
+                collection_name=self.collection_name,
+                dimension=self.dimensions,
+                metric_type=self.distance,
+                **self.collection_kwargs,
+            )
+        client.upsert(collection_name=self.collection_name, data=rows)
+
+    def _search(self, vector: list[float], limit: int, kwargs: dict[str, Any]) -> list[Any]:
+        client = self._get()
+        if not client.has_collection(self.collection_name):
+            return []
+        kwargs.setdefault("output_fields", _OUTPUT_FIELDS)
+        results = client.search(
+            collection_name=self.collection_name, data=[vector], limit=limit, **kwargs
+        )
+        return list(results[0]) if results else []
+
+    def _delete(self, ids: list[str] | None, expression: str | None) -> None:
+        client = self._get()
+        if client.has_collection(self.collection_name):
+            client.delete(collection_name=self.collection_name, ids=ids, filter=expression or "")
+
+    def _close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+        self._client = None
+        self._closed = True
+
+    # -- the store ------------------------------------------------------------------------------
+
+    async def add(self, documents: list[Document], **kwargs: Any) -> None:
+        """Upsert *documents*: each row is keyed by its chunk id (see the module docstring).
+
+        :raises ValueError: for a document without an embedding, or one of the wrong size.
+        """
+        if not documents:
+            return
+        rows = []
+        for index, doc in enumerate(documents):
+            meta = doc.metadata
+            rows.append(
+                {
+                    "id": chunk_id_of(meta.doc_id, meta.chunk_id, meta.content),
+                    "vector": check_vector(doc.embedding, self.dimensions, f"documents[{index}]"),
+                    "doc_id": meta.doc_id,
+                    "chunk_id": meta.chunk_id,
+                    "content": meta.content.to_dict(),
+                    "total_chunks": meta.total_chunks,
+                }
+            )
+        await self._call(self._upsert, rows)
+
+    async def search(
+        self,
+        query_embedding: list[float],
+        limit: int,
+        score_threshold: float | None = None,
+        **kwargs: Any,
+    ) -> list[Document]:
+        """The up to *limit* chunks nearest *query_embedding*, most relevant first.
+
+        Scores are the cosine similarity or inner product as Milvus computes them, and
+        ``1 / (1 + d)`` for the Euclidean distance ``d`` (Milvus reports its square; the
+        root is taken first).
+
+        :param score_threshold: only chunks scoring at least this much (in those units).
+        :param kwargs: passed to ``MilvusClient.search`` (``filter``, ``output_fields``, ...).
+        :raises ValueError: for a query of the wrong size or a non-positive *limit*.
+        """
+        check_limit(limit)
+        vector = check_vector(query_embedding, self.dimensions, "query_embedding")
+        hits = await self._call(self._search, vector, limit, dict(kwargs))
+        docs = []
+        for hit in hits:
+            raw = float(hit["distance"])
+            score = distance_to_score(math.sqrt(max(raw, 0.0))) if self.distance == "L2" else raw
+            entity = hit.get("entity", {})
+            metadata = DocMetadata.from_dict(
+                {
+                    "content": entity.get("content"),
+                    "doc_id": entity.get("doc_id"),
+                    "chunk_id": entity.get("chunk_id"),
+                    "total_chunks": entity.get("total_chunks"),
+                }
+            )
+            docs.append(Document(metadata=metadata, id=str(hit["id"]), score=score))
+        return keep(docs, score_threshold)
+
+    async def delete(
+        self,
+        ids: str | Sequence[str] | None = None,
+        doc_ids: str | Sequence[str] | None = None,
+        filter: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Remove the chunks with these *ids*, every chunk of the documents *doc_ids*, and the
+        rows matching the Milvus *filter* expression.
+
+        :raises ValueError: if none is given.
+        """
+        check_delete_args(ids, doc_ids, filter)
+        chunk_ids = as_id_list(ids, "ids")
+        documents = as_id_list(doc_ids, "doc_ids")
+        if chunk_ids:
+            await self._call(self._delete, chunk_ids, None)
+        if documents:
+            await self._call(self._delete, None, _in_filter("doc_id", documents))
+        if filter:
+            await self._call(self._delete, None, filter)
+
+    def get_client(self) -> MilvusClient:
+        """The ``MilvusClient``. Creating it the first time starts Milvus Lite here, blocking;
+        calls on it block too, so run them in a worker thread."""
+        with self._lock:
+            return self._get()
+
+    async def close(self) -> None:
+        """Close the client."""
+        await self._call(self._close)

@@ -1,0 +1,250 @@
+"""The Qdrant store: embedded (in memory or in a folder) or a Qdrant server, one class.
+
+``location`` picks the mode: ``":memory:"`` keeps everything in the process; a URL
+(``http://host:6333``) talks to a server; anything else is a folder where the embedded engine
+persists the collection (reopened by the next store on that folder; one open store per folder
+at a time, as the engine locks it). The synchronous ``QdrantClient`` is driven from worker
+threads; see :mod:`._store_base` for the score, identity and threading rules.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import uuid
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+from .._document import DocMetadata, Document, chunk_id_of
+from ._store_base import (
+    VDBStoreBase,
+    as_id_list,
+    check_delete_args,
+    check_limit,
+    check_vector,
+    distance_to_score,
+    keep,
+)
+
+if TYPE_CHECKING:
+    from qdrant_client import QdrantClient
+
+__all__ = ["QdrantStore"]
+
+_DISTANCES = {"cosine": "Cosine", "euclid": "Euclid", "dot": "Dot", "manhattan": "Manhattan"}
+# Qdrant reports these as distances (lower is nearer); the others as similarities.
+_DISTANCE_METRICS = frozenset({"Euclid", "Manhattan"})
+
+
+def _require_qdrant() -> None:
+    if importlib.util.find_spec("qdrant_client") is None:
+        raise ImportError(
+            "QdrantStore needs qdrant-client, which is not installed: install it with "
+            "`pip install 'agentscope-rt[qdrant]'` (or `pip install qdrant-client`)"
+        )
+
+
+def _is_uuid(value: str) -> bool:
+    try:
+        uuid.UUID(value)
+    except ValueError:
+        return False
+    return True
+
+
+class QdrantStore(VDBStoreBase):
+    """Chunks in a Qdrant collection; each point's payload is the chunk's metadata.
+
+    Needs the ``qdrant`` extra (qdrant-client). The collection is created on the first
+    :meth:`add`; searching or deleting before that finds nothing.
+
+    :param location: ``":memory:"``, a server URL, or a folder for the embedded engine.
+    :param collection_name: the collection to use.
+    :param dimensions: the size of the embeddings.
+    :param distance: ``"Cosine"``, ``"Euclid"``, ``"Dot"`` or ``"Manhattan"`` (any case).
+    :param client_kwargs: more arguments for ``QdrantClient`` (``api_key``, ``timeout``, ...).
+    :param collection_kwargs: more arguments for ``create_collection``.
+    :raises ValueError: for an unknown distance or non-positive dimensions.
+    :raises ImportError: if qdrant-client is not installed.
+    """
+
+    def __init__(
+        self,
+        location: Literal[":memory:"] | str,
+        collection_name: str,
+        dimensions: int,
+        distance: Literal["Cosine", "Euclid", "Dot", "Manhattan"] = "Cosine",
+        client_kwargs: dict[str, Any] | None = None,
+        collection_kwargs: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__()
+        _require_qdrant()
+        if distance.lower() not in _DISTANCES:
+            raise ValueError(
+                f"distance must be one of 'Cosine', 'Euclid', 'Dot', 'Manhattan', got {distance!r}"
+            )
+        if isinstance(dimensions, bool) or not isinstance(dimensions, int) or dimensions <= 0:
+            raise ValueError(f"dimensions must be a positive integer, got {dimensions!r}")
+        self.location = location
+        self.collection_name = collection_name
+        self.dimensions = dimensions
+        self.distance = _DISTANCES[distance.lower()]
+        self.collection_kwargs = dict(collection_kwargs or {})
+        # Kept private: it may hold an API key.
+        self._client_kwargs = dict(client_kwargs or {})
+        self._client: QdrantClient | None = None
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return (
+            f"QdrantStore(location={self.location!r}, collection_name={self.collection_name!r}, "
+            f"dimensions={self.dimensions}, distance={self.distance!r})"
+        )
+
+    # -- runs in worker threads, under the lock -------------------------------------------------
+
+    def _get(self) -> QdrantClient:
+        if self._closed:
+            raise RuntimeError(f"{self!r} is closed")
+        if self._client is None:
+            from qdrant_client import QdrantClient
+
+            if self.location == ":memory:":
+                self._client = QdrantClient(location=":memory:", **self._client_kwargs)
+            elif "://" in self.location:
+                self._client = QdrantClient(url=self.location, **self._client_kwargs)
+            else:
+                self._client = QdrantClient(path=self.location, **self._client_kwargs)
+        return self._client
+
+    def _upsert(self, points: list[Any]) -> None:
+        from qdrant_client import models
+
+        client = self._get()
+        if not client.collection_exists(self.collection_name):
+            client.create_collection(
+                collection_name=self.collection_name,
+                vectors_config=models.VectorParams(
+                    size=self.dimensions, distance=models.Distance(self.distance)
+                ),
+                **self.collection_kwargs,
+            )
+        client.upsert(collection_name=self.collection_name, points=points, wait=True)
+
+    def _query(self, vector: list[float], limit: int, kwargs: dict[str, Any]) -> list[Any]:
+        client = self._get()
+        if not client.collection_exists(self.collection_name):
+            return []
+        response = client.query_points(
+            collection_name=self.collection_name, query=vector, limit=limit, **kwargs
+        )
+        return list(response.points)
+
+    def _delete(self, selector: Any) -> None:
+        client = self._get()
+        if client.collection_exists(self.collection_name):
+            client.delete(collection_name=self.collection_name, points_selector=selector, wait=True)
+
+    def _close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+        self._client = None
+        self._closed = True
+
+    # -- the store ------------------------------------------------------------------------------
+
+    async def add(self, documents: list[Document], **kwargs: Any) -> None:
+        """Upsert *documents*: each is stored under its chunk id (see the module docstring),
+        its metadata as payload.
+
+        :raises ValueError: for a document without an embedding, or one of the wrong size.
+        """
+        if not documents:
+            return
+        from qdrant_client import models
+
+        points = []
+        for index, doc in enumerate(documents):
+            meta = doc.metadata
+            vector = check_vector(doc.embedding, self.dimensions, f"documents[{index}]")
+            points.append(
+                models.PointStruct(
+                    id=chunk_id_of(meta.doc_id, meta.chunk_id, meta.content),
+                    vector=vector,
+                    payload=meta.to_dict(),
+                )
+            )
+        await self._call(self._upsert, points)
+
+    async def search(
+        self,
+        query_embedding: list[float],
+        limit: int,
+        score_threshold: float | None = None,
+        **kwargs: Any,
+    ) -> list[Document]:
+        """The up to *limit* chunks nearest *query_embedding*, most relevant first.
+
+        Scores are cosine similarity or dot product as Qdrant computes them, and ``1 / (1 + d)``
+        for the Euclidean or Manhattan distance ``d``.
+
+        :param score_threshold: only chunks scoring at least this much (in those units).
+        :param kwargs: passed to ``QdrantClient.query_points`` (``query_filter``,
+            ``with_vectors``, ...).
+        :raises ValueError: for a query of the wrong size or a non-positive *limit*.
+        """
+        check_limit(limit)
+        vector = check_vector(query_embedding, self.dimensions, "query_embedding")
+        points = await self._call(self._query, vector, limit, kwargs)
+        docs = []
+        for point in points:
+            raw = float(point.score)
+            score = distance_to_score(raw) if self.distance in _DISTANCE_METRICS else raw
+            embedding = point.vector if isinstance(point.vector, list) else None
+            docs.append(
+                Document(
+                    metadata=DocMetadata.from_dict(point.payload),
+                    id=str(point.id),
+                    embedding=embedding,
+                    score=score,
+                )
+            )
+        return keep(docs, score_threshold)
+
+    async def delete(
+        self,
+        ids: str | Sequence[str] | None = None,
+        doc_ids: str | Sequence[str] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Remove the chunks with these *ids*, and every chunk of the documents *doc_ids*.
+
+        :raises ValueError: if neither is given.
+        """
+        check_delete_args(ids, doc_ids)
+        from qdrant_client import models
+
+        # Qdrant keys points by UUID: anything else cannot be stored, so there is nothing to do.
+        chunk_ids = [i for i in as_id_list(ids, "ids") if _is_uuid(i)]
+        documents = as_id_list(doc_ids, "doc_ids")
+        if chunk_ids:
+            await self._call(self._delete, models.PointIdsList(points=list(chunk_ids)))
+        if documents:
+            selector = models.FilterSelector(
+                filter=models.Filter(
+                    must=[models.FieldCondition(key="doc_id", match=models.MatchAny(any=documents))]
+                )
+            )
+            await self._call(self._delete, selector)
+
+    def get_client(self) -> QdrantClient:
+        """The ``QdrantClient`` (synchronous; AgentScope hands out an ``AsyncQdrantClient``).
+
+        Creating it the first time opens the database here, blocking; calls on it block too,
+        so run them in a worker thread.
+        """
+        with self._lock:
+            return self._get()
+
+    async def close(self) -> None:
+        """Close the client (releasing an on-disk folder for the next store)."""
+        await self._call(self._close)

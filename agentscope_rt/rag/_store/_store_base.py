@@ -1,0 +1,174 @@
+"""The vector store interface, and what every store shares: checked input, client calls in
+worker threads under a lock, and scores where higher is always better.
+
+**Scores.** ``search`` gives every document a ``score`` that grows with relevance, whatever
+the distance: a similarity (cosine, dot/inner product) is reported as the database computes
+it; a distance (Euclidean, Manhattan) ``d`` is reported as ``1 / (1 + d)``, in (0, 1]. So
+``score_threshold`` always means "at least this relevant" and results from several stores can
+be sorted together. (AgentScope reports raw distances, where lower is better, and filters them
+as if higher were better.)
+
+**Identity.** A chunk is stored under :func:`~agentscope_rt.rag.chunk_id_of` its document id,
+position and content, so adding it again overwrites it: re-ingesting a file never duplicates
+chunks.
+
+**Threads.** The database clients block; every call runs in a worker thread
+(``anyio.to_thread``), one at a time per store (the embedded engines are not thread-safe), so
+the event loop never waits on a disk or a socket and the store works on asyncio and trio alike.
+A cancelled call finishes its database operation before the cancellation is delivered, so a
+write is never left half-done.
+"""
+
+from __future__ import annotations
+
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+import anyio.to_thread
+
+from .._document import Document
+
+__all__ = ["VDBStoreBase"]
+
+T = TypeVar("T")
+
+
+class VDBStoreBase(ABC):
+    """Base class of vector stores: where a knowledge base keeps embedded chunks.
+
+    Stores are async context managers; leaving the ``async with`` block (or awaiting
+    :meth:`close`) releases the database client.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+
+    async def _call(self, function: Callable[..., T], *args: Any) -> T:
+        """Run *function(*args)* in a worker thread, holding the store's lock there."""
+
+        def locked() -> T:
+            with self._lock:
+                return function(*args)
+
+        return await anyio.to_thread.run_sync(locked)
+
+    @abstractmethod
+    async def add(self, documents: list[Document], **kwargs: Any) -> None:
+        """Store *documents* (with their embeddings); a chunk already stored is overwritten.
+
+        :raises ValueError: for a document without an embedding, or one of the wrong size.
+        """
+
+    @abstractmethod
+    async def delete(
+        self,
+        ids: str | Sequence[str] | None = None,
+        doc_ids: str | Sequence[str] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Remove chunks by chunk id (``Document.id``) and/or every chunk of documents.
+
+        Ids that are not stored are ignored.
+
+        :param ids: chunk ids to remove.
+        :param doc_ids: document ids (``DocMetadata.doc_id``) whose chunks all go.
+        :raises ValueError: if neither is given.
+        """
+
+    @abstractmethod
+    async def search(
+        self,
+        query_embedding: list[float],
+        limit: int,
+        score_threshold: float | None = None,
+        **kwargs: Any,
+    ) -> list[Document]:
+        """The up to *limit* stored chunks nearest *query_embedding*, most relevant first, each
+        with its ``score`` (higher is more relevant, see the module docstring).
+
+        :param score_threshold: when given, only chunks scoring at least this much.
+        :param kwargs: passed to the database's search call.
+        :raises ValueError: for a query of the wrong size or a non-positive *limit*.
+        """
+
+    def get_client(self) -> Any:
+        """The underlying database client, for what this interface does not cover.
+
+        :raises NotImplementedError: if the store has no client to give.
+        """
+        raise NotImplementedError(f"get_client is not implemented for {type(self).__name__}.")
+
+    async def close(self) -> None:  # noqa: B027 - a store without a client has nothing to free
+        """Release the database client; the store cannot be used afterwards."""
+
+    async def __aenter__(self: T) -> T:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+
+# -- shared checks ------------------------------------------------------------------------------
+
+
+def as_id_list(ids: str | Sequence[str] | None, what: str) -> list[str]:
+    """*ids* as a list of strings (a single string is one id).
+
+    :raises TypeError: for anything but a string or a sequence of strings.
+    """
+    if ids is None:
+        return []
+    if isinstance(ids, str):
+        return [ids]
+    result = list(ids)
+    for item in result:
+        if not isinstance(item, str):
+            raise TypeError(f"{what} must be strings, got {type(item).__name__}: {item!r}")
+    return result
+
+
+def check_delete_args(ids: object, doc_ids: object, *others: object) -> None:
+    """:raises ValueError: if the caller named nothing to delete."""
+    if ids is None and doc_ids is None and all(o is None for o in others):
+        raise ValueError(
+            "delete needs ids (chunk ids, Document.id) or doc_ids (DocMetadata.doc_id)"
+        )
+
+
+def check_vector(vector: Any, dimensions: int, what: str) -> list[float]:
+    """*vector* as a list of floats of length *dimensions*.
+
+    :raises ValueError: for a missing vector, a non-number, or the wrong length.
+    """
+    if vector is None:
+        raise ValueError(f"{what} has no embedding; embed the documents before adding them")
+    try:
+        values = [float(x) for x in vector]
+    except (TypeError, ValueError):
+        raise ValueError(f"{what} must be a list of numbers") from None
+    if len(values) != dimensions:
+        raise ValueError(
+            f"{what} has {len(values)} dimensions, but the store holds {dimensions}-dimensional "
+            "vectors; use the embedding model the store was created for"
+        )
+    return values
+
+
+def check_limit(limit: int) -> None:
+    """:raises ValueError: for a non-positive or non-integer *limit*."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0:
+        raise ValueError(f"limit must be a positive integer, got {limit!r}")
+
+
+def distance_to_score(distance: float) -> float:
+    """A distance (0 = identical) as a score in (0, 1], higher for nearer."""
+    return 1.0 / (1.0 + max(distance, 0.0))
+
+
+def keep(documents: list[Document], score_threshold: float | None) -> list[Document]:
+    """*documents* scoring at least *score_threshold* (all when it is ``None``)."""
+    if score_threshold is None:
+        return documents
+    return [d for d in documents if d.score is not None and d.score >= score_threshold]
