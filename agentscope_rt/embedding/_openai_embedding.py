@@ -1,0 +1,131 @@
+"""OpenAI's embedding API through the ``openai`` SDK (imported when a model is built)."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, ClassVar, Self
+
+import anyio
+
+from ..message import TextBlock
+from ..model import RetryConfig
+from ..model._common import Secrets, resolve_api_key
+from ..model._loop_client import LoopClients, close_orphans
+from ..model._retry import call_with_retry
+from ..model._sdk_stream import _loop_copy, _sdk_owns_http_client, close_sdk_client
+from ._cache_base import EmbeddingCacheBase
+from ._cached import cached_embed, timed
+from ._embedding_base import EmbeddingModelBase, gather_texts
+from ._embedding_response import EmbeddingResponse, EmbeddingUsage
+
+__all__ = ["OpenAITextEmbedding"]
+
+
+class OpenAITextEmbedding(EmbeddingModelBase):
+    """An OpenAI text embedding model (``text-embedding-3-small``, ...) or any server that
+    speaks OpenAI's ``/embeddings`` protocol (``base_url=...``).
+
+    One request per call, ``{"input": [texts], "model", "dimensions", "encoding_format":
+    "float", **kwargs}``, as in AgentScope. The SDK client is a template: each event loop gets
+    its own copy with its own connection pool, closed when that loop ends (as the chat
+    models do), and the SDK's own retries are off: :paramref:`retry_config` governs them.
+
+    :param api_key: the API key; defaults to ``$OPENAI_API_KEY`` (not needed with a
+        ``base_url``). It never appears in reprs or errors.
+    :param model_name: the embedding model.
+    :param dimensions: the length of the returned vectors (sent as ``dimensions``).
+    :param embedding_cache: where to keep embeddings already computed.
+    :param retry_config: the retry policy (default: 3 retries with exponential backoff).
+    :param kwargs: arguments for ``openai.AsyncClient`` (``base_url``, ``timeout``,
+        ``organization``, ...); ``max_retries`` is ignored.
+    :raises ValueError: without an API key and without a ``base_url``.
+    """
+
+    provider: ClassVar[str] = "openai"
+
+    def __init__(
+        self,
+        api_key: str | None,
+        model_name: str,
+        dimensions: int = 1024,
+        embedding_cache: EmbeddingCacheBase | None = None,
+        retry_config: RetryConfig | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(model_name, dimensions)
+        kwargs.pop("max_retries", None)
+        key = resolve_api_key(
+            api_key, "OPENAI_API_KEY", "OpenAITextEmbedding", required=not kwargs.get("base_url")
+        )
+        import openai
+
+        template = openai.AsyncClient(api_key=key or "unused", max_retries=0, **kwargs)
+        self._client_template = template
+        self._loop_clients: LoopClients[Any] | None = (
+            LoopClients(functools.partial(_loop_copy, template), close_sdk_client)
+            if _sdk_owns_http_client(template)
+            else None
+        )
+        self._redact = Secrets((key,) if key else ())
+        self.embedding_cache = embedding_cache
+        self.retry_config = retry_config
+
+    @property
+    def client(self) -> Any:
+        """The SDK client of the running event loop (outside one: the template, which has
+        opened no connection)."""
+        if self._loop_clients is not None:
+            try:
+                return self._loop_clients.get()
+            except anyio.NoEventLoopError:
+                pass
+        return self._client_template
+
+    async def __call__(self, text: list[str | TextBlock], **kwargs: Any) -> EmbeddingResponse:
+        """Embed *text* (strings or text blocks), one vector each, in order.
+
+        :param kwargs: more request fields (``user``, ``extra_body``, ...).
+        :raises ValueError: for an item that is neither a string nor a text block.
+        :raises ModelAPIError: when the API fails (after retries).
+        """
+        request = {
+            "input": gather_texts(text),
+            "model": self.model_name,
+            "dimensions": self.dimensions,
+            "encoding_format": "float",
+            **kwargs,
+        }
+
+        async def compute() -> EmbeddingResponse:
+            await close_orphans()
+            client = self.client
+            response, seconds = await timed(
+                lambda: call_with_retry(
+                    self.provider,
+                    lambda: client.embeddings.create(**request),
+                    self.retry_config,
+                    redact=self._redact,
+                )
+            )
+            usage = getattr(response, "usage", None)
+            return EmbeddingResponse(
+                embeddings=[list(item.embedding) for item in response.data],
+                usage=EmbeddingUsage(time=seconds, tokens=getattr(usage, "total_tokens", None)),
+            )
+
+        return await cached_embed(self.embedding_cache, request, compute)
+
+    async def aclose(self) -> None:
+        """Close the running event loop's SDK client now (safe to call twice). Clients used
+        in other event loops are closed when those loops end; a client built with the
+        user's ``http_client`` is closed."""
+        if self._loop_clients is not None:
+            await self._loop_clients.aclose()
+        else:
+            await close_sdk_client(self._client_template)
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
