@@ -2,6 +2,8 @@
 
 :class:`InMemoryMemory` is the default short-term memory (messages with string marks and an
 optional compressed summary); :class:`MemoryBase` is what other storages implement.
+:class:`AsyncSQLAlchemyMemory` (SQLite, PostgreSQL, ...) and :class:`RedisMemory` keep the same
+messages and marks outside the process, in AgentScope's tables and keys.
 :class:`LongTermMemoryBase` is the interface a long-term memory offers the ReAct agent.
 """
 
@@ -9,4 +11,16 @@ from ._in_memory_memory import InMemoryMemory
 from ._long_term_memory import LongTermMemoryBase
 from ._memory_base import MemoryBase, MemoryMark
 
-__all__ = ["InMemoryMemory", "LongTermMemoryBase", "MemoryBase", "MemoryMark"]
+# These two import SQLAlchemy / redis only when a memory is built, so importing this package
+# stays cheap and works without the optional extras.
+from ._redis_memory import RedisMemory
+from ._sqlalchemy_memory import AsyncSQLAlchemyMemory
+
+__all__ = [
+    "AsyncSQLAlchemyMemory",
+    "InMemoryMemory",
+    "LongTermMemoryBase",
+    "MemoryBase",
+    "MemoryMark",
+    "RedisMemory",
+]

@@ -1,0 +1,678 @@
+"""AsyncSQLAlchemyMemory: an agent's working memory in a SQL database, AgentScope's tables.
+
+The tables are AgentScope 1.0's, so a database either library wrote is read by the other:
+
+* ``users(id)`` and ``session(id, user_id)``: one row per user and per session id;
+* ``message(id, msg, session_id, index)``: ``id`` is ``"{user_id}-{session_id}-{msg_id}"``,
+  ``msg`` the message's JSON dict (:meth:`Msg.to_dict`), ``index`` its position;
+* ``message_mark(msg_id, mark)``: one row per mark on a message.
+
+Why it runs SQLAlchemy's synchronous engine in worker threads: SQLAlchemy's asyncio layer
+(``AsyncEngine``, ``AsyncSession``) works only inside an asyncio event loop, and so do the
+asyncio database drivers under it (aiosqlite, asyncpg). This memory must work under trio as
+well, so every operation is a short synchronous transaction run by ``anyio.to_thread.run_sync``
+on a regular driver (sqlite3 for SQLite, psycopg 3 for PostgreSQL): nothing blocks the event
+loop, and nothing depends on which loop runs. An ``AsyncEngine``, ``AsyncSession`` or
+``async_sessionmaker`` that an AgentScope program passes is taken for its database URL and
+served through the matching synchronous driver instead.
+
+Where it differs from AgentScope 1.0.21, on purpose:
+
+* Every query selects the rows of this memory's user **and** session. AgentScope filters by
+  ``session_id`` alone, so two users who share a session id read and delete each other's
+  messages. A row belongs to this memory when its ``session_id`` matches and its ``id`` is
+  exactly ``"{user_id}-{session_id}-"`` followed by the id inside ``msg``.
+* :meth:`delete` and the other counts report the rows really changed (AgentScope returns
+  ``len(msg_ids)`` even for unknown ids).
+* Marks follow :class:`InMemoryMemory` exactly (e.g. ``update_messages_mark(None)`` with no
+  ``old_mark`` changes nothing; AgentScope removes every mark).
+* Each operation is one transaction: it happens entirely or not at all. Writes of one memory
+  are serialised by an ``anyio.Lock``; reads run concurrently.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable, Iterator
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import anyio
+import anyio.to_thread
+
+from ..message import Msg
+from ._memory_base import MemoryBase, _check_marks
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection, Engine
+
+__all__ = ["AsyncSQLAlchemyMemory"]
+
+T = TypeVar("T")
+
+DEFAULT_URL = "sqlite:///agentscope_memory.db"
+"""Where the memory lives when no engine or URL is given: a SQLite file in the working folder."""
+
+SQLITE_BUSY_TIMEOUT_S = 30.0
+"""How long a SQLite writer waits for another process's write before failing."""
+
+IN_CHUNK = 500
+"""Ids per ``IN (...)`` list: well below every driver's limit on bound parameters."""
+
+KEY_MAX_LEN = 255
+"""The width of AgentScope's ``message.id`` column (``String(255)``)."""
+
+# AgentScope programs pass asyncio engines; each asyncio driver maps to a synchronous one.
+_SYNC_DRIVERS = {
+    ("sqlite", "aiosqlite"): "sqlite",
+    ("postgresql", "asyncpg"): "postgresql+psycopg",
+    ("postgresql", "psycopg_async"): "postgresql+psycopg",
+    ("postgresql", "psycopg"): "postgresql+psycopg",
+    ("mysql", "aiomysql"): "mysql+pymysql",
+    ("mysql", "asyncmy"): "mysql+pymysql",
+    ("mariadb", "aiomysql"): "mariadb+pymysql",
+    ("mariadb", "asyncmy"): "mariadb+pymysql",
+}
+
+
+@functools.cache
+def _schema() -> SimpleNamespace:
+    """AgentScope's four tables (built on first use: importing this module needs no SQLAlchemy)."""
+    import sqlalchemy as sa
+
+    metadata = sa.MetaData()
+    users = sa.Table("users", metadata, sa.Column("id", sa.String(255), primary_key=True))
+    session = sa.Table(
+        "session",
+        metadata,
+        sa.Column("id", sa.String(255), primary_key=True),
+        sa.Column("user_id", sa.String(255), sa.ForeignKey("users.id"), nullable=False),
+    )
+    message = sa.Table(
+        "message",
+        metadata,
+        sa.Column("id", sa.String(255), primary_key=True),
+        sa.Column("msg", sa.JSON, nullable=False),
+        sa.Column("session_id", sa.String(255), sa.ForeignKey("session.id"), nullable=False),
+        sa.Column("index", sa.BigInteger, nullable=False, index=True),
+    )
+    mark = sa.Table(
+        "message_mark",
+        metadata,
+        sa.Column(
+            "msg_id",
+            sa.String(255),
+            sa.ForeignKey("message.id", ondelete="CASCADE"),
+            primary_key=True,
+        ),
+        sa.Column("mark", sa.String(255), primary_key=True),
+    )
+    # Not in AgentScope's layout, and harmless to it: without it every query scans the whole
+    # message table. Created separately so that databases AgentScope made get it too.
+    by_session = sa.Index("ix_message_session_id_index", message.c.session_id, message.c["index"])
+    return SimpleNamespace(
+        sa=sa,
+        metadata=metadata,
+        users=users,
+        session=session,
+        message=message,
+        mark=mark,
+        by_session=by_session,
+    )
+
+
+def _chunks(items: list[T], size: int = IN_CHUNK) -> Iterator[list[T]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _batch(memories: Msg | list[Msg] | None) -> list[Msg]:
+    """The messages of an ``add`` call, checked as :class:`InMemoryMemory` checks them."""
+    if memories is None:
+        return []
+    if isinstance(memories, Msg):
+        return [memories]
+    if isinstance(memories, list | tuple):
+        for index, msg in enumerate(memories):
+            if msg is not None and not isinstance(msg, Msg):
+                raise TypeError(f"memories[{index}] must be a Msg, not {type(msg).__name__}")
+        return [m for m in memories if m is not None]
+    raise TypeError(f"memories must be a Msg, a list of Msg or None, not {type(memories).__name__}")
+
+
+def _check_mark_arg(value: Any, what: str) -> None:
+    if value is not None and not isinstance(value, str):
+        raise TypeError(f"{what} must be a string or None, not {type(value).__name__}")
+
+
+def _allow_duplicates(allow_duplicates: bool, kwargs: dict[str, Any]) -> bool:
+    """``allow_duplicates`` (this package, InMemoryMemory) or AgentScope's ``skip_duplicated``."""
+    if "skip_duplicated" in kwargs:
+        return not kwargs.pop("skip_duplicated")
+    return allow_duplicates
+
+
+def _sync_url(url: Any, given: str) -> Any:
+    """The URL of *url*'s database with a synchronous driver, for an asyncio engine."""
+    backend, driver = url.get_backend_name(), url.get_driver_name()
+    target = _SYNC_DRIVERS.get((backend, driver))
+    if target is None:
+        raise ValueError(
+            f"AsyncSQLAlchemyMemory runs SQLAlchemy's synchronous engine in worker threads (so it "
+            f"works on trio as well as asyncio), and has no synchronous driver for the {given}'s "
+            f"'{backend}+{driver}' URL. Pass a database URL with a synchronous driver (e.g. "
+            f"'postgresql+psycopg://user@host/db', 'sqlite:///memory.db') or a "
+            f"sqlalchemy.create_engine(...) engine instead."
+        )
+    if backend == "sqlite" and url.database in (None, "", ":memory:"):
+        raise ValueError(
+            f"the {given} is an in-memory SQLite database, which only its own connections see; "
+            "AsyncSQLAlchemyMemory runs a synchronous engine in worker threads. Pass a SQLite "
+            "file URL such as 'sqlite:///memory.db' (or 'sqlite://' for a private in-memory one)"
+        )
+    return url.set(drivername=target)
+
+
+class AsyncSQLAlchemyMemory(MemoryBase):
+    """Messages and marks of one user's session, stored in SQL tables (AgentScope's layout).
+
+    Works on asyncio and trio: SQLAlchemy's synchronous engine runs in worker threads (see the
+    module's documentation for why). Behaves as :class:`InMemoryMemory` in everything but where
+    the messages live, except that a message id can be stored only once per session (the
+    ``message`` table's key), so ``allow_duplicates=True`` with a stored id is an error.
+
+    :param engine_or_session: where the tables are: a database URL (``str`` or
+        ``sqlalchemy.URL``, e.g. ``"sqlite:///memory.db"``, ``"postgresql+psycopg://user@host/db"``),
+        a ``sqlalchemy.Engine``, or, as AgentScope programs pass them, an ``AsyncEngine``,
+        ``AsyncSession`` or ``async_sessionmaker``, whose URL is then opened with the matching
+        synchronous driver. Defaults to the SQLite file ``agentscope_memory.db`` in the working
+        folder. The tables are created on first use when missing.
+    :param session_id: the session the messages belong to (default ``"default_session"``).
+    :param user_id: the user the messages belong to (default ``"default_user"``).
+    :param engine_kwargs: passed to ``sqlalchemy.create_engine`` when this memory creates
+        the engine (from a URL).
+    :raises ImportError: when SQLAlchemy (or the URL's driver) is missing; install the
+        ``sql`` extra.
+    :raises ValueError: for anything else as *engine_or_session*, an asyncio engine whose
+        driver has no synchronous counterpart here, or an asyncio in-memory SQLite engine.
+    """
+
+    def __init__(
+        self,
+        engine_or_session: Any = DEFAULT_URL,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        **engine_kwargs: Any,
+    ) -> None:
+        super().__init__()
+        try:
+            import sqlalchemy as sa
+        except ImportError as exc:
+            raise ImportError(
+                "AsyncSQLAlchemyMemory needs SQLAlchemy: pip install 'agentscope-rt[sql]'"
+            ) from exc
+        self.session_id = session_id or "default_session"
+        self.user_id = user_id or "default_user"
+        for what, value in (("session_id", self.session_id), ("user_id", self.user_id)):
+            if not isinstance(value, str):
+                raise TypeError(f"{what} must be a string, not {type(value).__name__}")
+            if len(value) > KEY_MAX_LEN:
+                raise ValueError(f"{what} is longer than {KEY_MAX_LEN} characters")
+        self._prefix = f"{self.user_id}-{self.session_id}-"
+        self._owns_engine = True
+        self._engine = self._make_engine(sa, engine_or_session, engine_kwargs)
+        self._ready = False
+        self._init_lock = anyio.Lock()
+        self._write_lock = anyio.Lock()
+
+    # -- engine ---------------------------------------------------------------------------
+
+    def _make_engine(self, sa: Any, given: Any, engine_kwargs: dict[str, Any]) -> Engine:
+        if isinstance(given, sa.engine.Engine):
+            url = given.url
+            in_memory = url.get_backend_name() == "sqlite" and url.database in (
+                None,
+                "",
+                ":memory:",
+            )
+            if in_memory and not isinstance(given.pool, sa.pool.StaticPool):
+                raise ValueError(
+                    "an in-memory SQLite engine gives each worker thread its own empty "
+                    "database; create it with poolclass=sqlalchemy.pool.StaticPool and "
+                    "connect_args={'check_same_thread': False}, or pass the URL 'sqlite://'"
+                )
+            self._owns_engine = False
+            return given
+        module = type(given).__module__
+        if module.startswith("sqlalchemy.ext.asyncio"):
+            name = type(given).__name__
+            if name == "AsyncEngine":
+                engine = given
+            elif name == "AsyncSession":
+                engine = given.bind
+            elif name == "async_sessionmaker":
+                engine = given.kw.get("bind")
+            else:
+                engine = None
+            if engine is None or type(engine).__name__ != "AsyncEngine":
+                raise ValueError(
+                    f"AsyncSQLAlchemyMemory cannot tell the database of this {name}: pass a "
+                    "database URL (e.g. 'sqlite:///memory.db') or a sqlalchemy.create_engine(...) "
+                    "engine instead"
+                )
+            return self._engine_from_url(sa, _sync_url(engine.url, name), engine_kwargs)
+        if isinstance(given, str | sa.engine.URL):
+            url = sa.engine.make_url(given)
+            sync = _SYNC_DRIVERS.get((url.get_backend_name(), url.get_driver_name()))
+            if sync is not None:
+                # An asyncio driver's URL ('sqlite+aiosqlite://...') names the same database.
+                url = url.set(drivername=sync)
+            return self._engine_from_url(sa, url, engine_kwargs)
+        raise ValueError(
+            "engine_or_session must be a database URL (e.g. 'sqlite:///memory.db', "
+            "'postgresql+psycopg://user@host/db') or a sqlalchemy Engine (asyncio engines and "
+            f"sessions are accepted too), not {type(given).__name__}"
+        )
+
+    @staticmethod
+    def _engine_from_url(sa: Any, url: Any, engine_kwargs: dict[str, Any]) -> Engine:
+        kwargs = dict(engine_kwargs)
+        sqlite = url.get_backend_name() == "sqlite"
+        if sqlite and url.database in (None, "", ":memory:"):
+            # One connection shared by the worker threads: the database lives in it.
+            kwargs.setdefault("poolclass", sa.pool.StaticPool)
+            kwargs.setdefault("connect_args", {"check_same_thread": False})
+        try:
+            engine = sa.create_engine(url, **kwargs)
+        except ImportError as exc:
+            raise ImportError(
+                f"the database driver for {url.drivername!r} is not installed: "
+                f"{exc}. pip install 'agentscope-rt[sql]' brings SQLite and PostgreSQL (psycopg)"
+            ) from exc
+        if sqlite and url.database not in (None, "", ":memory:"):
+            timeout_ms = int(SQLITE_BUSY_TIMEOUT_S * 1000)
+
+            @sa.event.listens_for(engine, "connect")
+            def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+                # WAL: readers never wait for the writer; busy_timeout: writers from other
+                # processes queue instead of failing at once.
+                cursor = dbapi_connection.cursor()
+                cursor.execute("PRAGMA journal_mode=WAL")
+                cursor.execute(f"PRAGMA busy_timeout={timeout_ms}")
+                cursor.close()
+
+        return engine
+
+    def get_engine(self) -> Engine:
+        """The synchronous ``sqlalchemy.Engine`` this memory uses."""
+        return self._engine
+
+    def __repr__(self) -> str:
+        url = self._engine.url.render_as_string(hide_password=True)
+        return (
+            f"AsyncSQLAlchemyMemory({url!r}, session_id={self.session_id!r}, "
+            f"user_id={self.user_id!r})"
+        )
+
+    # -- running --------------------------------------------------------------------------
+
+    async def _run(self, fn: Callable[[Connection], T], write: bool) -> T:
+        """Run *fn* in a worker thread inside one transaction (committed when it returns)."""
+        if not self._ready:
+            async with self._init_lock:
+                if not self._ready:
+                    await anyio.to_thread.run_sync(self._create_tables)
+                    self._ready = True
+
+        def transaction() -> T:
+            with self._engine.begin() as conn:
+                return fn(conn)
+
+        if write:
+            async with self._write_lock:
+                return await anyio.to_thread.run_sync(transaction)
+        return await anyio.to_thread.run_sync(transaction)
+
+    def _create_tables(self) -> None:
+        s = _schema()
+        sa = s.sa
+        s.metadata.create_all(self._engine, checkfirst=True)
+        s.by_session.create(self._engine, checkfirst=True)
+        with self._engine.begin() as conn:
+            if not conn.execute(
+                sa.select(s.users.c.id).where(s.users.c.id == self.user_id)
+            ).first():
+                self._insert_ignoring_race(conn, s.users, {"id": self.user_id})
+            # A session row records the first user of the session id (the table's key is the
+            # session id alone); later users of the same id share the row, not the messages.
+            if not conn.execute(
+                sa.select(s.session.c.id).where(s.session.c.id == self.session_id)
+            ).first():
+                self._insert_ignoring_race(
+                    conn, s.session, {"id": self.session_id, "user_id": self.user_id}
+                )
+
+    @staticmethod
+    def _insert_ignoring_race(conn: Connection, table: Any, row: dict[str, Any]) -> None:
+        import sqlalchemy as sa
+
+        # Another process may insert the same row between our check and our insert.
+        try:
+            with conn.begin_nested():
+                conn.execute(sa.insert(table), row)
+        except sa.exc.IntegrityError:
+            pass
+
+    def _own(self) -> Any:
+        """The condition selecting this memory's rows of ``message`` (user and session)."""
+        s = _schema()
+        m = s.message
+        return s.sa.and_(
+            m.c.session_id == self.session_id,
+            m.c.id == s.sa.literal(self._prefix) + m.c.msg["id"].as_string(),
+        )
+
+    def _key(self, msg_id: str) -> str:
+        return self._prefix + msg_id
+
+    def _own_ids(self, conn: Connection, keys: Iterable[str]) -> list[str]:
+        """Which of these ``message.id`` keys are rows of this memory."""
+        s = _schema()
+        found: list[str] = []
+        for chunk in _chunks(list(keys)):
+            found.extend(
+                conn.execute(
+                    s.sa.select(s.message.c.id).where(self._own(), s.message.c.id.in_(chunk))
+                ).scalars()
+            )
+        return found
+
+    def _delete_keys(self, conn: Connection, keys: list[str]) -> int:
+        s = _schema()
+        removed = 0
+        for chunk in _chunks(keys):
+            # Marks first: SQLite enforces no foreign keys (so no cascade) unless asked to.
+            conn.execute(s.sa.delete(s.mark).where(s.mark.c.msg_id.in_(chunk)))
+            result = conn.execute(
+                s.sa.delete(s.message).where(self._own(), s.message.c.id.in_(chunk))
+            )
+            removed += result.rowcount
+        return removed
+
+    # -- the memory interface -------------------------------------------------------------
+
+    async def add(
+        self,
+        memories: Msg | list[Msg] | None,
+        marks: str | list[str] | None = None,
+        allow_duplicates: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        """Store *memories* (after the ones already stored), each with *marks*, in one
+        transaction.
+
+        ``None`` (and ``None`` items) are ignored. A message whose id is already stored in this
+        session (or earlier in the same call) is skipped. AgentScope's ``skip_duplicated``
+        keyword is accepted as the opposite of *allow_duplicates*.
+
+        :param allow_duplicates: when true, an id already stored is an error instead of being
+            skipped (a session stores each id once).
+        :raises TypeError: for an item that is not a Msg, or marks that are not strings.
+        :raises ValueError: with *allow_duplicates*, for an id already stored; or for a
+            message id or mark too long for the tables. Nothing is stored then.
+        """
+        allow = _allow_duplicates(allow_duplicates, kwargs)
+        batch = _batch(memories)
+        mark_list = _check_marks(marks, "marks")
+        for mark in mark_list:
+            if len(mark) > KEY_MAX_LEN:
+                raise ValueError(f"mark {mark[:40]!r}... is longer than {KEY_MAX_LEN} characters")
+        if not batch:
+            return
+        rows: dict[str, Msg] = {}
+        for msg in batch:
+            key = self._key(msg.id)
+            if key in rows:
+                if allow:
+                    raise ValueError(
+                        f"message id {msg.id!r} appears twice in this call; a session stores "
+                        "each message id once"
+                    )
+                continue
+            if len(key) > KEY_MAX_LEN:
+                raise ValueError(
+                    f"'{{user_id}}-{{session_id}}-{{msg_id}}' is longer than {KEY_MAX_LEN} "
+                    f"characters for message {msg.id!r}"
+                )
+            rows[key] = msg
+        payload = [(key, msg.to_dict()) for key, msg in rows.items()]
+
+        def work(conn: Connection) -> None:
+            s = _schema()
+            sa = s.sa
+            existing = set(self._own_ids(conn, [key for key, _ in payload]))
+            if existing and allow:
+                ids = sorted(k[len(self._prefix) :] for k in existing)
+                raise ValueError(
+                    f"message ids already stored in session {self.session_id!r} of user "
+                    f"{self.user_id!r}: {ids[:5]}; a session stores each message id once "
+                    "(pass allow_duplicates=False to skip them)"
+                )
+            fresh = [(key, data) for key, data in payload if key not in existing]
+            if not fresh:
+                return
+            last = conn.execute(
+                sa.select(sa.func.max(s.message.c["index"])).where(
+                    s.message.c.session_id == self.session_id
+                )
+            ).scalar()
+            start = 0 if last is None else last + 1
+            conn.execute(
+                sa.insert(s.message),
+                [
+                    {"id": key, "msg": data, "session_id": self.session_id, "index": start + i}
+                    for i, (key, data) in enumerate(fresh)
+                ],
+            )
+            if mark_list:
+                conn.execute(
+                    sa.insert(s.mark),
+                    [
+                        {"msg_id": key, "mark": mark}
+                        for key, _ in fresh
+                        for mark in dict.fromkeys(mark_list)
+                    ],
+                )
+
+        await self._run(work, write=True)
+
+    async def delete(self, msg_ids: list[str], **kwargs: Any) -> int:
+        """Remove the messages with these ids (and their marks); return how many were removed
+        (ids not stored count nothing)."""
+        keys = list(dict.fromkeys(self._key(i) for i in msg_ids))
+        if not keys:
+            return 0
+        return await self._run(lambda conn: self._delete_keys(conn, keys), write=True)
+
+    async def delete_by_mark(self, mark: str | list[str], **kwargs: Any) -> int:
+        """Remove every message carrying *mark* (or any of the marks); return how many.
+
+        :raises TypeError: if *mark* is not a string or a list of strings.
+        """
+        wanted = _check_marks(mark, "mark")
+        if not wanted:
+            return 0
+
+        def work(conn: Connection) -> int:
+            s = _schema()
+            sa = s.sa
+            keys = list(
+                conn.execute(
+                    sa.select(s.message.c.id).where(
+                        self._own(),
+                        sa.exists().where(
+                            s.mark.c.msg_id == s.message.c.id, s.mark.c.mark.in_(wanted)
+                        ),
+                    )
+                ).scalars()
+            )
+            return self._delete_keys(conn, keys) if keys else 0
+
+        return await self._run(work, write=True)
+
+    async def get_memory(
+        self,
+        mark: str | None = None,
+        exclude_mark: str | None = None,
+        prepend_summary: bool = True,
+        **kwargs: Any,
+    ) -> list[Msg]:
+        """The stored messages in the order they were added, filtered by *mark* /
+        *exclude_mark*; new :class:`Msg` objects on every call.
+
+        With *prepend_summary* and a compressed summary set, a user message holding the
+        summary comes first.
+
+        :raises TypeError: if *mark* or *exclude_mark* is neither a string nor ``None``.
+        :raises MessageFormatError: when a stored row does not hold a valid message.
+        """
+        _check_mark_arg(mark, "mark")
+        _check_mark_arg(exclude_mark, "exclude_mark")
+
+        def work(conn: Connection) -> list[Any]:
+            s = _schema()
+            sa = s.sa
+            query = sa.select(s.message.c.msg).where(self._own())
+            if mark is not None:
+                query = query.where(
+                    sa.exists().where(s.mark.c.msg_id == s.message.c.id, s.mark.c.mark == mark)
+                )
+            if exclude_mark is not None:
+                query = query.where(
+                    ~sa.exists().where(
+                        s.mark.c.msg_id == s.message.c.id, s.mark.c.mark == exclude_mark
+                    )
+                )
+            query = query.order_by(s.message.c["index"], s.message.c.id)
+            return list(conn.execute(query).scalars())
+
+        msgs = [Msg.from_dict(data) for data in await self._run(work, write=False)]
+        if prepend_summary and self._compressed_summary:
+            msgs.insert(0, Msg("user", self._compressed_summary, "user"))
+        return msgs
+
+    async def update_messages_mark(
+        self,
+        new_mark: str | None,
+        old_mark: str | None = None,
+        msg_ids: list[str] | None = None,
+    ) -> int:
+        """Add, replace or remove a mark, as :meth:`InMemoryMemory.update_messages_mark`;
+        return how many messages changed.
+
+        :raises TypeError: if a mark is neither a string nor ``None``.
+        :raises ValueError: for a mark longer than the table's column (255 characters).
+        """
+        _check_mark_arg(new_mark, "new_mark")
+        _check_mark_arg(old_mark, "old_mark")
+        if new_mark is None and old_mark is None:
+            return 0
+        if new_mark is not None:
+            new_mark = str(new_mark)
+            if len(new_mark) > KEY_MAX_LEN:
+                raise ValueError(f"new_mark is longer than {KEY_MAX_LEN} characters")
+        keys = None if msg_ids is None else list(dict.fromkeys(self._key(i) for i in msg_ids))
+        if keys == []:
+            return 0
+
+        def work(conn: Connection) -> int:
+            s = _schema()
+            sa = s.sa
+            query = sa.select(s.message.c.id).where(self._own())
+            if old_mark is not None:
+                query = query.where(
+                    sa.exists().where(s.mark.c.msg_id == s.message.c.id, s.mark.c.mark == old_mark)
+                )
+            if keys is None:
+                candidates = list(conn.execute(query).scalars())
+            else:
+                candidates = []
+                for chunk in _chunks(keys):
+                    candidates.extend(
+                        conn.execute(query.where(s.message.c.id.in_(chunk))).scalars()
+                    )
+            if not candidates:
+                return 0
+            if new_mark is None:
+                removed = 0
+                for chunk in _chunks(candidates):
+                    removed += conn.execute(
+                        sa.delete(s.mark).where(
+                            s.mark.c.msg_id.in_(chunk), s.mark.c.mark == old_mark
+                        )
+                    ).rowcount
+                return removed
+            if old_mark == new_mark:
+                # Removing the mark and adding it back: a change for every message, as in
+                # InMemoryMemory, with nothing to write.
+                return len(candidates)
+            if old_mark is not None:
+                for chunk in _chunks(candidates):
+                    conn.execute(
+                        sa.delete(s.mark).where(
+                            s.mark.c.msg_id.in_(chunk), s.mark.c.mark == old_mark
+                        )
+                    )
+            marked: set[str] = set()
+            for chunk in _chunks(candidates):
+                marked.update(
+                    conn.execute(
+                        sa.select(s.mark.c.msg_id).where(
+                            s.mark.c.msg_id.in_(chunk), s.mark.c.mark == new_mark
+                        )
+                    ).scalars()
+                )
+            missing = [key for key in candidates if key not in marked]
+            if missing:
+                conn.execute(
+                    sa.insert(s.mark), [{"msg_id": key, "mark": new_mark} for key in missing]
+                )
+            return len(missing)
+
+        return await self._run(work, write=True)
+
+    async def size(self) -> int:
+        """The number of stored messages."""
+
+        def work(conn: Connection) -> int:
+            s = _schema()
+            query = s.sa.select(s.sa.func.count()).select_from(s.message).where(self._own())
+            return int(conn.execute(query).scalar_one())
+
+        return await self._run(work, write=False)
+
+    async def clear(self) -> None:
+        """Remove every message of this user's session (the compressed summary is kept)."""
+
+        def work(conn: Connection) -> None:
+            s = _schema()
+            keys = list(conn.execute(s.sa.select(s.message.c.id).where(self._own())).scalars())
+            self._delete_keys(conn, keys)
+
+        await self._run(work, write=True)
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    async def close(self) -> None:
+        """Close the connections of an engine this memory created (a given engine is left
+        open for its owner). The memory can still be used afterwards: it reconnects."""
+        if self._owns_engine:
+            await anyio.to_thread.run_sync(self._engine.dispose)
+
+    aclose = close
+
+    async def __aenter__(self) -> AsyncSQLAlchemyMemory:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
