@@ -274,6 +274,11 @@ class GeminiChatModel(HttpChatModel):
                 )
             location = location or os.environ.get("GOOGLE_CLOUD_LOCATION")
             location = location or VERTEX_DEFAULT_LOCATION
+            if api_key:
+                logger.warning(
+                    "GeminiChatModel: with a Vertex AI project the api_key is not used; "
+                    "requests carry an access token"
+                )
             self._token = _VertexToken(credentials)
             key = None
             if base_url is None:

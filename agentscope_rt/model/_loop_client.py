@@ -5,8 +5,9 @@ socket registered with one asyncio loop (or one ``trio.run``) cannot be used or 
 another. AgentScope's users build a model once, call it from ``asyncio.run(main())`` and never
 close it; if the model kept one client for its whole life, its open keep-alive connections
 would outlive the loop and be finalised by the garbage collector after the loop is gone —
-``ResourceWarning: unclosed transport``, and on some paths ``RuntimeError: Event loop is
-closed`` printed from the pool's finaliser. Three simpler designs fail:
+measured here: ``ResourceWarning: unclosed transport`` on asyncio, ``unclosed <socket.socket>``
+and unfinished httpx generators on trio, and a finaliser that reaches for the closed loop
+raises ``RuntimeError: Event loop is closed``. Three simpler designs fail:
 
 * *A new client per call* closes everything, but costs ~20-30 ms of CPU per call here (each
   ``httpx.AsyncClient`` or SDK client loads the CA bundle into a fresh SSL context) plus a new
