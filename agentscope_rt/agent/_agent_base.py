@@ -5,7 +5,8 @@ Concurrency promises (each pinned by a test on asyncio and trio):
 * ``await agent(...)`` runs ``reply()`` inside a fresh :class:`anyio.CancelScope` owned by
   that call. :meth:`AgentBase.interrupt` cancels exactly that scope — from another task, a
   hook, a tool or another thread — and the call answers with :meth:`~AgentBase.handle_interrupt`
-  (:attr:`AgentBase.generate_reason` is then ``"interrupted"``).
+  (:attr:`AgentBase.generate_reason` is then ``"interrupted"``), also when the interrupt comes
+  after the reply's last checkpoint (a ``post_reply`` hook, a hook of the final print).
 * A cancellation from outside (an enclosing ``fail_after``, a cancelled task group, Ctrl+C) is
   not an interrupt: it propagates and ``handle_interrupt`` is not called, even when it lands
   together with an interrupt.
@@ -50,7 +51,7 @@ from ._hooks import (
     wrap_hooked_method,
     wrapped_function,
 )
-from ._subscription import HubLink, broadcast
+from ._subscription import HubLink, broadcast, wait_for_lock
 
 __all__ = ["AgentBase", "PrintedChunk", "Speech", "check_msg_input"]
 
@@ -348,6 +349,9 @@ class AgentBase(StateModule, abc.ABC):
 
         The reply runs in a cancel scope owned by this call; :meth:`interrupt` cancels it and
         the answer is then :meth:`handle_interrupt`'s Msg (post_reply hooks do not run on it).
+        That holds for any interrupt requested before the reply returns, also one from a
+        ``post_reply`` hook or a hook of the final print, after which nothing is left to
+        cancel: the reply ``reply()`` made is then dropped.
         Concurrent calls on one agent run one at a time, in arrival order. The returned Msg's
         ``invocation_id`` is this call's reply id. When this returns, every subscriber has
         observed the reply (thinking blocks stripped).
@@ -357,8 +361,9 @@ class AgentBase(StateModule, abc.ABC):
         """
         lock = self._reply_lock
         if lock.held:
-            # Wait in line (a checkpoint, cancellable); a free lock is taken with no await.
-            await lock.acquire()
+            # Wait in line (a checkpoint, cancellable); a free lock is taken with no await. A
+            # hub refuses the wait when it could never end (an observer calling the speaker).
+            await wait_for_lock(self, lock)
         else:
             lock.held = True
         try:
@@ -394,7 +399,11 @@ class AgentBase(StateModule, abc.ABC):
                     self._console.close_all(
                         self._console_output_enabled and not console_disabled_globally()
                     )
-            if scope.cancelled_caught:
+            # cancel_called, not cancelled_caught: an interrupt requested after the reply's
+            # last checkpoint (by a post_reply hook, a hook of the final print or step, the
+            # reply itself just before returning) is never raised inside the scope, and it
+            # must end the call all the same.
+            if scope.cancel_called:
                 # An outer cancellation that landed together with the interrupt wins.
                 await anyio.lowlevel.checkpoint_if_cancelled()
                 reply_msg = await self.handle_interrupt(*args, **kwargs)
