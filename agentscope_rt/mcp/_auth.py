@@ -34,26 +34,43 @@ from typing import Any
 import httpx
 import httpx2
 
-__all__ = ["AuthBridge", "HttpAuth", "check_auth"]
+__all__ = ["AuthBridge", "HttpAuth", "normalize_auth"]
 
-HttpAuth = httpx.Auth | httpx2.Auth
-"""What ``auth=`` accepts: an ``httpx.Auth`` (as with AgentScope) or an ``httpx2.Auth``."""
+HttpAuth = (
+    httpx.Auth
+    | httpx2.Auth
+    | tuple[str | bytes, str | bytes]
+    | Callable[[httpx2.Request], httpx2.Request]
+)
+"""What ``auth=`` accepts: what httpx accepts (an ``httpx.Auth``, a ``(username, password)``
+pair for basic auth, or a function taking and returning the request), or an ``httpx2.Auth``."""
 
 _CREDENTIAL_HEADERS = ("authorization", "proxy-authorization")
 
 
-def check_auth(name: str, auth: object) -> None:
-    """Check that *auth* is ``None``, an ``httpx.Auth`` or an ``httpx2.Auth``.
+def normalize_auth(name: str, auth: object) -> httpx.Auth | httpx2.Auth | None:
+    """*auth* as an auth object: ``None`` and ``httpx``/``httpx2`` auth objects as they are, a
+    ``(username, password)`` pair as basic auth, a function as a function auth (as httpx
+    reads them).
 
-    :raises TypeError: otherwise; the message names the type only (the value may hold a
-        password).
+    :raises TypeError: for anything else; the message names the type only (the value may
+        hold a password).
     """
-    if auth is not None and not isinstance(auth, httpx.Auth | httpx2.Auth):
-        raise TypeError(
-            f"MCP client {name!r}: auth must be an httpx.Auth (or httpx2.Auth) instance, such as "
-            f"httpx.BasicAuth(user, password) or a subclass implementing auth_flow(), not a "
-            f"{type(auth).__name__}"
-        )
+    if auth is None or isinstance(auth, httpx.Auth | httpx2.Auth):
+        return auth
+    if (
+        isinstance(auth, tuple)
+        and len(auth) == 2
+        and all(isinstance(part, str | bytes) for part in auth)
+    ):
+        return httpx2.BasicAuth(auth[0], auth[1])
+    if callable(auth):
+        return httpx2.FunctionAuth(auth)
+    raise TypeError(
+        f"MCP client {name!r}: auth must be an httpx.Auth (or httpx2.Auth) instance, such as "
+        "httpx.BasicAuth(user, password) or a subclass implementing auth_flow(), a "
+        f"(username, password) pair or a function of the request, not a {type(auth).__name__}"
+    )
 
 
 async def _as_httpx2_request(request: Any) -> httpx2.Request:
@@ -89,7 +106,9 @@ class AuthBridge(httpx2.Auth):
         the latest answer the server gave was such a refusal, else ``None``.
     """
 
-    def __init__(self, auth: HttpAuth | None, on_credential: Callable[[list[str]], None]) -> None:
+    def __init__(
+        self, auth: httpx.Auth | httpx2.Auth | None, on_credential: Callable[[list[str]], None]
+    ) -> None:
         self.auth = auth
         self.refusal: str | None = None
         self._on_credential = on_credential

@@ -12,7 +12,7 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
 from ..exception import MCPError
-from ._auth import AuthBridge, HttpAuth, check_auth
+from ._auth import AuthBridge, HttpAuth, normalize_auth
 from ._client_base import (
     DEFAULT_CONNECT_TIMEOUT,
     MCPClientBase,
@@ -120,23 +120,25 @@ class HttpClientBase(MCPClientBase):
         :param connect_timeout: seconds allowed for connecting plus the handshake, and for
             each listing of the tools.
         :param auth: an ``httpx.Auth`` (as AgentScope users pass it: basic auth, a bearer
-            flow that fetches and refreshes its token, ...) or an ``httpx2.Auth`` (such as the
-            ``mcp`` SDK's ``OAuthClientProvider``); every HTTP request of both transports goes
-            through it. Credentials it sets never appear in reprs, errors or logs.
+            flow that fetches and refreshes its token, ...), anything else httpx takes as
+            ``auth`` (a ``(username, password)`` pair, a function of the request), or an
+            ``httpx2.Auth`` (such as the ``mcp`` SDK's ``OAuthClientProvider``); every HTTP
+            request of both transports goes through it. Credentials it sets never appear in
+            reprs, errors or logs.
         :param client_kwargs: passed to the SDK's ``streamable_http_client`` or
             ``sse_client``.
         :raises ValueError: on an empty name, an unknown transport, a non-HTTP URL, malformed
             headers or a non-positive timeout.
-        :raises TypeError: if *auth* is not an ``httpx.Auth`` or ``httpx2.Auth``.
+        :raises TypeError: if *auth* is none of these.
         """
         super().__init__(name, connect_timeout=connect_timeout)
         _validate_http_arguments(name, transport, url, headers, timeout, sse_read_timeout)
-        check_auth(name, auth)
+        auth_flow = normalize_auth(name, auth)
         self.transport = transport
         self.url = url
         self._add_redactions(url_redactions(url))
         self._add_redactions(value_redactions((headers or {}).values()))
-        self._auth = AuthBridge(auth, self._add_credentials)
+        self._auth = AuthBridge(auth_flow, self._add_credentials)
         self._factory = http_transport_factory(
             transport,
             url,

@@ -10,6 +10,7 @@ AgentScope users pass), and the ``mcp`` SDK's own ``ClientCredentialsOAuthProvid
 
 from __future__ import annotations
 
+import base64
 import logging
 from collections.abc import AsyncGenerator
 
@@ -198,7 +199,10 @@ async def test_stateless_bearer_flow_keeps_its_token_across_sessions(
 
 
 @pytest.mark.parametrize("stateful", [True, False], ids=["stateful", "stateless"])
-async def test_mcp_sdk_oauth_provider(auth_server: HttpServer, stateful: bool) -> None:
+async def test_mcp_sdk_oauth_provider(
+    auth_server: HttpServer, stateful: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
     storage = MemoryTokenStorage()
     provider = sdk_provider(auth_server, storage)
     kwargs = {"auth": provider}
@@ -218,6 +222,7 @@ async def test_mcp_sdk_oauth_provider(auth_server: HttpServer, stateful: bool) -
     assert again.content[0].text == "after revoke"  # type: ignore[union-attr]
     assert storage.tokens is not None
     assert storage.tokens.access_token.startswith("at-")
+    assert_no_secret([caplog.text], storage.tokens.access_token, CLIENT_SECRET)
 
 
 async def test_refused_credentials_are_a_clear_error_without_secrets(
@@ -256,14 +261,15 @@ async def test_credentials_sent_are_redacted_from_errors(auth_server: HttpServer
 
 
 def test_auth_argument_is_checked_without_showing_it() -> None:
-    with pytest.raises(TypeError, match=r"auth must be an httpx.Auth") as info:
-        HttpStatelessClient(
-            "guarded",
-            "streamable_http",
-            "http://127.0.0.1:1/mcp",
-            auth=("user", "hunter2-password"),  # type: ignore[arg-type]
-        )
-    assert "hunter2" not in str(info.value)
+    for bad in (["user", "hunter2-password"], ("user", "hunter2-password", "extra"), 42):
+        with pytest.raises(TypeError, match=r"auth must be an httpx.Auth") as info:
+            HttpStatelessClient(
+                "guarded",
+                "streamable_http",
+                "http://127.0.0.1:1/mcp",
+                auth=bad,  # type: ignore[arg-type]
+            )
+        assert "hunter2" not in str(info.value)
     basic = HttpStatefulClient(
         "guarded", "sse", "http://127.0.0.1:1/sse", auth=httpx.BasicAuth("user", "hunter2")
     )
@@ -271,6 +277,31 @@ def test_auth_argument_is_checked_without_showing_it() -> None:
     assert repr(AuthBridge(httpx.BasicAuth("u", "hunter2"), lambda _: None)) == (
         "AuthBridge(BasicAuth)"
     )
+
+
+async def test_what_httpx_takes_as_auth_reaches_the_server(http_server: HttpServer) -> None:
+    """A (username, password) pair, an httpx.BasicAuth and a function of the request, as httpx
+    (and so AgentScope with the SDK 1.x) takes them; the demo server echoes request headers."""
+    expected_basic = "Basic " + base64.b64encode(b"user:hunter2-password").decode()
+
+    def api_key(request: httpx2.Request) -> httpx2.Request:
+        request.headers["X-Api-Key"] = "key-0123456789"
+        return request
+
+    transport = http_server.client_transport
+    cases = [
+        (("user", "hunter2-password"), "Authorization", expected_basic),
+        (httpx.BasicAuth("user", "hunter2-password"), "Authorization", expected_basic),
+        (api_key, "X-Api-Key", "key-0123456789"),
+    ]
+    for auth, header, value in cases:
+        lone = HttpStatelessClient("web", transport, http_server.url, auth=auth)  # type: ignore[arg-type]
+        result = await lone.call_tool("read_header", {"name": header})
+        assert result.content[0].text == value  # type: ignore[union-attr]
+        async with HttpStatefulClient("web", transport, http_server.url, auth=auth) as kept:  # type: ignore[arg-type]
+            result = await kept.call_tool("read_header", {"name": header})
+            assert result.content[0].text == value  # type: ignore[union-attr]
+        assert "hunter2" not in repr(lone) + repr(kept)
 
 
 async def test_bridge_turns_httpx_requests_into_httpx2_requests() -> None:
