@@ -4,6 +4,7 @@ paragraphs, as AgentScope's ``TextReader``.
 Chunks never overlap and are never merged (AgentScope's rules): ``"char"`` cuts fixed windows of
 *chunk_size* characters; ``"sentence"`` makes one chunk per sentence; ``"paragraph"`` one chunk
 per non-blank line. A sentence or paragraph longer than *chunk_size* is cut into windows.
+Unlike AgentScope, lines and windows of white space only are not made chunks.
 
 Sentences are found by a dependency-free splitter (:func:`split_sentences`) that knows Western
 and Chinese/Japanese punctuation, instead of AgentScope's nltk ``punkt`` model (English only,
@@ -53,7 +54,8 @@ def split_text(text: str, chunk_size: int, split_by: SplitBy) -> list[str]:
         if len(piece) <= chunk_size:
             chunks.append(piece)
         else:
-            chunks.extend(_windows(piece, chunk_size))
+            # A window of white space only (the tail of a padded line) carries nothing either.
+            chunks.extend(w for w in _windows(piece, chunk_size) if w.strip())
     return chunks
 
 

@@ -1,0 +1,76 @@
+"""Documents: content-derived ids, dict-style metadata, JSON round trips through the converter."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+
+from agentscope_rt.exception import MessageFormatError
+from agentscope_rt.message import Base64Source, ImageBlock, TextBlock, ToolUseBlock
+from agentscope_rt.rag import DocMetadata, Document, chunk_id_of
+
+
+def _doc(text: str = "hello", doc_id: str = "d", chunk_id: int = 0) -> Document:
+    return Document(
+        DocMetadata(TextBlock(text=text), doc_id=doc_id, chunk_id=chunk_id, total_chunks=2)
+    )
+
+
+def test_the_default_id_is_derived_from_doc_id_position_and_content() -> None:
+    # The scheme AgentScope's QdrantStore uses for point ids: uuid3 over this exact JSON.
+    expected = str(
+        uuid.uuid3(
+            uuid.NAMESPACE_DNS,
+            json.dumps(
+                {"doc_id": "d", "chunk_id": 0, "content": {"type": "text", "text": "hello"}},
+                ensure_ascii=False,
+            ),
+        )
+    )
+    assert _doc().id == expected == chunk_id_of("d", 0, {"type": "text", "text": "hello"})
+    assert _doc().id == _doc().id
+    assert len({_doc().id, _doc("other").id, _doc(doc_id="e").id, _doc(chunk_id=1).id}) == 4
+
+
+def test_metadata_reads_like_agentscopes_dict() -> None:
+    meta = _doc().metadata
+    assert meta["content"] == {"type": "text", "text": "hello"}
+    assert meta.get("doc_id") == "d" and meta.get("nope", 7) == 7
+    assert "chunk_id" in meta and "nope" not in meta
+    assert dict(meta) == {
+        "content": meta.content,
+        "doc_id": "d",
+        "chunk_id": 0,
+        "total_chunks": 2,
+    }
+    meta["chunk_id"] = 1
+    assert meta.chunk_id == 1
+    with pytest.raises(KeyError):
+        meta["nope"]
+    with pytest.raises(KeyError):
+        meta["nope"] = 1
+
+
+def test_documents_round_trip_through_json() -> None:
+    image = ImageBlock(source=Base64Source(media_type="image/png", data="AAAA"))
+    docs = [
+        Document(DocMetadata(image, "img", 0, 1), embedding=[0.5, 1.0], score=0.25),
+        _doc("你好"),
+    ]
+    for doc in docs:
+        data = json.loads(json.dumps(doc.to_dict()))
+        assert Document.from_dict(data) == doc
+        assert DocMetadata.from_dict(data["metadata"]) == doc.metadata
+
+
+def test_malformed_documents_name_the_path() -> None:
+    data = _doc().to_dict()
+    data["metadata"]["content"] = ToolUseBlock(id="1", name="f", input={}).to_dict()
+    with pytest.raises(MessageFormatError, match=r"metadata\.content"):
+        Document.from_dict(data)
+    data = _doc().to_dict()
+    data["embedding"] = ["x"]
+    with pytest.raises(MessageFormatError, match=r"embedding\[0\]"):
+        Document.from_dict(data)

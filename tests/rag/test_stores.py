@@ -1,0 +1,236 @@
+"""QdrantStore and MilvusLiteStore: add/search/delete, upserts instead of duplicates,
+higher-is-better scores and thresholds for every distance, and Qdrant's on-disk persistence."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import threading
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from agentscope_rt.rag import (
+    DocMetadata,
+    Document,
+    MilvusLiteStore,
+    QdrantStore,
+    TextReader,
+    VDBStoreBase,
+)
+
+DIM = 8
+
+
+def embed(text: str) -> list[float]:
+    """A deterministic embedding: 8 numbers from the text's SHA-256, normalised."""
+    digest = hashlib.sha256(text.encode("utf-8")).digest()
+    values = [b - 127.5 for b in digest[:DIM]]
+    norm = math.sqrt(sum(v * v for v in values))
+    return [v / norm for v in values]
+
+
+async def embedded_chunks(text: str) -> list[Document]:
+    docs = await TextReader(chunk_size=200, split_by="sentence")(text)
+    for doc in docs:
+        doc.embedding = embed(doc.metadata.content["text"])
+    return docs
+
+
+def _vector_doc(doc_id: str, text: str, vector: list[float], chunk_id: int = 0) -> Document:
+    from agentscope_rt.message import TextBlock
+
+    return Document(DocMetadata(TextBlock(text=text), doc_id, chunk_id, 1), embedding=vector)
+
+
+class StoreFactory:
+    """Builds stores of one kind (``"qdrant"`` or ``"milvus"``) and closes them afterwards."""
+
+    def __init__(self, kind: str, folder: Path) -> None:
+        self.kind = kind
+        self.folder = folder
+        self.stores: list[VDBStoreBase] = []
+
+    def __call__(self, distance: str | None = None, dimensions: int = DIM) -> VDBStoreBase:
+        store: VDBStoreBase
+        if self.kind == "qdrant":
+            store = QdrantStore(":memory:", "test", dimensions, distance=distance or "Cosine")  # type: ignore[arg-type]
+        else:
+            uri = str(self.folder / f"milvus{len(self.stores)}.db")
+            store = MilvusLiteStore(uri, "test", dimensions, distance or "COSINE")  # type: ignore[arg-type]
+        self.stores.append(store)
+        return store
+
+
+@pytest.fixture(params=["qdrant", "milvus"])
+async def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[StoreFactory]:
+    factory = StoreFactory(request.param, tmp_path)
+    yield factory
+    for store in factory.stores:
+        await store.close()
+
+
+TEXT = (
+    "Qdrant is a vector database. Milvus Lite runs in a file. "
+    "Agents retrieve knowledge before they answer."
+)
+
+
+async def test_add_search_and_readding_is_an_upsert(make_store: StoreFactory) -> None:
+    store = make_store()
+    assert await store.search(embed("anything"), limit=3) == []  # before the first add
+    docs = await embedded_chunks(TEXT)
+    await store.add(docs)
+    await store.add(await embedded_chunks(TEXT))  # the same file read again
+
+    query = docs[1].metadata.content["text"]
+    found = await store.search(embed(query), limit=10)
+    assert len(found) == 3  # no duplicates
+    assert found[0].metadata.content["text"] == query
+    assert found[0].score == pytest.approx(1.0, abs=1e-5)
+    assert found[0].id == docs[1].id
+    assert found[0].metadata == docs[1].metadata
+    scores = [d.score for d in found]
+    assert scores == sorted(scores, reverse=True)
+    assert len(await store.search(embed(query), limit=2)) == 2
+
+
+async def test_delete_by_chunk_id_and_by_document(make_store: StoreFactory) -> None:
+    store = make_store()
+    first = await embedded_chunks(TEXT)
+    second = await embedded_chunks("Another document. With two sentences.")
+    await store.add(first + second)
+
+    await store.delete(ids=[first[0].id, "not-a-stored-id"])
+    remaining = await store.search(embed("x"), limit=10)
+    assert sorted(d.id for d in remaining) == sorted(d.id for d in first[1:] + second)
+
+    await store.delete(doc_ids=first[0].metadata.doc_id)
+    remaining = await store.search(embed("x"), limit=10)
+    assert sorted(d.id for d in remaining) == sorted(d.id for d in second)
+
+    with pytest.raises(ValueError, match="ids"):
+        await store.delete()
+
+
+async def test_delete_handles_quotes_in_document_ids(make_store: StoreFactory) -> None:
+    store = make_store()
+    odd = _vector_doc('doc "quoted" \\ one', "odd", embed("odd"))
+    plain = _vector_doc("plain", "plain", embed("plain"))
+    await store.add([odd, plain])
+    await store.delete(doc_ids=[odd.metadata.doc_id])
+    assert [d.metadata.doc_id for d in await store.search(embed("odd"), limit=5)] == ["plain"]
+
+
+# Documents at known places: the query is (1, 0); "near" is the query itself, "far" at (0, 1).
+_NEAR, _FAR, _QUERY = [1.0, 0.0], [0.0, 1.0], [1.0, 0.0]
+
+
+@pytest.mark.parametrize(
+    ("qdrant", "milvus", "near", "far"),
+    [
+        ("Cosine", "COSINE", 1.0, 0.0),
+        ("Dot", "IP", 1.0, 0.0),
+        # Distances become 1 / (1 + d): 0 -> 1, sqrt(2) -> 1 / (1 + sqrt(2)).
+        ("Euclid", "L2", 1.0, 1 / (1 + math.sqrt(2))),
+    ],
+)
+async def test_scores_are_higher_for_nearer_and_thresholds_keep_the_near(
+    make_store: StoreFactory, qdrant: str, milvus: str, near: float, far: float
+) -> None:
+    store = make_store(distance=qdrant if make_store.kind == "qdrant" else milvus, dimensions=2)
+    await store.add([_vector_doc("n", "near", _NEAR), _vector_doc("f", "far", _FAR)])
+    found = await store.search(_QUERY, limit=5)
+    assert [d.metadata.content["text"] for d in found] == ["near", "far"]
+    assert [d.score for d in found] == pytest.approx([near, far], abs=1e-5)
+    threshold = (near + far) / 2
+    kept = await store.search(_QUERY, limit=5, score_threshold=threshold)
+    assert [d.metadata.content["text"] for d in kept] == ["near"]
+    assert await store.search(_QUERY, limit=5, score_threshold=near + 0.5) == []
+
+
+async def test_qdrant_manhattan_distance_is_a_score_too() -> None:
+    async with QdrantStore(":memory:", "m", 2, distance="Manhattan") as store:
+        await store.add([_vector_doc("n", "near", _NEAR), _vector_doc("f", "far", _FAR)])
+        found = await store.search(_QUERY, limit=5, score_threshold=0.5)
+        assert [(d.metadata.content["text"], d.score) for d in found] == [("near", 1.0)]
+        found = await store.search(_QUERY, limit=5)
+        assert found[1].score == pytest.approx(1 / 3)  # |1-0| + |0-1| = 2
+
+
+async def test_bad_input_is_refused_before_it_reaches_the_database(
+    make_store: StoreFactory,
+) -> None:
+    store = make_store()
+    docs = await embedded_chunks(TEXT)
+    docs[1].embedding = None
+    with pytest.raises(ValueError, match=r"documents\[1\] has no embedding"):
+        await store.add(docs)
+    docs[1].embedding = [0.0] * (DIM + 1)
+    with pytest.raises(ValueError, match=r"documents\[1\] has 9 dimensions"):
+        await store.add(docs)
+    with pytest.raises(ValueError, match="query_embedding has 2 dimensions"):
+        await store.search([1.0, 0.0], limit=1)
+    with pytest.raises(ValueError, match="limit"):
+        await store.search(embed("x"), limit=0)
+    assert await store.search(embed("x"), limit=5) == []  # nothing half-added
+
+
+async def test_qdrant_on_disk_collection_survives_reopening(tmp_path: Path) -> None:
+    folder = str(tmp_path / "qdrant")
+    docs = await embedded_chunks(TEXT)
+    async with QdrantStore(folder, "kb", DIM) as store:
+        await store.add(docs)
+    async with QdrantStore(folder, "kb", DIM) as store:
+        found = await store.search(docs[2].embedding or [], limit=10)
+        assert len(found) == 3
+        assert found[0].id == docs[2].id
+        await store.add(docs)  # still an upsert after reopening
+        assert len(await store.search(embed("x"), limit=10)) == 3
+
+
+async def test_milvus_rows_survive_reopening_with_the_same_ids(tmp_path: Path) -> None:
+    uri = str(tmp_path / "kb.db")
+    docs = await embedded_chunks(TEXT)
+    async with MilvusLiteStore(uri, "kb", DIM) as store:
+        await store.add(docs)
+    async with MilvusLiteStore(uri, "kb", DIM) as store:
+        await store.add(docs)  # ids do not depend on the process: no duplicates
+        found = await store.search(embed("x"), limit=10)
+        assert sorted(d.id for d in found) == sorted(d.id for d in docs)
+
+
+def test_constructor_arguments_are_checked() -> None:
+    with pytest.raises(ValueError, match="distance"):
+        QdrantStore(":memory:", "c", 3, distance="L2")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="distance"):
+        MilvusLiteStore("x.db", "c", 3, distance="Euclid")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="dimensions"):
+        QdrantStore(":memory:", "c", 0)
+    with pytest.raises(ValueError, match="id_type"):
+        MilvusLiteStore("x.db", "c", 3, collection_kwargs={"id_type": "int"})
+
+
+def test_reprs_hold_no_secrets() -> None:
+    store = QdrantStore("http://127.0.0.1:1", "c", 3, client_kwargs={"api_key": "s3cret"})
+    milvus = MilvusLiteStore("http://127.0.0.1:1", "c", 3, token="user:s3cret")
+    assert "s3cret" not in repr(store) and "s3cret" not in repr(milvus)
+
+
+async def test_client_calls_run_in_worker_threads(make_store: StoreFactory) -> None:
+    store = make_store()
+    client = store.get_client()
+    loop_thread = threading.get_ident()
+    seen: list[int] = []
+    name = "query_points" if make_store.kind == "qdrant" else "search"
+    original = getattr(client, name)
+
+    def recording(*args: object, **kwargs: object) -> object:
+        seen.append(threading.get_ident())
+        return original(*args, **kwargs)
+
+    setattr(client, name, recording)
+    await store.add(await embedded_chunks(TEXT))
+    assert len(await store.search(embed("x"), limit=2)) == 2
+    assert seen and loop_thread not in seen

@@ -1,0 +1,126 @@
+"""TextReader: AgentScope's chunking rules (checked against chunks recorded from AgentScope
+1.0.21), the dependency-free sentence splitter, unique chunk ids, files and bad files."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from agentscope_rt.exception import ReaderError
+from agentscope_rt.rag import TextReader, split_sentences
+
+_FIXTURES = json.loads(
+    (Path(__file__).parent / "fixtures" / "agentscope_text_reader.json").read_text("utf-8")
+)
+
+
+@pytest.mark.parametrize(
+    "case", _FIXTURES, ids=[f"{c['name']}-{c['split_by']}-{c['chunk_size']}" for c in _FIXTURES]
+)
+async def test_char_and_paragraph_chunks_match_agentscope(case: dict) -> None:
+    docs = await TextReader(case["chunk_size"], case["split_by"])(case["text"])
+    expected = case["chunks"]
+    if case["split_by"] == "paragraph":
+        # AgentScope keeps whitespace-only lines as chunks; they are dropped here.
+        expected = [chunk for chunk in expected if chunk.strip()]
+    assert [d.metadata.content["text"] for d in docs] == expected
+    assert {d.metadata.doc_id for d in docs} == {case["doc_id"]}
+    assert [d.metadata.chunk_id for d in docs] == list(range(len(docs)))
+    assert {d.metadata.total_chunks for d in docs} == {len(docs)}
+    # AgentScope gives every chunk the document's id; here each chunk has its own.
+    assert case["ids"] == [case["doc_id"]]
+    assert len({d.id for d in docs}) == len(docs)
+
+
+async def test_chunk_ids_are_stable_across_reads() -> None:
+    text = "One. Two. Three."
+    first, second = await TextReader(8)(text), await TextReader(8)(text)
+    assert [d.id for d in first] == [d.id for d in second]
+    assert first[0].metadata.doc_id == hashlib.sha256(text.encode()).hexdigest()
+    assert TextReader().get_doc_id(text) == first[0].metadata.doc_id
+
+
+async def test_sentence_mode_makes_one_chunk_per_sentence_and_cuts_long_ones() -> None:
+    text = "Dr. Smith arrived at 3.30 p.m. today. Did he stay? Yes! " + "word " * 10
+    docs = await TextReader(20, "sentence")(text)
+    assert [d.metadata.content["text"] for d in docs] == [
+        "Dr. Smith arrived at",
+        " 3.30 p.m. today.",
+        "Did he stay?",
+        "Yes!",
+        "word word word word ",
+        "word word word word ",
+        "word word",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "sentences"),
+    [
+        (
+            "AgentScope is a framework. It runs agents! Does it use e.g. tools? "
+            "Yes, etc. and more.",
+            [
+                "AgentScope is a framework.",
+                "It runs agents!",
+                "Does it use e.g. tools?",
+                "Yes, etc. and more.",
+            ],
+        ),
+        (
+            "J. R. R. Tolkien wrote it. The U.S. is big.",
+            ["J. R. R. Tolkien wrote it.", "The U.S. is big."],
+        ),
+        ('He said "Stop." Then he left.', ['He said "Stop."', "Then he left."]),
+        ("Pi is 3.14159. It never ends", ["Pi is 3.14159.", "It never ends"]),
+        ("你好，世界。这是测试！真的吗？是的", ["你好，世界。", "这是测试！", "真的吗？", "是的"]),
+        ("他说：“走吧。”我们走了。", ["他说：“走吧。”", "我们走了。"]),
+        ("A heading\n\nThe body text.", ["A heading", "The body text."]),
+        ("Mixed English. 还有中文。", ["Mixed English.", "还有中文。"]),
+        ("", []),
+        ("   \n  ", []),
+    ],
+)
+def test_sentence_splitter(text: str, sentences: list[str]) -> None:
+    assert split_sentences(text) == sentences
+
+
+async def test_reads_a_text_file_named_by_string_or_path(tmp_path: Path) -> None:
+    path = tmp_path / "notes.txt"
+    path.write_text("Line one.\nLine two.", encoding="utf-8")
+    by_str = await TextReader(100, "paragraph")(str(path))
+    by_path = await TextReader(100, "paragraph")(path)
+    assert [d.metadata.content["text"] for d in by_str] == ["Line one.", "Line two."]
+    assert [d.id for d in by_path] == [d.id for d in by_str]
+    # A string that names no file is text, as in AgentScope.
+    docs = await TextReader(100)(str(tmp_path / "missing.txt"))
+    assert docs[0].metadata.content["text"] == str(tmp_path / "missing.txt")
+    assert await TextReader()("") == []
+
+
+async def test_bad_text_files_raise_reader_errors_naming_them(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.txt"
+    empty.write_text("  \n", encoding="utf-8")
+    binary = tmp_path / "data.txt"
+    binary.write_bytes(b"\xff\xfe\x00bad")
+    cases = [
+        (empty, "empty"),
+        (binary, "not UTF-8"),
+        (tmp_path / "missing.txt", "no such file"),
+        (tmp_path, "not a file"),
+    ]
+    for path, message in cases:
+        with pytest.raises(ReaderError, match=message) as info:
+            await TextReader()(path)
+        assert info.value.path == str(path)
+        assert str(path) in str(info.value)
+        assert isinstance(info.value, ValueError)
+
+
+@pytest.mark.parametrize(("size", "split_by"), [(0, "char"), (-1, "char"), (10, "word")])
+def test_invalid_arguments(size: int, split_by: str) -> None:
+    with pytest.raises(ValueError, match=r"chunk_size|split_by"):
+        TextReader(size, split_by)  # type: ignore[arg-type]
