@@ -22,6 +22,7 @@ _SDKS = ("anthropic", "openai", "google.genai", "dashscope", "ollama", "llama_cp
         "agentscope_rt.token",
         "agentscope_rt.pipeline",
         "agentscope_rt.embedding",
+        "agentscope_rt.rag",
     ],
 )
 def test_importing_loads_no_provider_sdk(module: str) -> None:
