@@ -46,18 +46,18 @@ async def cached_embed(
         id(cache),
         json.dumps(identifier, ensure_ascii=False, sort_keys=True),
     )
-    while True:
+    # Only one task per identifier reads the cache and, on a miss, computes: the others wait
+    # for it and then read what it stored. (Reading before taking the turn would let a task
+    # that missed just before the first one stored call the provider a second time.)
+    while (pending := _in_flight.get(key)) is not None:
+        await pending.wait()
+    done = _in_flight[key] = anyio.Event()
+    try:
         cached = await cache.retrieve(identifier)
         if cached:
             return EmbeddingResponse(
                 embeddings=cached, usage=EmbeddingUsage(time=0.0, tokens=0), source="cache"
             )
-        pending = _in_flight.get(key)
-        if pending is None:
-            break
-        await pending.wait()
-    done = _in_flight[key] = anyio.Event()
-    try:
         response = await compute()
         await cache.store(embeddings=response.embeddings, identifier=identifier)
         return response

@@ -52,6 +52,13 @@ class EmbeddingModelBase(ABC):
         )
 
 
+def empty_response() -> EmbeddingResponse:
+    """The response to an empty list of texts (no request is sent for one)."""
+    from ._embedding_response import EmbeddingUsage
+
+    return EmbeddingResponse(embeddings=[], usage=EmbeddingUsage(time=0.0, tokens=0))
+
+
 def gather_texts(text: Sequence[Any]) -> list[str]:
     """The strings of *text*: each item a string, a :class:`TextBlock` or a text-block dict.
 

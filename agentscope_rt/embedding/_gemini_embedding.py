@@ -10,7 +10,7 @@ from ..message import TextBlock
 from ..model import RetryConfig
 from ._cache_base import EmbeddingCacheBase
 from ._cached import cached_embed, timed
-from ._embedding_base import gather_texts
+from ._embedding_base import empty_response, gather_texts
 from ._embedding_response import EmbeddingResponse, EmbeddingUsage
 from ._http_embedding import HttpEmbeddingModel
 
@@ -83,6 +83,8 @@ class GeminiTextEmbedding(HttpEmbeddingModel):
         :raises ModelAPIError: when Gemini fails (after retries).
         """
         texts = gather_texts(text)
+        if not texts:
+            return empty_response()
         # The identifier AgentScope caches under: the arguments of the SDK's embed_content.
         identifier = {"model": self.model_name, "contents": texts, "config": kwargs}
         name = (

@@ -30,7 +30,7 @@ import anyio.to_thread
 from ..message import TextBlock
 from ._cache_base import EmbeddingCacheBase
 from ._cached import cached_embed, timed
-from ._embedding_base import EmbeddingModelBase, gather_texts
+from ._embedding_base import EmbeddingModelBase, empty_response, gather_texts
 from ._embedding_response import EmbeddingResponse, EmbeddingUsage
 
 __all__ = ["LocalTextEmbedding"]
@@ -167,6 +167,8 @@ class LocalTextEmbedding(EmbeddingModelBase):
         if kwargs:
             raise TypeError(f"LocalTextEmbedding takes no request arguments, got {sorted(kwargs)}")
         texts = gather_texts(text)
+        if not texts:
+            return empty_response()
         identifier = {"input": texts, "model": self.model_name, "dimensions": self.dimensions}
 
         async def compute() -> EmbeddingResponse:

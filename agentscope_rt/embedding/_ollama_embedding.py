@@ -9,7 +9,7 @@ from ..message import TextBlock
 from ..model import RetryConfig
 from ._cache_base import EmbeddingCacheBase
 from ._cached import cached_embed, timed
-from ._embedding_base import gather_texts
+from ._embedding_base import empty_response, gather_texts
 from ._embedding_response import EmbeddingResponse, EmbeddingUsage
 from ._http_embedding import HttpEmbeddingModel
 
@@ -67,8 +67,11 @@ class OllamaTextEmbedding(HttpEmbeddingModel):
         :raises ValueError: for an item that is neither a string nor a text block.
         :raises ModelAPIError: when Ollama fails (after retries).
         """
+        texts = gather_texts(text)
+        if not texts:
+            return empty_response()
         body = {
-            "input": gather_texts(text),
+            "input": texts,
             "model": self.model_name,
             "dimensions": self.dimensions,
             **kwargs,

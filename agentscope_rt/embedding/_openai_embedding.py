@@ -15,7 +15,7 @@ from ..model._retry import call_with_retry
 from ..model._sdk_stream import _loop_copy, _sdk_owns_http_client, close_sdk_client
 from ._cache_base import EmbeddingCacheBase
 from ._cached import cached_embed, timed
-from ._embedding_base import EmbeddingModelBase, gather_texts
+from ._embedding_base import EmbeddingModelBase, empty_response, gather_texts
 from ._embedding_response import EmbeddingResponse, EmbeddingUsage
 
 __all__ = ["OpenAITextEmbedding"]
@@ -88,8 +88,11 @@ class OpenAITextEmbedding(EmbeddingModelBase):
         :raises ValueError: for an item that is neither a string nor a text block.
         :raises ModelAPIError: when the API fails (after retries).
         """
+        texts = gather_texts(text)
+        if not texts:
+            return empty_response()
         request = {
-            "input": gather_texts(text),
+            "input": texts,
             "model": self.model_name,
             "dimensions": self.dimensions,
             "encoding_format": "float",
@@ -109,7 +112,10 @@ class OpenAITextEmbedding(EmbeddingModelBase):
             )
             usage = getattr(response, "usage", None)
             return EmbeddingResponse(
-                embeddings=[list(item.embedding) for item in response.data],
+                embeddings=[
+                    list(item.embedding)
+                    for item in sorted(response.data, key=lambda item: item.index)
+                ],
                 usage=EmbeddingUsage(time=seconds, tokens=getattr(usage, "total_tokens", None)),
             )
 

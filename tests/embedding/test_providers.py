@@ -1,0 +1,364 @@
+"""The provider embedding models against a local server speaking each provider's protocol."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from agentscope_rt.embedding import (
+    DashScopeTextEmbedding,
+    EmbeddingModelBase,
+    FileEmbeddingCache,
+    GeminiTextEmbedding,
+    OllamaTextEmbedding,
+    OpenAITextEmbedding,
+)
+from agentscope_rt.exception import ModelAPIError
+from agentscope_rt.message import TextBlock
+from agentscope_rt.model import RetryConfig
+
+from ..model._wire_servers import free_port_url
+from ._servers import KEY, EmbeddingServer, Failure, tokens, vector
+
+FAST = RetryConfig(initial_delay=0.01, max_delay=0.05)
+RATE_LIMITED = Failure(
+    429,
+    {"error": {"message": "Rate limit reached", "type": "requests", "code": "rate_limit"}},
+    {"retry-after": "0"},
+)
+
+
+@pytest.fixture
+def server() -> Iterator[EmbeddingServer]:
+    with EmbeddingServer() as srv:
+        yield srv
+
+
+def openai(server: EmbeddingServer, key: str = KEY, **kwargs: Any) -> OpenAITextEmbedding:
+    kwargs.setdefault("retry_config", FAST)
+    return OpenAITextEmbedding(key, "text-embedding-3-small", base_url=f"{server.url}/v1", **kwargs)
+
+
+def dashscope(server: EmbeddingServer, key: str = KEY, **kwargs: Any) -> DashScopeTextEmbedding:
+    kwargs.setdefault("retry_config", FAST)
+    return DashScopeTextEmbedding(
+        key, "text-embedding-v4", 16, base_http_api_url=f"{server.url}/api/v1", **kwargs
+    )
+
+
+def gemini(server: EmbeddingServer, key: str = KEY, **kwargs: Any) -> GeminiTextEmbedding:
+    kwargs.setdefault("retry_config", FAST)
+    return GeminiTextEmbedding(key, "gemini-embedding-001", base_url=server.url, **kwargs)
+
+
+def ollama(server: EmbeddingServer, **kwargs: Any) -> OllamaTextEmbedding:
+    kwargs.setdefault("retry_config", FAST)
+    return OllamaTextEmbedding("nomic-embed-text", 12, host=server.url, **kwargs)
+
+
+# -- OpenAI ------------------------------------------------------------------------------
+
+
+async def test_openai_sends_agentscopes_request_and_returns_vectors_in_order(
+    server: EmbeddingServer,
+) -> None:
+    texts = ["alpha beta", "gamma", "delta epsilon zeta"]
+    async with openai(server, dimensions=6) as model:
+        response = await model([texts[0], TextBlock(texts[1]), {"type": "text", "text": texts[2]}])
+    assert response.embeddings == [vector(t, 6) for t in texts]
+    assert response.source == "api" and response.type == "embedding"
+    assert response.usage is not None and response.usage.tokens == tokens(texts)
+    assert response.usage.time >= 0
+    (request,) = server.requests
+    assert request.body == {
+        "input": texts,
+        "model": "text-embedding-3-small",
+        "dimensions": 6,
+        "encoding_format": "float",
+    }
+    assert request.headers["authorization"] == f"Bearer {KEY}"
+
+
+async def test_openai_extra_arguments_go_into_the_request(server: EmbeddingServer) -> None:
+    async with openai(server) as model:
+        await model(["x"], user="u-1")
+    assert server.requests[0].body["user"] == "u-1"
+
+
+async def test_openai_retries_a_rate_limit_then_succeeds(server: EmbeddingServer) -> None:
+    server.fail(RATE_LIMITED)
+    async with openai(server) as model:
+        response = await model(["hello"])
+    assert response.embeddings == [vector("hello", 1024)]
+    assert len(server.requests) == 2
+
+
+async def test_openai_bad_key_fails_at_once_and_the_key_never_shows(
+    server: EmbeddingServer,
+) -> None:
+    bad = "sk-wrong-1234567890-secret"
+    model = openai(server, key=bad)
+    with pytest.raises(ModelAPIError) as info:
+        await model(["hello"])
+    await model.aclose()
+    assert info.value.status_code == 401 and info.value.attempts == 1
+    assert "Incorrect API key" in str(info.value)
+    assert bad not in str(info.value) and bad not in repr(info.value)
+    assert bad not in repr(model) and bad not in str(model)
+    assert len(server.requests) == 1
+
+
+async def test_openai_gives_up_after_the_retry_budget(server: EmbeddingServer) -> None:
+    server.fail(RATE_LIMITED, RATE_LIMITED, RATE_LIMITED)
+    async with openai(server, retry_config=RetryConfig(max_retries=2, initial_delay=0.01)) as m:
+        with pytest.raises(ModelAPIError) as info:
+            await m(["hello"])
+    assert info.value.status_code == 429 and info.value.attempts == 3
+
+
+async def test_openai_rejects_input_that_is_not_text(server: EmbeddingServer) -> None:
+    async with openai(server) as model:
+        with pytest.raises(ValueError, match="item 1 is a int"):
+            await model(["ok", 3])  # type: ignore[list-item]
+        with pytest.raises(ValueError, match="wrap it in a list"):
+            await model("just a string")  # type: ignore[arg-type]
+        empty = await model([])
+    assert empty.embeddings == [] and server.requests == []
+
+
+def test_openai_needs_a_key_or_a_base_url(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(ValueError, match="OPENAI_API_KEY"):
+        OpenAITextEmbedding(None, "text-embedding-3-small")
+
+
+# -- DashScope ---------------------------------------------------------------------------
+
+
+async def test_dashscope_sends_batches_of_ten_with_dimension_singular(
+    server: EmbeddingServer,
+) -> None:
+    texts = [f"text number {i}" for i in range(23)]
+    async with dashscope(server) as model:
+        response = await model(texts)
+    assert response.embeddings == [vector(t, 16) for t in texts]
+    assert [len(r.body["input"]["texts"]) for r in server.requests] == [10, 10, 3]
+    assert server.requests[0].body == {
+        "model": "text-embedding-v4",
+        "input": {"texts": texts[:10]},
+        "parameters": {"dimension": 16},
+    }
+    assert all(r.headers["authorization"] == f"Bearer {KEY}" for r in server.requests)
+    assert response.usage is not None and response.usage.tokens == tokens(texts)
+    assert response.source == "api"
+
+
+async def test_dashscope_extra_arguments_are_parameters(server: EmbeddingServer) -> None:
+    async with dashscope(server) as model:
+        await model(["q"], text_type="query")
+    assert server.requests[0].body["parameters"] == {"dimension": 16, "text_type": "query"}
+
+
+async def test_dashscope_caches_each_batch_so_a_failed_call_resumes(
+    server: EmbeddingServer, tmp_path: Path
+) -> None:
+    texts = [f"t{i}" for i in range(25)]
+    cache = FileEmbeddingCache(str(tmp_path))
+    async with dashscope(server, embedding_cache=cache) as model:
+        first = await model(texts[:10])
+        assert first.source == "api"
+        # The call's first batch is a cache hit; its second batch fails (a 400: no retry).
+        server.fail(Failure(400, {"code": "InvalidParameter", "message": "bad input"}))
+        with pytest.raises(ModelAPIError, match="bad input"):
+            await model(texts)
+        sent_before = len(server.requests)
+        response = await model(texts)
+    # The retried call skips the cached first batch: only batches two and three are sent.
+    assert len(server.requests) - sent_before == 2
+    assert response.embeddings == [vector(t, 16) for t in texts]
+    assert response.source == "api"
+    again = await model(texts)
+    assert again.source == "cache" and again.embeddings == response.embeddings
+    assert again.usage is not None and again.usage.tokens == 0 and again.usage.time == 0
+
+
+async def test_dashscope_bad_key_is_redacted(server: EmbeddingServer) -> None:
+    bad = "sk-dashscope-wrong-777"
+    async with dashscope(server, key=bad) as model:
+        with pytest.raises(ModelAPIError) as info:
+            await model(["x"])
+    assert info.value.status_code == 401 and "Invalid API-key" in str(info.value)
+    assert bad not in str(info.value) and bad not in repr(model)
+
+
+async def test_dashscope_retries_a_server_error(server: EmbeddingServer) -> None:
+    server.fail(Failure(503, {"code": "ServiceUnavailable", "message": "busy"}))
+    async with dashscope(server) as model:
+        response = await model(["x", "y"])
+    assert response.embeddings == [vector("x", 16), vector("y", 16)]
+    assert len(server.requests) == 2
+
+
+def test_dashscope_needs_a_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("DASHSCOPE_API_KEY", raising=False)
+    with pytest.raises(ValueError, match="DASHSCOPE_API_KEY"):
+        DashScopeTextEmbedding(None, "text-embedding-v4")
+
+
+# -- Gemini ------------------------------------------------------------------------------
+
+
+async def test_gemini_batch_request_sends_no_dimensions_by_default(
+    server: EmbeddingServer,
+) -> None:
+    texts = ["one", "two words"]
+    async with gemini(server) as model:
+        response = await model(texts)
+    assert model.dimensions == 3072
+    assert response.embeddings == [vector(t) for t in texts]
+    assert response.usage is not None and response.usage.tokens is None
+    (request,) = server.requests
+    assert request.path == "/v1beta/models/gemini-embedding-001:batchEmbedContents"
+    assert request.body == {
+        "requests": [
+            {"model": "models/gemini-embedding-001", "content": {"parts": [{"text": t}]}}
+            for t in texts
+        ]
+    }
+    assert request.headers["x-goog-api-key"] == KEY and KEY not in request.path
+
+
+async def test_gemini_config_arguments_are_camel_cased(server: EmbeddingServer) -> None:
+    async with gemini(server) as model:
+        response = await model(["q"], task_type="RETRIEVAL_QUERY", output_dimensionality=5)
+    assert response.embeddings == [vector("q", 5)]
+    body = server.requests[0].body["requests"][0]
+    assert body["taskType"] == "RETRIEVAL_QUERY" and body["outputDimensionality"] == 5
+
+
+async def test_gemini_retries_then_reports_a_bad_key(server: EmbeddingServer) -> None:
+    server.fail(Failure(500, {"error": {"code": 500, "message": "internal"}}))
+    async with gemini(server) as model:
+        assert (await model(["a"])).embeddings == [vector("a")]
+    bad = "AIza-not-the-key-000"
+    async with gemini(server, key=bad) as model:
+        with pytest.raises(ModelAPIError, match="API key not valid") as info:
+            await model(["a"])
+    assert bad not in str(info.value) and bad not in repr(model)
+
+
+# -- Ollama ------------------------------------------------------------------------------
+
+
+async def test_ollama_request_and_usage(server: EmbeddingServer) -> None:
+    texts = ["why is the sky blue", "because of scattering"]
+    async with ollama(server) as model:
+        response = await model(texts, keep_alive="1m")
+    assert response.embeddings == [vector(t, 12) for t in texts]
+    assert response.usage is not None and response.usage.tokens == tokens(texts)
+    assert server.requests[0].body == {
+        "input": texts,
+        "model": "nomic-embed-text",
+        "dimensions": 12,
+        "keep_alive": "1m",
+    }
+
+
+async def test_ollama_retries_and_reports_errors(server: EmbeddingServer) -> None:
+    server.fail(Failure(503, {"error": "server busy"}))
+    async with ollama(server) as model:
+        assert (await model(["a"])).embeddings == [vector("a", 12)]
+    async with OllamaTextEmbedding("missing", 4, host=server.url, retry_config=FAST) as model:
+        with pytest.raises(ModelAPIError, match="not found, try pulling it first") as info:
+            await model(["a"])
+    assert info.value.status_code == 404
+
+
+async def test_a_connection_failure_is_a_model_api_error() -> None:
+    model = OllamaTextEmbedding(
+        "nomic-embed-text",
+        4,
+        host=free_port_url(),
+        retry_config=RetryConfig(max_retries=1, initial_delay=0.01),
+    )
+    with pytest.raises(ModelAPIError) as info:
+        await model(["a"])
+    await model.aclose()
+    assert info.value.status_code is None and info.value.attempts == 2
+
+
+# -- every provider ----------------------------------------------------------------------
+
+
+def all_models(server: EmbeddingServer, cache: FileEmbeddingCache) -> list[EmbeddingModelBase]:
+    return [
+        openai(server, embedding_cache=cache),
+        dashscope(server, embedding_cache=cache),
+        gemini(server, embedding_cache=cache),
+        ollama(server, embedding_cache=cache),
+    ]
+
+
+async def test_a_cache_hit_skips_the_provider(server: EmbeddingServer, tmp_path: Path) -> None:
+    cache = FileEmbeddingCache(str(tmp_path))
+    for model in all_models(server, cache):
+        first = await model(["cached text", "another"])
+        sent = len(server.requests)
+        second = await model(["cached text", "another"])
+        assert len(server.requests) == sent, type(model).__name__
+        assert second.source == "cache" and second.embeddings == first.embeddings
+        assert second.usage is not None and (second.usage.tokens, second.usage.time) == (0, 0)
+        await model.aclose()  # type: ignore[attr-defined]
+
+
+async def test_concurrent_identical_requests_make_one_call(
+    server: EmbeddingServer, tmp_path: Path
+) -> None:
+    cache = FileEmbeddingCache(str(tmp_path))
+    for model in all_models(server, cache):
+        before = len(server.requests)
+        results: list[Any] = []
+
+        async def embed(model: EmbeddingModelBase = model, results: list[Any] = results) -> None:
+            results.append(await model(["same", "texts"]))
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(6):
+                tg.start_soon(embed)
+        assert len(server.requests) - before == 1, type(model).__name__
+        assert sorted(r.source for r in results) == ["api"] + ["cache"] * 5
+        assert all(r.embeddings == results[0].embeddings for r in results)
+        await model.aclose()  # type: ignore[attr-defined]
+
+
+async def test_a_failed_leader_lets_the_next_waiter_call(
+    server: EmbeddingServer, tmp_path: Path
+) -> None:
+    cache = FileEmbeddingCache(str(tmp_path))
+    model = ollama(server, embedding_cache=cache, retry_config=RetryConfig(max_retries=0))
+    server.fail(Failure(503, {"error": "busy"}))
+    outcomes: list[str] = []
+
+    async def embed() -> None:
+        try:
+            await model(["z"])
+            outcomes.append("ok")
+        except ModelAPIError:
+            outcomes.append("error")
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(3):
+            tg.start_soon(embed)
+    await model.aclose()
+    assert sorted(outcomes) == ["error", "ok", "ok"]
+    assert len(server.requests) == 2
+
+
+def test_no_model_shows_its_key_in_its_repr(server: EmbeddingServer, tmp_path: Path) -> None:
+    for model in all_models(server, FileEmbeddingCache(str(tmp_path))):
+        assert KEY not in repr(model) and KEY not in str(model)
+        assert type(model).__name__ in repr(model)
