@@ -31,6 +31,7 @@ from typing import Any, ClassVar, Literal
 
 import anyio
 import anyio.lowlevel
+import attrs
 
 from .._schema import (
     StructuredModel,
@@ -40,7 +41,7 @@ from .._schema import (
 )
 from ..formatter import FormatterBase
 from ..memory import InMemoryMemory, LongTermMemoryBase, MemoryBase, MemoryMark
-from ..message import AudioBlock, Msg, TextBlock, ToolResultBlock, ToolUseBlock
+from ..message import AudioBlock, Msg, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
 from ..message._msg import owned_msg
 from ..model import ChatModelBase, ChatResponse, ChatUsage
 from ..plan import PlanNotebook
@@ -71,6 +72,11 @@ _STRUCTURED_TEXT_HINT = (
 _SUMMARIZE_HINT = (
     "You have failed to generate response within the maximum iterations. Now respond "
     "directly by summarizing the current situation."
+)
+# The summary's text when the summarising call gave none (only tool calls, or nothing).
+_ITERATION_LIMIT_TEXT = (
+    "I stopped after reaching the maximum number of iterations ({max_iters}) without a final "
+    "answer."
 )
 _INTERRUPT_REPLY = "I noticed that you have interrupted me. What can I do for you?"
 _REASONING_INTERRUPTED_OUTPUT = "The tool call has been interrupted by the user."
@@ -742,7 +748,13 @@ class ReActAgent(ReActAgentBase):
 
     async def _summarizing(self) -> Msg:
         """One model call without tools asking for a summary of the situation (used when
-        ``max_iters`` is exhausted)."""
+        ``max_iters`` is exhausted).
+
+        The summary keeps no tool call: a model may call tools even when offered none, and a
+        tool call left in memory without a result makes the next request invalid (OpenAI
+        rejects it). What is left is printed and recorded; when no text or audio is left, a
+        text saying the agent stopped at the iteration limit stands in for it.
+        """
         hint = Msg("user", _SUMMARIZE_HINT, "user")
         prompt = await self.formatter.format(
             [
@@ -752,6 +764,11 @@ class ReActAgent(ReActAgentBase):
             ]
         )
         res = await self.model(prompt)
+        fallback = _ITERATION_LIMIT_TEXT.format(max_iters=self.max_iters)
+        if isinstance(res, ChatResponse):
+            res = _summary_response(res, fallback)
+        else:
+            res = _summary_stream(res, fallback)
         msg = Msg(self.name, [], "assistant")
         await self._receive(res, msg)
         return msg
@@ -944,6 +961,31 @@ class ReActAgent(ReActAgentBase):
         await self.memory.update_messages_mark(
             new_mark=_COMPRESSED, msg_ids=[m.id for m in to_compress]
         )
+
+
+def _summary_response(res: ChatResponse, fallback: str | None) -> ChatResponse:
+    """*res* without its tool calls; with the text *fallback* appended when nothing but
+    thinking is left (``None``: never)."""
+    content = [block for block in res.content if block.__class__ is not ToolUseBlock]
+    if fallback is not None and all(block.__class__ is ThinkingBlock for block in content):
+        content.append(TextBlock(text=fallback))
+    return attrs.evolve(res, content=content)
+
+
+async def _summary_stream(
+    stream: AsyncGenerator[ChatResponse, None], fallback: str
+) -> AsyncGenerator[ChatResponse, None]:
+    """The chunks of *stream* without tool calls (none is ever printed); when the last one
+    has nothing but thinking left, one more chunk adds the text *fallback*."""
+    last: ChatResponse | None = None
+    async with aclosing(stream) as chunks:
+        async for chunk in chunks:
+            last = _summary_response(chunk, None)
+            yield last
+    if last is None:
+        yield ChatResponse(content=[TextBlock(text=fallback)])
+    elif all(block.__class__ is ThinkingBlock for block in last.content):
+        yield _summary_response(last, fallback)
 
 
 def _interrupted_output(last: ToolResponse | None) -> list[Any]:
