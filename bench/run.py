@@ -19,7 +19,7 @@ import platform
 import sys
 
 HERE = pathlib.Path(__file__).parent
-BENCHMARKS = {"react": "bench_react", "hub": "bench_hub"}
+BENCHMARKS = {"react": "bench_react", "hub": "bench_hub", "persistence": "bench_persistence"}
 
 
 def machine_summary() -> str:
