@@ -28,19 +28,33 @@ Guarantees of :func:`broadcast` (and so of ``AgentBase.__call__``):
 
 An exception raised by a link or an observer propagates out of the broadcast (and so out of
 ``await agent(...)``); listeners later in the order are then not reached.
+
+Waiting for a busy agent. ``await agent(...)`` on an agent that is already replying waits in
+line for its call lock through :func:`wait_for_lock`. A message hub watches these waits (see
+:func:`set_lock_wait_watcher`): an observer that calls the agent whose reply it is observing
+would otherwise wait forever, since that reply's call holds the lock until every observer has
+finished. The agent layer knows nothing of hubs; the watcher decides, and raises instead of
+letting such a wait begin.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Collection, Mapping, Sequence
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ..message import ContentBlock, Msg, ThinkingBlock
 
 if TYPE_CHECKING:
     from ._agent_base import AgentBase
 
-__all__ = ["HubLink", "broadcast", "strip_thinking_blocks"]
+__all__ = [
+    "HubLink",
+    "LockWaitWatcher",
+    "broadcast",
+    "set_lock_wait_watcher",
+    "strip_thinking_blocks",
+    "wait_for_lock",
+]
 
 
 @runtime_checkable
@@ -122,3 +136,50 @@ async def _broadcast(
                 continue
             seen.add(id(agent))
             await agent.observe(shared)
+
+
+class _Lock(Protocol):
+    """An agent's call lock, as :func:`wait_for_lock` uses it."""
+
+    async def acquire(self) -> None: ...
+
+
+class LockWaitWatcher(Protocol):
+    """Told about every wait for a busy agent's call lock (a message hub installs one)."""
+
+    def begin(self, agent: AgentBase) -> Any:
+        """The current task is about to wait for *agent*'s call lock; return a token for
+        :meth:`end`.
+
+        :raises Exception: when the wait could never end (it is then not begun).
+        """
+        ...
+
+    def end(self, token: Any) -> None:
+        """The wait *token* stands for has ended (lock taken, or the waiter cancelled)."""
+        ...
+
+
+_watcher: list[LockWaitWatcher | None] = [None]
+
+
+def set_lock_wait_watcher(watcher: LockWaitWatcher | None) -> None:
+    """Install *watcher* (one per process; ``None`` removes it) for :func:`wait_for_lock`."""
+    _watcher[0] = watcher
+
+
+async def wait_for_lock(agent: AgentBase, lock: _Lock) -> None:
+    """Wait in line for *agent*'s busy call lock, telling the installed watcher first.
+
+    :raises Exception: whatever the watcher raises when the wait could never end (the lock is
+        then not waited for).
+    """
+    watcher = _watcher[0]
+    if watcher is None:
+        await lock.acquire()
+        return
+    token = watcher.begin(agent)
+    try:
+        await lock.acquire()
+    finally:
+        watcher.end(token)

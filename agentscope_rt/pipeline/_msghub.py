@@ -47,7 +47,8 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Coroutine, Sequence
+from collections.abc import Coroutine, Iterator, Sequence
+from contextvars import ContextVar
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final
 
@@ -57,6 +58,7 @@ from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from ..agent._hooks import HOOK_COUNTS, direct_method, instance_hooks
+from ..agent._subscription import set_lock_wait_watcher
 from ..exception import MsgHubError
 from ..message import Msg
 
@@ -88,12 +90,62 @@ _CACHED_TARGETS_MAX: Final = 64
 _Item = tuple["Msg | list[Msg]", "_Ticket"]
 
 
-class _Ticket:
-    """One published message: how many recipients have not finished observing it."""
+class _Frame:
+    """A place where observers run: a publisher helping its message along (its ticket) or a
+    delivery task. The frames of the current task, innermost first, are :data:`_CHAIN`."""
 
-    __slots__ = ("cursor", "event", "failed", "plain", "relay", "remaining", "targets")
+    __slots__ = ("parent", "sender")
 
-    def __init__(self, targets: list[_Subscriber], plain: bool) -> None:
+    def __init__(self, parent: _Frame | None, sender: AgentBase | None) -> None:
+        self.parent = parent
+        # The agent whose call runs this frame (a publisher's frame); its lock is held until
+        # the frame is done.
+        self.sender = sender
+
+
+_CHAIN: ContextVar[_Frame | None] = ContextVar("agentscope_rt_msghub_chain", default=None)
+"""The innermost frame running an observer in the current task (its ``parent`` the next one
+out), or None outside any observer. Set once per publish, not per delivery. Tasks started by
+an observer inherit it, so what they publish reaches that observer re-entrantly too."""
+
+
+def _in_chain(frame: object, chain: _Frame | None) -> bool:
+    while chain is not None:
+        if chain is frame:
+            return True
+        chain = chain.parent
+    return False
+
+
+class _DeliveryFrame(_Frame):
+    """A delivery task's frame (the root of its task's chain)."""
+
+    __slots__ = ("helping", "hub", "sub")
+
+    def __init__(self, sub: _Subscriber, hub: MsgHub) -> None:
+        super().__init__(None, None)
+        self.sub = sub
+        self.hub = hub
+        self.helping: _Ticket | None = None  # the message it relays, while it does
+
+
+class _Ticket(_Frame):
+    """One published message: how many recipients have not finished observing it. Also the
+    publisher's frame while it helps deliver the message."""
+
+    __slots__ = ("cursor", "event", "failed", "hub", "plain", "relay", "remaining", "targets")
+
+    def __init__(
+        self,
+        targets: list[_Subscriber],
+        plain: bool,
+        sender: AgentBase | None,
+        parent: _Frame | None,
+        hub: MsgHub,
+    ) -> None:
+        self.parent = parent
+        self.sender = sender
+        self.hub = hub
         self.targets = targets
         # A Msg or a list of Msg: what observe's input check accepts, so a recipient without
         # hooks can be called without the hook wrapper (and its check).
@@ -126,7 +178,9 @@ class _Subscriber:
         "agent",
         "busy",
         "closed",
+        "current",
         "failed",
+        "frame",
         "help",
         "instance_hooks",
         "member",
@@ -141,7 +195,7 @@ class _Subscriber:
         "wake",
     )
 
-    def __init__(self, agent: AgentBase, inbox_size: int) -> None:
+    def __init__(self, agent: AgentBase, inbox_size: int, hub: MsgHub) -> None:
         self.agent = agent
         # For the inline delivery (see direct_method): the undecorated observe, used while the
         # agent's live hook registry is empty (else the wrapper decides which hooks apply).
@@ -151,7 +205,11 @@ class _Subscriber:
         self.send: MemoryObjectSendStream[_Item] = send
         self.receive: MemoryObjectReceiveStream[_Item] = receive
         self.member = True  # False after delete(): its inbox is drained, nothing new is added
-        self.busy = False  # someone is draining the inbox (observe runs one message at a time)
+        # The frame draining the inbox (observe runs one message at a time), or None; a frame
+        # in the chain of a publisher means that this observer is up the publisher's stack.
+        self.busy: _Frame | None = None
+        self.current: _Ticket | None = None  # the message being observed, while busy
+        self.frame = _DeliveryFrame(self, hub)
         self.slow = False  # left to the delivery task; publishers do not help
         self.strikes = 0  # consecutive slow inline deliveries
         self.failed = False  # its observe raised; later messages are settled undelivered
@@ -163,6 +221,190 @@ class _Subscriber:
         self.wake: anyio.Event | None = None  # set while the delivery task sleeps
         self.room: anyio.Event | None = None  # set while publishers wait for a full inbox
         self.help: _Ticket | None = None  # a message whose delivery its task should help with
+
+
+# -- waits and their cycles ------------------------------------------------------------
+#
+# A wait that can never end is a cycle of waits: an observer waits for an agent's call lock,
+# the call holding it waits for its reply to be observed, and that needs the very observer.
+# Every wait the hub knows of is registered while it lasts (these are all slow paths: a
+# publisher whose recipients are not done, a publisher facing a full inbox, a call waiting
+# for a busy agent); when one would begin, the waits it depends on are followed and, if they
+# lead back to a frame of the waiting task, the wait is refused with MsgHubError instead.
+
+_LOCK, _TICKET, _ROOM = 0, 1, 2
+
+
+class _Wait:
+    """A wait in progress: of the task whose innermost frame is *chain*, for an agent's call
+    lock (``_LOCK``, target an agent), for a message's recipients (``_TICKET``, target the
+    ticket) or for room in a full inbox (``_ROOM``, target the subscriber)."""
+
+    __slots__ = ("chain", "kind", "target")
+
+    def __init__(self, chain: _Frame, kind: int, target: Any) -> None:
+        self.chain = chain
+        self.kind = kind
+        self.target = target
+
+    def begin(self) -> None:
+        """Register the wait.
+
+        :raises MsgHubError: when the wait closes a cycle (it is then not registered).
+        """
+        cycle = _find_cycle(self)
+        if cycle is not None:
+            hub_name, names = cycle
+            path = " -> ".join(names)
+            raise MsgHubError(
+                f"MsgHub {hub_name!r}: wait cycle {path}: each waits for the next (an "
+                "observer for the reply of the agent it calls, a reply for its observers), so "
+                "none could ever finish. An observer may call another member (its reply is "
+                "then observed re-entrantly), but not the agent whose reply it is observing, "
+                "nor an agent whose reply waits for this observer; call it after the hub "
+                "returns the reply instead"
+            )
+        _WAITS[self] = None
+
+    def end(self) -> None:
+        """Unregister the wait (it ended, or was cancelled)."""
+        _WAITS.pop(self, None)
+
+
+# Waits in progress, in every hub and every thread (frames of different event loops never
+# meet, so their waits never form a cycle); a dict for its ordered, atomic snapshot.
+_WAITS: dict[_Wait, None] = {}
+
+
+def _queued_in(sub: _Subscriber, ticket: _Ticket) -> bool:
+    slot = sub.slot
+    if slot is not None and slot[1] is ticket:
+        return True
+    # The stream's buffer, read only here (slow path); if anyio hides it one day, a recipient
+    # with anything queued counts as one the message still waits for.
+    buffer = getattr(getattr(sub.receive, "_state", None), "buffer", None)
+    if buffer is None:
+        return sub.queued > 0
+    return any(item[1] is ticket for item in buffer)
+
+
+def _observer_of(frame: _Frame) -> _Subscriber | None:
+    """The subscriber whose observe *frame* is running, if any."""
+    if isinstance(frame, _Ticket):
+        candidates: Sequence[_Subscriber] = frame.targets
+    elif isinstance(frame, _DeliveryFrame):
+        helping = frame.helping
+        candidates = [frame.sub, *(helping.targets if helping is not None else ())]
+    else:
+        return None
+    for sub in candidates:
+        if sub.busy is frame:
+            return sub
+    return None
+
+
+def _frames(chain: _Frame | None) -> Iterator[_Frame]:
+    while chain is not None:
+        yield chain
+        chain = chain.parent
+
+
+def _needs(wait: _Wait) -> Iterator[tuple[Any, bool, str]]:
+    """What *wait* waits for, as ``(x, by_sender, name)``: a frame that must finish (or, when
+    *by_sender*, an agent whose call must finish) and the agent that stands for it."""
+    target = wait.target
+    if wait.kind == _LOCK:
+        yield target, True, _agent_name(target)
+        return
+    if wait.kind == _ROOM:
+        subs: Sequence[_Subscriber] = [target]
+    else:
+        subs = [
+            sub
+            for sub in target.targets
+            if (sub.busy is not None and sub.current is target) or _queued_in(sub, target)
+        ]
+    for sub in subs:
+        drainer = sub.busy if sub.busy is not None else sub.frame
+        yield drainer, False, _agent_name(sub.agent)
+
+
+def _blocks(chain: _Frame, x: Any, by_sender: bool) -> _Frame | None:
+    """The frame of *chain* that is (or runs the call of) *x*, if any."""
+    for frame in _frames(chain):
+        if (frame.sender is x) if by_sender else (frame is x):
+            return frame
+    return None
+
+
+def _find_cycle(start: _Wait) -> tuple[str, list[str]] | None:
+    """If *start* would close a cycle of waits: the hub to name and the agents on it."""
+    waits = list(_WAITS)
+    visited: set[int] = set()
+    pending: list[tuple[_Wait, list[str]]] = [(start, [])]
+    while pending:
+        wait, path = pending.pop()
+        for x, by_sender, name in _needs(wait):
+            step = [*path, name]
+            closing = _blocks(start.chain, x, by_sender)
+            if closing is not None:
+                return _describe(start, closing, step)
+            for other in waits:
+                if id(other) not in visited and _blocks(other.chain, x, by_sender) is not None:
+                    visited.add(id(other))
+                    pending.append((other, step))
+    return None
+
+
+def _describe(start: _Wait, closing: _Frame, step: list[str]) -> tuple[str, list[str]]:
+    # The cycle starts (and ends) with the waiting task's innermost observer, or with the
+    # agent whose message it publishes.
+    first: str | None = None
+    for frame in _frames(start.chain):
+        sub = _observer_of(frame)
+        if sub is not None:
+            first = _agent_name(sub.agent)
+            break
+        if frame.sender is not None:
+            first = _agent_name(frame.sender)
+            break
+    names = step if first is None else [first, *step]
+    if names[-1] != names[0]:
+        names.append(names[0])
+    hub = getattr(closing, "hub", None) or getattr(start.chain, "hub", None)
+    return (hub.name if hub is not None else "?"), names
+
+
+async def _wait_for_ticket(ticket: _Ticket) -> None:
+    """Wait until every recipient has finished observing *ticket*'s message.
+
+    :raises MsgHubError: when a recipient waits for this publisher (a wait cycle).
+    """
+    wait = _Wait(ticket, _TICKET, ticket)
+    wait.begin()
+    try:
+        await ticket.wait()
+    finally:
+        wait.end()
+
+
+class _LockWatcher:
+    """Refuses a call's wait for a busy agent when it closes a cycle of waits."""
+
+    def begin(self, agent: AgentBase) -> _Wait | None:
+        chain = _CHAIN.get()
+        if chain is None:
+            return None  # not under any observer: nothing of the hub waits for this task
+        wait = _Wait(chain, _LOCK, agent)
+        wait.begin()
+        return wait
+
+    def end(self, token: _Wait | None) -> None:
+        if token is not None:
+            token.end()
+
+
+set_lock_wait_watcher(_LockWatcher())
 
 
 class _HubLink:
@@ -380,7 +622,7 @@ class MsgHub:
             for agent in self._members:
                 self._join(agent)
             if self.announcement is not None:
-                await self._publish(self.announcement, list(self._subs.values()))
+                await self._publish(self.announcement, list(self._subs.values()), None)
         except BaseException as exc:
             await self._shutdown(type(exc), exc, exc.__traceback__)
             raise
@@ -415,7 +657,7 @@ class MsgHub:
         if sub is None:
             # A subscriber outlives delete(): re-adding an agent reuses its inbox and delivery
             # task, so what it was sent before still comes first.
-            sub = _Subscriber(agent, self.inbox_size)
+            sub = _Subscriber(agent, self.inbox_size, self)
             self._subs[id(agent)] = sub
             assert self._task_group is not None
             self._task_group.start_soon(self._run_delivery, sub, name=f"{self._key} delivery")
@@ -444,7 +686,7 @@ class MsgHub:
                 add(sub)
         if not targets:
             return
-        ticket = await self._publish(msg, targets)
+        ticket = await self._publish(msg, targets, sender)
         if ticket.failed:
             await self._fail_publisher(sender)
 
@@ -463,7 +705,7 @@ class MsgHub:
                 self._targets_cache[id(sender)] = targets
         if not targets:
             return
-        ticket = await self._publish(msg, targets)
+        ticket = await self._publish(msg, targets, sender)
         if ticket.failed:
             await self._fail_publisher(sender)
 
@@ -485,26 +727,53 @@ class MsgHub:
             f"recipient: {reason}"
         )
 
-    async def _publish(self, msg: Msg | list[Msg], targets: list[_Subscriber]) -> _Ticket:
+    async def _publish(
+        self, msg: Msg | list[Msg], targets: list[_Subscriber], sender: AgentBase | None
+    ) -> _Ticket:
         plain = isinstance(msg, Msg) or (
             isinstance(msg, list) and all(isinstance(m, Msg) for m in msg)
         )
-        ticket = _Ticket(targets, plain)
+        chain = _CHAIN.get()
+        ticket = _Ticket(targets, plain, sender, chain, self)
         item = (msg, ticket)
-        # With room in every inbox (the usual case) enqueuing does not await: no coroutine.
-        stopped = self._enqueue_now(item, targets, 0)
-        if stopped < len(targets):
-            self._enqueuing += 1
-            try:
-                await self._enqueue(item, targets, stopped)
-            finally:
-                self._enqueuing -= 1
-                if self._enqueuing == 0 and self._enqueued is not None:
-                    self._enqueued.set()
-        await self._help(ticket)
+        # Observers run below here (inline) see this ticket as their frame.
+        token = _CHAIN.set(ticket)
+        try:
+            # With room in every inbox (the usual case) enqueuing does not await.
+            stopped = self._enqueue_now(item, targets, 0)
+            if stopped < len(targets):
+                self._enqueuing += 1
+                try:
+                    await self._enqueue(item, targets, stopped, chain)
+                finally:
+                    self._enqueuing -= 1
+                    if self._enqueuing == 0 and self._enqueued is not None:
+                        self._enqueued.set()
+            await self._help(ticket, ticket)
+            if chain is not None:
+                # Published from inside an observer: recipients up this task's stack cannot
+                # drain their inboxes until this returns, so they observe it here.
+                await self._reenter(ticket, chain)
+        finally:
+            _CHAIN.reset(token)
         if ticket.remaining:
-            await ticket.wait()
+            await _wait_for_ticket(ticket)
         return ticket
+
+    async def _reenter(self, ticket: _Ticket, chain: _Frame) -> None:
+        """Deliver to the recipients whose inbox is drained by a frame of *chain* (so it waits
+        for this publisher): in this task, re-entrantly, everything queued for them in order —
+        what was queued before this message, then this message."""
+        for sub in ticket.targets:
+            if not sub.queued:
+                continue
+            busy = sub.busy
+            if busy is not None:
+                if _in_chain(busy, chain):
+                    await self._drain(sub, ticket)
+            elif sub.slow and _in_chain(sub.frame, chain):
+                # Left to its delivery task, which is this task, further up: not re-entrant.
+                await self._drain(sub, ticket)
 
     def _enqueue_now(self, item: _Item, targets: list[_Subscriber], start: int) -> int:
         """Put *item* in the inboxes of ``targets[start:]`` in order, up to the first one that
@@ -527,22 +796,40 @@ class MsgHub:
                 self._wake(sub)
         return len(targets)
 
-    async def _enqueue(self, item: _Item, targets: list[_Subscriber], start: int) -> None:
+    async def _enqueue(
+        self, item: _Item, targets: list[_Subscriber], start: int, chain: _Frame | None
+    ) -> None:
         """Put *item* in the inboxes of ``targets[start:]`` in order, waiting for room in full
         ones (backpressure)."""
         while start < len(targets):
+            sub = targets[start]
+            if chain is not None and (
+                _in_chain(sub.busy, chain) or (sub.busy is None and _in_chain(sub.frame, chain))
+            ):
+                # Full, and drained by a frame up this task's stack: nobody else can make room.
+                await self._drain(sub, item[1])
+                start = self._enqueue_now(item, targets, start)
+                continue
             await self._enqueue_when_room(targets[start], item)
             start = self._enqueue_now(item, targets, start + 1)
 
     async def _enqueue_when_room(self, sub: _Subscriber, item: _Item) -> None:
-        """Backpressure: wait until *sub*'s delivery has taken something from its full inbox."""
+        """Backpressure: wait until *sub*'s delivery has taken something from its full inbox.
+
+        :raises MsgHubError: when *sub*'s observer waits for this publisher (a wait cycle).
+        """
         ticket = item[1]
         while True:
             self._wake(sub)
             if sub.room is None:
                 sub.room = anyio.Event()
+            wait = _Wait(ticket, _ROOM, sub)
             try:
-                await sub.room.wait()
+                wait.begin()
+                try:
+                    await sub.room.wait()
+                finally:
+                    wait.end()
             except BaseException:
                 ticket.settle(False)
                 raise
@@ -558,7 +845,7 @@ class MsgHub:
                 self._wake(sub)
             return
 
-    async def _help(self, ticket: _Ticket) -> None:
+    async def _help(self, ticket: _Ticket, frame: _Frame) -> None:
         """Drain the inboxes of *ticket*'s recipients that nobody is draining, in turn.
 
         Before each inline delivery one delivery task is woken as a *relay*: if the observer
@@ -596,13 +883,14 @@ class MsgHub:
                 if sub.queued == 1 and not sub.failed:
                     # The usual case, one message, delivered without the _drain frame: same
                     # steps as _drain, kept in step with it.
-                    sub.busy = True
+                    sub.busy = frame
                     slot = sub.slot
                     if slot is not None:
                         sub.slot = None
                         msg, taken = slot
                     else:
                         msg, taken = sub.receive.receive_nowait()
+                    sub.current = taken
                     sub.queued = 0
                     if sub.room is not None:
                         sub.room.set()
@@ -631,15 +919,15 @@ class MsgHub:
                         if not remaining and taken.event is not None:
                             taken.event.set()
                     finally:
-                        sub.busy = False
+                        sub.busy = None
                         if sub.closed:
                             self._wake(sub)
                     if sub.queued:
                         # Queued by other publishers while this observe ran: they skipped
                         # the busy inbox and count on this drainer.
-                        await self._drain(sub)
+                        await self._drain(sub, frame)
                 else:
-                    await self._drain(sub)
+                    await self._drain(sub, frame)
                 now = clock()
                 if now - last > SLOW_OBSERVE_SECONDS:
                     # Twice in a row: once may be the process being paused, not the observer.
@@ -668,9 +956,15 @@ class MsgHub:
         if wake is not None:
             wake.set()
 
-    async def _drain(self, sub: _Subscriber) -> None:
-        """Observe everything in *sub*'s inbox, in order (caller checked it is not busy)."""
-        sub.busy = True
+    async def _drain(self, sub: _Subscriber, frame: _Frame) -> None:
+        """Observe everything in *sub*'s inbox, in order, as *frame*.
+
+        The caller checked that the inbox is not busy, or that it is drained by a frame up
+        the caller's own stack (waiting for the caller): a re-entrant drain, which leaves the
+        inbox to that frame again when done.
+        """
+        outer, outer_current = sub.busy, sub.current
+        sub.busy = frame
         receive = sub.receive
         ticket: _Ticket | None = None
         try:
@@ -683,6 +977,7 @@ class MsgHub:
                 else:
                     msg, ticket = receive.receive_nowait()
                 sub.queued -= 1
+                sub.current = ticket
                 room = sub.room
                 if room is not None:
                     sub.room = None
@@ -720,11 +1015,13 @@ class MsgHub:
             self._wake(sub)
             raise
         finally:
-            sub.busy = False
-            if sub.closed:
+            sub.busy, sub.current = outer, outer_current
+            if sub.closed and outer is None:
                 self._wake(sub)  # a sleeping delivery task may now end
 
     async def _run_delivery(self, sub: _Subscriber) -> None:
+        frame = sub.frame
+        _CHAIN.set(frame)  # this task's own context: observers run here are below its frame
         try:
             while True:
                 ticket, sub.help = sub.help, None
@@ -732,18 +1029,22 @@ class MsgHub:
                     # Woken as a relay: help first (this inbox is next in line anyway) so
                     # that the relay chain goes on even if this observer blocks too.
                     ticket.relay = False
-                    await self._help(ticket)
-                if sub.queued and not sub.busy:
+                    frame.helping = ticket
+                    try:
+                        await self._help(ticket, frame)
+                    finally:
+                        frame.helping = None
+                if sub.queued and sub.busy is None:
                     if sub.slow:
                         # A pause of the whole process (GC, the OS scheduler) can make a fast
                         # observer look slow; a quick drain here makes it fast again.
                         started = time.perf_counter()
-                        await self._drain(sub)
+                        await self._drain(sub, frame)
                         if time.perf_counter() - started <= SLOW_OBSERVE_SECONDS:
                             sub.slow = False
                             sub.strikes = 0
                     else:
-                        await self._drain(sub)
+                        await self._drain(sub, frame)
                 if sub.help is not None:
                     continue
                 if sub.closed and not sub.queued:
