@@ -14,6 +14,8 @@ from typing import TextIO
 __all__ = ["ProgressBar"]
 
 _WIDTH = 24
+# The switch that silences the agents' console printing silences the bar too.
+_QUIET_ENV = "AGENTSCOPE_RT_DISABLE_CONSOLE_OUTPUT"
 
 
 class ProgressBar:
@@ -21,7 +23,8 @@ class ProgressBar:
 
     :param total: the number of steps.
     :param description: what is being counted, shown before the bar.
-    :param enabled: draw or not; by default, exactly when *stream* is a terminal.
+    :param enabled: draw or not; by default, exactly when *stream* is a terminal (and
+        ``AGENTSCOPE_RT_DISABLE_CONSOLE_OUTPUT`` is not ``true``).
     :param stream: where to draw.
     """
 
@@ -39,7 +42,11 @@ class ProgressBar:
         self.stream = stream if stream is not None else sys.stderr
         if enabled is None:
             isatty = getattr(self.stream, "isatty", None)
-            enabled = bool(isatty and isatty()) and os.environ.get("TERM") != "dumb"
+            enabled = (
+                bool(isatty and isatty())
+                and os.environ.get("TERM") != "dumb"
+                and os.environ.get(_QUIET_ENV, "").lower() != "true"
+            )
         self.enabled = enabled
         self._closed = False
 

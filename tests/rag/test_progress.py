@@ -19,7 +19,8 @@ class _Terminal(io.StringIO):
         return True
 
 
-def test_the_bar_draws_on_a_terminal_only() -> None:
+def test_the_bar_draws_on_a_terminal_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("AGENTSCOPE_RT_DISABLE_CONSOLE_OUTPUT", raising=False)
     terminal = _Terminal()
     with ProgressBar(4, "reading", stream=terminal) as bar:
         bar.update(label="a.txt")
@@ -33,6 +34,12 @@ def test_the_bar_draws_on_a_terminal_only() -> None:
     with ProgressBar(4, "reading", stream=pipe) as bar:
         bar.update()
     assert pipe.getvalue() == ""
+    monkeypatch.setenv("AGENTSCOPE_RT_DISABLE_CONSOLE_OUTPUT", "true")
+    silenced = _Terminal()
+    with ProgressBar(4, "reading", stream=silenced) as bar:
+        bar.update()
+    assert silenced.getvalue() == ""
+
     forced = io.StringIO()
     with ProgressBar(1, "x", stream=forced, enabled=True) as bar:
         bar.update()

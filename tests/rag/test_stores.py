@@ -234,3 +234,25 @@ async def test_client_calls_run_in_worker_threads(make_store: StoreFactory) -> N
     await store.add(await embedded_chunks(TEXT))
     assert len(await store.search(embed("x"), limit=2)) == 2
     assert seen and loop_thread not in seen
+
+
+async def test_the_same_class_talks_to_a_qdrant_server_by_url() -> None:
+    from ._qdrant_server import QdrantServer
+
+    docs = await embedded_chunks(TEXT)
+    with QdrantServer() as server:
+        async with QdrantStore(server.url, "remote", DIM) as store:
+            assert await store.search(embed("x"), limit=3) == []
+            await store.add(docs)
+            await store.add(docs)
+            found = await store.search(docs[0].embedding or [], limit=10)
+            assert found[0].id == docs[0].id
+            assert len(found) == 3
+            assert found[0].score == pytest.approx(1.0)
+            await store.delete(ids=docs[0].id)
+            await store.delete(doc_ids=["unrelated"])
+            assert len(await store.search(embed("x"), limit=10)) == 2
+            await store.delete(doc_ids=docs[0].metadata.doc_id)
+            assert await store.search(embed("x"), limit=10) == []
+    assert ("PUT", "/collections/remote") in server.requests
+    assert ("POST", "/collections/remote/points/query") in server.requests

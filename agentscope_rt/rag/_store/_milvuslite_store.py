@@ -240,6 +240,9 @@ class MilvusLiteStore(VDBStoreBase):
     def get_client(self) -> MilvusClient:
         """The ``MilvusClient``. Creating it the first time starts Milvus Lite here, blocking;
         calls on it block too, so run them in a worker thread."""
+        client = self._client
+        if client is not None:
+            return client
         with self._lock:
             return self._get()
 

@@ -242,6 +242,9 @@ class QdrantStore(VDBStoreBase):
         Creating it the first time opens the database here, blocking; calls on it block too,
         so run them in a worker thread.
         """
+        client = self._client
+        if client is not None:
+            return client
         with self._lock:
             return self._get()
 
