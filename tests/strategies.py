@@ -36,7 +36,7 @@ json_objects = st.dictionaries(text, json_data, max_size=4)
 
 sources = st.builds(URLSource, url=text) | st.builds(Base64Source, media_type=text, data=text)
 media_blocks = (
-    st.builds(TextBlock, text=text)
+    st.builds(TextBlock, text=text, thought_signature=st.none() | text)
     | st.builds(ImageBlock, source=sources)
     | st.builds(AudioBlock, source=sources)
     | st.builds(VideoBlock, source=sources)
@@ -50,6 +50,7 @@ content_blocks = (
         name=text,
         input=json_objects,
         raw_input=st.none() | text,
+        thought_signature=st.none() | text,
     )
     | st.builds(
         ToolResultBlock,

@@ -37,8 +37,7 @@ checking an omitted ``type`` costs one ``is None`` test there.
 
 from __future__ import annotations
 
-import operator
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar, Literal, TypeVar
 
 import attrs
@@ -68,14 +67,13 @@ class _MappingView:
     """Mapping-style access and dict equality for an attrs block, for AgentScope compatibility.
 
     Subclasses are ``attrs.define(slots=True, init=False, eq=False)`` classes finished by
-    :func:`_finish`, which records their field names and how to read them all at once.
+    :func:`_finish`, which records their field names; each writes its own ``__init__`` and
+    ``__eq__``.
     """
 
     __slots__ = ()
     type: ClassVar[str]
     _fields: ClassVar[tuple[str, ...]] = ()
-    # operator.attrgetter over _fields: reads every field in C for block == block.
-    _values: ClassVar[Any]
 
     @classmethod
     def _names(cls) -> tuple[str, ...]:
@@ -134,23 +132,26 @@ class _MappingView:
         """``(key, value)`` pairs as in :meth:`keys`."""
         return list(self._as_dict().items())
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is self.__class__:
-            values = self._values
-            return bool(values(self) == values(other))
+    def _eq_not_same_class(self, other: object) -> bool:
+        # The part of every block's __eq__ past "same class, compare the fields" (which each
+        # class spells out, as attrs would: a loop over the fields costs twice as much).
         if isinstance(other, dict):
-            # Nested sources and blocks compare with their dicts through this same method.
+            # Nested sources and blocks compare with their dicts through their own __eq__.
             return self._as_dict() == other
         return NotImplemented
 
-    # Defining __eq__ would set this to None anyway; said explicitly because it is a promise.
+    # Each class's __eq__ sets this to None anyway; said here because it is a promise.
     __hash__ = None  # type: ignore[assignment]
 
     def copy(self) -> Any:
         """Return an independent deep copy (nested dicts, lists and blocks are copied too)."""
         new = object.__new__(type(self))
         for name in self._fields:
-            object.__setattr__(new, name, copy_json(getattr(self, name)))
+            value = getattr(self, name)
+            # Strings and unset fields (most of them) need no copy, nor a call to say so.
+            if value.__class__ is not str and value is not None:
+                value = copy_json(value)
+            object.__setattr__(new, name, value)
         return new
 
     def to_dict(self) -> dict[str, Any]:
@@ -165,10 +166,8 @@ _B = TypeVar("_B", bound=type[_MappingView])
 
 
 def _finish(cls: _B) -> _B:
-    """Record *cls*'s attrs field names and a reader of all of them (see :class:`_MappingView`)."""
-    names = tuple(a.name for a in attrs.fields(cls))  # type: ignore[arg-type]
-    cls._fields = names
-    cls._values = operator.attrgetter(*names)
+    """Record *cls*'s attrs field names (see :class:`_MappingView`)."""
+    cls._fields = tuple(a.name for a in attrs.fields(cls))  # type: ignore[arg-type]
     return cls
 
 
@@ -199,6 +198,8 @@ def _source(block: _MappingView, source: Any) -> Source:
 
 def _tool_output(output: Any) -> Any:
     """*output* (not a string, not empty) with any dict blocks in it structured."""
+    if output.__class__ is tuple:
+        output = list(output)
     if output.__class__ is list:
         for item in output:
             if item.__class__ is dict:
@@ -221,6 +222,12 @@ class URLSource(_MappingView):
     type: ClassVar[Literal["url"]] = "url"
     url: str
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return self._eq_not_same_class(other)
+        o: Any = other
+        return self.url == o.url
+
     def __init__(self, url: str, *, type: Literal["url"] | None = None) -> None:
         if type is not None and type != "url":
             raise _wrong_type(self, type)
@@ -238,6 +245,12 @@ class Base64Source(_MappingView):
     type: ClassVar[Literal["base64"]] = "base64"
     media_type: str
     data: str
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return self._eq_not_same_class(other)
+        o: Any = other
+        return self.media_type == o.media_type and self.data == o.data
 
     def __init__(
         self, media_type: str, data: str, *, type: Literal["base64"] | None = None
@@ -265,6 +278,12 @@ class TextBlock(_MappingView):
     type: ClassVar[Literal["text"]] = "text"
     text: str
     thought_signature: str | None = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return self._eq_not_same_class(other)
+        o: Any = other
+        return self.text == o.text and self.thought_signature == o.thought_signature
 
     def __init__(
         self,
@@ -295,6 +314,12 @@ class ThinkingBlock(_MappingView):
     thinking: str
     signature: str | None = None
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return self._eq_not_same_class(other)
+        o: Any = other
+        return self.thinking == o.thinking and self.signature == o.signature
+
     def __init__(
         self,
         thinking: str,
@@ -322,6 +347,12 @@ class ImageBlock(_MappingView):
     type: ClassVar[Literal["image"]] = "image"
     source: Source
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return self._eq_not_same_class(other)
+        o: Any = other
+        return self.source == o.source
+
     def __init__(
         self, source: Source | dict[str, Any], *, type: Literal["image"] | None = None
     ) -> None:
@@ -346,6 +377,12 @@ class AudioBlock(_MappingView):
     type: ClassVar[Literal["audio"]] = "audio"
     source: Source
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return self._eq_not_same_class(other)
+        o: Any = other
+        return self.source == o.source
+
     def __init__(
         self, source: Source | dict[str, Any], *, type: Literal["audio"] | None = None
     ) -> None:
@@ -369,6 +406,12 @@ class VideoBlock(_MappingView):
 
     type: ClassVar[Literal["video"]] = "video"
     source: Source
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return self._eq_not_same_class(other)
+        o: Any = other
+        return self.source == o.source
 
     def __init__(
         self, source: Source | dict[str, Any], *, type: Literal["video"] | None = None
@@ -410,6 +453,18 @@ class ToolUseBlock(_MappingView):
     raw_input: str | None = None
     thought_signature: str | None = None
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return self._eq_not_same_class(other)
+        o: Any = other
+        return (
+            self.id == o.id
+            and self.name == o.name
+            and self.input == o.input
+            and self.raw_input == o.raw_input
+            and self.thought_signature == o.thought_signature
+        )
+
     def __init__(
         self,
         id: str,
@@ -434,9 +489,11 @@ class ToolUseBlock(_MappingView):
 class ToolResultBlock(_MappingView):
     """The result of the tool call with the same ``id``: a string or a list of media blocks.
 
-    :param output: a string, or a list of media blocks or their dicts (turned into blocks).
-    :raises MessageFormatError: for a *type* other than ``"tool_result"`` or a malformed dict
-        block in *output* (the message names it, e.g. ``output[1].source``).
+    :param output: a string, or a list of media blocks or their dicts (a list of blocks is kept
+        as given; one holding dicts, or a tuple, becomes a new list of blocks).
+    :raises MessageFormatError: for a *type* other than ``"tool_result"``, a malformed dict
+        block in *output* (the message names it, e.g. ``output[1].source``) or an *output*
+        that is neither a string, a list nor a tuple.
     """
 
     type: ClassVar[Literal["tool_result"]] = "tool_result"
@@ -444,11 +501,17 @@ class ToolResultBlock(_MappingView):
     name: str
     output: ToolOutput = ""
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return self._eq_not_same_class(other)
+        o: Any = other
+        return self.id == o.id and self.name == o.name and self.output == o.output
+
     def __init__(
         self,
         id: str,
         name: str,
-        output: ToolOutput | list[MediaBlock | dict[str, Any]] = "",
+        output: str | Sequence[MediaBlock | dict[str, Any]] = "",
         *,
         type: Literal["tool_result"] | None = None,
     ) -> None:
