@@ -79,7 +79,9 @@ TEXT = (
 
 async def test_add_search_and_readding_is_an_upsert(make_store: StoreFactory) -> None:
     store = make_store()
-    assert await store.search(embed("anything"), limit=3) == []  # before the first add
+    # Before the first add there is no collection: nothing to find, nothing to delete.
+    assert await store.search(embed("anything"), limit=3) == []
+    await store.delete(doc_ids="nothing-yet")
     docs = await embedded_chunks(TEXT)
     await store.add(docs)
     await store.add(await embedded_chunks(TEXT))  # the same file read again

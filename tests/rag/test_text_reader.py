@@ -8,9 +8,12 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from agentscope_rt.exception import ReaderError
 from agentscope_rt.rag import TextReader, split_sentences
+from agentscope_rt.rag._reader import split_text
 
 _FIXTURES = json.loads(
     (Path(__file__).parent / "fixtures" / "agentscope_text_reader.json").read_text("utf-8")
@@ -124,3 +127,26 @@ async def test_bad_text_files_raise_reader_errors_naming_them(tmp_path: Path) ->
 def test_invalid_arguments(size: int, split_by: str) -> None:
     with pytest.raises(ValueError, match=r"chunk_size|split_by"):
         TextReader(size, split_by)  # type: ignore[arg-type]
+
+
+_TEXTS = st.text(alphabet=st.sampled_from(list("ab cd.!?\n\t。！？你好\"'”")), max_size=200)
+
+
+@given(text=_TEXTS, size=st.integers(1, 30))
+def test_char_chunks_are_the_text_in_windows(text: str, size: int) -> None:
+    chunks = split_text(text, size, "char")
+    assert "".join(chunks) == text
+    assert all(0 < len(c) <= size for c in chunks)
+
+
+@given(text=_TEXTS, size=st.integers(1, 30), split_by=st.sampled_from(["sentence", "paragraph"]))
+def test_sentence_and_paragraph_chunks_lose_nothing_but_white_space(
+    text: str, size: int, split_by: str
+) -> None:
+    chunks = split_text(text, size, split_by)  # type: ignore[arg-type]
+    assert all(0 < len(c) <= size and c.strip() for c in chunks)
+
+    def visible(s: str) -> str:
+        return "".join(s.split())
+
+    assert visible("".join(chunks)) == visible(text)

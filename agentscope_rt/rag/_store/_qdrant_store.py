@@ -61,7 +61,9 @@ class QdrantStore(VDBStoreBase):
     :param collection_name: the collection to use.
     :param dimensions: the size of the embeddings.
     :param distance: ``"Cosine"``, ``"Euclid"``, ``"Dot"`` or ``"Manhattan"`` (any case).
-    :param client_kwargs: more arguments for ``QdrantClient`` (``api_key``, ``timeout``, ...).
+    :param client_kwargs: more arguments for ``QdrantClient`` (``api_key``, ``timeout``, ...;
+        ``check_compatibility`` is off unless given: the client probes the server's version in
+        a background thread of its own).
     :param collection_kwargs: more arguments for ``create_collection``.
     :raises ValueError: for an unknown distance or non-positive dimensions.
     :raises ImportError: if qdrant-client is not installed.
@@ -111,7 +113,10 @@ class QdrantStore(VDBStoreBase):
             if self.location == ":memory:":
                 self._client = QdrantClient(location=":memory:", **self._client_kwargs)
             elif "://" in self.location:
-                self._client = QdrantClient(url=self.location, **self._client_kwargs)
+                # The client's server-version probe runs in a thread of its own that outlives
+                # every call (and warns if the server went away meanwhile); off unless asked.
+                kwargs = {"check_compatibility": False, **self._client_kwargs}
+                self._client = QdrantClient(url=self.location, **kwargs)
             else:
                 self._client = QdrantClient(path=self.location, **self._client_kwargs)
         return self._client
