@@ -10,14 +10,16 @@ POSIX sessions).
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import signal
 import sys
 import tempfile
-from typing import Any
+from typing import Annotated, Any
 
 import anyio
 import anyio.abc
+import pydantic
 
 from ._execution import text_response
 from ._response import ToolResponse
@@ -30,6 +32,24 @@ _REAP_TIMEOUT = 5.0
 _DRAIN_GRACE = 1.0
 # Upper bound on captured output per stream, so a chatty program cannot exhaust memory.
 _MAX_CAPTURE_BYTES = 1 << 20
+
+# The `timeout` parameter as the model sees it: a number of seconds above zero (the schema
+# says `"exclusiveMinimum": 0`, so argument validation refuses zero and negative values).
+# NaN and Infinity have no JSON Schema spelling: _check_timeout refuses them.
+_Timeout = Annotated[float, pydantic.Field(gt=0)]
+
+
+def _check_timeout(timeout: Any) -> float:
+    """:raises ValueError: unless *timeout* is a positive, finite number (a NaN, an infinite
+    or a negative deadline would fail deep inside the task group, or time out at once)."""
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, int | float)
+        or not math.isfinite(timeout)
+        or timeout <= 0
+    ):
+        raise ValueError(f"timeout must be a positive, finite number of seconds, not {timeout!r}")
+    return timeout
 
 
 def _kill_group(process: anyio.abc.Process) -> None:
@@ -91,7 +111,7 @@ def _write_script(code: str) -> str:
 # The `timeout` parameter is part of AgentScope's tool signature (the model sets it).
 async def execute_python_code(
     code: str,
-    timeout: float = 300,  # noqa: ASYNC109
+    timeout: _Timeout = 300,  # noqa: ASYNC109
     **kwargs: Any,
 ) -> ToolResponse:
     """Execute the given python code in a temp file and capture the return
@@ -108,11 +128,16 @@ async def execute_python_code(
         `ToolResponse`:
             The response containing the return code, standard output, and
             standard error of the executed code.
+
+    Raises:
+        `ValueError`:
+            If `timeout` is not a positive, finite number (nothing runs then).
     """
+    limit = _check_timeout(timeout)
     path = await anyio.to_thread.run_sync(_write_script, code)
     env = {**os.environ, "PYTHONUTF8": "1", "PYTHONIOENCODING": "utf-8"}
     try:
-        return await _run([sys.executable, "-u", path], timeout, env, "code")
+        return await _run([sys.executable, "-u", path], limit, env, "code")
     finally:
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(_unlink_quietly, path)
@@ -125,7 +150,7 @@ def _unlink_quietly(path: str) -> None:
 
 async def execute_shell_command(
     command: str,
-    timeout: float = 300,  # noqa: ASYNC109
+    timeout: _Timeout = 300,  # noqa: ASYNC109
     **kwargs: Any,
 ) -> ToolResponse:
     """Execute given command and return the return code, standard output and
@@ -142,5 +167,9 @@ async def execute_shell_command(
         `ToolResponse`:
             The tool response containing the return code, standard output, and
             standard error of the executed command.
+
+    Raises:
+        `ValueError`:
+            If `timeout` is not a positive, finite number (nothing runs then).
     """
-    return await _run(["/bin/sh", "-c", command], timeout, None, "command")
+    return await _run(["/bin/sh", "-c", command], _check_timeout(timeout), None, "command")

@@ -33,6 +33,7 @@ from ._types import RegisteredToolFunction, ToolKind
 __all__ = [
     "INTERRUPTED_TEXT",
     "NOT_STARTED",
+    "describe_exception",
     "execute_tool",
     "failure_response",
     "interrupted_response",
@@ -163,12 +164,25 @@ class _Stepper:
 
 
 def _failure_text(exc: BaseException) -> str:
+    return f"Error: {describe_exception(exc)}"
+
+
+def describe_exception(exc: BaseException) -> str:
+    """``"<Type>: <message>"`` for *exc*, naming the real cause: an exception group with one
+    member (what a task group raises when one of its tasks fails, also nested) is described
+    by that member; a group with several lists them all after its own text."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
     message = str(exc)
-    return f"Error: {type(exc).__name__}: {message}" if message else f"Error: {type(exc).__name__}"
+    text = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+    if isinstance(exc, BaseExceptionGroup):
+        text += ": " + "; ".join(describe_exception(member) for member in exc.exceptions)
+    return text
 
 
 def failure_response(exc: BaseException) -> ToolResponse:
-    """The final chunk of a call whose tool raised *exc* before producing any chunk."""
+    """The final chunk of a call whose tool raised *exc* before producing any chunk:
+    ``"Error: <Type>: <message>"`` (see :func:`describe_exception`)."""
     return text_response(_failure_text(exc), is_last=True)
 
 

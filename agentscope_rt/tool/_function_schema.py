@@ -19,17 +19,19 @@ from __future__ import annotations
 
 import copy
 import inspect
+import math
 import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
 
 import docstring_parser
+import jsonschema
 import pydantic
 
 from .._schema import _mirror
 from ..exception import ToolRegistrationError
 
-__all__ = ["build_function_schema", "normalize_parameters_schema"]
+__all__ = ["arguments_validator", "build_function_schema", "normalize_parameters_schema"]
 
 _SKIPPED_NAMES = frozenset({"self", "cls"})
 
@@ -237,3 +239,47 @@ def normalize_parameters_schema(parameters: dict[str, Any]) -> dict[str, Any]:
     if not result.get("required"):
         result.pop("required", None)
     return result
+
+
+# -- validating arguments -------------------------------------------------------------------
+
+
+def _is_finite_number(checker: Any, instance: Any) -> bool:
+    cls = instance.__class__
+    if cls is int:
+        return True
+    if cls is float:
+        return math.isfinite(instance)
+    # Subclasses and other numbers as JSON Schema sees them (bool is never a number).
+    return (
+        isinstance(instance, int | float)
+        and not isinstance(instance, bool)
+        and math.isfinite(instance)
+    )
+
+
+# One extended class per jsonschema validator class (per draft), made on first use.
+_finite_validator_classes: dict[type, type] = {}
+
+
+def arguments_validator(parameters: dict[str, Any]) -> jsonschema.protocols.Validator:
+    """A jsonschema validator of tool arguments against *parameters* (its draft chosen by
+    ``$schema``, the latest by default) in which a ``number`` is finite.
+
+    JSON has no NaN or Infinity, but Python's ``json`` module reads ``NaN``, ``Infinity`` and
+    ``-Infinity`` into floats, and JSON Schema's ``number`` type accepts any float: a model
+    writing ``{"timeout": NaN}`` would pass a plain validator. Here such a value is "not of
+    type 'number'" (and no bound such as ``minimum`` lets it through).
+
+    :raises jsonschema.SchemaError: when *parameters* is not a valid schema for its draft.
+    """
+    base = jsonschema.validators.validator_for(parameters)
+    base.check_schema(parameters)
+    cls = _finite_validator_classes.get(base)
+    if cls is None:
+        cls = jsonschema.validators.extend(
+            base, type_checker=base.TYPE_CHECKER.redefine("number", _is_finite_number)
+        )
+        _finite_validator_classes[base] = cls
+    validator: jsonschema.protocols.Validator = cls(parameters)
+    return validator

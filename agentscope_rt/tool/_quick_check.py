@@ -8,9 +8,11 @@ local ``$ref`` — so :func:`compile_quick_check` turns such a schema into neste
 The check is *conservative*: when it returns ``True`` the arguments are valid under the
 JSON Schema 2020-12 rules ``jsonschema`` applies; when it returns ``False`` they may still be
 valid (e.g. ``3.0`` for an ``integer``, a ``dict`` subclass, an ``enum`` of numbers), so the
-caller then asks ``jsonschema`` for the verdict and its error messages. A schema using any
-keyword outside that subset (``pattern``, ``minimum``, ``$schema``, ...) gets no quick check
-at all (``None``) and is always validated by ``jsonschema``.
+caller then asks ``jsonschema`` for the verdict and its error messages. A ``number`` is
+accepted only when finite: NaN and the infinities are not JSON, though Python's ``json`` reads
+them (``_function_schema.arguments_validator`` refuses them). A schema using any keyword
+outside that subset (``pattern``, ``minimum``, ``$schema``, ...) gets no quick check at all
+(``None``) and is always validated by ``jsonschema``.
 """
 
 from __future__ import annotations
@@ -68,10 +70,16 @@ class _Unsupported(Exception):
     """The schema uses something the quick check does not model."""
 
 
+def _is_finite_number(x: Any) -> bool:
+    # x - x is 0.0 for every finite float and NaN for NaN and both infinities, which are not
+    # JSON (Python's json reads them all the same): never vouched for here.
+    return x.__class__ is int or (x.__class__ is float and x - x == 0.0)
+
+
 def _type_check(name: str) -> QuickCheck:
     # Exact classes only: subclasses (and integral floats for "integer") are left to jsonschema.
     if name == "number":
-        return lambda x: x.__class__ is int or x.__class__ is float
+        return _is_finite_number
     cls = _EXACT_CLASSES.get(name)
     if cls is None:
         raise _Unsupported(name)
