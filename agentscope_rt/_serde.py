@@ -6,13 +6,17 @@ would call ``str(5)``), a list field only a list (cattrs would iterate a string)
 metadata only JSON data. Content blocks are a tagged union on their ``type`` key.
 
 Every structuring failure surfaces as one :class:`~agentscope_rt.exception.MessageFormatError`
-whose message names the offending path, such as ``content[2].source.url``.
+whose message names the offending path, such as ``content[2].source.url``. That includes data
+nested too deeply: JSON data is walked without recursion and refused beyond
+:data:`MAX_JSON_DEPTH` levels, so a hostile document can neither raise ``RecursionError`` here
+nor get data into a message that copying or sending it would choke on later.
 """
 
 from __future__ import annotations
 
 import math
 import typing
+from collections.abc import Iterator
 from typing import Any, TypeVar
 
 import attrs
@@ -37,6 +41,7 @@ from .message._block import (
 from .message._msg import _ROLES, Msg, now_timestamp
 
 __all__ = [
+    "MAX_JSON_DEPTH",
     "check_json",
     "converter",
     "structure",
@@ -111,34 +116,87 @@ converter.register_structure_hook_factory(
 # -- JSON data -------------------------------------------------------------------------------
 
 
-def _json_problem(value: Any, path: str) -> tuple[str, str] | None:
-    """``(path, reason)`` of the first part of *value* that is not plain JSON data, or None."""
+MAX_JSON_DEPTH = 200
+"""How deeply JSON data may nest (objects and arrays, the outermost counting as one).
+
+Deeper data is refused with :class:`~agentscope_rt.exception.MessageFormatError`. The library
+copies messages and providers' SDKs serialise them by recursion, one or two Python frames per
+level, against a recursion limit of 1,000 frames by default: 200 levels leave room for the
+caller's own stack, and no real message or tool call comes near them."""
+
+_DEPTH_REASON = f"nested deeper than {MAX_JSON_DEPTH} levels"
+
+
+def _scalar_problem(value: Any) -> str | None:
+    """Why *value* (neither an object nor an array) is not JSON data, or None."""
     cls = value.__class__
     if cls is str or cls is int or cls is bool or value is None:
         return None
     if cls is float:
-        return None if math.isfinite(value) else (path, f"{value!r} is not valid JSON")
+        return None if math.isfinite(value) else f"{value!r} is not valid JSON"
+    return f"{_type_name(value)} is not JSON data"
+
+
+def _members(value: Any) -> Iterator[tuple[Any, Any]] | None:
+    """``(key or index, item)`` pairs of an object or array, else None."""
     if isinstance(value, dict):
-        for key, item in value.items():
-            if not isinstance(key, str):
-                return path, f"JSON object keys must be strings, got {key!r}"
-            problem = _json_problem(item, f"{path}.{key}" if path else key)
-            if problem is not None:
-                return problem
-        return None
+        return iter(value.items())
     if isinstance(value, list | tuple):
-        for index, item in enumerate(value):
-            problem = _json_problem(item, f"{path}[{index}]")
-            if problem is not None:
-                return problem
-        return None
-    return path, f"{_type_name(value)} is not JSON data"
+        return enumerate(value)
+    return None
+
+
+def _json_problem(value: Any, path: str) -> tuple[str, str] | None:
+    """``(path, reason)`` of the first part of *value* that is not plain JSON data, or None.
+
+    Depth first with a stack of iterators instead of recursion, so that any depth gets an
+    answer; the path is rebuilt from the keys on the stack only when there is a problem.
+    """
+    members = _members(value)
+    if members is None:
+        reason = _scalar_problem(value)
+        return None if reason is None else (path, reason)
+    # stack[i] walks the container reached through keys[:i] (keys[i-1] being its own key).
+    stack: list[tuple[Iterator[tuple[Any, Any]], bool]] = [(members, isinstance(value, dict))]
+    keys: list[tuple[Any, bool]] = []
+    while stack:
+        iterator, in_object = stack[-1]
+        for key, item in iterator:
+            if in_object and not isinstance(key, str):
+                return _path(path, keys), f"JSON object keys must be strings, got {key!r}"
+            cls = item.__class__
+            if cls is str or cls is int or cls is bool or item is None:
+                continue
+            members = _members(item)
+            if members is None:
+                reason = _scalar_problem(item)
+                if reason is None:
+                    continue
+                return _path(path, [*keys, (key, in_object)]), reason
+            keys.append((key, in_object))
+            if len(stack) >= MAX_JSON_DEPTH:
+                return _path(path, keys), _DEPTH_REASON
+            stack.append((members, isinstance(item, dict)))
+            break
+        else:
+            stack.pop()
+            if keys:
+                keys.pop()
+    return None
+
+
+def _path(path: str, keys: list[tuple[Any, bool]]) -> str:
+    for key, in_object in keys:
+        path = (f"{path}.{key}" if path else key) if in_object else f"{path}[{key}]"
+    return path
 
 
 def check_json(value: Any, path: str = "") -> None:
-    """Check that *value* is plain JSON data (dict with str keys, list, str, number, bool, None).
+    """Check that *value* is plain JSON data (dict with str keys, list, str, number, bool, None)
+    nested at most :data:`MAX_JSON_DEPTH` levels deep.
 
-    :raises MessageFormatError: naming the first offending path.
+    :raises MessageFormatError: naming the first offending path (any depth of nesting gets
+        this error, never a ``RecursionError``).
     """
     problem = _json_problem(value, path)
     if problem is not None:
@@ -336,7 +394,13 @@ def _format_exception(exc: BaseException, tp: Any) -> str:
         return str(exc)
     if isinstance(exc, KeyError):
         return "required field missing"
+    if isinstance(exc, RecursionError):
+        return _TOO_DEEP
     return f"{type(exc).__name__}: {exc}"
+
+
+# What a RecursionError while structuring means for the data.
+_TOO_DEEP = "nested too deeply to be read"
 
 
 def _raise_format_error(exc: BaseException, what: str, prefix: str) -> typing.NoReturn:
@@ -366,10 +430,11 @@ def structure(data: Any, tp: type[T] | Any, *, what: str = "data", path: str = "
     :param what: what is being built, for the error message (``"message"``, ``"state"``).
     :param path: a prefix for error paths (e.g. ``"content[2]"``).
     :raises MessageFormatError: for malformed data; the message names the offending path.
+        Data nested too deeply for the structuring to recurse into is malformed too.
     """
     try:
         return typing.cast(T, converter.structure(data, tp))
-    except (BaseValidationError, _FieldError, KeyError) as exc:
+    except (BaseValidationError, _FieldError, KeyError, RecursionError) as exc:
         _raise_format_error(exc, what, path)
 
 

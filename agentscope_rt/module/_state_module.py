@@ -24,7 +24,7 @@ from typing import Any
 
 import attrs
 
-from .._serde import check_json, converter, structure
+from .._serde import MAX_JSON_DEPTH, check_json, converter, structure
 from ..exception import MessageFormatError, StateError
 
 __all__ = ["StateModule"]
@@ -70,6 +70,13 @@ def _annotated_type(owner: type, attr_name: str) -> Any:
     except Exception:  # unresolvable forward references: fall back to inference
         return None
     return hints.get(attr_name)
+
+
+def _too_deep(module: StateModule, attr_name: str) -> StateError:
+    return StateError(
+        f"{type(module).__name__}.{attr_name} is nested too deeply to be saved as JSON (JSON "
+        f"data may be nested at most {MAX_JSON_DEPTH} levels deep)"
+    )
 
 
 class StateModule:
@@ -119,7 +126,8 @@ class StateModule:
         :param custom_to_json: turns the value into JSON data when saving.
         :param custom_from_json: turns that JSON data back into the value when loading.
         :raises StateError: if the attribute does not exist, is itself a StateModule (those
-            are tracked automatically), or cannot be serialised to JSON.
+            are tracked automatically), or cannot be serialised to JSON (also when it is nested
+            deeper than :data:`~agentscope_rt._serde.MAX_JSON_DEPTH` levels).
         """
         if not hasattr(self, attr_name):
             raise StateError(
@@ -132,19 +140,25 @@ class StateModule:
                 "automatically; do not register it"
             )
         value = getattr(self, attr_name)
-        if custom_to_json is not None:
-            data = custom_to_json(value)
-        else:
-            if state_type is None:
-                state_type = _annotated_type(type(self), attr_name) or _infer_type(value)
-            data = converter.unstructure(value, unstructure_as=state_type)
         try:
+            if custom_to_json is not None:
+                data = custom_to_json(value)
+            else:
+                if state_type is None:
+                    state_type = _annotated_type(type(self), attr_name) or _infer_type(value)
+                data = converter.unstructure(value, unstructure_as=state_type)
             json.dumps(data)
         except (TypeError, ValueError) as exc:
             raise StateError(
                 f"{type(self).__name__}.{attr_name} ({type(value).__name__}) cannot be saved "
                 f"as JSON ({exc}); pass custom_to_json and custom_from_json to register_state()"
             ) from None
+        except RecursionError:
+            raise _too_deep(self, attr_name) from None
+        try:
+            check_json(data, attr_name)
+        except MessageFormatError as exc:
+            raise StateError(f"{type(self).__name__}: cannot save {exc}") from None
         self._attribute_dict[attr_name] = _StateAttr(custom_to_json, custom_from_json, state_type)
 
     # -- saving ------------------------------------------------------------------------
@@ -153,17 +167,21 @@ class StateModule:
         """The state of this module and its sub-modules, as plain JSON data.
 
         :raises StateError: if a registered attribute now holds a value that is not JSON
-            serialisable.
+            serialisable (or is nested deeper than
+            :data:`~agentscope_rt._serde.MAX_JSON_DEPTH` levels).
         """
         state: dict[str, Any] = {}
         for key, module in self._module_dict.items():
             state[key] = module.state_dict()
         for key, attr in self._attribute_dict.items():
             value = getattr(self, key)
-            if attr.to_json is not None:
-                data = attr.to_json(value)
-            else:
-                data = converter.unstructure(value, unstructure_as=attr.state_type)
+            try:
+                if attr.to_json is not None:
+                    data = attr.to_json(value)
+                else:
+                    data = converter.unstructure(value, unstructure_as=attr.state_type)
+            except RecursionError:
+                raise _too_deep(self, key) from None
             try:
                 check_json(data, key)
             except MessageFormatError as exc:
