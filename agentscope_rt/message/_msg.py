@@ -254,7 +254,9 @@ class Msg:
         """Build a message from AgentScope's JSON dict (the inverse of :meth:`to_dict`).
 
         :raises MessageFormatError: for anything malformed; the message names the offending
-            path (e.g. ``content[2].source.url``). Nothing half-built is returned.
+            path (e.g. ``content[2].source.url``). Nothing half-built is returned. JSON data
+            (``metadata``, a tool call's ``input``) nested deeper than 200 levels is malformed
+            too, at any depth (never a ``RecursionError``).
         """
         from .._serde import structure_msg
 
