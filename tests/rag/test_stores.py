@@ -4,11 +4,13 @@ higher-is-better scores and thresholds for every distance, and Qdrant's on-disk 
 from __future__ import annotations
 
 import hashlib
+import logging
 import math
 import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import anyio
 import pytest
 
 from agentscope_rt.rag import (
@@ -258,3 +260,66 @@ async def test_the_same_class_talks_to_a_qdrant_server_by_url() -> None:
             assert await store.search(embed("x"), limit=10) == []
     assert ("PUT", "/collections/remote") in server.requests
     assert ("POST", "/collections/remote/points/query") in server.requests
+
+
+async def test_concurrent_calls_on_one_store_are_serialised(make_store: StoreFactory) -> None:
+    store = make_store()
+    texts = [f"Sentence number {i}." for i in range(12)]
+    results: list[list[Document]] = []
+
+    async def add_then_search(text: str) -> None:
+        await store.add(await embedded_chunks(text))
+        results.append(await store.search(embed(text), limit=1))
+
+    async with anyio.create_task_group() as tg:
+        for text in texts:
+            tg.start_soon(add_then_search, text)
+    assert len(await store.search(embed("x"), limit=50)) == len(texts)
+    assert sorted(r[0].metadata.content["text"] for r in results) == sorted(texts)
+
+
+async def test_a_cancelled_add_still_completes_its_write(make_store: StoreFactory) -> None:
+    store = make_store()
+    client = store.get_client()
+    started, gate = threading.Event(), threading.Event()
+    original = client.upsert
+
+    def held(*args: object, **kwargs: object) -> object:
+        started.set()
+        gate.wait()
+        return original(*args, **kwargs)
+
+    client.upsert = held
+    docs = await embedded_chunks(TEXT)
+    scopes: list[anyio.CancelScope] = []
+
+    added: list[bool] = []
+
+    async def adder() -> None:
+        with anyio.CancelScope() as scope:
+            scopes.append(scope)
+            await store.add(docs)
+            added.append(True)
+            # The cancellation arrives at the caller's next checkpoint, after the write.
+            await anyio.lowlevel.checkpoint()
+            added.append(False)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(adder)
+        await anyio.to_thread.run_sync(started.wait)
+        scopes[0].cancel()
+        gate.set()
+    assert added == [True] and scopes[0].cancelled_caught
+    assert len(await store.search(embed("x"), limit=10)) == len(docs)
+
+
+async def test_opening_milvus_lite_logs_no_error(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Milvus Lite's in-process gRPC server logs a traceback for an RPC the client probes on
+    # connect; the store keeps that out of the application's logs.
+    with caplog.at_level(logging.WARNING):
+        async with MilvusLiteStore(str(tmp_path / "quiet.db"), "c", DIM) as store:
+            await store.add(await embedded_chunks(TEXT))
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
+    assert logging.getLogger("grpc._server").filters == []

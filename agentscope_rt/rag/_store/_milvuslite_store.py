@@ -9,10 +9,12 @@ see :mod:`._store_base` for the score, identity and threading rules.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
+import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from .._document import DocMetadata, Document, chunk_id_of
@@ -44,6 +46,27 @@ def _require_milvus() -> None:
             "it with `pip install 'agentscope-rt[milvus]'` (or `pip install "
             "'pymilvus[milvus_lite]'`)"
         )
+
+
+def _drop_unimplemented_rpc(record: logging.LogRecord) -> bool:
+    """Whether to keep *record*: not when it is Milvus Lite's in-process gRPC server logging,
+    with a traceback, that it lacks an RPC pymilvus tries (``AllocTimestamp``, while waiting
+    for a new collection's index; pymilvus carries on without it)."""
+    exc = record.exc_info[1] if record.exc_info else None
+    return not (
+        isinstance(exc, NotImplementedError) and "Method not implemented" in record.getMessage()
+    )
+
+
+@contextlib.contextmanager
+def _without_unimplemented_rpc_errors() -> Iterator[None]:
+    """Keep that one harmless traceback out of the application's logs while the block runs."""
+    grpc_server_log = logging.getLogger("grpc._server")
+    grpc_server_log.addFilter(_drop_unimplemented_rpc)
+    try:
+        yield
+    finally:
+        grpc_server_log.removeFilter(_drop_unimplemented_rpc)
 
 
 def _in_filter(field: str, values: list[str]) -> str:
@@ -120,18 +143,20 @@ class MilvusLiteStore(VDBStoreBase):
         if self._client is None:
             from pymilvus import MilvusClient
 
-            self._client = MilvusClient(uri=self.uri, **self._client_kwargs)
+            with _without_unimplemented_rpc_errors():
+                self._client = MilvusClient(uri=self.uri, **self._client_kwargs)
         return self._client
 
     def _upsert(self, rows: list[dict[str, Any]]) -> None:
         client = self._get()
         if not client.has_collection(self.collection_name):
-            client.create_collection(
-                collection_name=self.collection_name,
-                dimension=self.dimensions,
-                metric_type=self.distance,
-                **self.collection_kwargs,
-            )
+            with _without_unimplemented_rpc_errors():
+                client.create_collection(
+                    collection_name=self.collection_name,
+                    dimension=self.dimensions,
+                    metric_type=self.distance,
+                    **self.collection_kwargs,
+                )
         client.upsert(collection_name=self.collection_name, data=rows)
 
     def _search(self, vector: list[float], limit: int, kwargs: dict[str, Any]) -> list[Any]:
