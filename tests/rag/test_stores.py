@@ -7,7 +7,7 @@ import hashlib
 import logging
 import math
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 import anyio
@@ -323,3 +323,41 @@ async def test_opening_milvus_lite_logs_no_error(
             await store.add(await embedded_chunks(TEXT))
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
     assert logging.getLogger("grpc._server").filters == []
+
+
+class _DictStore(VDBStoreBase):
+    """A store written as for AgentScope's base class: no call to the base's __init__."""
+
+    def __init__(self) -> None:
+        self.rows: dict[str, Document] = {}
+
+    async def add(self, documents: list[Document], **kwargs: object) -> None:
+        await self._call(self.rows.update, {d.id: d for d in documents})
+
+    async def delete(
+        self,
+        ids: str | Sequence[str] | None = None,
+        doc_ids: str | Sequence[str] | None = None,
+        **kwargs: object,
+    ) -> None:
+        for key in [ids] if isinstance(ids, str) else ids or []:
+            await self._call(self.rows.pop, key, None)
+
+    async def search(
+        self,
+        query_embedding: list[float],
+        limit: int,
+        score_threshold: float | None = None,
+        **kwargs: object,
+    ) -> list[Document]:
+        return list(self.rows.values())[:limit]
+
+
+async def test_a_store_subclass_gets_the_base_behaviour() -> None:
+    async with _DictStore() as store:
+        docs = await embedded_chunks(TEXT)
+        await store.add(docs)
+        await store.delete(ids=docs[0].id)
+        assert [d.id for d in await store.search([], limit=5)] == [d.id for d in docs[1:]]
+        with pytest.raises(NotImplementedError, match="_DictStore"):
+            store.get_client()

@@ -42,14 +42,20 @@ class VDBStoreBase(ABC):
     :meth:`close`) releases the database client.
     """
 
+    _lock: threading.Lock
+
     def __init__(self) -> None:
         self._lock = threading.Lock()
 
     async def _call(self, function: Callable[..., T], *args: Any) -> T:
         """Run *function(*args)* in a worker thread, holding the store's lock there."""
+        # A subclass written for AgentScope's base (which has no __init__) may not call ours.
+        lock = self.__dict__.get("_lock")
+        if lock is None:
+            lock = self.__dict__.setdefault("_lock", threading.Lock())
 
         def locked() -> T:
-            with self._lock:
+            with lock:
                 return function(*args)
 
         return await anyio.to_thread.run_sync(locked)
