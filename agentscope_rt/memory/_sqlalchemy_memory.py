@@ -376,31 +376,54 @@ class AsyncSQLAlchemyMemory(MemoryBase):
             m.c.id == s.sa.literal(self._prefix) + m.c.msg["id"].as_string(),
         )
 
+    @functools.cached_property
+    def _q(self) -> SimpleNamespace:
+        """This memory's frequent statements, built once: building a statement costs more than
+        running it on SQLite, and an agent adds and reads on every reply."""
+        s = _schema()
+        sa, m, mk = s.sa, s.message, s.mark
+        own = self._own()
+        keys = sa.bindparam("keys", expanding=True)
+
+        def has(name: str) -> Any:
+            return sa.exists().where(mk.c.msg_id == m.c.id, mk.c.mark == sa.bindparam(name))
+
+        read = sa.select(m.c.msg)
+        order = (m.c["index"], m.c.id)
+        return SimpleNamespace(
+            own_ids=sa.select(m.c.id).where(own, m.c.id.in_(keys)),
+            last_index=sa.select(sa.func.max(m.c["index"])).where(
+                m.c.session_id == self.session_id
+            ),
+            insert_message=sa.insert(m),
+            insert_mark=sa.insert(mk),
+            delete_marks=sa.delete(mk).where(mk.c.msg_id.in_(keys)),
+            delete_messages=sa.delete(m).where(own, m.c.id.in_(keys)),
+            get={
+                (False, False): read.where(own).order_by(*order),
+                (True, False): read.where(own, has("mark")).order_by(*order),
+                (False, True): read.where(own, ~has("exclude")).order_by(*order),
+                (True, True): read.where(own, has("mark"), ~has("exclude")).order_by(*order),
+            },
+            size=sa.select(sa.func.count()).select_from(m).where(own),
+        )
+
     def _key(self, msg_id: str) -> str:
         return self._prefix + msg_id
 
     def _own_ids(self, conn: Connection, keys: Iterable[str]) -> list[str]:
         """Which of these ``message.id`` keys are rows of this memory."""
-        s = _schema()
         found: list[str] = []
         for chunk in _chunks(list(keys)):
-            found.extend(
-                conn.execute(
-                    s.sa.select(s.message.c.id).where(self._own(), s.message.c.id.in_(chunk))
-                ).scalars()
-            )
+            found.extend(conn.execute(self._q.own_ids, {"keys": chunk}).scalars())
         return found
 
     def _delete_keys(self, conn: Connection, keys: list[str]) -> int:
-        s = _schema()
         removed = 0
         for chunk in _chunks(keys):
             # Marks first: SQLite enforces no foreign keys (so no cascade) unless asked to.
-            conn.execute(s.sa.delete(s.mark).where(s.mark.c.msg_id.in_(chunk)))
-            result = conn.execute(
-                s.sa.delete(s.message).where(self._own(), s.message.c.id.in_(chunk))
-            )
-            removed += result.rowcount
+            conn.execute(self._q.delete_marks, {"keys": chunk})
+            removed += conn.execute(self._q.delete_messages, {"keys": chunk}).rowcount
         return removed
 
     # -- the memory interface -------------------------------------------------------------
@@ -452,8 +475,7 @@ class AsyncSQLAlchemyMemory(MemoryBase):
         payload = [(key, msg.to_dict()) for key, msg in rows.items()]
 
         def work(conn: Connection) -> None:
-            s = _schema()
-            sa = s.sa
+            q = self._q
             existing = set(self._own_ids(conn, [key for key, _ in payload]))
             if existing and allow:
                 ids = sorted(k[len(self._prefix) :] for k in existing)
@@ -465,14 +487,10 @@ class AsyncSQLAlchemyMemory(MemoryBase):
             fresh = [(key, data) for key, data in payload if key not in existing]
             if not fresh:
                 return
-            last = conn.execute(
-                sa.select(sa.func.max(s.message.c["index"])).where(
-                    s.message.c.session_id == self.session_id
-                )
-            ).scalar()
+            last = conn.execute(q.last_index).scalar()
             start = 0 if last is None else last + 1
             conn.execute(
-                sa.insert(s.message),
+                q.insert_message,
                 [
                     {"id": key, "msg": data, "session_id": self.session_id, "index": start + i}
                     for i, (key, data) in enumerate(fresh)
@@ -480,7 +498,7 @@ class AsyncSQLAlchemyMemory(MemoryBase):
             )
             if mark_list:
                 conn.execute(
-                    sa.insert(s.mark),
+                    q.insert_mark,
                     [
                         {"msg_id": key, "mark": mark}
                         for key, _ in fresh
@@ -543,22 +561,11 @@ class AsyncSQLAlchemyMemory(MemoryBase):
         _check_mark_arg(mark, "mark")
         _check_mark_arg(exclude_mark, "exclude_mark")
 
+        query = self._q.get[mark is not None, exclude_mark is not None]
+        params = {"mark": mark, "exclude": exclude_mark}
+
         def work(conn: Connection) -> list[Any]:
-            s = _schema()
-            sa = s.sa
-            query = sa.select(s.message.c.msg).where(self._own())
-            if mark is not None:
-                query = query.where(
-                    sa.exists().where(s.mark.c.msg_id == s.message.c.id, s.mark.c.mark == mark)
-                )
-            if exclude_mark is not None:
-                query = query.where(
-                    ~sa.exists().where(
-                        s.mark.c.msg_id == s.message.c.id, s.mark.c.mark == exclude_mark
-                    )
-                )
-            query = query.order_by(s.message.c["index"], s.message.c.id)
-            return list(conn.execute(query).scalars())
+            return list(conn.execute(query, params).scalars())
 
         msgs = [Msg.from_dict(data) for data in await self._run(work, write=False)]
         if prepend_summary and self._compressed_summary:
@@ -649,9 +656,7 @@ class AsyncSQLAlchemyMemory(MemoryBase):
         """The number of stored messages."""
 
         def work(conn: Connection) -> int:
-            s = _schema()
-            query = s.sa.select(s.sa.func.count()).select_from(s.message).where(self._own())
-            return int(conn.execute(query).scalar_one())
+            return int(conn.execute(self._q.size).scalar_one())
 
         return await self._run(work, write=False)
 
