@@ -39,6 +39,7 @@ from .._schema import (
     is_structured_model,
     validate_structured_output,
 )
+from ..exception import ModelError
 from ..formatter import FormatterBase
 from ..memory import InMemoryMemory, LongTermMemoryBase, MemoryBase, MemoryMark
 from ..message import AudioBlock, Msg, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
@@ -567,19 +568,25 @@ class ReActAgent(ReActAgentBase):
         res = await self.model(prompt, tools=schemas or None, tool_choice=tool_choice)
 
         msg = owned_msg(self.name, [], "assistant")
-        completed = False
+        completed: bool | None = False
         try:
             if res.__class__ is ChatResponse and self._print_does_nothing():
                 self._take_response(res, msg)  # what _receive does, without a coroutine
             else:
                 await self._receive(res, msg)
             completed = True
+        except ModelError:
+            # The provider failed mid-answer (a stream cut or broken after output): what
+            # arrived is not an answer of the model's, so none of it is recorded.
+            completed = None
+            self._run.recorded_reasoning = None
+            raise
         finally:
             if completed:
                 if not self._record_owned_now(msg):
                     await self._record_owned(msg)
                 self._run.recorded_reasoning = msg
-            else:
+            elif completed is False:
                 with anyio.CancelScope(shield=True):
                     await self._record_partial_reasoning(msg)
         return msg

@@ -33,12 +33,13 @@ from ._common import (
     STRUCTURED_TOOL_NAME,
     check_formatted_messages,
     logger,
+    parse_tool_value,
     resolve_api_key,
     structured_tool,
 )
 from ._model_base import ToolChoice, validate_tool_choice
 from ._model_response import ChatResponse, ChatUsage, ResponseBlock
-from ._retry import RetryConfig
+from ._retry import BadResponse, RetryConfig, excerpt
 from ._sdk_stream import SdkClientModel, SdkEvents, route_extra_fields
 
 __all__ = ["AnthropicChatModel"]
@@ -229,7 +230,10 @@ class AnthropicChatModel(SdkClientModel):
         self, message: Any, start: float, structured_model: StructuredModel | None
     ) -> ChatResponse:
         blocks: list[ResponseBlock] = []
-        for block in message.content:
+        content = getattr(message, "content", None)
+        if not isinstance(content, list):
+            raise BadResponse(f"the response is not a message: {excerpt(message)}")
+        for block in content:
             kind = getattr(block, "type", None)
             if kind == "text":
                 blocks.append(TextBlock(block.text))
@@ -238,19 +242,19 @@ class AnthropicChatModel(SdkClientModel):
                     ThinkingBlock(block.thinking, getattr(block, "signature", None) or None)
                 )
             elif kind == "tool_use":
-                if isinstance(block.input, dict):
-                    blocks.append(ToolUseBlock(block.id, block.name, block.input))
-                else:
-                    blocks.append(ToolUseBlock(block.id, block.name, {}, repr(block.input)))
+                # Decoded by the SDK, which accepts NaN and lone surrogates: checked here.
+                tool_input, raw = parse_tool_value(block.input)
+                blocks.append(ToolUseBlock(block.id, block.name, tool_input, raw))
+        usage = getattr(message, "usage", None)
         response = ChatResponse(
             blocks,
             usage=ChatUsage(
-                message.usage.input_tokens or 0,
-                message.usage.output_tokens or 0,
+                getattr(usage, "input_tokens", 0) or 0,
+                getattr(usage, "output_tokens", 0) or 0,
                 time.monotonic() - start,
             ),
         )
-        if message.id:
+        if getattr(message, "id", None):
             response.id = message.id
         return self._with_structured(response, structured_model)
 
@@ -266,10 +270,13 @@ class AnthropicChatModel(SdkClientModel):
         # index -> [kind, text/thinking/json text, tool id or thinking signature, tool name,
         #           last parsed input]
         parts: dict[int, list[Any]] = {}
+        finished = False
         try:
             async for event in stream:
                 kind = event.type
-                if kind == "message_start":
+                if kind == "message_stop":
+                    finished = True
+                elif kind == "message_start":
                     response_id = event.message.id
                     input_tokens = event.message.usage.input_tokens or 0
                     output_tokens = event.message.usage.output_tokens or 0
@@ -318,6 +325,9 @@ class AnthropicChatModel(SdkClientModel):
                         input_tokens = usage.input_tokens
         finally:
             await stream.aclose()
+        if not finished:
+            # A clean close before message_stop: the connection was dropped mid-answer.
+            raise stream.cut("message_stop")
         final = self._chunk(
             response_id,
             parts,

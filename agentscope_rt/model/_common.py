@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -21,9 +23,12 @@ __all__ = [
     "STRUCTURED_TOOL_NAME",
     "Secrets",
     "check_formatted_messages",
+    "loads_strict",
     "parse_partial_json",
     "parse_tool_input",
+    "parse_tool_value",
     "resolve_api_key",
+    "savable_text",
     "structured_from_blocks",
     "structured_tool",
     "validated_metadata",
@@ -35,21 +40,91 @@ STRUCTURED_TOOL_NAME = "generate_structured_output"
 """The name of the tool through which providers return structured output."""
 
 
+# A UTF-16 surrogate that is not half of a pair: JSON's ``"\\ud800"`` decodes to one, and it
+# cannot be encoded as UTF-8, so a value holding one breaks every later request and save.
+_LONE_SURROGATE = re.compile(
+    "[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]"
+)
+# What text must contain for its JSON to decode to a surrogate: an escape of one, or one as is.
+_MAY_HOLD_SURROGATE = re.compile(r"\\[uU][dD][89a-fA-F]|[\ud800-\udfff]")
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _is_strict(value: Any) -> bool:
+    """Whether *value* (decoded JSON) holds only finite numbers and encodable strings."""
+    if isinstance(value, str):
+        return _LONE_SURROGATE.search(value) is None
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, dict):
+        return all(_is_strict(k) and _is_strict(v) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return all(_is_strict(item) for item in value)
+    return True
+
+
+def loads_strict(text: str) -> Any:
+    """Decode *text* as strict JSON (RFC 8259), the one parser for JSON a model wrote.
+
+    Python's ``json.loads`` also accepts ``NaN``, ``Infinity`` and ``-Infinity`` and decodes
+    ``"\\ud800"`` to a lone surrogate; neither can be sent to a provider or saved again
+    (the JSON encoders refuse non-finite numbers in strict mode and UTF-8 has no lone
+    surrogates), so a value holding one would break every later call of the agent.
+
+    :raises ValueError: for text that is not strict JSON (``json.JSONDecodeError`` for
+        syntax errors).
+    """
+    value = json.loads(text, parse_constant=_refuse_constant)
+    if _MAY_HOLD_SURROGATE.search(text) is not None and not _is_strict(value):
+        raise ValueError("the JSON holds a lone surrogate (an unpaired \\ud800-\\udfff escape)")
+    return value
+
+
+def savable_text(text: str) -> str:
+    """*text* with any lone surrogate written as its ``\\uXXXX`` escape, so that it can be
+    kept (``raw_input``), sent and saved; text without one is returned as is."""
+    if _LONE_SURROGATE.search(text) is None:
+        return text
+    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
 def parse_tool_input(text: str | None) -> tuple[dict[str, Any], str | None]:
-    """Parse complete tool-argument text.
+    """Parse complete tool-argument text (strictly, see :func:`loads_strict`).
 
     :returns: ``(input, None)`` for a JSON object (empty text counts as ``{}``), otherwise
-        ``({}, text)`` so the caller can keep the raw text in ``ToolUseBlock.raw_input``.
+        ``({}, text)`` so the caller can keep the raw text in ``ToolUseBlock.raw_input`` (with
+        lone surrogates escaped, see :func:`savable_text`).
     """
     if text is None or not text.strip():
         return {}, None
     try:
-        value = json.loads(text)
+        value = loads_strict(text)
     except ValueError:
-        return {}, text
+        return {}, savable_text(text)
     if isinstance(value, dict):
         return value, None
-    return {}, text
+    return {}, savable_text(text)
+
+
+def parse_tool_value(value: Any) -> tuple[dict[str, Any], str | None]:
+    """``(input, raw_input)`` for tool arguments as a provider sent them: a JSON object
+    already decoded from the response body, or a string holding one.
+
+    A strict JSON object becomes ``input``; anything else (a string that is not strict JSON,
+    a non-object, an object holding ``NaN``/``Infinity`` or a lone surrogate) is kept in
+    ``raw_input`` as savable text with an empty ``input``, so the caller reports it instead of
+    crashing.
+    """
+    if value is None:
+        return {}, None
+    if isinstance(value, str):
+        return parse_tool_input(value)
+    if isinstance(value, dict) and _is_strict(value):
+        return value, None
+    return {}, json.dumps(value, default=str)  # ASCII: escapes any surrogate
 
 
 def parse_partial_json(text: str) -> dict[str, Any] | None:
@@ -62,7 +137,7 @@ def parse_partial_json(text: str) -> dict[str, Any] | None:
     if not text:
         return {}
     try:
-        value = json.loads(text)
+        value = loads_strict(text)
         return value if isinstance(value, dict) else None
     except ValueError:
         pass
@@ -92,7 +167,7 @@ def parse_partial_json(text: str) -> dict[str, Any] | None:
     while candidate and candidate[-1] in ",:":
         candidate = candidate[:-1].rstrip()
     try:
-        value = json.loads(candidate + "".join(reversed(closers)))
+        value = loads_strict(candidate + "".join(reversed(closers)))
     except ValueError:
         return None
     return value if isinstance(value, dict) else None

@@ -45,7 +45,6 @@ from typing import Any, ClassVar
 import httpx
 
 from .._schema import StructuredModel
-from ..exception import ModelAPIError
 from ..message import TextBlock, ThinkingBlock, ToolUseBlock
 from ._common import (
     STRUCTURED_TOOL_NAME,
@@ -60,7 +59,14 @@ from ._loop_client import LoopClients
 from ._model_base import ToolChoice, validate_tool_choice
 from ._model_response import ChatResponse, ChatUsage, ResponseBlock
 from ._openai_model import OpenAIChatModel
-from ._retry import RETRYABLE_STATUS, RetryConfig, StreamErrorEvent, close_shielded
+from ._retry import (
+    RETRYABLE_STATUS,
+    BadResponse,
+    RetryConfig,
+    StreamErrorEvent,
+    close_shielded,
+    excerpt,
+)
 
 __all__ = [
     "DASHSCOPE_BASE_URL",
@@ -408,10 +414,12 @@ class DashScopeChatModel(OpenAIChatModel):
             return await super()._create(kwargs)
         response = await self._native.get().post(MULTIMODAL_GENERATION_PATH, json=kwargs)
         response.raise_for_status()
-        data: Any = response.json()
+        data: Any = response.json()  # JSONDecodeError: the caller's BadResponse
         if isinstance(data, dict) and data.get("code") and _native_message(data) is None:
-            raise ModelAPIError(
-                self.provider, f"{data.get('code')}: {data.get('message')}", status_code=200
+            # An error in a 200 answer: judged (and redacted) by the retry policy.
+            code = str(data.get("code"))
+            raise StreamErrorEvent(
+                f"{code}: {data.get('message')}", 200, code.startswith(_RETRYABLE_CODES)
             )
         return data
 
@@ -421,7 +429,11 @@ class DashScopeChatModel(OpenAIChatModel):
         if self._native is None:
             return super()._parse_response(completion, start, structured_model)
         blocks: list[ResponseBlock] = []
-        message = _native_message(completion) or {}
+        message = _native_message(completion)
+        if message is None:
+            raise BadResponse(
+                f"the response is not a multimodal generation answer: {excerpt(completion)}"
+            )
         reasoning = message.get("reasoning_content")
         if isinstance(reasoning, str) and reasoning:
             blocks.append(ThinkingBlock(reasoning))
@@ -484,6 +496,15 @@ class DashScopeChatModel(OpenAIChatModel):
                 state.add(event)
         finally:
             await close_shielded(response)
+        if not state.finished:
+            # A clean close before the choice's finish_reason: the answer is incomplete.
+            raise BadResponse(
+                f"the stream was cut: it ended after {state.events} event(s) without a "
+                "finish_reason; the answer is incomplete and was discarded"
+                if state.events
+                else "the streaming request was answered without an event stream "
+                f"(content-type {response.headers.get('content-type') or 'unknown'}, no events)"
+            )
         final = self._stream_chunk(
             state.id,
             state.thinking,
@@ -510,9 +531,11 @@ async def _close_httpx(client: httpx.AsyncClient) -> None:
 class _NativeStream:
     """A native multimodal answer, accumulated over incremental stream events."""
 
-    __slots__ = ("calls", "id", "text", "thinking", "usage")
+    __slots__ = ("calls", "events", "finished", "id", "text", "thinking", "usage")
 
     def __init__(self) -> None:
+        self.events = 0
+        self.finished = False
         self.id: str | None = None
         self.text = ""
         self.thinking = ""
@@ -522,12 +545,17 @@ class _NativeStream:
 
     def add(self, event: dict[str, Any]) -> bool:
         """Take one event in; whether it added content."""
+        self.events += 1
         if self.id is None and event.get("request_id"):
             self.id = str(event["request_id"])
         self.usage = _native_usage(event) or self.usage
         message = _native_message(event)
         if message is None:
             return False
+        # Intermediate events say "null" (a string); the last one names why it stopped.
+        reason = event["output"]["choices"][0].get("finish_reason")
+        if reason and reason != "null":
+            self.finished = True
         changed = False
         piece = message.get("reasoning_content")
         if isinstance(piece, str) and piece:
@@ -595,11 +623,9 @@ class _NativeEvents:
         try:
             event = json.loads(text)
         except ValueError:
-            raise StreamErrorEvent(
-                f"malformed event in the stream: {text[:200]!r}", None, False
-            ) from None
+            raise BadResponse(f"malformed event in the stream: {excerpt(text)}") from None
         if not isinstance(event, dict):
-            raise StreamErrorEvent(f"unexpected event in the stream: {text[:200]!r}", None, False)
+            raise BadResponse(f"unexpected event in the stream: {excerpt(text)}")
         if is_error or (event.get("code") and _native_message(event) is None):
             code = str(event.get("code") or "")
             message = f"{code}: {event.get('message')}" if code else str(event.get("message"))

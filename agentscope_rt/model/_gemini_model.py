@@ -44,13 +44,12 @@ import anyio.to_thread
 import httpx
 
 from .._schema import StructuredModel, structured_model_schema
-from ..exception import ModelAPIError
 from ._common import Secrets
 from ._http_model import HttpChatModel, response_lines
 from ._model_base import ToolChoice, validate_tool_choice
 from ._model_response import ChatResponse, ChatUsage
 from ._ollama_model import ChatAccumulator
-from ._retry import RETRYABLE_STATUS, RetryConfig, StreamErrorEvent
+from ._retry import RETRYABLE_STATUS, BadResponse, RetryConfig, StreamErrorEvent, excerpt
 
 __all__ = ["GeminiChatModel"]
 
@@ -428,11 +427,15 @@ class GeminiChatModel(HttpChatModel):
         path = f"{self._models_path}/{self.model_name}:generateContent"
         response = await self._post_json(path, body)
         data: dict[str, Any] = response.json()
+        if isinstance(data, dict) and isinstance(data.get("error"), dict):
+            raise self._error_event(data["error"])
         return data
 
     def _parse(
         self, data: dict[str, Any], structured_model: StructuredModel | None, started: float
     ) -> ChatResponse:
+        if not _is_answer(data):
+            raise BadResponse(f"the response is not a GenerateContentResponse: {excerpt(data)}")
         state = _Accumulator()
         state.add(data)
         return state.response(structured_model, started, stream=False, is_last=True)
@@ -460,8 +463,17 @@ class GeminiChatModel(HttpChatModel):
                 yield state.response(None, started, stream=True, is_last=False)
             if data_lines:
                 state.add(self._event(data_lines))
-            if not state.seen:
-                raise ModelAPIError(_PROVIDER, "the stream ended without any event")
+            if not state.finished:
+                # A clean close before an event naming the finishReason (or a blocked
+                # prompt): the answer is incomplete, so nothing of it is returned.
+                kind = response.headers.get("content-type") or "unknown"
+                raise BadResponse(
+                    "the stream was cut: it ended without a finishReason; the answer is "
+                    "incomplete and was discarded"
+                    if state.seen
+                    else "the streaming request was answered without an event stream "
+                    f"(content-type {kind}, no events)"
+                )
             yield state.response(structured_model, started, stream=True, is_last=True)
 
     def _event(self, data_lines: list[str]) -> dict[str, Any]:
@@ -472,13 +484,13 @@ class GeminiChatModel(HttpChatModel):
             raise self._stream_error(f"malformed SSE event in the stream: {text[:200]!r}") from None
         if isinstance(event, dict) and isinstance(event.get("error"), dict):
             raise self._error_event(event["error"])
-        if not isinstance(event, dict):
+        if not _is_answer(event, event=True):
             raise self._stream_error(f"unexpected SSE event: {text[:200]!r}")
         return event
 
-    def _stream_error(self, message: str) -> ModelAPIError:
-        # Raised inside the stream, past the retry layer's redaction: scrub the key here.
-        return ModelAPIError(_PROVIDER, self._scrub(message))
+    def _stream_error(self, message: str) -> BadResponse:
+        # Scrubbed here too: the event text stays attached to the error as its cause.
+        return BadResponse(self._scrub(message))
 
     def _error_event(self, error: dict[str, Any]) -> StreamErrorEvent:
         """An ``{"error": {...}}`` event, for the retry layer to judge like an HTTP error.
@@ -498,14 +510,29 @@ class GeminiChatModel(HttpChatModel):
         return StreamErrorEvent(message, status_code, retryable)
 
 
+def _is_answer(data: Any, *, event: bool = False) -> bool:
+    """Whether *data* has the shape of a ``GenerateContentResponse``: candidates (a list of
+    objects whose content is an object) or prompt feedback (a blocked prompt has no
+    candidates); ``{}`` has neither. A stream *event* may also carry neither (usage only)."""
+    if not isinstance(data, dict):
+        return False
+    candidates = data.get("candidates")
+    if candidates is not None:
+        return isinstance(candidates, list) and all(
+            isinstance(c, dict) and isinstance(c.get("content", {}), dict) for c in candidates
+        )
+    return event or isinstance(data.get("promptFeedback"), dict)
+
+
 class _Accumulator(ChatAccumulator):
     """A Gemini answer, accumulated over stream events (or from one response)."""
 
-    __slots__ = ("seen", "usage_metadata")
+    __slots__ = ("finished", "seen", "usage_metadata")
 
     def __init__(self) -> None:
         super().__init__()
         self.seen = False
+        self.finished = False
         self.usage_metadata: dict[str, Any] = {}
 
     def add(self, data: dict[str, Any]) -> None:
@@ -514,9 +541,14 @@ class _Accumulator(ChatAccumulator):
         self.seen = True
         if data.get("usageMetadata"):
             self.usage_metadata = data["usageMetadata"]
+        feedback = data.get("promptFeedback")
+        if isinstance(feedback, dict) and feedback.get("blockReason"):
+            self.finished = True
         candidates = data.get("candidates") or []
         if not candidates:
             return
+        if candidates[0].get("finishReason"):
+            self.finished = True
         for part in (candidates[0].get("content") or {}).get("parts") or []:
             signature = part.get("thoughtSignature") or part.get("thought_signature")
             if not isinstance(signature, str):

@@ -14,6 +14,7 @@ message) and closes the response, shielded, however the stream ends. Both run un
 from __future__ import annotations
 
 import contextlib
+import json
 import time
 from abc import abstractmethod
 from collections.abc import AsyncGenerator, AsyncIterator
@@ -26,7 +27,15 @@ from .._schema import StructuredModel
 from ._loop_client import LoopClients, close_orphans
 from ._model_base import ChatModelBase
 from ._model_response import ChatResponse
-from ._retry import CLOSE_TIMEOUT, RetryConfig, call_with_retry, close_shielded, stream_with_retry
+from ._retry import (
+    CLOSE_TIMEOUT,
+    BadResponse,
+    RetryConfig,
+    call_with_retry,
+    close_shielded,
+    excerpt,
+    stream_with_retry,
+)
 from ._sdk_stream import suspended_generator_chain
 
 __all__ = ["HttpChatModel", "response_lines"]
@@ -117,10 +126,25 @@ class HttpChatModel(ChatModelBase):
                 self.retry_config,
                 redact=self._redact,
             )
-        data = await call_with_retry(
-            self.provider, lambda: self._post(body), self.retry_config, redact=self._redact
-        )
-        return self._parse(data, structured_model, started)
+
+        async def attempt() -> ChatResponse:
+            # Parsed inside the retried attempt: an answer that is not what the protocol
+            # promises raises BadResponse, which the policy retries as a server fault.
+            try:
+                data: Any = await self._post(body)
+            except json.JSONDecodeError as exc:
+                raise BadResponse(f"the response body is not JSON ({exc})") from None
+            if not isinstance(data, dict):
+                raise BadResponse(f"the response body is not a JSON object: {excerpt(data)}")
+            try:
+                return self._parse(data, structured_model, started)
+            except (AttributeError, TypeError, KeyError, IndexError) as exc:
+                raise BadResponse(
+                    f"the response does not have the expected shape ({type(exc).__name__}: "
+                    f"{exc}): {excerpt(data)}"
+                ) from None
+
+        return await call_with_retry(self.provider, attempt, self.retry_config, redact=self._redact)
 
     async def _post_json(self, path: str, body: dict[str, Any]) -> httpx.Response:
         """POST *body* to *path*; the response, its body read.

@@ -39,6 +39,7 @@ import anyio.to_thread
 from .._schema import StructuredModel, structured_model_schema, validate_structured_output
 from ..exception import ModelResponseError
 from ..message import TextBlock, ToolUseBlock
+from ._common import loads_strict
 from ._model_base import ChatModelBase, ToolChoice, validate_tool_choice
 from ._model_response import ChatResponse, ChatUsage, ResponseBlock
 from ._ollama_model import new_call_id
@@ -416,8 +417,8 @@ class LlamaCppChatModel(ChatModelBase):
         if plan.mode == "text":
             return ([TextBlock(text)] if text else []), None
         try:
-            data = json.loads(text)
-        except json.JSONDecodeError:
+            data = loads_strict(text)
+        except ValueError:
             data = None
         if plan.mode == "structured":
             if not isinstance(data, dict):

@@ -22,12 +22,13 @@ from typing import Any, ClassVar
 import httpx
 
 from .._schema import StructuredModel, structured_model_schema, validate_structured_output
-from ..exception import ModelAPIError, ModelResponseError
+from ..exception import ModelResponseError
 from ..message import TextBlock, ThinkingBlock, ToolUseBlock
+from ._common import loads_strict, parse_tool_value, savable_text
 from ._http_model import HttpChatModel, response_lines
 from ._model_base import ToolChoice, validate_tool_choice
 from ._model_response import ChatResponse, ChatUsage, ResponseBlock
-from ._retry import RetryConfig
+from ._retry import BadResponse, RetryConfig, StreamErrorEvent, excerpt
 
 __all__ = ["OllamaChatModel"]
 
@@ -45,26 +46,11 @@ def new_call_id() -> str:
 
 
 def parse_tool_arguments(value: Any) -> tuple[dict[str, Any], str | None]:
-    """``(input, raw_input)`` for tool arguments as a provider sent them.
-
-    A JSON object (or a string holding one) becomes ``input``; anything else is kept verbatim
-    in ``raw_input`` with an empty ``input``, so the caller can report it instead of crashing.
-    """
-    if value is None:
-        return {}, None
-    if isinstance(value, dict):
-        return value, None
-    if isinstance(value, str):
-        if not value.strip():
-            return {}, None
-        try:
-            parsed = json.loads(value)
-        except json.JSONDecodeError:
-            return {}, value
-        if isinstance(parsed, dict):
-            return parsed, None
-        return {}, value
-    return {}, json.dumps(value, ensure_ascii=False, default=str)
+    """``(input, raw_input)`` for tool arguments as a provider sent them (see
+    :func:`~._common.parse_tool_value`): a strict JSON object (or a string holding one)
+    becomes ``input``; anything else is kept in ``raw_input`` with an empty ``input``, so the
+    caller can report it instead of crashing."""
+    return parse_tool_value(value)
 
 
 def parse_structured(provider: str, structured_model: StructuredModel, text: str) -> dict[str, Any]:
@@ -73,10 +59,11 @@ def parse_structured(provider: str, structured_model: StructuredModel, text: str
     :raises ModelResponseError: if the text is not JSON or does not match the model.
     """
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
+        data = loads_strict(text)
+    except ValueError as exc:
         raise ModelResponseError(
-            f"{provider} returned structured output that is not valid JSON ({exc}): {text[:200]!r}"
+            f"{provider} returned structured output that is not valid JSON ({exc}): "
+            f"{savable_text(text[:200])!r}"
         ) from None
     try:
         return validate_structured_output(structured_model, data)
@@ -182,14 +169,17 @@ class OllamaChatModel(HttpChatModel):
     async def _post(self, body: dict[str, Any]) -> dict[str, Any]:
         response = await self._post_json("/api/chat", body)
         data: dict[str, Any] = response.json()
-        if "error" in data:
-            raise ModelAPIError(_PROVIDER, str(data["error"]), status_code=response.status_code)
+        if isinstance(data, dict) and "error" in data:
+            # Judged (and redacted) by the retry policy, as an error status would be.
+            raise StreamErrorEvent(str(data["error"]), response.status_code, False)
         return data
 
     def _parse(
         self, data: dict[str, Any], structured_model: StructuredModel | None, started: float
     ) -> ChatResponse:
-        message = data.get("message") or {}
+        message = data.get("message")
+        if not isinstance(message, dict):
+            raise BadResponse(f"the response is not a chat answer: {excerpt(data)}")
         state = _Accumulator()
         state.add(message)
         return state.response(data, structured_model, started, stream=False, is_last=True)
@@ -208,17 +198,26 @@ class OllamaChatModel(HttpChatModel):
                 try:
                     chunk = json.loads(line)
                 except json.JSONDecodeError:
-                    raise ModelAPIError(
-                        _PROVIDER, f"malformed NDJSON line in the stream: {line[:200]!r}"
+                    raise BadResponse(
+                        f"malformed NDJSON line in the stream: {excerpt(line)}"
                     ) from None
+                if not isinstance(chunk, dict):
+                    raise BadResponse(f"unexpected line in the stream: {excerpt(line)}")
                 if "error" in chunk:
-                    raise ModelAPIError(_PROVIDER, str(chunk["error"]), status_code=200)
-                state.add(chunk.get("message") or {})
+                    raise StreamErrorEvent(str(chunk["error"]), 200, False)
+                message = chunk.get("message") or {}
+                if not isinstance(message, dict):
+                    raise BadResponse(f"unexpected line in the stream: {excerpt(line)}")
+                state.add(message)
                 done = bool(chunk.get("done"))
                 yield state.response(chunk, structured_model if done else None, started, True, done)
                 if done:
                     return
-            raise ModelAPIError(_PROVIDER, "the stream ended without its final chunk")
+            # A clean close before the chunk with "done": true: the answer is incomplete.
+            raise BadResponse(
+                'the stream was cut: it ended without its final chunk ("done": true); '
+                "the answer is incomplete and was discarded"
+            )
 
 
 class ChatAccumulator:

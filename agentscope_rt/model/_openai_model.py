@@ -44,7 +44,7 @@ from ._common import (
 )
 from ._model_base import ToolChoice, validate_tool_choice
 from ._model_response import ChatResponse, ChatUsage, ResponseBlock
-from ._retry import RetryConfig
+from ._retry import BadResponse, RetryConfig, excerpt
 from ._sdk_stream import SdkClientModel, SdkEvents, route_extra_fields
 
 __all__ = ["OpenAIChatModel"]
@@ -279,33 +279,39 @@ class OpenAIChatModel(SdkClientModel):
         self, completion: Any, start: float, structured_model: StructuredModel | None
     ) -> ChatResponse:
         blocks: list[ResponseBlock] = []
-        if completion.choices:
-            message = completion.choices[0].message
-            reasoning = _reasoning_of(message)
-            if reasoning:
-                blocks.append(ThinkingBlock(reasoning))
-            if message.content:
-                blocks.append(TextBlock(message.content))
-            audio = getattr(message, "audio", None)
-            if audio is not None and getattr(audio, "data", None):
-                blocks.append(AudioBlock(Base64Source(self._audio_type(), audio.data)))
-                if getattr(audio, "transcript", None):
-                    blocks.append(TextBlock(audio.transcript))
-            for call in message.tool_calls or []:
-                function = getattr(call, "function", None)
-                if function is None:
-                    continue
-                tool_input, raw = parse_tool_input(function.arguments)
-                blocks.append(ToolUseBlock(call.id, function.name, tool_input, raw))
+        choices = getattr(completion, "choices", None)
+        message = (
+            getattr(choices[0], "message", None) if isinstance(choices, list) and choices else None
+        )
+        if message is None:
+            raise BadResponse(f"the response is not a chat completion: {excerpt(completion)}")
+        if message.content is not None and not isinstance(message.content, str):
+            raise BadResponse(f"the message content is not text: {excerpt(message.content)}")
+        reasoning = _reasoning_of(message)
+        if reasoning:
+            blocks.append(ThinkingBlock(reasoning))
+        if message.content:
+            blocks.append(TextBlock(message.content))
+        audio = getattr(message, "audio", None)
+        if audio is not None and getattr(audio, "data", None):
+            blocks.append(AudioBlock(Base64Source(self._audio_type(), audio.data)))
+            if getattr(audio, "transcript", None):
+                blocks.append(TextBlock(audio.transcript))
+        for call in message.tool_calls or []:
+            function = getattr(call, "function", None)
+            if function is None:
+                continue
+            tool_input, raw = parse_tool_input(function.arguments)
+            blocks.append(ToolUseBlock(call.id, function.name, tool_input, raw))
         usage = None
-        if completion.usage is not None:
+        if getattr(completion, "usage", None) is not None:
             usage = ChatUsage(
                 completion.usage.prompt_tokens or 0,
                 completion.usage.completion_tokens or 0,
                 time.monotonic() - start,
             )
         response = ChatResponse(blocks, usage=usage)
-        if completion.id:
+        if getattr(completion, "id", None):
             response.id = completion.id
         return self._with_structured(response, structured_model)
 
@@ -322,6 +328,7 @@ class OpenAIChatModel(SdkClientModel):
         transcript = ""
         calls: dict[int, list[Any]] = {}  # index -> [id, name, arguments, last parsed input]
         usage: ChatUsage | None = None
+        finished = False
         try:
             async for chunk in stream:
                 if response_id is None and chunk.id:
@@ -335,6 +342,8 @@ class OpenAIChatModel(SdkClientModel):
                 # null ``delta`` (keep-alives, usage or moderation records): nothing to add.
                 if not chunk.choices:
                     continue
+                if chunk.choices[0].finish_reason:
+                    finished = True
                 delta = chunk.choices[0].delta
                 if delta is None:
                     continue
@@ -373,6 +382,10 @@ class OpenAIChatModel(SdkClientModel):
                     )
         finally:
             await stream.aclose()
+        if not (finished or stream.done_marker):
+            # A clean close before the choice's finish_reason and [DONE]: the connection was
+            # dropped mid-answer (tool arguments may be cut in half), so nothing is returned.
+            raise stream.cut("a finish_reason or [DONE]")
         final = self._stream_chunk(
             response_id,
             thinking,

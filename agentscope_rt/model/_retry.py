@@ -16,6 +16,12 @@ so retries behave the same everywhere:
   (``None`` when no response arrived), the provider's own message and the number of attempts.
   Exceptions that are not provider errors (bugs, validation errors) pass through untouched, and
   cancellation is never caught.
+* An answer that is not what the protocol promises — HTTP 200 whose body is not JSON, JSON
+  of the wrong shape, a streaming request answered without an event stream, or a stream
+  closed before its end marker (:class:`BadResponse`) — counts as a server fault and is
+  retried like a 5xx: such answers come from gateways, proxies and servers that dropped the
+  connection, and the next try usually succeeds. A stream cut after output was yielded fails
+  at once, as any stream failure then.
 * A stream is retried only until its first chunk has been yielded: once the caller has seen
   output, starting again would duplicate it, so a later failure raises ``ModelAPIError`` at once.
   The wrapped generator is always closed (``aclose``), which closes the HTTP response, whether
@@ -23,7 +29,10 @@ so retries behave the same everywhere:
 
 SDK clients must be built with their own retries disabled (``max_retries=0``) so that this is
 the only policy. Messages are scrubbed of the secrets a provider passes in ``redact`` before
-they reach an exception.
+they reach an exception, and so is the cause attached to it: the provider's exception (whose
+text and response may echo the key) is replaced by a :class:`RedactedCause` holding its type
+and scrubbed text, and raised outside the ``except`` block, so that no traceback — causes and
+contexts included — can show a secret.
 
 Usage by a provider::
 
@@ -55,13 +64,17 @@ from ..exception import ModelAPIError
 
 __all__ = [
     "RETRYABLE_STATUS",
+    "BadResponse",
     "FailureInfo",
+    "RedactedCause",
     "RetryConfig",
     "StreamErrorEvent",
     "call_with_retry",
     "classify_error",
     "close_shielded",
+    "excerpt",
     "parse_retry_after",
+    "redacted_cause",
     "stream_with_retry",
 ]
 
@@ -168,6 +181,42 @@ class StreamErrorEvent(Exception):
         self.message = message
         self.status_code = status_code
         self.retryable = retryable
+
+
+class BadResponse(StreamErrorEvent):
+    """A provider's answer that is not what its protocol promises: an HTTP 200 whose body is
+    not JSON or not of the expected shape (``{}`` included), a streaming request answered
+    without an event stream, or a stream closed before its end marker.
+
+    Retried as a server fault (see the module docstring); the final
+    :class:`~agentscope_rt.exception.ModelAPIError` carries status 200 and *message*.
+
+    :param message: what was wrong, with a short excerpt of what arrived.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, 200, True)
+
+
+def excerpt(value: Any, limit: int = 200) -> str:
+    """A short printable excerpt of what a provider sent, for error messages."""
+    text = value if isinstance(value, str) else repr(value)
+    return repr(text[:limit] + ("..." if len(text) > limit else ""))
+
+
+class RedactedCause(Exception):
+    """Stands in for a provider's exception as the cause of a
+    :class:`~agentscope_rt.exception.ModelAPIError`: its type and its text, secrets scrubbed.
+
+    The provider's exception itself is not kept, since its text, its response and its own
+    causes may hold the API key (servers echo keys and headers in error bodies).
+    """
+
+
+def redacted_cause(exc: BaseException, secrets: Iterable[str | None]) -> RedactedCause:
+    """A :class:`RedactedCause` for *exc*: ``module.Type: text``, *secrets* scrubbed."""
+    kind = type(exc)
+    return RedactedCause(_redact(f"{kind.__module__}.{kind.__qualname__}: {exc}", secrets))
 
 
 def parse_retry_after(
@@ -366,9 +415,16 @@ async def call_with_retry(
             if info is None:
                 raise
             if not info.retryable or attempt > config.max_retries:
-                raise _api_error(provider, info, attempt, secrets) from exc
+                error, cause = (
+                    _api_error(provider, info, attempt, secrets),
+                    redacted_cause(exc, secrets),
+                )
+                break
             wait = config.delay(attempt - 1, info.retry_after)
         await anyio.sleep(wait)
+    # Raised here, outside the except block, so that the provider's exception does not
+    # become the context either.
+    raise error from cause
 
 
 async def stream_with_retry(
@@ -410,11 +466,16 @@ async def stream_with_retry(
             if info is None:
                 raise
             if yielded or not info.retryable or attempt > config.max_retries:
-                raise _api_error(provider, info, attempt, secrets) from exc
+                error, cause = (
+                    _api_error(provider, info, attempt, secrets),
+                    redacted_cause(exc, secrets),
+                )
+                break
             wait = config.delay(attempt - 1, info.retry_after)
         finally:
             await close_shielded(stream)
         await anyio.sleep(wait)
+    raise error from cause
 
 
 async def close_shielded(resource: Any) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import gc
 import inspect
+import json
 import sys
 import time
 import types
@@ -35,7 +36,14 @@ from ._common import (
 from ._loop_client import LoopClients, close_orphans
 from ._model_base import ChatModelBase, ToolChoice
 from ._model_response import ChatResponse
-from ._retry import CLOSE_TIMEOUT, RetryConfig, call_with_retry, stream_with_retry
+from ._retry import (
+    CLOSE_TIMEOUT,
+    BadResponse,
+    RetryConfig,
+    call_with_retry,
+    excerpt,
+    stream_with_retry,
+)
 
 __all__ = [
     "SdkClientModel",
@@ -91,11 +99,27 @@ class SdkEvents:
     generator (e.g. at ``[DONE]``) and so drop its own reference to the inner ones.
     """
 
-    __slots__ = ("_chain", "_stream")
+    __slots__ = ("_chain", "_stream", "count", "done_marker")
 
     def __init__(self, stream: Any) -> None:
         self._stream = stream
         self._chain: list[types.AsyncGeneratorType[Any, Any]] = []
+        self.count = 0
+        """How many events have arrived."""
+        self.done_marker = False
+        """Whether the stream's ``data: [DONE]`` arrived (OpenAI's end marker, which the SDK
+        consumes without yielding)."""
+        iter_events = getattr(stream, "_iter_events", None)
+        if iter_events is not None and "_iter_events" not in vars(stream):
+            # The openai SDK reads its server-sent events through this method, first called
+            # at the first event; watching them is the only way to see [DONE].
+            stream._iter_events = functools.partial(self._watch_done, iter_events)
+
+    async def _watch_done(self, iter_events: Any) -> AsyncGenerator[Any, None]:
+        async for sse in iter_events():
+            if sse.data.startswith("[DONE]"):
+                self.done_marker = True
+            yield sse
 
     def __aiter__(self) -> SdkEvents:
         return self
@@ -114,7 +138,25 @@ class SdkEvents:
             # The SDKs keep the generator in ``_iterator`` (a plain attribute in openai, a
             # cached property in anthropic); ``__dict__`` avoids creating one that never ran.
             self._chain = suspended_generator_chain(vars(self._stream).get("_iterator"))
+        self.count += 1
         return event
+
+    def cut(self, marker: str) -> BadResponse:
+        """The error for a stream that ended (a clean close) before its end *marker*: it
+        names how many events came, and when none did, the content type that came instead of
+        an event stream."""
+        if self.count:
+            return BadResponse(
+                f"the stream was cut: it ended after {self.count} event(s) without {marker}; "
+                "the answer is incomplete and was discarded"
+            )
+        response = getattr(self._stream, "response", None)
+        headers = getattr(response, "headers", None)
+        kind = headers.get("content-type") if headers is not None else None
+        return BadResponse(
+            "the streaming request was answered without an event stream "
+            f"(content-type {kind or 'unknown'}, no events)"
+        )
 
     async def aclose(self) -> None:
         """Close the generator chain, outermost first, then the HTTP response; shielded and
@@ -301,10 +343,27 @@ class SdkClientModel(ChatModelBase):
                 redact=self._secrets,
             )
         start = time.monotonic()
-        raw = await call_with_retry(
-            self.provider, lambda: self._create(kwargs), self.retry_config, redact=self._secrets
+
+        async def attempt() -> ChatResponse:
+            # Parsed inside the retried attempt: an answer that is not what the protocol
+            # promises raises BadResponse, which the policy retries as a server fault.
+            try:
+                raw = await self._create(kwargs)
+            except json.JSONDecodeError as exc:
+                raise BadResponse(f"the response body is not JSON ({exc})") from None
+            if raw is None or isinstance(raw, str | bytes | list | int | float):
+                raise BadResponse(f"the response body is not a JSON object: {excerpt(raw)}")
+            try:
+                return self._parse_response(raw, start, structured_model)
+            except (AttributeError, TypeError, KeyError, IndexError) as exc:
+                raise BadResponse(
+                    f"the response does not have the expected shape ({type(exc).__name__}: "
+                    f"{exc}): {excerpt(raw)}"
+                ) from None
+
+        return await call_with_retry(
+            self.provider, attempt, self.retry_config, redact=self._secrets
         )
-        return self._parse_response(raw, start, structured_model)
 
     def _with_structured(
         self, response: ChatResponse, structured_model: StructuredModel | None

@@ -33,6 +33,9 @@ class Reply:
     :ivar headers: extra response headers.
     :ivar interval: seconds between two events.
     :ivar gate_after: after this many events, wait until the test sets ``server.gate``.
+    :ivar raw: a body sent byte for byte (with *content_type*) instead of JSON.
+    :ivar echo: ``"json"`` or ``"text"``: answer with an error body that quotes every request
+        header (keys and ``Authorization`` included), as careless servers and proxies do.
     """
 
     status: int = 200
@@ -41,6 +44,18 @@ class Reply:
     headers: dict[str, str] = attrs.field(factory=dict)
     interval: float = 0.0
     gate_after: int | None = None
+    raw: bytes | None = None
+    content_type: str = "application/json"
+    echo: str | None = None
+
+
+def echo_body(headers: dict[str, str], kind: str) -> tuple[bytes, str]:
+    """An error body quoting *headers*: JSON in the providers' error shape, or plain text."""
+    quoted = "; ".join(f"{k}: {v}" for k, v in headers.items())
+    if kind == "text":
+        return f"Bad request. You sent {quoted}".encode(), "text/plain"
+    body = {"error": {"message": f"Invalid request with {quoted}", "type": "invalid_request"}}
+    return json.dumps(body).encode(), "application/json"
 
 
 @attrs.define
@@ -94,7 +109,12 @@ class WireServer:
                 if reply is None:
                     self._send_json(500, {"error": {"message": "script exhausted"}})
                     return
-                if reply.events is None:
+                if reply.echo is not None:
+                    raw, kind = echo_body(dict(self.headers.items()), reply.echo)
+                    self._send_raw(reply.status, raw, kind, reply.headers)
+                elif reply.raw is not None:
+                    self._send_raw(reply.status, reply.raw, reply.content_type, reply.headers)
+                elif reply.events is None:
                     self._send_json(reply.status, reply.body, reply.headers)
                 else:
                     self._send_events(reply)
@@ -114,9 +134,26 @@ class WireServer:
                 self.wfile.write(data)
                 self.wfile.flush()
 
+            def _send_raw(
+                self, status: int, data: bytes, content_type: str, headers: dict[str, str]
+            ) -> None:
+                self.send_response(status)
+                self.send_header("content-type", content_type)
+                self.send_header("content-length", str(len(data)))
+                for key, value in headers.items():
+                    self.send_header(key, value)
+                self.end_headers()
+                self.wfile.write(data)
+                self.wfile.flush()
+
             def _send_events(self, reply: Reply) -> None:
                 self.send_response(reply.status)
-                self.send_header("content-type", "text/event-stream")
+                self.send_header(
+                    "content-type",
+                    "text/event-stream"
+                    if reply.content_type == "application/json"
+                    else reply.content_type,
+                )
                 self.send_header("transfer-encoding", "chunked")
                 self.send_header("cache-control", "no-cache")
                 for key, value in reply.headers.items():

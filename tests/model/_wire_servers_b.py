@@ -23,6 +23,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import attrs
 
+from ._wire_servers import echo_body
+
 
 @attrs.define
 class Answer:
@@ -34,6 +36,10 @@ class Answer:
     content_type: str = "application/json"
     headers: dict[str, str] = attrs.field(factory=dict)
     pause_after: int | None = None
+    raw: bytes | None = None
+    """A body sent byte for byte (with ``content_type``) instead of JSON."""
+    echo: str | None = None
+    """``"json"`` or ``"text"``: an error body quoting every request header."""
 
 
 @attrs.define
@@ -82,12 +88,19 @@ class ScriptedServer:
             )
         )
         answer = self.script.popleft() if self.script else Answer(500, {"error": "no script"})
+        content_type = answer.content_type
+        data = b""
+        if answer.echo is not None:
+            data, content_type = echo_body(dict(handler.headers.items()), answer.echo)
+        elif answer.raw is not None:
+            data = answer.raw
+        elif answer.events is None:
+            data = json.dumps(answer.body).encode()
         handler.send_response(answer.status)
-        handler.send_header("content-type", answer.content_type)
+        handler.send_header("content-type", content_type)
         for key, value in answer.headers.items():
             handler.send_header(key, value)
         if answer.events is None:
-            data = json.dumps(answer.body).encode()
             handler.send_header("content-length", str(len(data)))
             handler.end_headers()
             handler.wfile.write(data)

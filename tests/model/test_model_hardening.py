@@ -1,0 +1,445 @@
+"""Every provider against a misbehaving server: tool arguments that are not strict JSON, answers
+that are not what they claim to be, and streams cut before their end marker.
+
+Each test runs a real :class:`ReActAgent` on the provider's real wire protocol (the SDK clients
+and httpx pointed at a scripted server on 127.0.0.1): what reaches the agent's memory must be
+sendable and savable, and the agent must stay usable after the failure.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import attrs
+import pytest
+
+from agentscope_rt.agent import ReActAgent
+from agentscope_rt.exception import ModelAPIError, ModelResponseError
+from agentscope_rt.formatter import (
+    AnthropicChatFormatter,
+    DashScopeChatFormatter,
+    GeminiChatFormatter,
+    OllamaChatFormatter,
+    OpenAIChatFormatter,
+)
+from agentscope_rt.message import Msg, ToolUseBlock
+from agentscope_rt.model import (
+    AnthropicChatModel,
+    ChatModelBase,
+    DashScopeChatModel,
+    GeminiChatModel,
+    OllamaChatModel,
+    OpenAIChatModel,
+    RetryConfig,
+)
+from agentscope_rt.model._common import loads_strict, parse_partial_json, parse_tool_input
+from agentscope_rt.tool import Toolkit, ToolResponse
+
+from . import _wire_servers as wa
+from . import _wire_servers_b as wb
+
+pytestmark = pytest.mark.filterwarnings("error::ResourceWarning")
+
+KEY = "sk-hardening-0123456789abcdef"
+NO_RETRY = RetryConfig(max_retries=0)
+ONE_RETRY = RetryConfig(max_retries=1, initial_delay=0.0, jitter=0.0)
+
+# Argument texts a model may stream that Python's json module accepts but strict JSON does not.
+BAD_ARGUMENTS = {
+    "nan": '{"city": NaN}',
+    "infinity": '{"city": "Oslo", "days": -Infinity}',
+    "surrogate": '{"city": "\\ud800"}',
+    "surrogate-key": '{"\\udfff": "Oslo"}',
+}
+BAD_VALUES = {
+    "nan": {"city": float("nan")},
+    "infinity": {"city": "Oslo", "days": float("-inf")},
+    "surrogate": {"city": "\ud800"},
+    "surrogate-key": {"\udfff": "Oslo"},
+}
+
+
+# -- the providers, each with its server, model, formatter and answers ------------------------
+
+
+@attrs.define
+class Provider:
+    """How one provider is served: builds the model and its scripted answers."""
+
+    name: str
+    stream: bool
+
+    @property
+    def http(self) -> bool:
+        """Whether the server is :mod:`._wire_servers_b` (Ollama, Gemini)."""
+        return self.name in ("ollama", "gemini")
+
+    def model(self, url: str, retry: RetryConfig = NO_RETRY) -> ChatModelBase:
+        stream = self.stream
+        if self.name == "openai":
+            return OpenAIChatModel(
+                "gpt-test", KEY, stream, client_kwargs={"base_url": url}, retry_config=retry
+            )
+        if self.name == "dashscope":
+            return DashScopeChatModel(
+                "qwen-test", KEY, stream, base_http_api_url=url, retry_config=retry
+            )
+        if self.name == "dashscope-native":
+            return DashScopeChatModel(
+                "qwen-vl-test",
+                KEY,
+                stream,
+                base_http_api_url=url + "/api/v1",
+                retry_config=retry,
+            )
+        if self.name == "anthropic":
+            return AnthropicChatModel(
+                "claude-test", KEY, stream=stream, client_kwargs={"base_url": url},
+                retry_config=retry,
+            )  # fmt: skip
+        if self.name == "gemini":
+            return GeminiChatModel(
+                "gemini-test", KEY, stream, client_kwargs={"base_url": url}, retry_config=retry
+            )
+        return OllamaChatModel("qwen3:0.6b", stream, host=url, retry_config=retry)
+
+    def formatter(self) -> Any:
+        return {
+            "openai": OpenAIChatFormatter,
+            "dashscope": DashScopeChatFormatter,
+            "dashscope-native": DashScopeChatFormatter,
+            "anthropic": AnthropicChatFormatter,
+            "gemini": GeminiChatFormatter,
+            "ollama": OllamaChatFormatter,
+        }[self.name]()
+
+    def answer(self, text: str | None = None, call: tuple[str, str] | None = None) -> Any:
+        """A complete answer: *text*, or a tool *call* ``(name, argument text)``."""
+        name = self.name
+        args_text = call[1] if call else ""
+        args_value = _decoded(args_text) if call else None
+        if name in ("openai", "dashscope"):
+            if not self.stream:
+                calls = [("call_1", call[0], args_text)] if call else None
+                return wa.Reply(body=wa.openai_completion(text, calls))
+            if call is None:
+                return wa.Reply(events=wa.openai_text_stream([text or ""]))
+            return wa.Reply(
+                events=[
+                    wa.openai_tool_delta(0, args_text[:5], id="call_1", name=call[0]),
+                    wa.openai_tool_delta(0, args_text[5:]),
+                    wa.openai_chunk({}, finish_reason="tool_calls"),
+                    wa.openai_chunk(None, usage=(5, 2)),
+                    wa.sse("[DONE]"),
+                ]
+            )
+        if name == "dashscope-native":
+            message: dict[str, Any] = {"role": "assistant", "content": [{"text": text or ""}]}
+            if call:
+                tool = {"id": "call_1", "type": "function", "function": {"name": call[0]}}
+                message["tool_calls"] = [{**tool, "index": 0}]
+                tool["function"]["arguments"] = args_text
+            answer = {
+                "output": {"choices": [{"finish_reason": "stop", "message": message}]},
+                "usage": {"input_tokens": 5, "output_tokens": 2},
+                "request_id": "req-1",
+            }
+            if not self.stream:
+                return wa.Reply(body=answer)
+            event = "id:1\nevent:result\n:HTTP_STATUS/200\ndata:" + json.dumps(answer) + "\n\n"
+            return wa.Reply(events=[event])
+        if name == "anthropic":
+            if not self.stream:
+                block = (
+                    {"type": "tool_use", "id": "toolu_1", "name": call[0], "input": args_value}
+                    if call
+                    else {"type": "text", "text": text}
+                )
+                return wa.Reply(body=wa.anthropic_message([block]))
+            if call is None:
+                return wa.Reply(events=wa.anthropic_stream([("text", [text or ""])]))
+            spec = ("tool_use", [args_text[:5], args_text[5:]], {"id": "toolu_1", "name": call[0]})
+            return wa.Reply(events=wa.anthropic_stream([spec]))
+        if name == "gemini":
+            part = (
+                {"functionCall": {"name": call[0], "args": args_value}} if call else {"text": text}
+            )
+            body = wb.gemini_response(part, prompt_tokens=5, output_tokens=2)
+            if not self.stream:
+                return wb.Answer(body=body)
+            return wb.Answer(events=wb.sse(body), content_type="text/event-stream")
+        tool_calls = [{"function": {"name": call[0], "arguments": args_value}}] if call else None
+        chunk = wb.ollama_chunk(text or "", tool_calls=tool_calls, done=True, eval_count=2)
+        if not self.stream:
+            return wb.Answer(body=chunk)
+        return wb.Answer(events=wb.ndjson(chunk), content_type="application/x-ndjson")
+
+
+def _decoded(args_text: str) -> Any:
+    """What a provider whose body carries decoded arguments sends for *args_text*."""
+    for key, text in BAD_ARGUMENTS.items():
+        if text == args_text:
+            return BAD_VALUES[key]
+    return json.loads(args_text)
+
+
+PROVIDERS = ["openai", "dashscope", "dashscope-native", "anthropic", "gemini", "ollama"]
+
+
+@pytest.fixture
+def wire() -> Iterator[tuple[wa.WireServer, wb.ScriptedServer]]:
+    with wa.WireServer() as sdk_server, wb.running_server() as http_server:
+        yield sdk_server, http_server
+
+
+def _serve(provider: Provider, wire: Any, *answers: Any) -> Any:
+    server = wire[1] if provider.http else wire[0]
+    server.add(*answers)
+    return server
+
+
+def _url(provider: Provider, wire: Any) -> str:
+    if provider.http:
+        return str(wire[1].url)
+    return str(wire[0].url) + ("" if provider.name in ("anthropic", "dashscope-native") else "/v1")
+
+
+def _agent(provider: Provider, wire: Any, retry: RetryConfig = NO_RETRY) -> ReActAgent:
+    toolkit = Toolkit()
+
+    def get_weather(city: str) -> ToolResponse:
+        """Get the weather of a city.
+
+        Args:
+            city: the city.
+        """
+        return ToolResponse(content=f"Sunny in {city}")
+
+    toolkit.register_tool_function(get_weather)
+    agent = ReActAgent(
+        name="Friday",
+        sys_prompt="You are terse.",
+        model=provider.model(_url(provider, wire), retry),
+        formatter=provider.formatter(),
+        toolkit=toolkit,
+        max_iters=3,
+    )
+    agent.set_console_output_enabled(False)
+    return agent
+
+
+def _strict_dump(state: Any) -> str:
+    """*state* as strict JSON, encodable as UTF-8 (what a session writes)."""
+    text = json.dumps(state, allow_nan=False, ensure_ascii=False)
+    text.encode("utf-8")
+    return text
+
+
+# -- 1. tool arguments that are not strict JSON ------------------------------------------------
+
+
+def test_strict_parser_refuses_what_strict_json_refuses() -> None:
+    for text in BAD_ARGUMENTS.values():
+        with pytest.raises(ValueError):
+            loads_strict(text)
+        tool_input, raw = parse_tool_input(text)
+        assert tool_input == {} and raw == text
+        assert parse_partial_json(text) is None
+    # A surrogate pair is one character, and fine; so is an escaped backslash before "ud800".
+    assert loads_strict('{"a": "\\ud83d\\ude00", "b": "\\\\ud800"}') == {"a": "😀", "b": "\\ud800"}
+    # A lone surrogate that arrived decoded (as the character itself) is kept escaped.
+    assert parse_tool_input('{"a": "\ud800"}') == ({}, '{"a": "\\ud800"}')
+    # Partial JSON is parsed strictly as well, while it streams.
+    assert parse_partial_json('{"a": 1, "b": Na') == {"a": 1}
+    assert parse_partial_json('{"a": "\\ud800", "b": "x') is None
+
+
+@pytest.mark.parametrize("bad", list(BAD_ARGUMENTS))
+@pytest.mark.parametrize("name", PROVIDERS)
+async def test_arguments_that_are_not_strict_json_are_an_argument_error(
+    wire: Any, name: str, bad: str
+) -> None:
+    # Stream and non-stream alternate over the bad values, so both paths of every provider
+    # meet arguments that are not strict JSON.
+    provider = Provider(name, stream=bad in ("nan", "surrogate-key"))
+    server = _serve(
+        provider,
+        wire,
+        provider.answer(call=("get_weather", BAD_ARGUMENTS[bad])),
+        provider.answer(text="Sorry, let me retry."),
+        provider.answer(text="Still here."),
+    )
+    agent = _agent(provider, wire)
+    async with agent.model:  # type: ignore[attr-defined]
+        reply = await agent(Msg("user", "Weather in Oslo?", "user"))
+        assert reply.get_text_content() == "Sorry, let me retry."
+        memory = await agent.memory.get_memory()
+        (call,) = [b for m in memory for b in m.get_content_blocks("tool_use")]
+        assert isinstance(call, ToolUseBlock)
+        assert call.input == {} and call.raw_input is not None
+        (result,) = [b for m in memory for b in m.get_content_blocks("tool_result")]
+        assert "InvalidArgumentsError" in str(result.output)
+        # The memory can be sent again and saved: the next call succeeds, the state dumps.
+        second = await agent(Msg("user", "And now?", "user"))
+        assert second.get_text_content() == "Still here."
+        _strict_dump(agent.state_dict())
+    assert len(server.requests) == 3
+
+
+# -- 2. answers that are not what they claim ---------------------------------------------------
+
+
+NOT_JSON = b"<html><body>502 Bad Gateway</body></html>"
+
+
+def _bad_answers(provider: Provider) -> dict[str, Any]:
+    """Non-streaming answers with HTTP 200 that are not the provider's answer."""
+    cls = wb.Answer if provider.http else wa.Reply
+    return {
+        "html": cls(raw=NOT_JSON, content_type="text/html"),
+        "not-json": cls(raw=b'{"id": "x", "choices": [', content_type="application/json"),
+        "empty-object": cls(body={}),
+        "list": cls(body=[1, 2]),
+        "wrong-shape": cls(
+            body={
+                "choices": "none",
+                "content": "none",
+                "candidates": "none",
+                "message": "none",
+                "output": {"choices": "none"},
+            }
+        ),
+    }
+
+
+@pytest.mark.parametrize("kind", ["html", "not-json", "empty-object", "list", "wrong-shape"])
+@pytest.mark.parametrize("name", PROVIDERS)
+async def test_a_200_answer_that_is_not_an_answer_is_a_model_api_error(
+    wire: Any, name: str, kind: str
+) -> None:
+    provider = Provider(name, stream=False)
+    bad = _bad_answers(provider)[kind]
+    server = _serve(provider, wire, bad)
+    model = provider.model(_url(provider, wire))
+    async with model:  # type: ignore[attr-defined]
+        with pytest.raises(ModelAPIError) as info:
+            await model(_messages(provider))
+    assert info.value.status_code == 200
+    assert info.value.provider == name.split("-")[0]
+    assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize("name", PROVIDERS)
+async def test_a_bad_answer_is_retried_as_a_server_fault(wire: Any, name: str) -> None:
+    provider = Provider(name, stream=False)
+    server = _serve(
+        provider, wire, _bad_answers(provider)["empty-object"], provider.answer(text="Fine.")
+    )
+    model = provider.model(_url(provider, wire), ONE_RETRY)
+    async with model:  # type: ignore[attr-defined]
+        response = await model(_messages(provider))
+    assert response.get_text() == "Fine."  # type: ignore[union-attr]
+    assert len(server.requests) == 2
+
+
+def _messages(provider: Provider) -> list[dict[str, Any]]:
+    if provider.name == "gemini":
+        return [{"role": "user", "parts": [{"text": "Hi"}]}]
+    return [{"role": "user", "content": "Hi"}]
+
+
+def _cut(provider: Provider) -> Any:
+    """A stream that sends a tool call's first half of arguments, then closes cleanly."""
+    name = provider.name
+    if name in ("openai", "dashscope"):
+        return wa.Reply(
+            events=[
+                wa.openai_chunk({"role": "assistant", "content": "Checking."}),
+                wa.openai_tool_delta(0, '{"city": "Os', id="call_1", name="get_weather"),
+            ]
+        )
+    if name == "dashscope-native":
+        message = {
+            "role": "assistant",
+            "content": [{"text": "Checking."}],
+            "tool_calls": [
+                {
+                    "index": 0,
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city": "Os'},
+                }
+            ],
+        }
+        data = {"output": {"choices": [{"finish_reason": "null", "message": message}]}}
+        return wa.Reply(
+            events=["id:1\nevent:result\n:HTTP_STATUS/200\ndata:" + json.dumps(data) + "\n\n"]
+        )
+    if name == "anthropic":
+        events = wa.anthropic_stream(
+            [
+                ("text", ["Checking."]),
+                ("tool_use", ['{"city": "Os'], {"id": "t1", "name": "get_weather"}),
+            ]
+        )
+        return wa.Reply(events=[e for e in events if "message_stop" not in e])
+    if name == "gemini":
+        event = wb.gemini_response({"text": "Checking."})
+        return wb.Answer(events=wb.sse(event), content_type="text/event-stream")
+    chunk = wb.ollama_chunk("Checking.")
+    return wb.Answer(events=wb.ndjson(chunk), content_type="application/x-ndjson")
+
+
+@pytest.mark.parametrize("name", PROVIDERS)
+async def test_a_stream_cut_before_its_end_marker_leaves_memory_unchanged(
+    wire: Any, name: str
+) -> None:
+    provider = Provider(name, stream=True)
+    server = _serve(provider, wire, _cut(provider), provider.answer(text="Back again."))
+    agent = _agent(provider, wire)
+    async with agent.model:  # type: ignore[attr-defined]
+        with pytest.raises(ModelAPIError, match="the stream was cut") as info:
+            await agent(Msg("user", "Weather in Oslo?", "user"))
+        assert info.value.status_code == 200
+        memory = await agent.memory.get_memory()
+        assert [m.get_text_content() for m in memory] == ["Weather in Oslo?"]
+        # Usable afterwards, and savable.
+        reply = await agent(Msg("user", "Still there?", "user"))
+        assert reply.get_text_content() == "Back again."
+        _strict_dump(agent.state_dict())
+    assert len(server.requests) == 2
+
+
+@pytest.mark.parametrize("name", PROVIDERS)
+async def test_a_stream_request_answered_without_an_event_stream(wire: Any, name: str) -> None:
+    provider = Provider(name, stream=True)
+    not_stream = Provider(name, stream=False).answer(text="A whole answer.")
+    if name == "ollama":  # NDJSON of one complete answer is a valid Ollama stream: send HTML
+        not_stream = wb.Answer(raw=NOT_JSON, content_type="text/html")
+    server = _serve(provider, wire, not_stream, provider.answer(text="Streamed."))
+    model = provider.model(_url(provider, wire), ONE_RETRY)
+    async with model:  # type: ignore[attr-defined]
+        chunks = [c async for c in await model(_messages(provider))]  # type: ignore[union-attr]
+    # Nothing was yielded from the first answer, so it was retried as a server fault.
+    assert [c.get_text() for c in chunks if c.is_last] == ["Streamed."]
+    assert len(server.requests) == 2
+    _serve(provider, wire, not_stream)
+    once = provider.model(_url(provider, wire))
+    async with once:  # type: ignore[attr-defined]
+        with pytest.raises(ModelAPIError) as info:
+            [c async for c in await once(_messages(provider))]  # type: ignore[union-attr]
+    assert info.value.status_code == 200
+    expected = "malformed NDJSON" if name == "ollama" else "without an event stream"
+    assert expected in info.value.message
+
+
+async def test_structured_output_with_a_nan_is_refused(wire: Any) -> None:
+    provider = Provider("ollama", stream=False)
+    _serve(provider, wire, wb.Answer(body=wb.ollama_chunk('{"city": NaN}', done=True)))
+    model = provider.model(_url(provider, wire))
+    schema = {"type": "object", "properties": {"city": {"type": "string"}}}
+    async with model:  # type: ignore[attr-defined]
+        with pytest.raises(ModelResponseError, match="not valid JSON"):
+            await model(_messages(provider), structured_model=schema)
