@@ -40,6 +40,27 @@ switch.
 Exit closes every inbox once the publishers that had started are done enqueuing, lets the
 delivery tasks drain them, and only then leaves the task group; a cancellation from outside
 skips the draining and stops every task at once.
+
+Re-entrancy. An observer may call another member (bob's ``observe`` awaits ``carol()`` while
+alice speaks). Bob's inbox is then drained by a *frame* — alice's publisher, a relay or bob's
+delivery task — that is suspended in bob's ``observe`` until carol's call returns, so carol's
+reply could never reach bob through the inbox. The rule: a message published while frames run
+observers further up the publishing task (``_CHAIN``, a context variable set once per publish,
+which tasks started inside an observer inherit) is delivered to the recipients those frames
+drain re-entrantly, in the publishing task — everything queued for them, oldest first, then
+the message (``_reenter``); into a full inbox of such a recipient likewise, instead of waiting
+for room. Every guarantee above still holds (inbox order of observe starts, exactly once, never
+to the sender, bounded inboxes, a call returns once its reply is observed); one agent's
+``observe`` may just run inside itself.
+
+Waits that can never end. Calls on one agent run one at a time and hold the agent until their
+reply is observed, so an observer that calls the agent whose reply it observes, or observers
+in two tasks each calling an agent whose reply waits for the other, form a cycle of waits. The
+slow paths register their waits (a call waiting for a busy agent, through
+``agentscope_rt.agent._subscription.wait_for_lock``; a publisher waiting for its recipients;
+a publisher waiting for room) and, before one begins, follow the waits it depends on: if they
+lead back to the waiting task's own frames, the wait raises :class:`MsgHubError` naming the
+agents on the cycle instead of hanging.
 """
 
 from __future__ import annotations
@@ -258,11 +279,10 @@ class _Wait:
             path = " -> ".join(names)
             raise MsgHubError(
                 f"MsgHub {hub_name!r}: wait cycle {path}: each waits for the next (an "
-                "observer for the reply of the agent it calls, a reply for its observers), so "
-                "none could ever finish. An observer may call another member (its reply is "
-                "then observed re-entrantly), but not the agent whose reply it is observing, "
-                "nor an agent whose reply waits for this observer; call it after the hub "
-                "returns the reply instead"
+                "observer for the agent it calls, a call for the observers of its reply), so "
+                "none could finish. An observer may call other members, but not an agent "
+                "whose reply is waiting for that observer (such as the speaker it observes): "
+                "call that agent once the hub has delivered the reply"
             )
         _WAITS[self] = None
 
@@ -478,6 +498,11 @@ class MsgHub:
     with ``ExceptionGroup`` holding the observer errors (use ``except*``); a body that raised
     itself adds its exception to the group. A body error without observer errors propagates
     unchanged. A cancellation from outside stops every delivery task at once.
+
+    An observer may call another member: that reply reaches the observer re-entrantly, inside
+    its ``observe`` (at any depth). A call that could never return — an observer calling the
+    agent whose reply it observes, or observers in two tasks each waiting for the other's
+    call — raises :class:`MsgHubError` naming the agents on the cycle instead of waiting.
     """
 
     def __init__(
