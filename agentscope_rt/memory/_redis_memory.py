@@ -486,9 +486,19 @@ class RedisMemory(MemoryBase):
 
     # -- lifecycle --------------------------------------------------------------------------
 
-    async def close(self) -> None:
-        """Close the client's connections (the memory reconnects if used again)."""
-        await anyio.to_thread.run_sync(self._client.close)
+    async def close(self, close_connection_pool: bool | None = None) -> None:
+        """Close the client's connections (the memory reconnects if used again).
+
+        :param close_connection_pool: also disconnect every connection of the pool (as
+            AgentScope's argument); by default a pool passed in is left to its owner.
+        """
+
+        def close() -> None:
+            self._client.close()
+            if close_connection_pool:
+                self._client.connection_pool.disconnect()
+
+        await anyio.to_thread.run_sync(close)
 
     aclose = close
 

@@ -108,6 +108,20 @@ async def test_state_holds_the_summary_only(make_persistent: MemoryFactory) -> N
     assert await _texts(memory) == ["a"]
 
 
+async def test_a_closed_memory_reconnects_when_used_again(make_persistent: MemoryFactory) -> None:
+    memory = make_persistent()
+    assert isinstance(memory, AsyncSQLAlchemyMemory | RedisMemory)
+    await memory.add(_msg("a"))
+    if isinstance(memory, RedisMemory):
+        await memory.close(close_connection_pool=True)
+    else:
+        await memory.close()
+    assert await memory.size() == 1
+    async with make_persistent() as other:  # type: ignore[attr-defined]
+        await other.add(_msg("b"))
+    assert await _texts(memory) == ["a", "b"]
+
+
 def test_importing_the_memories_loads_neither_sqlalchemy_nor_redis() -> None:
     code = (
         "import sys, agentscope_rt.memory as m\n"
