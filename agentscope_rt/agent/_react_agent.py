@@ -50,6 +50,7 @@ from ..rag import Document, KnowledgeBase
 from ..tool import INTERRUPTED_TEXT, Toolkit, ToolResponse, ToolResponseStream
 from ._compression import CompressionConfig as _CompressionConfig
 from ._compression import compression_cut
+from ._durable import DurableReplies, SessionLike
 from ._generate_reason import GenerateReason
 from ._hooks import HOOK_COUNTS, direct_method
 from ._react_agent_base import ReActAgentBase
@@ -223,6 +224,9 @@ class ReActAgent(ReActAgentBase):
     :attr:`generate_reason` (see :class:`GenerateReason`) and the summed token usage of every
     model call of the reply is :attr:`usage`, both on the agent.
     """
+
+    _durable: DurableReplies | None = None
+    """Set by :meth:`checkpoint_to`."""
 
     CompressionConfig: ClassVar[type[_CompressionConfig]] = _CompressionConfig
     """The compression configuration class, also reachable as ``ReActAgent.CompressionConfig``
@@ -403,6 +407,30 @@ class ReActAgent(ReActAgentBase):
 
     # -- the reply ---------------------------------------------------------------------------
 
+    def checkpoint_to(self, session: SessionLike, session_id: str, user_id: str = "") -> None:
+        """Make every reply durable: checkpoint it to *session* as it goes, and resume it there
+        after the process running it died.
+
+        A checkpoint (the agent's whole state plus where the reply stands) is saved after
+        every completed reasoning step and tool result, and when the reply ends.
+        The first reply after this call loads the checkpoint: if a reply was under way and this
+        call has the same input (or none), it resumes that reply — completed steps and tool
+        calls are not done again, a tool call that was running gets a result saying it was
+        cut off by a restart, and the reply then finishes normally. See
+        ``docs/react_agent.md`` ("Durable replies") for the exact guarantee.
+
+        :param session: a ``JSONSession``, ``SQLiteSession``, ``RedisSession`` or any session
+            with AgentScope's ``save_session_state`` / ``load_session_state``.
+        :param session_id: the id under which the checkpoints are kept; use it for nothing
+            else (every checkpoint replaces what is stored under it).
+        :param user_id: the session's user id.
+        :raises TypeError: when *session* lacks the session methods.
+        :raises ValueError: for an empty *session_id*.
+        """
+        if self._durable is not None:
+            self._durable.remove()
+        self._durable = DurableReplies(self, session, session_id, user_id)
+
     async def reply(
         self,
         msg: Msg | list[Msg] | None = None,
@@ -425,6 +453,11 @@ class ReActAgent(ReActAgentBase):
                 "structured_model must be a pydantic model class, an attrs class or a JSON "
                 f"schema dict, not {structured_model!r}"
             )
+        durable = self._durable
+        if durable is not None:
+            msg, finished = await durable.begin(msg)
+            if finished is not None:  # the dead process had answered already
+                return self._finish(finished.copy(), _MODEL_STOP, None)
         run = self._run
         run.usage = None
         run.stop_requested = False
@@ -831,6 +864,8 @@ class ReActAgent(ReActAgentBase):
         response = Msg(self.name, _INTERRUPT_REPLY, "assistant", metadata={"_is_interrupted": True})
         await self.print(response, True)
         await self.memory.add(response)
+        if self._durable is not None:
+            await self._durable.finish()
         return response
 
     async def observe(self, msg: Msg | list[Msg] | None) -> None:
