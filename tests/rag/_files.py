@@ -77,7 +77,8 @@ def write_docx(path: Path, *, image: bool = True) -> Path:
 
 
 def write_xlsx(path: Path, *, image: bool = False) -> Path:
-    """A workbook: sheet "People" with a header row and two rows, an empty sheet, sheet "Notes"."""
+    """A workbook: sheet "People" with a header row and two rows, an empty sheet, sheet "Notes",
+    and a chart sheet."""
     import io
 
     import openpyxl
@@ -91,6 +92,12 @@ def write_xlsx(path: Path, *, image: bool = False) -> Path:
     workbook.create_sheet("Empty")
     notes = workbook.create_sheet("Notes")
     notes["A1"] = "Remember the milk."
+    # A chart sheet holds no cells: the reader passes over it.
+    from openpyxl.chart import BarChart, Reference
+
+    chart = BarChart()
+    chart.add_data(Reference(people, min_col=2, min_row=2, max_row=3))
+    workbook.create_chartsheet("Chart").add_chart(chart)
     if image:
         picture = Image(io.BytesIO(png_bytes()))
         people.add_image(picture, "E2")

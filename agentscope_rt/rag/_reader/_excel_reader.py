@@ -150,7 +150,10 @@ class ExcelReader(ReaderBase):
         except Exception as exc:  # zipfile, lxml and openpyxl errors for damaged files
             raise corrupt(name, "an Excel workbook", exc) from exc
         try:
-            return [self._sheet_blocks(workbook[title], title) for title in workbook.sheetnames]
+            # worksheets leaves out chart sheets, which hold no cells.
+            return [self._sheet_blocks(sheet, sheet.title) for sheet in workbook.worksheets]
+        except Exception as exc:  # read-only mode parses sheets lazily, here
+            raise corrupt(name, "an Excel workbook", exc) from exc
         finally:
             workbook.close()
 
