@@ -11,6 +11,7 @@ message. The key itself lives in the client's headers only, never in a repr.
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, ClassVar, Self
 
 import httpx
@@ -58,6 +59,14 @@ class HttpEmbeddingModel(EmbeddingModelBase):
         self.retry_config = retry_config
         self._redact = Secrets(s for s in secrets if s)
         client_kwargs = {"timeout": DEFAULT_TIMEOUT, **(client_kwargs or {})}
+        try:
+            inspect.signature(httpx.AsyncClient).bind(**client_kwargs)
+        except TypeError as exc:
+            # Checked now: the client is made on the first call, far from the mistake.
+            raise TypeError(
+                f"{type(self).__name__}: {exc}; extra arguments go to httpx.AsyncClient "
+                f"({', '.join(sorted(client_kwargs))} given)"
+            ) from None
         all_headers = {**dict(client_kwargs.pop("headers", None) or {}), **headers}
         self._loop_clients = LoopClients(
             lambda: httpx.AsyncClient(base_url=self.base_url, headers=all_headers, **client_kwargs),

@@ -362,3 +362,10 @@ def test_no_model_shows_its_key_in_its_repr(server: EmbeddingServer, tmp_path: P
     for model in all_models(server, FileEmbeddingCache(str(tmp_path))):
         assert KEY not in repr(model) and KEY not in str(model)
         assert type(model).__name__ in repr(model)
+
+
+def test_unknown_constructor_arguments_fail_at_once() -> None:
+    with pytest.raises(TypeError, match=r"OllamaTextEmbedding: .*vertexai"):
+        OllamaTextEmbedding("nomic-embed-text", 4, vertexai=True)
+    with pytest.raises(TypeError, match="GeminiTextEmbedding"):
+        GeminiTextEmbedding("key", "gemini-embedding-001", project="p")
