@@ -31,7 +31,9 @@ from .._schema import StructuredModel
 from ..message import TextBlock, ThinkingBlock, ToolUseBlock
 from ._common import (
     STRUCTURED_TOOL_NAME,
+    Secrets,
     check_formatted_messages,
+    header_secrets,
     logger,
     parse_tool_value,
     resolve_api_key,
@@ -149,6 +151,10 @@ class AnthropicChatModel(SdkClientModel):
         )
         super().__init__(
             model_name, stream, key, stream_tool_parsing, generate_kwargs, retry_config
+        )
+        # Credentials sent as extra headers are scrubbed from errors like the key.
+        self._secrets = Secrets(
+            (*self._secrets, *header_secrets(client_kwargs.get("default_headers")))
         )
         self.max_tokens = max_tokens
         self.thinking = thinking

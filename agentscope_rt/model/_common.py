@@ -7,7 +7,7 @@ import logging
 import math
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .._schema import (
@@ -21,8 +21,10 @@ from ..message import TextBlock, ToolUseBlock
 
 __all__ = [
     "STRUCTURED_TOOL_NAME",
+    "SecretHeaders",
     "Secrets",
     "check_formatted_messages",
+    "header_secrets",
     "loads_strict",
     "parse_partial_json",
     "parse_tool_input",
@@ -234,6 +236,42 @@ class Secrets(tuple[str, ...]):
 
     def __repr__(self) -> str:
         return "Secrets(***)"
+
+    __str__ = __repr__
+
+
+_SENSITIVE_HEADER_WORDS = ("auth", "key", "token", "secret", "cookie", "password", "credential")
+
+
+def _is_sensitive_header(name: Any) -> bool:
+    lowered = str(name).lower()
+    return any(word in lowered for word in _SENSITIVE_HEADER_WORDS)
+
+
+def header_secrets(headers: Any) -> tuple[str, ...]:
+    """The secrets among the values of *headers* (a mapping, or ``None``): those of headers
+    named like credentials (``Authorization``, ``x-api-key``, ``Cookie``, ...), each also
+    without its scheme (``Bearer <token>`` gives the token too), to scrub from errors."""
+    if not isinstance(headers, Mapping):
+        return ()
+    found: list[str] = []
+    for name, value in headers.items():
+        if not _is_sensitive_header(name) or not isinstance(value, str) or not value:
+            continue
+        found.append(value)
+        scheme, _, token = value.partition(" ")
+        if token.strip() and scheme.isalpha():
+            found.append(token.strip())
+    return tuple(found)
+
+
+class SecretHeaders(dict[str, Any]):
+    """Request headers kept by a model; the values of credential headers (see
+    :func:`header_secrets`) show as ``***`` in any repr, so ``vars(model)`` shows no key."""
+
+    def __repr__(self) -> str:
+        shown = {k: "***" if _is_sensitive_header(k) else v for k, v in self.items()}
+        return f"SecretHeaders({shown!r})"
 
     __str__ = __repr__
 

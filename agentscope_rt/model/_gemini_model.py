@@ -44,7 +44,7 @@ import anyio.to_thread
 import httpx
 
 from .._schema import StructuredModel, structured_model_schema
-from ._common import Secrets
+from ._common import SecretHeaders, Secrets, header_secrets
 from ._http_model import HttpChatModel, response_lines
 from ._model_base import ToolChoice, validate_tool_choice
 from ._model_response import ChatResponse, ChatUsage
@@ -297,8 +297,12 @@ class GeminiChatModel(HttpChatModel):
                 )
         self.project = project
         self.location = location
-        self._api_key = key
-        self._redact: tuple[str, ...] = Secrets((key,) if key else ())
+        # Kept inside Secrets, which shows as Secrets(***): vars(model) shows no key.
+        self._key = Secrets((key,) if key else ())
+        headers = SecretHeaders(client_kwargs.pop("headers", None) or {})
+        if headers:
+            client_kwargs["headers"] = headers
+        self._redact: tuple[str, ...] = Secrets((*self._key, *header_secrets(headers)))
         default_version = VERTEX_API_VERSION if self.vertexai else DEFAULT_API_VERSION
         base_url = str(base_url or DEFAULT_BASE_URL).rstrip("/")
         self.base_url = f"{base_url}/{api_version or default_version}"
@@ -312,8 +316,8 @@ class GeminiChatModel(HttpChatModel):
     def _new_client(self) -> httpx.AsyncClient:
         kwargs = dict(self.client_kwargs)
         headers = dict(kwargs.pop("headers", {}))
-        if self._api_key:
-            headers["x-goog-api-key"] = self._api_key
+        if self._key:
+            headers["x-goog-api-key"] = self._key[0]
         return httpx.AsyncClient(base_url=self.base_url, headers=headers, **kwargs)
 
     async def _request_headers(self) -> dict[str, str] | None:
@@ -481,11 +485,13 @@ class GeminiChatModel(HttpChatModel):
         try:
             event = json.loads(text)
         except json.JSONDecodeError:
-            raise self._stream_error(f"malformed SSE event in the stream: {text[:200]!r}") from None
+            raise self._stream_error(
+                f"malformed SSE event in the stream: {self._scrub(text)[:200]!r}"
+            ) from None
         if isinstance(event, dict) and isinstance(event.get("error"), dict):
             raise self._error_event(event["error"])
         if not _is_answer(event, event=True):
-            raise self._stream_error(f"unexpected SSE event: {text[:200]!r}")
+            raise self._stream_error(f"unexpected SSE event: {self._scrub(text)[:200]!r}")
         return event
 
     def _stream_error(self, message: str) -> BadResponse:

@@ -24,7 +24,14 @@ import httpx
 from .._schema import StructuredModel, structured_model_schema, validate_structured_output
 from ..exception import ModelResponseError
 from ..message import TextBlock, ThinkingBlock, ToolUseBlock
-from ._common import loads_strict, parse_tool_value, savable_text
+from ._common import (
+    SecretHeaders,
+    Secrets,
+    header_secrets,
+    loads_strict,
+    parse_tool_value,
+    savable_text,
+)
 from ._http_model import HttpChatModel, response_lines
 from ._model_base import ToolChoice, validate_tool_choice
 from ._model_response import ChatResponse, ChatUsage, ResponseBlock
@@ -118,6 +125,12 @@ class OllamaChatModel(HttpChatModel):
         self.keep_alive = keep_alive
         self.think = enable_thinking
         self.client_kwargs = {"timeout": DEFAULT_TIMEOUT, **(client_kwargs or {}), **kwargs}
+        headers = self.client_kwargs.get("headers")
+        if headers:
+            # A key sent as a header (Ollama behind an authenticating proxy, Ollama's cloud)
+            # shows as *** in vars(model) and is scrubbed from errors.
+            self.client_kwargs["headers"] = SecretHeaders(headers)
+            self._redact = Secrets(header_secrets(headers))
         self.generate_kwargs = dict(generate_kwargs or {})
         self.retry_config = retry_config
 

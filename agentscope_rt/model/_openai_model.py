@@ -36,7 +36,9 @@ from ..exception import ModelAPIError
 from ..message import AudioBlock, Base64Source, TextBlock, ThinkingBlock, ToolUseBlock
 from ._common import (
     STRUCTURED_TOOL_NAME,
+    Secrets,
     check_formatted_messages,
+    header_secrets,
     logger,
     parse_tool_input,
     resolve_api_key,
@@ -113,6 +115,10 @@ class OpenAIChatModel(SdkClientModel):
         )
         super().__init__(
             model_name, stream, key, stream_tool_parsing, generate_kwargs, retry_config
+        )
+        # Credentials sent as extra headers are scrubbed from errors like the key.
+        self._secrets = Secrets(
+            (*self._secrets, *header_secrets(client_kwargs.get("default_headers")))
         )
         self.reasoning_effort = reasoning_effort
         # Set when the server refused a forced tool_choice for structured output: later

@@ -84,6 +84,8 @@ RETRYABLE_STATUS = frozenset({408, 409, 429})
 """HTTP statuses retried besides every 5xx (timeout, conflict/lock, rate limit)."""
 
 _REDACTED = "***"
+_MESSAGE_LIMIT = 1000
+"""Characters of a provider's error text kept in a ModelAPIError."""
 
 CLOSE_TIMEOUT = 5.0
 """Seconds a shielded close of a stream or response may take before it is abandoned."""
@@ -198,10 +200,11 @@ class BadResponse(StreamErrorEvent):
         super().__init__(message, 200, True)
 
 
-def excerpt(value: Any, limit: int = 200) -> str:
-    """A short printable excerpt of what a provider sent, for error messages."""
-    text = value if isinstance(value, str) else repr(value)
-    return repr(text[:limit] + ("..." if len(text) > limit else ""))
+def excerpt(value: Any) -> str:
+    """What a provider sent, printable, for an error message. Not shortened here: the retry
+    layer shortens messages only after scrubbing the secrets, since a cut through an echoed
+    key would leave a prefix of it that no longer matches."""
+    return repr(value if isinstance(value, str) else repr(value))
 
 
 class RedactedCause(Exception):
@@ -216,7 +219,10 @@ class RedactedCause(Exception):
 def redacted_cause(exc: BaseException, secrets: Iterable[str | None]) -> RedactedCause:
     """A :class:`RedactedCause` for *exc*: ``module.Type: text``, *secrets* scrubbed."""
     kind = type(exc)
-    return RedactedCause(_redact(f"{kind.__module__}.{kind.__qualname__}: {exc}", secrets))
+    text = _redact(f"{kind.__module__}.{kind.__qualname__}: {exc}", secrets)
+    if len(text) > _MESSAGE_LIMIT:
+        text = text[:_MESSAGE_LIMIT] + "..."
+    return RedactedCause(text)
 
 
 def parse_retry_after(
@@ -310,7 +316,11 @@ def classify_error(exc: BaseException) -> FailureInfo | None:
         ):
             status = int(getattr(exc, "status_code", 0) or 0)
             response = getattr(exc, "response", None)
-            message = _body_message(getattr(exc, "body", None)) or str(getattr(exc, "message", exc))
+            message = (
+                _body_message(getattr(exc, "body", None))
+                or _plain_text(response)
+                or str(getattr(exc, "message", exc))
+            )
             return FailureInfo(
                 status,
                 message,
@@ -359,9 +369,21 @@ def classify_error(exc: BaseException) -> FailureInfo | None:
     return None
 
 
+def _plain_text(response: Any) -> str:
+    """The body of an SDK error response that is plain text (which the SDKs leave out of
+    their message), shortened; ``""`` for JSON and unread bodies."""
+    headers = _headers_of(response)
+    if headers is None or "json" in str(headers.get("content-type") or ""):
+        return ""
+    try:
+        return str(response.text).strip()  # whole: redacted before it is shortened
+    except Exception:  # a streamed body not read: nothing to quote
+        return ""
+
+
 def _response_text(response: httpx.Response) -> str:
     try:
-        return response.text[:500]
+        return response.text  # whole: redacted before it is shortened
     except httpx.ResponseNotRead:
         return ""
 
@@ -376,9 +398,14 @@ def _redact(text: str, secrets: Iterable[str | None]) -> str:
 def _api_error(
     provider: str, info: FailureInfo, attempts: int, secrets: Iterable[str | None]
 ) -> ModelAPIError:
+    # Shortened only after the secrets are scrubbed: a cut through a key would leave a
+    # prefix of it that no longer matches.
+    message = _redact(info.message, secrets)
+    if len(message) > _MESSAGE_LIMIT:
+        message = message[:_MESSAGE_LIMIT] + "..."
     return ModelAPIError(
         provider,
-        _redact(info.message, secrets),
+        message,
         status_code=info.status_code,
         attempts=attempts,
     )

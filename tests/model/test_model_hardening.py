@@ -76,16 +76,23 @@ class Provider:
         """Whether the server is :mod:`._wire_servers_b` (Ollama, Gemini)."""
         return self.name in ("ollama", "gemini")
 
-    def model(self, url: str, retry: RetryConfig = NO_RETRY) -> ChatModelBase:
+    def model(
+        self, url: str, retry: RetryConfig = NO_RETRY, headers: dict[str, str] | None = None
+    ) -> ChatModelBase:
+        """The provider's model on *url*; *headers* are sent with every request (not by
+        DashScope's native endpoint, whose client sends only the key)."""
         stream = self.stream
+        sdk: dict[str, Any] = {"default_headers": headers} if headers else {}
+        http: dict[str, Any] = {"headers": headers} if headers else {}
         if self.name == "openai":
             return OpenAIChatModel(
-                "gpt-test", KEY, stream, client_kwargs={"base_url": url}, retry_config=retry
+                "gpt-test", KEY, stream, client_kwargs={"base_url": url, **sdk}, retry_config=retry
             )
         if self.name == "dashscope":
             return DashScopeChatModel(
-                "qwen-test", KEY, stream, base_http_api_url=url, retry_config=retry
-            )
+                "qwen-test", KEY, stream, base_http_api_url=url, retry_config=retry,
+                client_kwargs=sdk,
+            )  # fmt: skip
         if self.name == "dashscope-native":
             return DashScopeChatModel(
                 "qwen-vl-test",
@@ -96,14 +103,17 @@ class Provider:
             )
         if self.name == "anthropic":
             return AnthropicChatModel(
-                "claude-test", KEY, stream=stream, client_kwargs={"base_url": url},
+                "claude-test", KEY, stream=stream, client_kwargs={"base_url": url, **sdk},
                 retry_config=retry,
             )  # fmt: skip
         if self.name == "gemini":
             return GeminiChatModel(
-                "gemini-test", KEY, stream, client_kwargs={"base_url": url}, retry_config=retry
-            )
-        return OllamaChatModel("qwen3:0.6b", stream, host=url, retry_config=retry)
+                "gemini-test", KEY, stream, client_kwargs={"base_url": url, **http},
+                retry_config=retry,
+            )  # fmt: skip
+        return OllamaChatModel(
+            "qwen3:0.6b", stream, host=url, retry_config=retry, client_kwargs=http
+        )
 
     def formatter(self) -> Any:
         return {
@@ -252,7 +262,8 @@ def test_strict_parser_refuses_what_strict_json_refuses() -> None:
     # A lone surrogate that arrived decoded (as the character itself) is kept escaped.
     assert parse_tool_input('{"a": "\ud800"}') == ({}, '{"a": "\\ud800"}')
     # Partial JSON is parsed strictly as well, while it streams.
-    assert parse_partial_json('{"a": 1, "b": Na') == {"a": 1}
+    assert parse_partial_json('{"a": 1, "b": NaN, "c": "x') is None
+    assert parse_partial_json('{"a": 1, "b": "x') == {"a": 1, "b": "x"}
     assert parse_partial_json('{"a": "\\ud800", "b": "x') is None
 
 
