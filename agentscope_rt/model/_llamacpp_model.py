@@ -37,7 +37,7 @@ import anyio
 import anyio.to_thread
 
 from .._schema import StructuredModel, structured_model_schema, validate_structured_output
-from ..exception import ModelResponseError
+from ..exception import ModelError, ModelResponseError
 from ..message import TextBlock, ToolUseBlock
 from ._common import loads_strict
 from ._model_base import ChatModelBase, ToolChoice, validate_tool_choice
@@ -349,6 +349,16 @@ class LlamaCppChatModel(ChatModelBase):
         prompt = llama.tokenize(
             rendered.prompt.encode("utf-8"), add_bos=not rendered.added_special, special=True
         )
+        if len(prompt) >= self.n_ctx:
+            # llama.cpp would raise a bare ValueError ("Requested tokens ... exceed context
+            # window") from inside the generation; say what to do instead.
+            raise ModelError(
+                f"{self.model_name}: the prompt needs {len(prompt)} tokens, but the context "
+                f"window holds {self.n_ctx} (and the answer needs room too). Shorten the "
+                f"prompt, raise n_ctx (LlamaCppChatModel(n_ctx=...), now {self.n_ctx}), or "
+                "give the formatter a token budget (e.g. OpenAIChatFormatter(token_counter="
+                "..., max_tokens=...))"
+            )
         kwargs = dict(plan.kwargs)
         stop = kwargs.pop("stop", None) or []
         stop = [stop] if isinstance(stop, str) else list(stop)
@@ -441,11 +451,20 @@ class LlamaCppChatModel(ChatModelBase):
                 return [TextBlock(str(arguments.get("text", "")))], None
             if isinstance(arguments, dict):
                 return [ToolUseBlock(new_call_id(), name, arguments)], None
-        # Cut off (max_tokens) before the JSON closed: keep what came, as raw_input.
+        # Cut off (max_tokens) before the JSON closed. The constrained output is a call,
+        # never text for the user: it becomes a call whose arguments did not parse (raw_input
+        # set, no text), which the agent's loop answers as an argument error and the model
+        # can retry; the tool is the one named, else the pseudo-tool of the answer.
         match = _NAME_RE.search(text)
-        if match and match.group(1) in plan.tools:
-            return [ToolUseBlock(new_call_id(), match.group(1), {}, raw_input=text)], None
-        return ([TextBlock(text)] if text else []), None
+        name = match.group(1) if match and match.group(1) in plan.tools else plan.final_answer
+        logger.warning(
+            "%s: the tool call was cut off by max_tokens (finish_reason=%r); raise max_tokens "
+            "(now %s)",
+            self.model_name,
+            finish_reason,
+            plan.kwargs.get("max_tokens"),
+        )
+        return [ToolUseBlock(new_call_id(), name, {}, raw_input=text or "")], None
 
 
 def _new_llama(path: str, n_ctx: int, extra_buffers: bool, kwargs: dict[str, Any]) -> Any:

@@ -1,0 +1,78 @@
+"""LlamaCppChatModel (the real SmolLM2-135M-Instruct) at its limits: a prompt larger than the
+context window, and a constrained tool call cut off by ``max_tokens``."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentscope_rt.agent import ReActAgent
+from agentscope_rt.exception import ModelError
+from agentscope_rt.formatter import OpenAIChatFormatter
+from agentscope_rt.message import Msg, TextBlock, ToolUseBlock
+from agentscope_rt.model import ChatResponse, LlamaCppChatModel
+from agentscope_rt.tool import Toolkit, ToolResponse
+
+from .test_model_llamacpp import GREEDY, WEATHER_TOOL
+
+pytestmark = pytest.mark.local_model
+
+
+async def test_a_prompt_beyond_the_context_window_says_what_to_do() -> None:
+    model = LlamaCppChatModel(n_ctx=256, generate_kwargs={**GREEDY, "max_tokens": 4})
+    long_text = "The quick brown fox jumps over the lazy dog. " * 60
+    with pytest.raises(ModelError) as info:
+        await model([{"role": "user", "content": long_text}])
+    message = str(info.value)
+    assert "context window holds 256" in message
+    assert "n_ctx" in message and "max_tokens" in message and "formatter" in message
+    # The model is still usable (the lock was released, nothing half-started).
+    response = await model([{"role": "user", "content": "Hi"}], max_tokens=2)
+    assert isinstance(response, ChatResponse)
+
+
+@pytest.mark.parametrize("tool_choice", ["auto", "required"])
+async def test_a_tool_call_cut_off_by_max_tokens_is_never_text(tool_choice: str) -> None:
+    model = LlamaCppChatModel(generate_kwargs={**GREEDY, "max_tokens": 6})
+    messages = [{"role": "user", "content": "What is the weather in Paris?"}]
+    response = await model(messages, tools=[WEATHER_TOOL], tool_choice=tool_choice)
+    assert isinstance(response, ChatResponse)
+    assert not [b for b in response.content if isinstance(b, TextBlock)]
+    (call,) = response.content
+    assert isinstance(call, ToolUseBlock)
+    assert call.input == {} and call.raw_input and call.raw_input.startswith("{")
+
+
+async def test_a_cut_off_answer_does_not_reach_the_reply_or_the_console(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    toolkit = Toolkit()
+
+    def get_weather(city: str) -> ToolResponse:
+        """Get the current weather of a city.
+
+        Args:
+            city: the city.
+        """
+        return ToolResponse(content=f"Sunny in {city}")
+
+    toolkit.register_tool_function(get_weather)
+    agent = ReActAgent(
+        name="Friday",
+        sys_prompt="You are terse.",
+        model=LlamaCppChatModel(generate_kwargs={**GREEDY, "max_tokens": 6}),
+        formatter=OpenAIChatFormatter(),
+        toolkit=toolkit,
+        max_iters=2,
+    )
+    reply = await agent(Msg("user", "What is the weather in Paris?", "user"))
+    shown = capsys.readouterr().out
+    memory = await agent.memory.get_memory()
+    calls = [b for m in memory for b in m.get_content_blocks("tool_use")]
+    assert calls and all(c.raw_input for c in calls)
+    # The cut-off calls' text reached neither the reply nor the console.
+    for call in calls:
+        assert call.raw_input not in (reply.get_text_content() or "")
+        assert call.raw_input not in shown
+    results = [b for m in memory for b in m.get_content_blocks("tool_result")]
+    assert len(results) == len(calls)
+    agent.state_dict()
