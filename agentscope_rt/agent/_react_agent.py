@@ -91,7 +91,9 @@ _REWRITE_HINT = (
     "concise for knowledge retrieval. For example, rewrite the query 'what happened last "
     "day' to 'what happened on 2023-10-01' (assuming today is 2023-10-02).</system-hint>"
 )
+# AgentScope's _QueryRewriteModel as the provider receives it (titles removed).
 _REWRITE_SCHEMA: dict[str, Any] = {
+    "description": "The structured model used for query rewriting.",
     "type": "object",
     "properties": {
         "rewritten_query": {
@@ -933,10 +935,18 @@ class ReActAgent(ReActAgentBase):
             )
             self.model.stream = False
             res = await self.model(prompt, structured_model=_REWRITE_SCHEMA)
-            if isinstance(res, ChatResponse):
+            if not isinstance(res, ChatResponse):
+                # Streaming after all (the model ignores the flag, or a task sharing it turned
+                # it back on while this call was being made): the last chunk is the answer.
+                last: ChatResponse | None = None
+                async with aclosing(res) as chunks:
+                    async for chunk in chunks:
+                        last = chunk
+                res = last
+            if res is not None:
                 self._add_usage(res.usage)
                 rewritten = (res.metadata or {}).get("rewritten_query")
-                if isinstance(rewritten, str) and rewritten:
+                if isinstance(rewritten, str) and rewritten.strip():
                     return rewritten
         except Exception as exc:
             logger.warning("%s: skipping the query rewriting after an error: %s", self.name, exc)

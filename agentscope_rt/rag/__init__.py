@@ -10,7 +10,8 @@ interface, with AgentScope's names.
   that cannot be read raises :class:`~agentscope_rt.exception.ReaderError` naming it.
 * Stores — :class:`VDBStoreBase`, :class:`QdrantStore`, :class:`MilvusLiteStore`: upserts by
   chunk id, delete by chunk or document id, scores where higher is always better.
-* :class:`KnowledgeBase` — what a ReAct agent retrieves from.
+* :class:`KnowledgeBase` — what a ReAct agent retrieves from, with the ``retrieve_knowledge``
+  tool function; :class:`SimpleKnowledge` — one embedding model over one store.
 
 The parsing libraries and database clients are optional extras (``pdf``, ``office``,
 ``qdrant``, ``milvus``; ``rag`` for all) and are imported only when a reader reads or a store
@@ -30,6 +31,7 @@ from ._reader import (
     read_files,
     split_sentences,
 )
+from ._simple_knowledge import SimpleKnowledge
 from ._store import MilvusLiteStore, QdrantStore, VDBStoreBase
 
 __all__ = [
@@ -43,6 +45,7 @@ __all__ = [
     "PowerPointReader",
     "QdrantStore",
     "ReaderBase",
+    "SimpleKnowledge",
     "TextReader",
     "VDBStoreBase",
     "WordReader",
