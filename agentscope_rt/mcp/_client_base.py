@@ -14,6 +14,7 @@ import mcp
 import mcp.types
 from mcp import ClientSession
 
+from .._log_redaction import install_library_log_redaction
 from ..exception import FunctionNotFoundError, MCPError
 from ._mcp_function import MCPToolFunction
 from ._session import list_all_tools
@@ -79,7 +80,8 @@ def url_redactions(url: str) -> list[tuple[str, str]]:
     if parts.query:
         pairs.append((parts.query, _REDACTED))
         pairs.extend((value, _REDACTED) for _, value in parse_qsl(parts.query))
-    return pairs
+    # A URL is replaced whole; a short part ("2" in "page=2") would garble every number.
+    return [(text, new) for text, new in pairs if text == url or len(text) >= _MIN_SECRET_LENGTH]
 
 
 def value_redactions(values: Iterable[str]) -> list[tuple[str, str]]:
@@ -139,11 +141,14 @@ class MCPClientBase(ABC):
         # Secret texts (header and env values, URL credentials) and what replaces them in
         # error messages and logs; longest first, so a URL is replaced before its parts.
         self._redactions: list[tuple[str, str]] = []
+        # The SDK and the HTTP libraries log URLs and messages this client hands them.
+        self._log_filter = install_library_log_redaction()
 
     def _add_redactions(self, pairs: Iterable[tuple[str, str]]) -> None:
         self._redactions = sorted(
             {*self._redactions, *pairs}, key=lambda pair: len(pair[0]), reverse=True
         )
+        self._log_filter.remember(self, self._redactions)
 
     # -- subclass hooks ------------------------------------------------------------------
 

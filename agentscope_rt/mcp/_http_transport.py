@@ -1,11 +1,27 @@
 """The SDK's HTTP transports (streamable HTTP and SSE) built from AgentScope's arguments, and
-the constructor both HTTP clients share (``auth=`` included, see :mod:`._auth`)."""
+the constructor both HTTP clients share (``auth=`` included, see :mod:`._auth`).
+
+Credentials in the URL. The SDK and the HTTP libraries log the URL they are given (``httpx2``
+every request at INFO, the SDK's transports at DEBUG), and the SSE transport copies its user
+info into the message endpoint it derives. Two measures keep them out of the logs:
+
+* user info (``https://user:pass@host/mcp``) never reaches the libraries: it is taken out of
+  the URL and sent as HTTP basic auth, as httpx itself does with a URL's user info when no
+  other ``auth`` is given (and ignores when one is: so does this client). Sending it as a
+  header is also what makes it work at all here, since the client always installs an auth
+  flow (:class:`~._auth.AuthBridge`), which makes httpx2 drop the URL's user info;
+* the query string has to reach the server as it is, so the libraries' loggers get a filter
+  (:mod:`agentscope_rt._log_redaction`) that replaces every URL query value, URL user info
+  and credential header value in their records, plus every secret this client knows (header
+  values, the URL's password and query values, each credential the auth flow sent).
+"""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, Literal
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 import httpx2
 from mcp.client.sse import sse_client
@@ -49,6 +65,18 @@ def _validate_http_arguments(
         raise ValueError(f"MCP client {name!r}: headers must map strings to strings")
     for label, value in (("timeout", timeout), ("sse_read_timeout", sse_read_timeout)):
         check_timeout(f"MCP client {name!r}: {label}", value)
+
+
+def split_user_info(url: str) -> tuple[str, tuple[str, str] | None]:
+    """*url* without its user info, and the ``(username, password)`` it held (percent-decoded,
+    as httpx reads them), or ``None`` when it held none."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url, None
+    host = parts.netloc.rpartition("@")[2]
+    bare = urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
+    username, password = unquote(parts.username or ""), unquote(parts.password or "")
+    return bare, ((username, password) if username or password else None)
 
 
 def http_transport_factory(
@@ -113,7 +141,8 @@ class HttpClientBase(MCPClientBase):
         :param name: the name identifying the MCP server.
         :param transport: ``"streamable_http"`` (URLs usually end in ``/mcp``) or ``"sse"``
             (URLs usually end in ``/sse``).
-        :param url: the server's endpoint.
+        :param url: the server's endpoint; user info in it (``https://user:pass@host/mcp``)
+            is sent as HTTP basic auth unless *auth* is given (as httpx does).
         :param headers: extra HTTP headers sent with every request.
         :param timeout: seconds for each HTTP operation (connect, write, pool).
         :param sse_read_timeout: seconds to wait for the next event on an open stream.
@@ -138,10 +167,13 @@ class HttpClientBase(MCPClientBase):
         self.url = url
         self._add_redactions(url_redactions(url))
         self._add_redactions(value_redactions((headers or {}).values()))
+        library_url, user_info = split_user_info(url)
+        if user_info is not None and auth_flow is None:
+            auth_flow = httpx2.BasicAuth(*user_info)
         self._auth = AuthBridge(auth_flow, self._add_credentials)
         self._factory = http_transport_factory(
             transport,
-            url,
+            library_url,
             headers,
             float(timeout),
             float(sse_read_timeout),
