@@ -154,7 +154,7 @@ class _Ticket(_Frame):
     """One published message: how many recipients have not finished observing it. Also the
     publisher's frame while it helps deliver the message."""
 
-    __slots__ = ("cursor", "event", "failed", "hub", "plain", "relay", "remaining", "targets")
+    __slots__ = ("cursor", "event", "failed", "plain", "relay", "remaining", "targets")
 
     def __init__(
         self,
@@ -162,11 +162,9 @@ class _Ticket(_Frame):
         plain: bool,
         sender: AgentBase | None,
         parent: _Frame | None,
-        hub: MsgHub,
     ) -> None:
         self.parent = parent
         self.sender = sender
-        self.hub = hub
         self.targets = targets
         # A Msg or a list of Msg: what observe's input check accepts, so a recipient without
         # hooks can be called without the hook wrapper (and its check).
@@ -391,8 +389,14 @@ def _describe(start: _Wait, closing: _Frame, step: list[str]) -> tuple[str, list
     names = step if first is None else [first, *step]
     if names[-1] != names[0]:
         names.append(names[0])
-    hub = getattr(closing, "hub", None) or getattr(start.chain, "hub", None)
-    return (hub.name if hub is not None else "?"), names
+    return _hub_of(closing).name, names
+
+
+def _hub_of(frame: _Frame) -> MsgHub:
+    if isinstance(frame, _DeliveryFrame):
+        return frame.hub
+    assert isinstance(frame, _Ticket) and frame.targets  # a frame drains its targets' inboxes
+    return frame.targets[0].frame.hub
 
 
 async def _wait_for_ticket(ticket: _Ticket) -> None:
@@ -759,7 +763,7 @@ class MsgHub:
             isinstance(msg, list) and all(isinstance(m, Msg) for m in msg)
         )
         chain = _CHAIN.get()
-        ticket = _Ticket(targets, plain, sender, chain, self)
+        ticket = _Ticket(targets, plain, sender, chain)
         item = (msg, ticket)
         # Observers run below here (inline) see this ticket as their frame.
         token = _CHAIN.set(ticket)
