@@ -208,6 +208,27 @@ async def test_an_observer_may_call_members_from_tasks_it_starts_and_waits_for()
     assert bob.max_observing_at_once() == 2  # its observe of alice's, and one reply in it
 
 
+async def test_an_observer_may_broadcast_through_the_hub() -> None:
+    # hub.broadcast from inside bob's observe reaches every participant, bob included
+    # (re-entrantly), before it returns.
+    log: list[Event] = []
+    alice, bob, carol = _members(log, "alice", "bob", "carol")
+    with anyio.fail_after(TIMEOUT):
+        async with MsgHub([alice, bob, carol]) as hub:
+
+            async def bob_broadcasts() -> None:
+                await hub.broadcast(Msg("host", "note", "system"))
+                assert all(finished(log, name, "note") for name in ("alice", "bob", "carol"))
+
+            bob.on_hear["alice#1"] = bob_broadcasts
+            await alice()
+            snapshot = list(log)
+    assert _balanced(snapshot)
+    assert heard(log, "bob") == ["alice#1", "note"]
+    assert heard(log, "alice") == ["note"]
+    assert sorted(heard(log, "carol")) == ["alice#1", "note"]
+
+
 async def test_mutual_calls_from_two_tasks_work() -> None:
     # bob's observe calls carol while carol's observe (in another task) calls bob: each
     # reply reaches the other observer re-entrantly, so neither waits for the other.
