@@ -4,11 +4,14 @@
 optional compressed summary); :class:`MemoryBase` is what other storages implement.
 :class:`AsyncSQLAlchemyMemory` (SQLite, PostgreSQL, ...) and :class:`RedisMemory` keep the same
 messages and marks outside the process, in AgentScope's tables and keys.
-:class:`LongTermMemoryBase` is the interface a long-term memory offers the ReAct agent.
+:class:`LongTermMemoryBase` is the interface a long-term memory offers the ReAct agent;
+:class:`VectorLongTermMemory` keeps facts per user in a vector store (offline by default) and
+:class:`Mem0LongTermMemory` adapts the mem0 library.
 """
 
 from ._in_memory_memory import InMemoryMemory
 from ._long_term_memory import LongTermMemoryBase
+from ._mem0_long_term_memory import Mem0LongTermMemory
 from ._memory_base import MemoryBase, MemoryMark
 
 # These two import SQLAlchemy / redis only when a memory is built, so importing this package
@@ -16,11 +19,16 @@ from ._memory_base import MemoryBase, MemoryMark
 from ._redis_memory import RedisMemory
 from ._sqlalchemy_memory import AsyncSQLAlchemyMemory
 
+# Imports the embedding models and stores only when built.
+from ._vector_long_term_memory import VectorLongTermMemory
+
 __all__ = [
     "AsyncSQLAlchemyMemory",
     "InMemoryMemory",
     "LongTermMemoryBase",
+    "Mem0LongTermMemory",
     "MemoryBase",
     "MemoryMark",
     "RedisMemory",
+    "VectorLongTermMemory",
 ]
