@@ -40,9 +40,8 @@ from .._schema import (
     validate_structured_output,
 )
 from ..exception import ModelError
-from ..formatter import FormatterBase
+from ..formatter import FormatterBase, TruncatedFormatterBase
 from ..memory import InMemoryMemory, LongTermMemoryBase, MemoryBase, MemoryMark
-from ..memory._long_term_memory import check_long_term_memory_mode
 from ..message import AudioBlock, Msg, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
 from ..message._msg import owned_msg
 from ..model import ChatModelBase, ChatResponse, ChatUsage
@@ -214,9 +213,6 @@ class ReActAgent(ReActAgentBase):
     :param compression_config: memory compression (see :class:`CompressionConfig`).
     :raises TypeError: for arguments of the wrong type.
     :raises ValueError: for an unknown *long_term_memory_mode* or a *max_iters* below 1.
-    :raises TypeError: if *long_term_memory* lacks a method its mode calls (``record`` and
-        ``retrieve`` for ``"static_control"``, the two tool methods for ``"agent_control"``,
-        all four for ``"both"``).
 
     Hooks (``pre_``/``post_`` ``reasoning`` and ``acting``, besides the reply, print and
     observe hooks): reasoning hooks get ``{"tool_choice": ...}`` and the reasoning Msg as
@@ -275,9 +271,6 @@ class ReActAgent(ReActAgentBase):
                 f"long_term_memory_mode must be one of {', '.join(_LTM_MODES)}, not "
                 f"{long_term_memory_mode!r}"
             )
-        if long_term_memory is not None:
-            # AgentScope finds a missing record/retrieve only when every reply fails.
-            check_long_term_memory_mode(long_term_memory, long_term_memory_mode)
         if isinstance(max_iters, bool) or not isinstance(max_iters, int) or max_iters < 1:
             raise ValueError(f"max_iters must be a positive integer, not {max_iters!r}")
         if isinstance(knowledge, KnowledgeBase):
@@ -292,6 +285,14 @@ class ReActAgent(ReActAgentBase):
         self._sys_prompt = sys_prompt
         self.model = model
         self.formatter = formatter
+        # A model that knows its context window (the local model) lends its budget to a
+        # formatter that has none: a long conversation then drops its oldest turns instead of
+        # overflowing the window.
+        self._fit_to_context = (
+            isinstance(formatter, TruncatedFormatterBase)
+            and formatter.max_tokens is None
+            and getattr(model, "context_window", None) is not None
+        )
         self.max_iters = max_iters
         self.compression_config = compression_config
         self.memory = memory if memory is not None else InMemoryMemory()
@@ -602,7 +603,10 @@ class ReActAgent(ReActAgentBase):
             history = memory._select(None, self._exclude_mark())  # get_memory(), no coroutine
         else:
             history = await memory.get_memory(exclude_mark=self._exclude_mark())
-        prompt = await self.formatter.format([self._system_msg(), *history])
+        if self._fit_to_context:
+            prompt = await self._format_within_context([self._system_msg(), *history])
+        else:
+            prompt = await self.formatter.format([self._system_msg(), *history])
         if memory.__class__ is not InMemoryMemory or memory._any_marked():
             await memory.delete_by_mark(_HINT)
 
@@ -632,6 +636,15 @@ class ReActAgent(ReActAgentBase):
                 with anyio.CancelScope(shield=True):
                     await self._record_partial_reasoning(msg)
         return msg
+
+    async def _format_within_context(self, msgs: list[Msg]) -> list[dict[str, Any]]:
+        """*msgs* formatted within the model's context window (its :meth:`prompt_budget`,
+        tools counted), for a formatter without a budget of its own."""
+        budget = self.model.prompt_budget()
+        formatter = self.formatter
+        if budget is None or not isinstance(formatter, TruncatedFormatterBase):
+            return await formatter.format(msgs)
+        return await formatter.format_within(msgs, self.toolkit.get_json_schemas() or None, *budget)
 
     async def _record_partial_reasoning(self, msg: Msg) -> None:
         """Record what was generated before an interrupt, and close its tool calls."""
@@ -884,7 +897,7 @@ class ReActAgent(ReActAgentBase):
     # -- retrieval -----------------------------------------------------------------------
 
     async def _retrieve_from_long_term_memory(self, msg: Msg | list[Msg] | None) -> None:
-        if not msg or self.long_term_memory is None:
+        if msg is None or self.long_term_memory is None:
             return
         retrieved = await self.long_term_memory.retrieve(msg)
         if retrieved:

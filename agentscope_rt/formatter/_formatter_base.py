@@ -348,16 +348,57 @@ class TruncatedFormatterBase(FormatterBase, ABC):
             except NeedsCallState:
                 if inside_stateless_format():
                     raise  # a call-less format() awaits this one: it starts over, with a call
+        return await self._format_in_call(
+            msgs, tools, None if no_budget else self.token_counter, self.max_tokens
+        )
+
+    async def format_within(
+        self,
+        msgs: list[Msg],
+        tools: list[dict[str, Any]] | None,
+        token_counter: TokenCounterBase,
+        max_tokens: int,
+    ) -> list[dict[str, Any]]:
+        """Format *msgs* within a budget the caller gives, for a formatter without one of its
+        own: as :meth:`format` would with *token_counter* and *max_tokens* set, but without
+        changing the formatter (which other agents may share). ``ReActAgent`` passes the budget
+        of a model that knows its context window this way. A formatter that has a budget of
+        its own keeps it.
+
+        :raises TypeError: when *msgs* is not a list of :class:`Msg`.
+        :raises ValueError: when *max_tokens* is not a positive integer.
+        :raises FormatterError: for media that cannot be loaded or sent.
+        """
+        if self.token_counter is not None and self.max_tokens is not None:
+            return await self.format(msgs, tools)
+        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens <= 0:
+            raise ValueError(f"max_tokens must be a positive integer, not {max_tokens!r}")
+        self.assert_list_of_msgs(msgs)
+        return await self._format_in_call(msgs, tools, token_counter, max_tokens)
+
+    async def _format_in_call(
+        self,
+        msgs: list[Msg],
+        tools: list[dict[str, Any]] | None,
+        token_counter: TokenCounterBase | None,
+        max_tokens: int | None,
+    ) -> list[dict[str, Any]]:
+        """Format inside a per-call state, truncating to *max_tokens* when a counter is given,
+        and warn once about the blocks dropped."""
         token = enter_call()
         try:
-            if no_budget:
+            if token_counter is None or max_tokens is None:
                 # No budget: one format, nothing to count (what _format_within_budget does).
                 formatted = await self._format(list(msgs))
             else:
                 # No copy here: _format_once hands _format a fresh list, truncation slices.
                 # Inside another call, what that call dropped so far stays recorded.
                 formatted = await self._format_within_budget(
-                    msgs if msgs.__class__ is list else list(msgs), tools, _dropped_so_far()
+                    msgs if msgs.__class__ is list else list(msgs),
+                    tools,
+                    _dropped_so_far(),
+                    token_counter,
+                    max_tokens,
                 )
             call = call_state() if token is not None else None
             if call is not None and call.dropped:
@@ -365,7 +406,7 @@ class TruncatedFormatterBase(FormatterBase, ABC):
                 warnings.warn(
                     f"{type(self).__name__} dropped block(s) the provider does not accept: {kinds}",
                     UnsupportedBlockWarning,
-                    stacklevel=2,
+                    stacklevel=3,
                 )
             return formatted
         finally:
@@ -384,12 +425,21 @@ class TruncatedFormatterBase(FormatterBase, ABC):
         msgs: list[Msg],
         tools: list[dict[str, Any]] | None,
         dropped_before: dict[str, int],
+        counter: TokenCounterBase | None = None,
+        budget: int | None = None,
     ) -> list[dict[str, Any]]:
+        """Format *msgs* within *budget* tokens as *counter* counts them (by default the
+        formatter's own ``max_tokens`` and ``token_counter``)."""
         formatted = await self._format_once(msgs, dropped_before)
-        if self.token_counter is None or self.max_tokens is None:
+        counter = counter or self.token_counter
+        budget = budget or self.max_tokens
+        if counter is None or budget is None:
             return formatted
-        budget = self.max_tokens
-        if await self._count(formatted, tools) <= budget:
+
+        async def count(prompt: list[dict[str, Any]]) -> int:
+            return await counter.count(prompt, tools=tools)
+
+        if await count(formatted) <= budget:
             return formatted
 
         head = msgs[:1] if msgs and msgs[0].role == "system" else []
@@ -401,12 +451,12 @@ class TruncatedFormatterBase(FormatterBase, ABC):
         last = len(units) - 1
         if last <= 0:
             # Nothing can be dropped: the prompt is already the minimum.
-            self._warn_minimum_too_large(await self._count(formatted, tools))
+            self._warn_minimum_too_large(await count(formatted), budget)
             return formatted
         minimum = await self._format_once(kept(last), dropped_before)
-        n_minimum = await self._count(minimum, tools)
+        n_minimum = await count(minimum)
         if n_minimum > budget:
-            self._warn_minimum_too_large(n_minimum)
+            self._warn_minimum_too_large(n_minimum, budget)
             return minimum
 
         # Invariant: keeping units[lo:] is over budget, keeping units[hi:] fits.
@@ -415,7 +465,7 @@ class TruncatedFormatterBase(FormatterBase, ABC):
             mid = (lo + hi) // 2
             candidate = await self._format_once(kept(mid), dropped_before)
             formatted_last = mid
-            if await self._count(candidate, tools) <= budget:
+            if await count(candidate) <= budget:
                 hi, best = mid, candidate
             else:
                 lo = mid
@@ -424,12 +474,12 @@ class TruncatedFormatterBase(FormatterBase, ABC):
             best = await self._format_once(kept(hi), dropped_before)
         return best
 
-    def _warn_minimum_too_large(self, n_tokens: int) -> None:
+    def _warn_minimum_too_large(self, n_tokens: int, budget: int) -> None:
         warnings.warn(
             f"{type(self).__name__}: the system prompt plus the newest turn need {n_tokens} "
-            f"tokens, more than max_tokens={self.max_tokens}; returning them anyway",
+            f"tokens, more than max_tokens={budget}; returning them anyway",
             TruncationWarning,
-            stacklevel=4,
+            stacklevel=5,
         )
 
     async def _count(

@@ -39,6 +39,7 @@ import anyio.to_thread
 from .._schema import StructuredModel, structured_model_schema, validate_structured_output
 from ..exception import ModelError, ModelResponseError
 from ..message import TextBlock, ToolUseBlock
+from ..token import TokenCounterBase
 from ._common import loads_strict
 from ._model_base import ChatModelBase, ToolChoice, validate_tool_choice
 from ._model_response import ChatResponse, ChatUsage, ResponseBlock
@@ -238,6 +239,30 @@ class LlamaCppChatModel(ChatModelBase):
         async with self._lock:
             if self._llama is None:
                 await anyio.to_thread.run_sync(self._load_sync)
+
+    # -- the context window ---------------------------------------------------------------------
+
+    @property
+    def context_window(self) -> int:
+        """The context window in tokens (``n_ctx``)."""
+        return self.n_ctx
+
+    def prompt_budget(self) -> tuple[TokenCounterBase, int]:
+        """A counter of the tokens a prompt costs this model (the chat template rendered and
+        tokenised, tool instructions included) and the prompt tokens that fit: ``n_ctx``
+        minus the answer's ``max_tokens`` (``generate_kwargs``, else 512)."""
+        answer = int(self.generate_kwargs.get("max_tokens") or _DEFAULT_MAX_TOKENS)
+        return _PromptTokenCounter(self), max(1, self.n_ctx - answer)
+
+    def _count_prompt(self, messages: list[dict[str, Any]], tools: Any) -> int:
+        """The tokens of the prompt a call with *messages* and *tools* renders (model loaded)."""
+        plan = self._plan(messages, tools, None, None, {})
+        rendered = self._formatter(messages=plan.messages)
+        return len(
+            self._llama.tokenize(
+                rendered.prompt.encode("utf-8"), add_bos=not rendered.added_special, special=True
+            )
+        )
 
     # -- calling -------------------------------------------------------------------------------
 
@@ -465,6 +490,29 @@ class LlamaCppChatModel(ChatModelBase):
             plan.kwargs.get("max_tokens"),
         )
         return [ToolUseBlock(new_call_id(), name, {}, raw_input=text or "")], None
+
+
+class _PromptTokenCounter(TokenCounterBase):
+    """Counts formatted messages exactly as :class:`LlamaCppChatModel` will render them; loads
+    the model first if needed, and counts in a worker thread."""
+
+    def __init__(self, model: LlamaCppChatModel) -> None:
+        self._model = model
+
+    async def count(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
+        **kwargs: Any,
+    ) -> int:
+        """The prompt tokens of a call with *messages* and *tools*.
+
+        :raises ValueError: if llama.cpp cannot load the model file.
+        """
+        model = self._model
+        if model._llama is None:
+            await model.load()
+        return await anyio.to_thread.run_sync(model._count_prompt, messages, tools)
 
 
 def _new_llama(path: str, n_ctx: int, extra_buffers: bool, kwargs: dict[str, Any]) -> Any:

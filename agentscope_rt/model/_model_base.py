@@ -15,6 +15,7 @@ from collections.abc import AsyncGenerator
 from typing import Any, Literal
 
 from .._schema import StructuredModel
+from ..token import TokenCounterBase
 from ._model_response import ChatResponse
 
 __all__ = ["ChatModelBase", "ToolChoice", "validate_tool_choice"]
@@ -72,6 +73,23 @@ class ChatModelBase(ABC):
             validated object is returned in ``ChatResponse.metadata``.
         :raises ModelAPIError: when the provider fails after all retries.
         """
+
+    @property
+    def context_window(self) -> int | None:
+        """The model's context window in tokens, when the model knows it (a local model);
+        ``None`` when it does not (a provider's model: the provider enforces its own)."""
+        return None
+
+    def prompt_budget(self) -> tuple[TokenCounterBase, int] | None:
+        """How to keep a prompt within :attr:`context_window`: a token counter that counts
+        formatted messages (and tools) as this model sees them, and the most prompt tokens
+        that leave room for the answer; ``None`` when the model does not know its window.
+
+        ``ReActAgent`` gives it to a formatter that has no budget of its own
+        (:meth:`~agentscope_rt.formatter.TruncatedFormatterBase.format_within`), so the oldest
+        turns are dropped instead of the model failing on a prompt that does not fit.
+        """
+        return None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model_name={self.model_name!r}, stream={self.stream!r})"

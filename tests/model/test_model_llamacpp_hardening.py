@@ -10,6 +10,7 @@ from agentscope_rt.exception import ModelError
 from agentscope_rt.formatter import OpenAIChatFormatter
 from agentscope_rt.message import Msg, TextBlock, ToolUseBlock
 from agentscope_rt.model import ChatResponse, LlamaCppChatModel
+from agentscope_rt.token import CharTokenCounter
 from agentscope_rt.tool import Toolkit, ToolResponse
 
 from .test_model_llamacpp import GREEDY, WEATHER_TOOL
@@ -76,3 +77,46 @@ async def test_a_cut_off_answer_does_not_reach_the_reply_or_the_console(
     results = [b for m in memory for b in m.get_content_blocks("tool_result")]
     assert len(results) == len(calls)
     agent.state_dict()
+
+
+async def test_the_prompt_budget_counts_what_the_model_renders() -> None:
+    model = LlamaCppChatModel(n_ctx=512, generate_kwargs={**GREEDY, "max_tokens": 12})
+    assert model.context_window == 512
+    counter, budget = model.prompt_budget()
+    assert budget == 500
+    msgs = [Msg("system", "You are terse.", "system")] + [
+        Msg("user", f"Note {i}: the sky was blue and the sea was calm.", "user") for i in range(60)
+    ]
+    formatter = OpenAIChatFormatter()
+    whole = await formatter.format(msgs)
+    assert await counter.count(whole) > budget
+    fitted = await formatter.format_within(msgs, [WEATHER_TOOL], counter, budget)
+    assert await counter.count(fitted, tools=[WEATHER_TOOL]) <= budget
+    assert fitted[0]["role"] == "system" and fitted[-1] == whole[-1]
+    # Counted as the model renders it: with the tool instructions, the call fits its window.
+    response = await model(fitted, tools=[WEATHER_TOOL], tool_choice="required")
+    assert isinstance(response, ChatResponse)
+    assert formatter.max_tokens is None and formatter.token_counter is None
+
+
+async def test_react_agent_keeps_a_long_conversation_within_the_context_window() -> None:
+    model = LlamaCppChatModel(n_ctx=512, generate_kwargs={**GREEDY, "max_tokens": 8})
+    formatter = OpenAIChatFormatter()
+    agent = ReActAgent(name="Friday", sys_prompt="You are terse.", model=model, formatter=formatter)
+    agent.set_console_output_enabled(False)
+    for i in range(40):
+        await agent.memory.add(
+            Msg("user", f"Note {i}: the sky was blue and the sea was calm today.", "user")
+        )
+    # Without the budget the prompt (about 900 tokens) would not fit the 512-token window.
+    reply = await agent(Msg("user", "Say hi.", "user"))
+    assert reply.get_text_content()
+    assert formatter.max_tokens is None  # the shared formatter was not changed
+    # A formatter with a budget of its own keeps it: here one too large, so the model says
+    # what to do instead of truncating.
+    own = OpenAIChatFormatter(token_counter=CharTokenCounter(), max_tokens=100_000)
+    strict = ReActAgent(name="Friday", sys_prompt="You are terse.", model=model, formatter=own)
+    strict.set_console_output_enabled(False)
+    await strict.memory.add(await agent.memory.get_memory())
+    with pytest.raises(ModelError, match="n_ctx"):
+        await strict(Msg("user", "Say hi.", "user"))
