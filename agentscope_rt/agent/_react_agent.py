@@ -569,6 +569,9 @@ class ReActAgent(ReActAgentBase):
 
         if self._static_control:
             assert self.long_term_memory is not None
+            # An interrupt requested during the last step (a hook, another task) lands here,
+            # before anything of the interrupted reply is recorded.
+            await anyio.lowlevel.checkpoint_if_cancelled()
             await self.long_term_memory.record(
                 list(await self.memory.get_memory(exclude_mark=_COMPRESSED))
             )
