@@ -42,6 +42,7 @@ from .._schema import (
 from ..exception import ModelError
 from ..formatter import FormatterBase, TruncatedFormatterBase
 from ..memory import InMemoryMemory, LongTermMemoryBase, MemoryBase, MemoryMark
+from ..memory._long_term_memory import check_long_term_memory_mode
 from ..message import AudioBlock, Msg, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
 from ..message._msg import owned_msg
 from ..model import ChatModelBase, ChatResponse, ChatUsage
@@ -213,6 +214,9 @@ class ReActAgent(ReActAgentBase):
     :param compression_config: memory compression (see :class:`CompressionConfig`).
     :raises TypeError: for arguments of the wrong type.
     :raises ValueError: for an unknown *long_term_memory_mode* or a *max_iters* below 1.
+    :raises TypeError: if *long_term_memory* lacks a method its mode calls (``record`` and
+        ``retrieve`` for ``"static_control"``, the two tool methods for ``"agent_control"``,
+        all four for ``"both"``).
 
     Hooks (``pre_``/``post_`` ``reasoning`` and ``acting``, besides the reply, print and
     observe hooks): reasoning hooks get ``{"tool_choice": ...}`` and the reasoning Msg as
@@ -271,6 +275,9 @@ class ReActAgent(ReActAgentBase):
                 f"long_term_memory_mode must be one of {', '.join(_LTM_MODES)}, not "
                 f"{long_term_memory_mode!r}"
             )
+        if long_term_memory is not None:
+            # AgentScope finds a missing record/retrieve only when every reply fails.
+            check_long_term_memory_mode(long_term_memory, long_term_memory_mode)
         if isinstance(max_iters, bool) or not isinstance(max_iters, int) or max_iters < 1:
             raise ValueError(f"max_iters must be a positive integer, not {max_iters!r}")
         if isinstance(knowledge, KnowledgeBase):
@@ -900,7 +907,7 @@ class ReActAgent(ReActAgentBase):
     # -- retrieval -----------------------------------------------------------------------
 
     async def _retrieve_from_long_term_memory(self, msg: Msg | list[Msg] | None) -> None:
-        if msg is None or self.long_term_memory is None:
+        if not msg or self.long_term_memory is None:
             return
         retrieved = await self.long_term_memory.retrieve(msg)
         if retrieved:
