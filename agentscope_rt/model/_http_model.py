@@ -34,6 +34,7 @@ from ._retry import (
     call_with_retry,
     close_shielded,
     excerpt,
+    shape_checked,
     stream_with_retry,
 )
 from ._sdk_stream import suspended_generator_chain
@@ -122,7 +123,7 @@ class HttpChatModel(ChatModelBase):
         if self.stream:
             return stream_with_retry(
                 self.provider,
-                lambda: self._stream_once(body, structured_model, started),
+                lambda: shape_checked(self._stream_once(body, structured_model, started)),
                 self.retry_config,
                 redact=self._redact,
             )

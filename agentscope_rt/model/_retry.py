@@ -51,6 +51,7 @@ Tests make retries fast with e.g. ``RetryConfig(initial_delay=0.01, max_delay=0.
 from __future__ import annotations
 
 import email.utils
+import json
 import random
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping
@@ -75,6 +76,7 @@ __all__ = [
     "excerpt",
     "parse_retry_after",
     "redacted_cause",
+    "shape_checked",
     "stream_with_retry",
 ]
 
@@ -452,6 +454,27 @@ async def call_with_retry(
     # Raised here, outside the except block, so that the provider's exception does not
     # become the context either.
     raise error from cause
+
+
+_SHAPE_ERRORS = (AttributeError, TypeError, KeyError, IndexError)
+
+
+async def shape_checked(stream: AsyncGenerator[T, None]) -> AsyncGenerator[T, None]:
+    """The items of *stream*, a provider's stream parser; an event of the wrong shape (the
+    parser meeting a string where an object belongs, a missing key) raises
+    :class:`BadResponse` instead of a bare ``AttributeError``/``TypeError``/``KeyError``/
+    ``IndexError``. *stream* is closed however this generator ends."""
+    try:
+        async for item in stream:
+            yield item
+    except json.JSONDecodeError as exc:  # an SDK decoding an event's data
+        raise BadResponse(f"a stream event is not JSON ({exc})") from None
+    except _SHAPE_ERRORS as exc:
+        raise BadResponse(
+            f"a stream event does not have the expected shape ({type(exc).__name__}: {exc})"
+        ) from None
+    finally:
+        await close_shielded(stream)
 
 
 async def stream_with_retry(

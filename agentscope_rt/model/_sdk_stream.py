@@ -42,6 +42,7 @@ from ._retry import (
     RetryConfig,
     call_with_retry,
     excerpt,
+    shape_checked,
     stream_with_retry,
 )
 
@@ -338,7 +339,7 @@ class SdkClientModel(ChatModelBase):
         if self.stream:
             return stream_with_retry(
                 self.provider,
-                lambda: self._stream_once(kwargs, structured_model),
+                lambda: shape_checked(self._stream_once(kwargs, structured_model)),
                 self.retry_config,
                 redact=self._secrets,
             )

@@ -454,3 +454,43 @@ async def test_structured_output_with_a_nan_is_refused(wire: Any) -> None:
     async with model:  # type: ignore[attr-defined]
         with pytest.raises(ModelResponseError, match="not valid JSON"):
             await model(_messages(provider), structured_model=schema)
+
+
+def _bad_events(provider: Provider) -> Any:
+    """A stream whose first event is JSON of the wrong shape (an SDK or parser meets a string
+    where an object belongs)."""
+    name = provider.name
+    if name in ("openai", "dashscope"):
+        return wa.Reply(events=[wa.sse({"id": "c1", "object": "chat.completion.chunk",
+                                        "choices": [{"index": 0, "delta": "oops"}]})])  # fmt: skip
+    if name == "dashscope-native":
+        return wa.Reply(events=['id:1\nevent:result\n:HTTP_STATUS/200\ndata:{"output": "x"}\n\n'])
+    if name == "anthropic":
+        events = wa.anthropic_stream([("text", ["Hi"])])
+        start = events[0]
+        return wa.Reply(
+            events=[start, wa.anthropic_event("content_block_start", index=0, content_block="x")]
+        )
+    if name == "gemini":
+        event = {"candidates": [{"content": {"parts": "oops"}}]}
+        return wb.Answer(events=wb.sse(event), content_type="text/event-stream")
+    chunk = {"message": {"role": "assistant", "content": "", "tool_calls": ["oops"]}, "done": False}
+    return wb.Answer(events=wb.ndjson(chunk), content_type="application/x-ndjson")
+
+
+@pytest.mark.parametrize("name", PROVIDERS)
+async def test_a_stream_event_of_the_wrong_shape_is_a_model_api_error(wire: Any, name: str) -> None:
+    provider = Provider(name, stream=True)
+    server = _serve(provider, wire, _bad_events(provider), provider.answer(text="Fine."))
+    model = provider.model(_url(provider, wire))
+    async with model:  # type: ignore[attr-defined]
+        with pytest.raises(ModelAPIError) as info:
+            [c async for c in await model(_messages(provider))]  # type: ignore[union-attr]
+        assert info.value.status_code == 200
+        # Nothing was yielded, so with a retry the next answer is taken.
+        retried = provider.model(_url(provider, wire), ONE_RETRY)
+        _serve(provider, wire, _bad_events(provider))
+        server.script.rotate(1)  # the bad stream first, then the good answer
+        async with retried:  # type: ignore[attr-defined]
+            chunks = [c async for c in await retried(_messages(provider))]  # type: ignore[union-attr]
+    assert chunks[-1].get_text() == "Fine."
