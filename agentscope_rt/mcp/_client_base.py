@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
@@ -30,8 +31,10 @@ __all__ = [
     "value_redactions",
 ]
 
-# The JSON-RPC error code the SDK uses for a transport that closed under a pending request.
+# The JSON-RPC error the SDK raises for a transport that closed under a pending request. The
+# code alone is not enough: -32000 is the first "server error" code, which servers use too.
 _CONNECTION_CLOSED = mcp.types.CONNECTION_CLOSED
+_CONNECTION_CLOSED_MESSAGE = "Connection closed"
 # The JSON-RPC error code the SDK uses for a request that ran out of time.
 _REQUEST_TIMEOUT = mcp.types.REQUEST_TIMEOUT
 
@@ -143,6 +146,8 @@ class MCPClientBase(ABC):
         self._redactions: list[tuple[str, str]] = []
         # The SDK and the HTTP libraries log URLs and messages this client hands them.
         self._log_filter = install_library_log_redaction()
+        # Why the client itself ended the latest session (named when calls then fail).
+        self._end_reason: str | None = None
 
     def _add_redactions(self, pairs: Iterable[tuple[str, str]]) -> None:
         self._redactions = sorted(
@@ -204,6 +209,8 @@ class MCPClientBase(ABC):
             connection is lost, the call times out (the message is then
             ``Timed out while waiting for response to ClientRequest. Waited <s> seconds.``,
             as in AgentScope), or the server answers with a protocol error.
+        :raises MCPError: if *arguments* cannot be sent as JSON (NaN or infinite numbers, lone
+            surrogates, values that are not JSON); the session is left untouched.
         :raises ValueError: if *read_timeout_seconds* is not a positive number.
         """
         limit = (
@@ -212,6 +219,7 @@ class MCPClientBase(ABC):
             else check_timeout("read_timeout_seconds", read_timeout_seconds)
         )
         action = f"the call to tool {name!r}"
+        self._check_sendable(name, arguments)
         async with self._use_session(action) as session:
             try:
                 with anyio.move_on_after(limit):
@@ -256,6 +264,18 @@ class MCPClientBase(ABC):
             f"MCP server {self.name!r} has no tool named {func_name!r}; its tools are: {available}"
         )
 
+    def _check_sendable(self, name: str, arguments: dict[str, Any] | None) -> None:
+        """Refuse arguments the SDK could not serialize: its writer task would fail on them
+        and take the whole session (every other call on it) down."""
+        try:
+            json.dumps(arguments or {}, allow_nan=False, ensure_ascii=False).encode("utf-8")
+        except (TypeError, ValueError) as exc:  # UnicodeEncodeError is a ValueError
+            raise MCPError(
+                f"the arguments of tool {name!r} on MCP server {self.name!r} cannot be sent as "
+                f"JSON ({type(exc).__name__}: {self._scrub(str(exc))[:200]}); send only strings "
+                "(without lone surrogates), finite numbers, booleans, null, lists and objects"
+            ) from None
+
     # -- errors --------------------------------------------------------------------------
 
     def _scrub(self, text: str) -> str:
@@ -278,7 +298,9 @@ class MCPClientBase(ABC):
     def _connect_error(self, exc: BaseException, action: str | None = None) -> MCPError:
         """The error for failing to connect to the server (for *action*, if given)."""
         exc = unwrap_exception(exc)
-        if isinstance(exc, TimeoutError):
+        if self._end_reason is not None:
+            reason = self._end_reason
+        elif isinstance(exc, TimeoutError):
             reason = f"no answer to the MCP handshake within {self.connect_timeout:g} s"
         else:
             reason = self._describe(exc)
@@ -292,10 +314,12 @@ class MCPClientBase(ABC):
         """Turn an SDK or transport failure during *action* into a readable MCPError."""
         exc = unwrap_exception(exc)
         if isinstance(exc, mcp.MCPError):
-            if exc.code == _CONNECTION_CLOSED:
+            if exc.code == _CONNECTION_CLOSED and exc.message == _CONNECTION_CLOSED_MESSAGE:
+                reason = self._end_reason or (
+                    "the server closed the connection or its process exited"
+                )
                 return MCPError(
-                    f"lost the connection to MCP server {self.name!r} during {action}: the "
-                    "server closed the connection or its process exited"
+                    f"lost the connection to MCP server {self.name!r} during {action}: {reason}"
                 )
             if exc.code == _REQUEST_TIMEOUT:
                 return MCPError(

@@ -110,6 +110,7 @@ class StatefulClientBase(MCPClientBase):
                 "connecting again"
             )
         self._failure = None
+        self._end_reason = None
         self._cached_tools = None
         self._stop_requested = anyio.Event()
         self._runner_done = anyio.Event()
@@ -219,6 +220,14 @@ class StatefulClientBase(MCPClientBase):
         finally:
             self._session = None
             self._runner_done.set()
+
+    def _end_session(self, reason: str) -> None:
+        """End the session from inside (any task of it, synchronously): pending calls fail
+        naming *reason*, later calls are refused until the client reconnects."""
+        if self._end_reason is None:
+            self._end_reason = reason
+            self._failure = MCPError(reason)
+        self._stop_requested.set()
 
     def _require_session(self, action: str) -> ClientSession:
         session = self._session

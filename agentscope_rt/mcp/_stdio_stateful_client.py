@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import codecs
 import os
 import shlex
 import sys
-from typing import Literal, TextIO
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from contextvars import ContextVar
+from typing import Any, Literal, TextIO
 
 from mcp import StdioServerParameters, stdio_client
 
@@ -14,6 +18,30 @@ from ._session import TransportFactory
 from ._stateful_client_base import StatefulClientBase
 
 __all__ = ["StdIOStatefulClient"]
+
+# Strict decoding of the server's stdout, without the SDK's failure mode: its reader task dies
+# on the first undecodable byte and then only drains stdout until the process exits, so the
+# session never learns of it and every pending and later call waits forever. Under this error
+# handler the reader goes on (the bad bytes become a NUL, which no JSON-RPC line may hold, so
+# the line is dropped, never half-read), and the client whose reader met them ends the
+# session with an error naming the cause. The client is found through a context variable the
+# transport sets in the runner task, which the SDK's reader task inherits.
+_STRICT_DECODING = "agentscope_rt.mcp.strict"
+_on_undecodable: ContextVar[Callable[[UnicodeDecodeError], None] | None] = ContextVar(
+    "agentscope_rt_mcp_on_undecodable", default=None
+)
+
+
+def _strict_decoding(error: UnicodeError) -> tuple[str, int]:
+    if not isinstance(error, UnicodeDecodeError):
+        raise error
+    report = _on_undecodable.get()
+    if report is not None:
+        report(error)
+    return "\x00", error.end
+
+
+codecs.register_error(_STRICT_DECODING, _strict_decoding)
 
 
 class StdIOStatefulClient(StatefulClientBase):
@@ -83,6 +111,11 @@ class StdIOStatefulClient(StatefulClientBase):
             encoding=encoding,
             encoding_error_handler=encoding_error_handler,
         )
+        if encoding_error_handler == "strict":
+            # Not validated on copy: the SDK's field lists only the standard handler names.
+            self._params = self._params.model_copy(
+                update={"encoding_error_handler": _STRICT_DECODING}
+            )
         self._errlog = errlog
         self._add_redactions(value_redactions((env or {}).values()))
 
@@ -90,8 +123,26 @@ class StdIOStatefulClient(StatefulClientBase):
         return f"StdIOStatefulClient(name={self.name!r}, command={self.command!r})"
 
     def _transport(self) -> TransportFactory:
-        params, errlog = self._params, self._errlog
-        return lambda: stdio_client(params, errlog=errlog if errlog is not None else sys.stderr)
+        params = self._params
+        errlog = self._errlog if self._errlog is not None else sys.stderr
+
+        @asynccontextmanager
+        async def transport() -> AsyncIterator[Any]:
+            token = _on_undecodable.set(self._undecodable_output)
+            try:
+                async with stdio_client(params, errlog=errlog) as streams:
+                    yield streams
+            finally:
+                _on_undecodable.reset(token)
+
+        return transport
+
+    def _undecodable_output(self, error: UnicodeDecodeError) -> None:
+        self._end_session(
+            f"the server wrote bytes that are not valid {self._params.encoding} to its stdout "
+            f"({error.reason} at byte {error.start} of a chunk); pass "
+            "encoding_error_handler='replace' to tolerate that"
+        )
 
     def _describe_target(self) -> str:
         return f"command {shlex.join([self.command, *self.args])}"
