@@ -17,7 +17,7 @@ from .._schema import (
     validate_structured_output,
 )
 from ..exception import ModelResponseError
-from ..message import TextBlock, ToolUseBlock
+from ..message import TextBlock, ThinkingBlock, ToolUseBlock
 
 __all__ = [
     "STRUCTURED_TOOL_NAME",
@@ -31,6 +31,7 @@ __all__ = [
     "parse_tool_value",
     "resolve_api_key",
     "savable_text",
+    "scrub_surrogates",
     "structured_from_blocks",
     "structured_tool",
     "validated_metadata",
@@ -91,6 +92,27 @@ def savable_text(text: str) -> str:
     if _LONE_SURROGATE.search(text) is None:
         return text
     return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def scrub_surrogates(response: Any) -> Any:
+    """*response* (a :class:`~._model_response.ChatResponse`) with every lone surrogate in its
+    text and thinking replaced by U+FFFD, in place.
+
+    A model that streams ``"\\ud800"`` in its text would otherwise put a string into memory
+    that no later request can encode. Text that is ASCII (most of it) is passed over at the
+    cost of one flag check.
+    """
+    for block in response.content:
+        kind = block.__class__
+        if kind is TextBlock:
+            text = block.text
+            if not text.isascii() and _LONE_SURROGATE.search(text) is not None:
+                block.text = _LONE_SURROGATE.sub("\ufffd", text)
+        elif kind is ThinkingBlock:
+            text = block.thinking
+            if not text.isascii() and _LONE_SURROGATE.search(text) is not None:
+                block.thinking = _LONE_SURROGATE.sub("\ufffd", text)
+    return response
 
 
 def parse_tool_input(text: str | None) -> tuple[dict[str, Any], str | None]:

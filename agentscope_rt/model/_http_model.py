@@ -24,6 +24,7 @@ import anyio
 import httpx
 
 from .._schema import StructuredModel
+from ._common import scrub_surrogates
 from ._loop_client import LoopClients, close_orphans
 from ._model_base import ChatModelBase
 from ._model_response import ChatResponse
@@ -123,7 +124,9 @@ class HttpChatModel(ChatModelBase):
         if self.stream:
             return stream_with_retry(
                 self.provider,
-                lambda: shape_checked(self._stream_once(body, structured_model, started)),
+                lambda: shape_checked(
+                    self._stream_once(body, structured_model, started), scrub_surrogates
+                ),
                 self.retry_config,
                 redact=self._redact,
             )
@@ -138,7 +141,7 @@ class HttpChatModel(ChatModelBase):
             if not isinstance(data, dict):
                 raise BadResponse(f"the response body is not a JSON object: {excerpt(data)}")
             try:
-                return self._parse(data, structured_model, started)
+                return scrub_surrogates(self._parse(data, structured_model, started))
             except (AttributeError, TypeError, KeyError, IndexError) as exc:
                 raise BadResponse(
                     f"the response does not have the expected shape ({type(exc).__name__}: "

@@ -459,14 +459,17 @@ async def call_with_retry(
 _SHAPE_ERRORS = (AttributeError, TypeError, KeyError, IndexError)
 
 
-async def shape_checked(stream: AsyncGenerator[T, None]) -> AsyncGenerator[T, None]:
-    """The items of *stream*, a provider's stream parser; an event of the wrong shape (the
-    parser meeting a string where an object belongs, a missing key) raises
-    :class:`BadResponse` instead of a bare ``AttributeError``/``TypeError``/``KeyError``/
-    ``IndexError``. *stream* is closed however this generator ends."""
+async def shape_checked(
+    stream: AsyncGenerator[T, None], each: Callable[[T], T] | None = None
+) -> AsyncGenerator[T, None]:
+    """The items of *stream*, a provider's stream parser (passed through *each*, if given);
+    an event of the wrong shape (the parser meeting a string where an object belongs, a
+    missing key) raises :class:`BadResponse` instead of a bare ``AttributeError``/
+    ``TypeError``/``KeyError``/``IndexError``. *stream* is closed however this generator
+    ends."""
     try:
         async for item in stream:
-            yield item
+            yield item if each is None else each(item)
     except json.JSONDecodeError as exc:  # an SDK decoding an event's data
         raise BadResponse(f"a stream event is not JSON ({exc})") from None
     except _SHAPE_ERRORS as exc:

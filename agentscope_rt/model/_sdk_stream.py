@@ -31,6 +31,7 @@ from ._common import (
     logger,
     parse_partial_json,
     parse_tool_input,
+    scrub_surrogates,
     structured_from_blocks,
 )
 from ._loop_client import LoopClients, close_orphans
@@ -339,7 +340,9 @@ class SdkClientModel(ChatModelBase):
         if self.stream:
             return stream_with_retry(
                 self.provider,
-                lambda: shape_checked(self._stream_once(kwargs, structured_model)),
+                lambda: shape_checked(
+                    self._stream_once(kwargs, structured_model), scrub_surrogates
+                ),
                 self.retry_config,
                 redact=self._secrets,
             )
@@ -355,7 +358,7 @@ class SdkClientModel(ChatModelBase):
             if raw is None or isinstance(raw, str | bytes | list | int | float):
                 raise BadResponse(f"the response body is not a JSON object: {excerpt(raw)}")
             try:
-                return self._parse_response(raw, start, structured_model)
+                return scrub_surrogates(self._parse_response(raw, start, structured_model))
             except (AttributeError, TypeError, KeyError, IndexError) as exc:
                 raise BadResponse(
                     f"the response does not have the expected shape ({type(exc).__name__}: "

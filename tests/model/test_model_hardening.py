@@ -494,3 +494,26 @@ async def test_a_stream_event_of_the_wrong_shape_is_a_model_api_error(wire: Any,
         async with retried:  # type: ignore[attr-defined]
             chunks = [c async for c in await retried(_messages(provider))]  # type: ignore[union-attr]
     assert chunks[-1].get_text() == "Fine."
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+@pytest.mark.parametrize("name", PROVIDERS)
+async def test_text_with_a_lone_surrogate_keeps_the_agent_usable(
+    wire: Any, name: str, stream: bool
+) -> None:
+    provider = Provider(name, stream=stream)
+    server = _serve(
+        provider,
+        wire,
+        provider.answer(text="Odd \ud800 text \U0001f600."),
+        provider.answer(text="Still here."),
+    )
+    agent = _agent(provider, wire)
+    async with agent.model:  # type: ignore[attr-defined]
+        reply = await agent(Msg("user", "Hi", "user"))
+        # The lone surrogate became U+FFFD; a real pair (the emoji) is kept.
+        assert reply.get_text_content() == "Odd \ufffd text \U0001f600."
+        second = await agent(Msg("user", "And now?", "user"))
+        assert second.get_text_content() == "Still here."
+        _strict_dump(agent.state_dict())
+    assert len(server.requests) == 2
