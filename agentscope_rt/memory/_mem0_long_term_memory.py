@@ -248,10 +248,10 @@ class Mem0LongTermMemory(LongTermMemoryBase):
         with it, replaces its LLM.
     :param embedding_model: the embedding model. Required without *mem0_config*; with it,
         replaces its embedder.
-    :param vector_store_config: a mem0 ``VectorStoreConfig``. Default: mem0's embedded Qdrant
+    :param vector_store_config: a mem0 ``VectorStoreConfig`` (or its dict). Default: mem0's embedded Qdrant
         on disk (mem0's default path, ``/tmp/qdrant``, ``on_disk=True``; pass ``on_disk=False``
         to keep it in memory) sized to *embedding_model*.
-    :param mem0_config: a mem0 ``MemoryConfig`` to start from.
+    :param mem0_config: a mem0 ``MemoryConfig`` (or its dict) to start from.
     :param default_memory_type: mem0's memory type for :meth:`record` (``None``: facts;
         ``"procedural_memory"``: a procedural summary, needs *agent_name*).
     :param suppress_mem0_logging: silence mem0's loggers.
@@ -307,6 +307,10 @@ class Mem0LongTermMemory(LongTermMemoryBase):
 
         llm_config_cls, embedder_config_cls = _register_providers()
         self._bridges: list[_LoopBridge] = []
+        if isinstance(mem0_config, dict):
+            mem0_config = MemoryConfig(**mem0_config)
+        if isinstance(vector_store_config, dict):
+            vector_store_config = VectorStoreConfig(**vector_store_config)
         if mem0_config is None:
             mem0_config = MemoryConfig()
             if vector_store_config is None:
