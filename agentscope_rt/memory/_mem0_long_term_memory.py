@@ -248,14 +248,15 @@ class Mem0LongTermMemory(LongTermMemoryBase):
         with it, replaces its LLM.
     :param embedding_model: the embedding model. Required without *mem0_config*; with it,
         replaces its embedder.
-    :param vector_store_config: a mem0 ``VectorStoreConfig`` (or its dict). Default: mem0's embedded Qdrant
-        on disk (mem0's default path, ``/tmp/qdrant``, ``on_disk=True``; pass ``on_disk=False``
-        to keep it in memory) sized to *embedding_model*.
+    :param vector_store_config: a mem0 ``VectorStoreConfig`` (or its dict). Default, as in
+        AgentScope: mem0's embedded Qdrant in mem0's default folder (``/tmp/qdrant``) with
+        ``on_disk=True`` (Qdrant keeps the vectors on disk rather than in RAM), sized to
+        *embedding_model*. Pass a folder of your own for anything but a trial.
     :param mem0_config: a mem0 ``MemoryConfig`` (or its dict) to start from.
     :param default_memory_type: mem0's memory type for :meth:`record` (``None``: facts;
         ``"procedural_memory"``: a procedural summary, needs *agent_name*).
     :param suppress_mem0_logging: silence mem0's loggers.
-    :param kwargs: ``on_disk`` for the default vector store.
+    :param kwargs: ``on_disk`` for the default vector store (as AgentScope).
     :raises ValueError: if no name is given, or *model* / *embedding_model* is missing
         without *mem0_config*.
     :raises TypeError: for models of the wrong type.
