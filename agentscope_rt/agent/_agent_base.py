@@ -402,8 +402,9 @@ class AgentBase(StateModule, abc.ABC):
             # cancel_called, not cancelled_caught: an interrupt requested after the reply's
             # last checkpoint (by a post_reply hook, a hook of the final print or step, the
             # reply itself just before returning) is never raised inside the scope, and it
-            # must end the call all the same.
-            if scope.cancel_called:
+            # must end the call all the same. interrupt() records itself before cancelling,
+            # so an agent never interrupted skips the property (a Python call on trio).
+            if call.interrupt is not None and scope.cancel_called:
                 # An outer cancellation that landed together with the interrupt wins.
                 await anyio.lowlevel.checkpoint_if_cancelled()
                 reply_msg = await self.handle_interrupt(*args, **kwargs)
