@@ -146,8 +146,9 @@ class VectorLongTermMemory(LongTermMemoryBase):
         self.register_state("dedup_threshold", state_type=float)
         self.register_state("record_roles", state_type=list[str])
         self._lock = anyio.Lock()
-        # Ids recorded through this memory: `record` gets the whole conversation on every
-        # reply, and a fact already stored need not be embedded again.
+        # Ids of the message texts `record` has handled. The agent passes the whole
+        # conversation on every reply: an old message must not be stored again, neither to
+        # spare the embedding nor to undo a newer fact that replaced it (or a deletion).
         self._recorded: set[str] = set()
 
     def __repr__(self) -> str:
@@ -253,11 +254,9 @@ class VectorLongTermMemory(LongTermMemoryBase):
                 hits = await self._search(vector, 1, self.dedup_threshold)
                 if hits and hits[0].id == fact_id:
                     result["unchanged"].append(fact)
-                    self._recorded.add(fact_id)
                     continue
                 if hits:
                     await self.store.delete(ids=[hits[0].id])
-                    self._recorded.discard(hits[0].id)
                 block = TextBlock(text=fact)
                 doc = Document(
                     metadata=DocMetadata(
@@ -267,7 +266,6 @@ class VectorLongTermMemory(LongTermMemoryBase):
                     embedding=vector,
                 )
                 await self.store.add([doc])
-                self._recorded.add(fact_id)
                 result["replaced" if hits else "added"].append(fact)
         return result
 
@@ -277,13 +275,11 @@ class VectorLongTermMemory(LongTermMemoryBase):
         if ids:
             async with self._lock:
                 await self.store.delete(ids=ids)
-                self._recorded.difference_update(ids)
 
     async def clear(self) -> None:
         """Remove every fact of this memory's scope (other users' facts are kept)."""
         async with self._lock:
             await self.store.delete(doc_ids=[self.scope])
-            self._recorded.clear()
 
     async def close(self) -> None:
         """Close the store if this memory created it (the default in-memory store)."""
@@ -316,8 +312,10 @@ class VectorLongTermMemory(LongTermMemoryBase):
     ) -> dict[str, list[str]]:
         """Store the text of each message of *msgs* whose role is in ``record_roles`` as a
         fact (``None`` items, messages without text and the agent's own retrieval and hint
-        messages are skipped). Facts already recorded through this memory are not embedded
-        again.
+        messages are skipped). A message this memory object has recorded before is not
+        recorded again (it is listed as unchanged), even if a newer fact has replaced it or it
+        was deleted since: the agent passes the whole conversation on every reply, and storing
+        an old message again would undo the newer fact.
 
         :returns: what :meth:`add_facts` returns.
         :raises TypeError: for an item that is not a ``Msg`` or ``None``.
@@ -330,8 +328,12 @@ class VectorLongTermMemory(LongTermMemoryBase):
             if msg is not None and not isinstance(msg, Msg):
                 raise TypeError(f"msgs[{index}] must be a Msg or None, not {type(msg).__name__}")
         facts = self._facts_of(msgs)
-        known = [f for f in facts if self.fact_id(f) in self._recorded]
-        result = await self.add_facts([f for f in facts if self.fact_id(f) not in self._recorded])
+        ids = [self.fact_id(f) for f in facts]
+        known = [f for f, i in zip(facts, ids, strict=True) if i in self._recorded]
+        result = await self.add_facts(
+            [f for f, i in zip(facts, ids, strict=True) if i not in self._recorded]
+        )
+        self._recorded.update(ids)
         result["unchanged"] = list(dict.fromkeys(known + result["unchanged"]))
         return result
 

@@ -191,6 +191,25 @@ async def test_record_keeps_the_users_words_once(embedding: LocalTextEmbedding) 
             await memory.record(["not a message"])  # type: ignore[list-item]
 
 
+async def test_an_older_message_never_undoes_a_newer_fact(embedding: LocalTextEmbedding) -> None:
+    async with _store(embedding) as store:
+        memory = VectorLongTermMemory(embedding, store, user_id="ada")
+        conversation = [Msg("user", "I have two children.", "user")]
+        await memory.record(conversation)
+        conversation.append(Msg("user", "I have three children.", "user"))
+        # The agent records the whole conversation after every reply.
+        for _ in range(3):
+            await memory.record(conversation)
+        assert await _all_facts(memory) == ["I have three children."]
+        # Deleted facts are not brought back by the conversation either.
+        await memory.delete_facts(["I have three children."])
+        await memory.record(conversation)
+        assert await _all_facts(memory) == []
+        # An explicit record still stores it.
+        await memory.add_facts(["I have two children."])
+        assert await _all_facts(memory) == ["I have two children."]
+
+
 async def test_the_tools_answer_the_model(embedding: LocalTextEmbedding) -> None:
     async with _store(embedding) as store:
         memory = VectorLongTermMemory(embedding, store, user_id="ada")
