@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import typing
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 import attrs
@@ -35,7 +35,11 @@ from .message._block import (
     MediaBlock,
     MsgContent,
     Source,
+    TextBlock,
+    ThinkingBlock,
     ToolOutput,
+    ToolResultBlock,
+    ToolUseBlock,
     _MappingView,
 )
 from .message._msg import _ROLES, Msg, now_timestamp
@@ -146,12 +150,15 @@ def _members(value: Any) -> Iterator[tuple[Any, Any]] | None:
     return None
 
 
-def _json_problem(value: Any, path: str) -> tuple[str, str] | None:
+def _json_problem(value: Any, path: str, levels_above: int = 0) -> tuple[str, str] | None:
     """``(path, reason)`` of the first part of *value* that is not plain JSON data, or None.
 
     Depth first with a stack of iterators instead of recursion, so that any depth gets an
     answer; the path is rebuilt from the keys on the stack only when there is a problem.
+    *levels_above* is how many objects and arrays enclose *value* in the document being
+    checked: they count towards :data:`MAX_JSON_DEPTH` as in a check of the whole document.
     """
+    limit = MAX_JSON_DEPTH - levels_above
     members = _members(value)
     if members is None:
         reason = _scalar_problem(value)
@@ -174,7 +181,7 @@ def _json_problem(value: Any, path: str) -> tuple[str, str] | None:
                     continue
                 return _path(path, [*keys, (key, in_object)]), reason
             keys.append((key, in_object))
-            if len(stack) >= MAX_JSON_DEPTH:
+            if len(stack) >= limit:
                 return _path(path, keys), _DEPTH_REASON
             stack.append((members, isinstance(item, dict)))
             break
@@ -189,6 +196,15 @@ def _path(path: str, keys: list[tuple[Any, bool]]) -> str:
     for key, in_object in keys:
         path = (f"{path}.{key}" if path else key) if in_object else f"{path}[{key}]"
     return path
+
+
+def _check_json_within(value: Any, path: str, levels_above: int) -> None:
+    """:func:`check_json` for *value* found *levels_above* objects and arrays deep inside the
+    document being checked (so the depth limit counts them, as a check of the whole would)."""
+    problem = _json_problem(value, path, levels_above)
+    if problem is not None:
+        where, reason = problem
+        raise MessageFormatError(f"{where or 'value'}: {reason}", path=where or None)
 
 
 def check_json(value: Any, path: str = "") -> None:
@@ -222,6 +238,10 @@ converter.register_structure_hook_func(
 # -- content blocks ------------------------------------------------------------------------
 
 
+# The converter's own unstructure function of each block and source class.
+_GENERATED_TO_JSON: dict[type, Callable[[Any], dict[str, Any]]] = {}
+
+
 def _register_block(cls: type[_MappingView]) -> None:
     # Optional fields (default None) are written only when set: AgentScope's JSON has no such
     # key (``raw_input``, ``signature``, ``thought_signature``), and a block reads None as an
@@ -245,6 +265,7 @@ def _register_block(cls: type[_MappingView]) -> None:
 
     converter.register_unstructure_hook(cls, unstructure_block)
     converter.register_structure_hook(cls, structure_one)
+    _GENERATED_TO_JSON[cls] = unstructure_block
 
 
 def _tagged_union(table: dict[str, type[_MappingView]], what: str) -> Any:
@@ -304,10 +325,207 @@ for _cls in (*BLOCK_TYPES.values(), *SOURCE_TYPES.values()):
 # -- messages ------------------------------------------------------------------------------
 
 
+# -- fast paths ------------------------------------------------------------------------------
+#
+# Saving or loading a memory handles every message of a conversation, and cattrs' dispatch
+# costs more than the work itself. The functions below handle the common shapes directly
+# (exact types, the usual blocks) and produce exactly what the converter produces; anything
+# else is handed to the converter, so unusual data and malformed data behave (and fail, with
+# the same messages and paths) as they always did.
+
+
+def _flat_json_object(value: dict[Any, Any]) -> bool:
+    """Whether *value* holds only string keys and JSON scalars (no containers, no NaN)."""
+    for key, item in value.items():
+        if key.__class__ is not str:
+            return False
+        cls = item.__class__
+        if cls is str or cls is int or cls is bool or item is None:
+            continue
+        if cls is float and math.isfinite(item):
+            continue
+        return False
+    return True
+
+
+def _text_to_json(block: TextBlock) -> dict[str, Any]:
+    signature = block.thought_signature
+    if signature is None:
+        return {"type": "text", "text": block.text}
+    return {"type": "text", "text": block.text, "thought_signature": signature}
+
+
+def _thinking_to_json(block: ThinkingBlock) -> dict[str, Any]:
+    signature = block.signature
+    if signature is None:
+        return {"type": "thinking", "thinking": block.thinking}
+    return {"type": "thinking", "thinking": block.thinking, "signature": signature}
+
+
+def _tool_use_to_json(block: ToolUseBlock) -> dict[str, Any]:
+    arguments = block.input
+    if arguments.__class__ is not dict or not _flat_json_object(arguments):
+        # Nested arguments: the converter's deep copy (and its limits) as always.
+        return _GENERATED_TO_JSON[ToolUseBlock](block)
+    data = {"type": "tool_use", "id": block.id, "name": block.name, "input": dict(arguments)}
+    if block.raw_input is not None:
+        data["raw_input"] = block.raw_input
+    if block.thought_signature is not None:
+        data["thought_signature"] = block.thought_signature
+    return data
+
+
+def _tool_result_to_json(block: ToolResultBlock) -> dict[str, Any]:
+    output: Any = block.output
+    if output.__class__ is not str:
+        if output.__class__ is not list:
+            return _GENERATED_TO_JSON[ToolResultBlock](block)
+        items = []
+        for item in output:
+            if item.__class__ is not TextBlock:
+                return _GENERATED_TO_JSON[ToolResultBlock](block)
+            items.append(_text_to_json(item))
+        output = items
+    return {"type": "tool_result", "id": block.id, "name": block.name, "output": output}
+
+
+_FAST_TO_JSON: dict[type, Any] = {
+    TextBlock: _text_to_json,
+    ThinkingBlock: _thinking_to_json,
+    ToolUseBlock: _tool_use_to_json,
+    ToolResultBlock: _tool_result_to_json,
+}
+
+
+def unstructure_block(block: Any) -> Any:
+    """A block's JSON dict, as ``converter.unstructure(block)`` gives it (without dispatch)."""
+    to_json = _FAST_TO_JSON.get(block.__class__)
+    if to_json is None:
+        return converter.unstructure(block)
+    return to_json(block)
+
+
 def _unstructure_content(content: Any) -> Any:
     if content.__class__ is str:
         return content
-    return [converter.unstructure(block) for block in content]
+    return [unstructure_block(block) for block in content]
+
+
+def _checked_block_json(block: Any, levels_above: int) -> dict[str, Any] | None:
+    """*block*'s JSON dict when it is plain JSON data within the depth limit, else None.
+
+    *levels_above* counts the objects and arrays around the block's dict in the document.
+    """
+    cls = block.__class__
+    if cls is TextBlock:
+        text, signature = block.text, block.thought_signature
+        if text.__class__ is not str:
+            return None
+        if signature is None:
+            return {"type": "text", "text": text}
+        if signature.__class__ is str:
+            return {"type": "text", "text": text, "thought_signature": signature}
+        return None
+    if cls is ToolUseBlock:
+        arguments = block.input
+        if (
+            block.id.__class__ is not str
+            or block.name.__class__ is not str
+            or arguments.__class__ is not dict
+        ):
+            return None
+        if block.raw_input is None and block.thought_signature is None:
+            if _flat_json_object(arguments):
+                return {
+                    "type": "tool_use",
+                    "id": block.id,
+                    "name": block.name,
+                    "input": dict(arguments),
+                }
+        elif not _optional_str(block.raw_input) or not _optional_str(block.thought_signature):
+            return None
+        if _json_problem(arguments, "", levels_above + 1):
+            return None
+        return _tool_use_to_json(block)
+    if cls is ToolResultBlock:
+        if block.id.__class__ is not str or block.name.__class__ is not str:
+            return None
+        output = block.output
+        if output.__class__ is not str:
+            if output.__class__ is not list:
+                return None
+            items = []
+            for item in output:
+                if item.__class__ is not TextBlock:
+                    return None
+                data = _checked_block_json(item, 0)
+                if data is None:
+                    return None
+                items.append(data)
+            output = items
+        return {"type": "tool_result", "id": block.id, "name": block.name, "output": output}
+    if cls is ThinkingBlock:
+        if block.thinking.__class__ is str and _optional_str(block.signature):
+            return _thinking_to_json(block)
+        return None
+    return None
+
+
+def checked_msg_json(msg: Msg, levels_above: int) -> dict[str, Any] | None:
+    """:func:`unstructure_msg`, when all of it is plain JSON data within the depth limit.
+
+    None when anything is unusual (a field of another type, a block kind without a fast path,
+    metadata or tool arguments that are not JSON): then :func:`unstructure_msg` and
+    :func:`check_json` tell what is wrong. *levels_above* counts the objects and arrays that
+    enclose the message's dict in the document being checked.
+    """
+    msg_id, name, role, timestamp = msg.id, msg.name, msg.role, msg.timestamp
+    if (
+        msg_id.__class__ is not str
+        or name.__class__ is not str
+        or role.__class__ is not str
+        or timestamp.__class__ is not str
+    ):
+        return None
+    content = msg.content
+    if content.__class__ is not str:
+        if content.__class__ is not list:
+            return None
+        blocks = []
+        # The message's dict and its content list enclose the block.
+        block_levels = levels_above + 2
+        for block in content:
+            data = _checked_block_json(block, block_levels)
+            if data is None:
+                return None
+            blocks.append(data)
+        content = blocks
+    metadata = msg.metadata
+    if metadata and (
+        metadata.__class__ is not dict or _json_problem(metadata, "", levels_above + 1)
+    ):
+        return None
+    invocation_id = msg.invocation_id
+    if invocation_id is None:
+        return {
+            "id": msg_id,
+            "name": name,
+            "role": role,
+            "content": content,
+            "metadata": metadata,
+            "timestamp": timestamp,
+        }
+    if invocation_id.__class__ is not str:
+        return None
+    return {
+        "id": msg_id,
+        "name": name,
+        "role": role,
+        "content": content,
+        "metadata": metadata,
+        "timestamp": timestamp,
+        "invocation_id": invocation_id,
+    }
 
 
 def unstructure_msg(msg: Msg) -> dict[str, Any]:
@@ -368,6 +586,122 @@ def _structure_msg_hook(value: Any, _: Any) -> Msg:
     msg.timestamp = fields.get("timestamp") or now_timestamp()
     msg.invocation_id = fields.get("invocation_id")
     msg.id = fields.get("id") or new_id()
+    return msg
+
+
+def _optional_str(value: Any) -> bool:
+    return value is None or value.__class__ is str
+
+
+def _fast_text(data: dict[str, Any]) -> TextBlock | None:
+    text = data.get("text")
+    signature = data.get("thought_signature")
+    if text.__class__ is str and (signature is None or signature.__class__ is str):
+        return TextBlock(text, signature)
+    return None
+
+
+def _fast_block(data: Any) -> Any:
+    """The block for *data* when it is well formed, else None (the converter will say why)."""
+    if data.__class__ is not dict:
+        return None
+    get = data.get
+    tag = get("type")
+    if tag == "text":
+        return _fast_text(data)
+    if tag == "tool_use":
+        block_id, name, arguments = get("id"), get("name"), get("input", _ABSENT)
+        raw_input, signature = get("raw_input"), get("thought_signature")
+        if (
+            block_id.__class__ is not str
+            or name.__class__ is not str
+            or not (raw_input is None or raw_input.__class__ is str)
+            or not (signature is None or signature.__class__ is str)
+        ):
+            return None
+        if arguments is _ABSENT:
+            arguments = None  # the block's default: an empty dict
+        elif arguments.__class__ is not dict or not (
+            _flat_json_object(arguments) or not _json_problem(arguments, "")
+        ):
+            return None
+        return ToolUseBlock(block_id, name, arguments, raw_input, signature)
+    if tag == "tool_result":
+        block_id, name, output = get("id"), get("name"), get("output", "")
+        if block_id.__class__ is not str or name.__class__ is not str:
+            return None
+        if output.__class__ is not str:
+            if output.__class__ is not list:
+                return None
+            items = []
+            for item in output:
+                block = (
+                    _fast_text(item)
+                    if item.__class__ is dict and item.get("type") == "text"
+                    else None
+                )
+                if block is None:
+                    return None
+                items.append(block)
+            output = items
+        return ToolResultBlock(block_id, name, output)
+    if tag == "thinking":
+        thinking, signature = get("thinking"), get("signature")
+        if thinking.__class__ is str and (signature is None or signature.__class__ is str):
+            return ThinkingBlock(thinking, signature)
+        return None
+    if tag.__class__ is str and tag in BLOCK_TYPES:
+        try:
+            return converter.structure(data, BLOCK_TYPES[tag])
+        except Exception:
+            return None  # the converter reports it again, with its path in the document
+    return None
+
+
+_ABSENT: Any = object()
+
+
+def fast_structure_msg(data: Any) -> Msg | None:
+    """The :class:`Msg` that :func:`structure_msg` builds from *data*, when *data* is well
+    formed and of the usual shapes; None otherwise (then :func:`structure_msg` builds the
+    message or says what is wrong). Never raises."""
+    if data.__class__ is not dict:
+        return None
+    get = data.get
+    name, role, content = get("name"), get("role"), get("content")
+    if name.__class__ is not str or role.__class__ is not str or role not in _ROLES:
+        return None
+    if content.__class__ is not str:
+        if content.__class__ is not list:
+            return None
+        blocks = []
+        for item in content:
+            block = _fast_block(item)
+            if block is None:
+                return None
+            blocks.append(block)
+        content = blocks
+    metadata = get("metadata")
+    if metadata is not None and (
+        metadata.__class__ is not dict
+        or (metadata and not _flat_json_object(metadata) and _json_problem(metadata, ""))
+    ):
+        return None
+    timestamp, msg_id, invocation_id = get("timestamp", ""), get("id", ""), get("invocation_id")
+    if (
+        timestamp.__class__ is not str
+        or msg_id.__class__ is not str
+        or not (invocation_id is None or invocation_id.__class__ is str)
+    ):
+        return None
+    msg = object.__new__(Msg)
+    msg.name = name
+    msg.content = content
+    msg.role = role  # type: ignore[assignment]  # one of _ROLES: checked above
+    msg.metadata = metadata or {}
+    msg.timestamp = timestamp or now_timestamp()
+    msg.invocation_id = invocation_id
+    msg.id = msg_id or new_id()
     return msg
 
 
@@ -445,6 +779,9 @@ def unstructure(value: Any) -> Any:
 
 def structure_msg(data: Any) -> Msg:
     """Build a :class:`Msg` from AgentScope's JSON dict; see :meth:`Msg.from_dict`."""
+    msg = fast_structure_msg(data)
+    if msg is not None:
+        return msg
     return structure(data, Msg, what="message")
 
 

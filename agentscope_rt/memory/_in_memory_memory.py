@@ -11,8 +11,15 @@ from __future__ import annotations
 import operator
 from typing import Any
 
-from .._serde import structure, unstructure_msg
+from .._serde import (
+    _check_json_within,
+    checked_msg_json,
+    fast_structure_msg,
+    structure,
+    unstructure_msg,
+)
 from ..message import Msg
+from ..module._state_module import _declare_json_checked
 from ._memory_base import MemoryBase, _check_marks
 
 __all__ = ["InMemoryMemory"]
@@ -22,11 +29,62 @@ _first = operator.itemgetter(0)
 
 
 def _content_to_json(entries: list[_Entry]) -> list[list[Any]]:
-    # AgentScope writes each entry as a two-item JSON list; the converter would keep tuples.
-    return [[unstructure_msg(msg), list(marks)] for msg, marks in entries]
+    """The saved ``content``, checked to be JSON data (registered as checked: the state
+    module does not walk it again).
+
+    AgentScope writes each entry as a two-item JSON list; the converter would keep tuples.
+    Most entries are checked on the way (``checked_msg_json``: only the metadata and tool
+    arguments are walked); any other one is built by the converter and walked as a whole, so
+    a value that is not JSON gets the error (and path) a check of the whole state gives.
+
+    :raises MessageFormatError: naming the first part that is not JSON data.
+    """
+    data: list[list[Any]] = []
+    for index, (msg, marks) in enumerate(entries):
+        # The content list and the entry's own list enclose the message.
+        msg_json = checked_msg_json(msg, 2)
+        if msg_json is not None:
+            for mark in marks:
+                if mark.__class__ is not str:
+                    msg_json = None
+                    break
+        if msg_json is None:
+            entry = [unstructure_msg(msg), list(marks)]
+            _check_json_within(entry, f"content[{index}]", 1)
+        else:
+            entry = [msg_json, list(marks)]
+        data.append(entry)
+    return data
+
+
+class _LoadedContent(list[_Entry]):
+    """Entries built by :func:`_content_from_json` itself: valid ``(Msg, [str, ...])`` pairs
+    with fresh lists of marks, which the ``content`` setter need not check again."""
+
+    __slots__ = ()
 
 
 def _content_from_json(data: Any) -> list[_Entry]:
+    # Well-formed entries (what a save writes) are built directly; at the first other one the
+    # converter structures the whole list, so errors name the same paths as ever.
+    if data.__class__ is list:
+        entries = _LoadedContent()
+        for item in data:
+            if item.__class__ is not list or len(item) != 2:
+                break
+            msg = fast_structure_msg(item[0])
+            marks = item[1]
+            if msg is None or marks.__class__ is not list:
+                break
+            if marks:
+                if any(mark.__class__ is not str for mark in marks):
+                    break
+                marks = list(marks)
+            else:
+                marks = []
+            entries.append((msg, marks))
+        else:
+            return entries
     return structure(data, list[tuple[Msg, list[str]]], what="state", path="content")
 
 
@@ -51,6 +109,7 @@ class InMemoryMemory(MemoryBase):
         self.register_state(
             "content", custom_to_json=_content_to_json, custom_from_json=_content_from_json
         )
+        _declare_json_checked(self, "content")
 
     # ``content`` is a property so that loading state (or a user assigning it) rebuilds the
     # id index; the methods below work on ``_entries`` directly.
@@ -61,6 +120,10 @@ class InMemoryMemory(MemoryBase):
 
     @content.setter
     def content(self, value: list[_Entry]) -> None:
+        if value.__class__ is _LoadedContent:
+            self._entries = list(value)
+            self._reindex()
+            return
         entries: list[_Entry] = []
         for index, item in enumerate(value):
             if not isinstance(item, tuple | list) or len(item) != 2 or not isinstance(item[0], Msg):

@@ -39,6 +39,24 @@ class _StateAttr:
     to_json: Callable[[Any], Any] | None
     from_json: Callable[[Any], Any] | None
     state_type: Any
+    # True when ``to_json`` itself guarantees JSON data (raising MessageFormatError with the
+    # path otherwise), so saving skips walking its output again: see _declare_json_checked.
+    json_checked: bool = False
+
+
+def _declare_json_checked(module: StateModule, attr_name: str) -> None:
+    """Declare that *attr_name*'s registered ``custom_to_json`` returns only JSON data within
+    :data:`~agentscope_rt._serde.MAX_JSON_DEPTH` levels, and raises
+    :class:`~agentscope_rt.exception.MessageFormatError` naming the path (from *attr_name*)
+    of anything else: :meth:`StateModule.state_dict` then trusts its output.
+
+    For this package's own state (a memory's messages), whose converter checks only the
+    parts users fill in (metadata, tool arguments) instead of every string of every message.
+    """
+    attr = module._attribute_dict[attr_name]
+    if attr.to_json is None:
+        raise StateError(f"{type(module).__name__}.{attr_name} has no custom_to_json to trust")
+    module._attribute_dict[attr_name] = attrs.evolve(attr, json_checked=True)
 
 
 def _infer_type(value: Any) -> Any:
@@ -176,6 +194,13 @@ class StateModule:
         for key, attr in self._attribute_dict.items():
             value = getattr(self, key)
             try:
+                if attr.json_checked:
+                    try:
+                        data = attr.to_json(value)  # type: ignore[misc]  # set when declared
+                    except MessageFormatError as exc:
+                        raise StateError(f"{type(self).__name__}: cannot save {exc}") from None
+                    state[key] = data
+                    continue
                 if attr.to_json is not None:
                     data = attr.to_json(value)
                 else:
