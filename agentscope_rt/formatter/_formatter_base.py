@@ -506,6 +506,31 @@ class TruncatedFormatterBase(FormatterBase, ABC):
 STATELESS_FORMAT_CODES.add(TruncatedFormatterBase.format.__code__)
 
 
+class ImagePromotingChatFormatterBase(TruncatedFormatterBase, ABC):
+    """A chat formatter that can show images from tool results in a following user message
+    (the provider's tool results carry text only).
+
+    :param promote_tool_result_images: show images from tool results in a following user
+        message.
+    :param token_counter: counts tokens for truncation.
+    :param max_tokens: the token budget; ``None`` means no truncation.
+    :raises ValueError: when *max_tokens* is not a positive integer.
+    """
+
+    def __init__(
+        self,
+        promote_tool_result_images: bool = False,
+        token_counter: TokenCounterBase | None = None,
+        max_tokens: int | None = None,
+    ) -> None:
+        super().__init__(token_counter=token_counter, max_tokens=max_tokens)
+        self.promote_tool_result_images = promote_tool_result_images
+
+    def _promoted_kinds(self) -> tuple[str, ...]:
+        """The media kinds :meth:`tool_result_text` promotes: images, when asked for."""
+        return ("image",) if self.promote_tool_result_images else ()
+
+
 class MultiAgentFormatterBase(TruncatedFormatterBase, ABC):
     """A formatter for conversations with several named speakers (AgentScope's layout).
 

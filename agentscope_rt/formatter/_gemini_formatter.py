@@ -27,11 +27,10 @@ from ..message import (
     URLSource,
     VideoBlock,
 )
-from ..token import TokenCounterBase
 from ._errors import FormatterError
 from ._formatter_base import (
+    ImagePromotingChatFormatterBase,
     MediaPromotingMultiAgentFormatterBase,
-    TruncatedFormatterBase,
     history_items,
     state_only_through_current_call,
     wrap_history,
@@ -96,7 +95,7 @@ def _gemini_role(msg: Msg, index: int) -> str:
     return "system" if msg.role == "system" and index == 0 else "user"
 
 
-class GeminiChatFormatter(TruncatedFormatterBase):
+class GeminiChatFormatter(ImagePromotingChatFormatterBase):
     """Gemini formatter for a conversation between a user and one agent.
 
     Accepted blocks: text, image, audio, video, tool_use, tool_result. Thinking is left out
@@ -114,18 +113,9 @@ class GeminiChatFormatter(TruncatedFormatterBase):
     support_vision: bool = True
     supported_extensions: dict[str, list[str]] = SUPPORTED_EXTENSIONS
 
-    def __init__(
-        self,
-        promote_tool_result_images: bool = False,
-        token_counter: TokenCounterBase | None = None,
-        max_tokens: int | None = None,
-    ) -> None:
-        super().__init__(token_counter, max_tokens)
-        self.promote_tool_result_images = promote_tool_result_images
-
     @state_only_through_current_call
     async def _format(self, msgs: list[Msg]) -> list[dict[str, Any]]:
-        promote = ("image",) if self.promote_tool_result_images else ()
+        promote = self._promoted_kinds()
         messages: list[dict[str, Any]] = []
         i = 0
         while i < len(msgs):

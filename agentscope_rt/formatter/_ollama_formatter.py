@@ -10,10 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..message import ImageBlock, Msg, TextBlock, ToolResultBlock, ToolUseBlock, URLSource
-from ..token import TokenCounterBase
 from ._formatter_base import (
+    ImagePromotingChatFormatterBase,
     MediaPromotingMultiAgentFormatterBase,
-    TruncatedFormatterBase,
     history_items,
     state_only_through_current_call,
     wrap_history,
@@ -40,7 +39,7 @@ async def format_ollama_image_block(block: ImageBlock) -> str:
     return data
 
 
-class OllamaChatFormatter(TruncatedFormatterBase):
+class OllamaChatFormatter(ImagePromotingChatFormatterBase):
     """Ollama formatter for a conversation between a user and one agent.
 
     Accepted blocks: text, image, tool_use, tool_result. Thinking is left out silently;
@@ -56,18 +55,9 @@ class OllamaChatFormatter(TruncatedFormatterBase):
     support_multiagent: bool = False
     support_vision: bool = True
 
-    def __init__(
-        self,
-        promote_tool_result_images: bool = False,
-        token_counter: TokenCounterBase | None = None,
-        max_tokens: int | None = None,
-    ) -> None:
-        super().__init__(token_counter, max_tokens)
-        self.promote_tool_result_images = promote_tool_result_images
-
     @state_only_through_current_call
     async def _format(self, msgs: list[Msg]) -> list[dict[str, Any]]:
-        promote = ("image",) if self.promote_tool_result_images else ()
+        promote = self._promoted_kinds()
         messages: list[dict[str, Any]] = []
         i = 0
         while i < len(msgs):

@@ -20,11 +20,10 @@ from ..message import (
     ToolUseBlock,
     URLSource,
 )
-from ..token import TokenCounterBase
 from ._errors import FormatterError
 from ._formatter_base import (
+    ImagePromotingChatFormatterBase,
     MediaPromotingMultiAgentFormatterBase,
-    TruncatedFormatterBase,
     history_items,
     state_only_through_current_call,
     wrap_history,
@@ -177,7 +176,23 @@ async def _openai_image(msg: Msg, block: ImageBlock) -> dict[str, Any]:
     return await format_openai_image_block(block)
 
 
-class OpenAIChatFormatter(TruncatedFormatterBase):
+def _openai_history_message(
+    items: list[str | dict[str, Any]], prompt: str, text_type: str, image_type: str
+) -> list[dict[str, Any]]:
+    """The user message of a multi-agent history run (Chat Completions and Responses API):
+    the ``name: text`` lines wrapped in ``<history>`` as one *text_type* part, then the
+    *image_type* parts, then the ``input_audio`` parts; no message when there is no part."""
+    texts = [item for item in items if isinstance(item, str)]
+    blocks = wrap_history([{"text": "\n".join(texts)}] if texts else [], prompt)
+    text = "\n".join(b["text"] for b in blocks)
+    content: list[dict[str, Any]] = [{"type": text_type, "text": text}] if text else []
+    # Images first, then audio, as AgentScope orders them.
+    content.extend(i for i in items if isinstance(i, dict) and i["type"] == image_type)
+    content.extend(i for i in items if isinstance(i, dict) and i["type"] == "input_audio")
+    return [{"role": "user", "content": content}] if content else []
+
+
+class OpenAIChatFormatter(ImagePromotingChatFormatterBase):
     """OpenAI formatter for a conversation between a user and one agent.
 
     Each message keeps its role and its speaker in ``name``. Accepted blocks: text, image,
@@ -195,18 +210,9 @@ class OpenAIChatFormatter(TruncatedFormatterBase):
     support_multiagent: bool = True
     support_vision: bool = True
 
-    def __init__(
-        self,
-        promote_tool_result_images: bool = False,
-        token_counter: TokenCounterBase | None = None,
-        max_tokens: int | None = None,
-    ) -> None:
-        super().__init__(token_counter=token_counter, max_tokens=max_tokens)
-        self.promote_tool_result_images = promote_tool_result_images
-
     @state_only_through_current_call
     async def _format(self, msgs: list[Msg]) -> list[dict[str, Any]]:
-        promote = ("image",) if self.promote_tool_result_images else ()
+        promote = self._promoted_kinds()
         messages: list[dict[str, Any]] = []
         # enumerate() sees the messages tool_result_text inserts after the current one.
         for i, msg in enumerate(msgs):
@@ -271,11 +277,4 @@ class OpenAIMultiAgentFormatter(MediaPromotingMultiAgentFormatterBase):
 
     async def _format_agent_message(self, msgs: list[Msg], prompt: str) -> list[dict[str, Any]]:
         items = await history_items(msgs, {"image": _openai_image, "audio": _openai_input_audio})
-        texts = [item for item in items if isinstance(item, str)]
-        blocks = wrap_history([{"text": "\n".join(texts)}] if texts else [], prompt)
-        text = "\n".join(b["text"] for b in blocks)
-        content: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
-        # Images first, then audio, as AgentScope orders them.
-        content.extend(i for i in items if isinstance(i, dict) and i["type"] == "image_url")
-        content.extend(i for i in items if isinstance(i, dict) and i["type"] == "input_audio")
-        return [{"role": "user", "content": content}] if content else []
+        return _openai_history_message(items, prompt, "text", "image_url")

@@ -15,13 +15,11 @@ from typing import Any
 
 from ..message import ImageBlock, Msg, ThinkingBlock
 from ..model._openai_response_model import reasoning_input_item
-from ..token import TokenCounterBase
 from ._formatter_base import (
+    ImagePromotingChatFormatterBase,
     MediaPromotingMultiAgentFormatterBase,
-    TruncatedFormatterBase,
     history_items,
     state_only_through_current_call,
-    wrap_history,
 )
 from ._media import current_call
 from ._openai_formatter import (
@@ -33,6 +31,7 @@ from ._openai_formatter import (
     _TOOL_USE,
     _block_kind,
     _encode_json,
+    _openai_history_message,
     _openai_input_audio,
     format_openai_image_block,
 )
@@ -56,7 +55,7 @@ async def _response_image(msg: Msg, block: ImageBlock) -> dict[str, Any]:
     return await format_openai_response_image_block(block)
 
 
-class OpenAIResponseChatFormatter(TruncatedFormatterBase):
+class OpenAIResponseChatFormatter(ImagePromotingChatFormatterBase):
     """Responses API formatter for a conversation between a user and one agent.
 
     Each message becomes a ``{"role", "content"}`` item, followed by its tool calls
@@ -76,18 +75,9 @@ class OpenAIResponseChatFormatter(TruncatedFormatterBase):
     support_multiagent: bool = True
     support_vision: bool = True
 
-    def __init__(
-        self,
-        promote_tool_result_images: bool = False,
-        token_counter: TokenCounterBase | None = None,
-        max_tokens: int | None = None,
-    ) -> None:
-        super().__init__(token_counter=token_counter, max_tokens=max_tokens)
-        self.promote_tool_result_images = promote_tool_result_images
-
     @state_only_through_current_call
     async def _format(self, msgs: list[Msg]) -> list[dict[str, Any]]:
-        promote = ("image",) if self.promote_tool_result_images else ()
+        promote = self._promoted_kinds()
         items: list[dict[str, Any]] = []
         # enumerate() sees the messages tool_result_text inserts after the current one.
         for i, msg in enumerate(msgs):
@@ -170,11 +160,4 @@ class OpenAIResponseMultiAgentFormatter(MediaPromotingMultiAgentFormatterBase):
 
     async def _format_agent_message(self, msgs: list[Msg], prompt: str) -> list[dict[str, Any]]:
         items = await history_items(msgs, {"image": _response_image, "audio": _openai_input_audio})
-        texts = [item for item in items if isinstance(item, str)]
-        blocks = wrap_history([{"text": "\n".join(texts)}] if texts else [], prompt)
-        text = "\n".join(b["text"] for b in blocks)
-        content: list[dict[str, Any]] = [{"type": "input_text", "text": text}] if text else []
-        # Images first, then audio, as AgentScope orders them.
-        content.extend(i for i in items if isinstance(i, dict) and i["type"] == "input_image")
-        content.extend(i for i in items if isinstance(i, dict) and i["type"] == "input_audio")
-        return [{"role": "user", "content": content}] if content else []
+        return _openai_history_message(items, prompt, "input_text", "input_image")
