@@ -36,7 +36,7 @@ import anyio.to_thread
 
 from ..message import Msg, TextBlock, ToolUseBlock
 from ..tool import ToolResponse
-from ._long_term_memory import LongTermMemoryBase
+from ._long_term_memory import LongTermMemoryBase, LoopLock
 
 if TYPE_CHECKING:
     from ..embedding import EmbeddingModelBase
@@ -342,7 +342,7 @@ class Mem0LongTermMemory(LongTermMemoryBase):
         self.default_memory_type = default_memory_type
         for attr in ("agent_id", "user_id", "run_id", "default_memory_type"):
             self.register_state(attr, state_type=str | None)
-        self._lock = anyio.Lock()
+        self._lock = LoopLock()
         # Built in a worker thread on first use: it opens the vector store and the history
         # database, which blocks.
         self._config = mem0_config
@@ -360,7 +360,7 @@ class Mem0LongTermMemory(LongTermMemoryBase):
     async def _run(self, function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run ``function(memory, *args, **kwargs)`` in a worker thread, with the models
         reachable on this event loop."""
-        async with self._lock:
+        async with self._lock.get():
             token = anyio.lowlevel.current_token()
             for bridge in self._bridges:
                 bridge.token = token

@@ -16,7 +16,8 @@ different facts of the same shape, such as a sister's and a brother's city, 0.87
 keeps them across restarts, the default in-memory store does not. :meth:`state_dict` holds the
 settings only (user, agent, thresholds), never the facts.
 
-**Concurrency.** Records are serialised per memory (an ``anyio.Lock``), so two replies
+**Concurrency.** Records are serialised per memory (an ``anyio.Lock`` of the event loop in
+use; the memory may serve one ``anyio.run`` after another), so two replies
 recording the same new fact at once store it once; embedding and store calls never block the
 event loop (the models and stores run their blocking work in worker threads).
 """
@@ -27,11 +28,9 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-import anyio
-
 from ..message import Msg, TextBlock
 from ..tool import ToolResponse
-from ._long_term_memory import LongTermMemoryBase
+from ._long_term_memory import LongTermMemoryBase, LoopLock
 
 if TYPE_CHECKING:
     from ..embedding import EmbeddingModelBase
@@ -145,7 +144,7 @@ class VectorLongTermMemory(LongTermMemoryBase):
         self.register_state("score_threshold", state_type=float)
         self.register_state("dedup_threshold", state_type=float)
         self.register_state("record_roles", state_type=list[str])
-        self._lock = anyio.Lock()
+        self._lock = LoopLock()
         # Ids of the message texts `record` has handled. The agent passes the whole
         # conversation on every reply: an old message must not be stored again, neither to
         # spare the embedding nor to undo a newer fact that replaced it (or a deletion).
@@ -247,7 +246,7 @@ class VectorLongTermMemory(LongTermMemoryBase):
         unique = list(dict.fromkeys(f for f in (_normalise(f) for f in facts) if f))
         if not unique:
             return result
-        async with self._lock:
+        async with self._lock.get():
             vectors = await self._embed(unique)
             for fact, vector in zip(unique, vectors, strict=True):
                 fact_id = self.fact_id(fact)
@@ -273,12 +272,12 @@ class VectorLongTermMemory(LongTermMemoryBase):
         """Remove these facts (by exact text, after normalising) from this memory's scope."""
         ids = [self.fact_id(f) for f in facts if _normalise(f)]
         if ids:
-            async with self._lock:
+            async with self._lock.get():
                 await self.store.delete(ids=ids)
 
     async def clear(self) -> None:
         """Remove every fact of this memory's scope (other users' facts are kept)."""
-        async with self._lock:
+        async with self._lock.get():
             await self.store.delete(doc_ids=[self.scope])
 
     async def close(self) -> None:

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 # mem0 creates its folder when imported: keep it out of the home directory.
@@ -210,3 +211,24 @@ def test_construction_checks_and_state(embedding: LocalTextEmbedding, monkeypatc
     # mem0's telemetry (PostHog) and remote notices are off unless the user asks for them.
     assert sys.modules["mem0.memory.telemetry"].MEM0_TELEMETRY is False
     assert os.environ["MEM0_TELEMETRY"] == "False"
+
+
+def test_one_memory_serves_asyncio_then_trio(embedding: LocalTextEmbedding, tmp_path: Path) -> None:
+    memory = Mem0LongTermMemory(
+        user_name="ada",
+        model=FunctionChatModel(Extractor()),
+        embedding_model=embedding,
+        mem0_config=_config(tmp_path),
+    )
+
+    async def remember() -> None:
+        await memory.record([Msg("user", "I play the piano.", "user")])
+
+    async def recall() -> str:
+        try:
+            return await memory.retrieve(Msg("user", "What instrument do I play?", "user"))
+        finally:
+            await memory.close()
+
+    anyio.run(remember)
+    assert anyio.run(recall, backend="trio") == "User play the piano."

@@ -371,3 +371,19 @@ async def test_concurrent_records_of_a_new_fact_store_it_once(
                 tg.start_soon(record)
         assert sorted(len(r["added"]) for r in results) == [0, 0, 0, 1]
         assert await _all_facts(memory) == ["I am vegetarian."]
+
+
+def test_one_memory_serves_asyncio_then_trio(embedding: LocalTextEmbedding) -> None:
+    # Built outside any event loop, used by one run after another on each backend.
+    memory = VectorLongTermMemory(embedding, user_id="ada")
+
+    async def remember() -> None:
+        await memory.add_facts(["I play the piano."])
+
+    async def recall() -> str:
+        await memory.add_facts(["I live in Paris."])
+        return await memory.retrieve(Msg("user", "What instrument do I play?", "user"), limit=1)
+
+    anyio.run(remember)
+    assert anyio.run(recall, backend="trio") == "I play the piano."
+    anyio.run(memory.close)
