@@ -21,7 +21,7 @@ built from these annotations, and every property in it is described.
 from __future__ import annotations
 
 import uuid
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal, Self
 
 import attrs
 import pydantic
@@ -85,12 +85,44 @@ _ONELINE_MARKS = {
 }
 
 
+class _AgentScopeJSON:
+    """AgentScope's JSON form for the plan models: ``to_dict`` / ``from_dict``, also spelled
+    ``model_dump`` / ``model_validate``."""
+
+    # No instance fields here: the attrs subclasses keep their slots.
+    __slots__ = ()
+
+    _what: ClassVar[str]
+    """What the model is called in error messages."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The object as AgentScope's ``model_dump()`` JSON data."""
+        data: dict[str, Any] = unstructure(self)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Self:
+        """Build one from AgentScope's JSON data (missing optional fields get defaults).
+
+        :raises MessageFormatError: naming the first bad field (as ``invalid subtask: ...`` or
+            ``invalid plan: ...``).
+        """
+        obj: Self = structure(data, cls, what=cls._what)
+        return obj
+
+    # AgentScope (pydantic) spellings, for code ported from it.
+    model_dump = to_dict
+    model_validate = from_dict
+
+
 @attrs.define(kw_only=True)
-class SubTask:
+class SubTask(_AgentScopeJSON):
     """The subtask model used in the plan module."""
 
     # The class docstring is the subtask's description in the tool schema, so it stays
     # AgentScope's one line; construction is described in the module docstring.
+
+    _what = "subtask"
 
     name: Annotated[
         str,
@@ -161,24 +193,6 @@ class SubTask:
             lines.append(f"\t- Actual Outcome: {self.outcome}")
         return "\n".join(lines)
 
-    def to_dict(self) -> dict[str, Any]:
-        """The subtask as AgentScope's ``model_dump()`` JSON data."""
-        data: dict[str, Any] = unstructure(self)
-        return data
-
-    @classmethod
-    def from_dict(cls, data: Any) -> SubTask:
-        """Build a subtask from AgentScope's JSON data (missing optional fields get defaults).
-
-        :raises MessageFormatError: naming the first bad field.
-        """
-        subtask: SubTask = structure(data, cls, what="subtask")
-        return subtask
-
-    # AgentScope (pydantic) spellings, for code ported from it.
-    model_dump = to_dict
-    model_validate = from_dict
-
 
 def _subtask_list(value: Any) -> list[SubTask]:
     """The field converter of ``Plan.subtasks``: dicts become :class:`SubTask` (as pydantic
@@ -203,8 +217,10 @@ def _subtask_list(value: Any) -> list[SubTask]:
 
 
 @attrs.define(kw_only=True)
-class Plan:
+class Plan(_AgentScopeJSON):
     """The plan model used in the plan module, contains a list of subtasks."""
+
+    _what = "plan"
 
     id: str = attrs.field(factory=new_plan_id, validator=_str)
     name: Annotated[
@@ -294,21 +310,3 @@ class Plan:
     def copy(self) -> Plan:
         """An independent copy (its subtasks copied too)."""
         return attrs.evolve(self, subtasks=[attrs.evolve(subtask) for subtask in self.subtasks])
-
-    def to_dict(self) -> dict[str, Any]:
-        """The plan as AgentScope's ``model_dump()`` JSON data."""
-        data: dict[str, Any] = unstructure(self)
-        return data
-
-    @classmethod
-    def from_dict(cls, data: Any) -> Plan:
-        """Build a plan from AgentScope's JSON data (missing optional fields get defaults).
-
-        :raises MessageFormatError: naming the first bad field.
-        """
-        plan: Plan = structure(data, cls, what="plan")
-        return plan
-
-    # AgentScope (pydantic) spellings, for code ported from it.
-    model_dump = to_dict
-    model_validate = from_dict

@@ -75,14 +75,19 @@ def _as_index(value: Any) -> int | None:
     return None
 
 
-def _invalid_type(value: Any) -> ToolResponse:
-    return _text(
-        f"Invalid type for argument 'subtask_idx'. Expected 'int', but got '{type(value)}'."
-    )
-
-
-def _out_of_range(idx: int, plan: Plan) -> ToolResponse:
-    return _text(f"Invalid subtask_idx '{idx}'. Must be between 0 and {len(plan.subtasks) - 1}.")
+def _subtask_index(plan: Plan, value: Any) -> int | ToolResponse:
+    """*value* as the index of an existing subtask of *plan*, or the tool response telling the
+    model what is wrong with it (not an index, or out of range)."""
+    idx = _as_index(value)
+    if idx is None:
+        return _text(
+            f"Invalid type for argument 'subtask_idx'. Expected 'int', but got '{type(value)}'."
+        )
+    if not 0 <= idx < len(plan.subtasks):
+        return _text(
+            f"Invalid subtask_idx '{idx}'. Must be between 0 and {len(plan.subtasks) - 1}."
+        )
+    return idx
 
 
 def _ordering_problem(subtasks: list[SubTask]) -> str | None:
@@ -439,11 +444,9 @@ class PlanNotebook(StateModule):
             plan = self.current_plan
             if plan is None:
                 return _text(_NO_PLAN)
-            idx = _as_index(subtask_idx)
-            if idx is None:
-                return _invalid_type(subtask_idx)
-            if not 0 <= idx < len(plan.subtasks):
-                return _out_of_range(idx, plan)
+            idx = _subtask_index(plan, subtask_idx)
+            if isinstance(idx, ToolResponse):
+                return idx
             if state not in ("todo", "in_progress", "abandoned"):
                 return _text(
                     f"Invalid state '{state}'. Must be one of 'todo', 'in_progress', 'abandoned'."
@@ -502,11 +505,9 @@ class PlanNotebook(StateModule):
             plan = self.current_plan
             if plan is None:
                 return _text(_NO_PLAN)
-            idx = _as_index(subtask_idx)
-            if idx is None:
-                return _invalid_type(subtask_idx)
-            if not 0 <= idx < len(plan.subtasks):
-                return _out_of_range(idx, plan)
+            idx = _subtask_index(plan, subtask_idx)
+            if isinstance(idx, ToolResponse):
+                return idx
             if not isinstance(subtask_outcome, str):
                 return _text(
                     "Error: Invalid type for argument 'subtask_outcome'. Expected 'str', but "
