@@ -926,7 +926,8 @@ class ReActAgent(ReActAgentBase):
             return
         msgs = [msg] if isinstance(msg, Msg) else msg
         query = "\n".join(t for t in (m.get_text_content() for m in msgs) if t)
-        if not query:
+        if not query.strip():
+            # Nothing to search for (a blank query would only be embedded as noise).
             return
         if self.enable_rewrite_query:
             query = await self._rewrite_query(query)

@@ -21,10 +21,11 @@ from ._store import VDBStoreBase
 __all__ = ["STORE_BATCH", "SimpleKnowledge"]
 
 STORE_BATCH = 64
-"""Chunks handed to the store per call. Building a slice's points runs on the event loop and
-its upsert in a worker thread; 64 keeps each slice to a few milliseconds (about 0.1 ms per
-chunk each side with Qdrant's embedded engine), so other tasks keep running while a large
-corpus goes in, at no measurable cost in throughput."""
+"""Chunks handed to the store per call. Each slice's points are built on the event loop and
+upserted in a worker thread (about 0.07 ms and 0.13 ms per chunk with Qdrant's embedded
+engine), so other tasks run between slices instead of waiting for the whole corpus. Smaller
+slices wake the event loop more often but pay a thread round trip more often (measured here:
+about 0.3 ms of CPU each on a busy core, some 5 us per chunk at 64)."""
 
 
 class SimpleKnowledge(KnowledgeBase):

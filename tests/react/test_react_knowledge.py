@@ -151,10 +151,11 @@ async def test_query_joins_the_texts_of_several_input_messages() -> None:
 
 async def test_no_input_or_no_text_skips_retrieval_and_rewriting() -> None:
     kb = FixedKnowledge([["x", 1.0]])
-    model = ScriptedChatModel([response(text("a")), response(text("b"))])
+    model = ScriptedChatModel([response(text("a")), response(text("b")), response(text("c"))])
     agent = make_agent(model, knowledge=kb)
     await agent(None)
     await agent(Msg("user", [], "user"))
+    await agent(Msg("user", "  \n ", "user"))
     assert kb.queries == []
     assert all(call.structured_model is None for call in model.calls)
 
