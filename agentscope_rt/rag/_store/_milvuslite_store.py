@@ -19,9 +19,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from .._document import DocMetadata, Document, chunk_id_of
 from ._store_base import (
-    VDBStoreBase,
+    SyncClientStoreBase,
     as_id_list,
     check_delete_args,
+    check_dimensions,
     check_limit,
     check_vector,
     distance_to_score,
@@ -74,7 +75,7 @@ def _in_filter(field: str, values: list[str]) -> str:
     return f"{field} in [{', '.join(json.dumps(v) for v in values)}]"
 
 
-class MilvusLiteStore(VDBStoreBase):
+class MilvusLiteStore(SyncClientStoreBase["MilvusClient"]):
     """Chunks in a Milvus collection, embedded with Milvus Lite by default.
 
     Needs the ``milvus`` extra (``pymilvus[milvus_lite]``; Milvus Lite runs on Linux and
@@ -108,8 +109,7 @@ class MilvusLiteStore(VDBStoreBase):
         _require_milvus()
         if distance.upper() not in _METRICS:
             raise ValueError(f"distance must be one of 'COSINE', 'L2', 'IP', got {distance!r}")
-        if isinstance(dimensions, bool) or not isinstance(dimensions, int) or dimensions <= 0:
-            raise ValueError(f"dimensions must be a positive integer, got {dimensions!r}")
+        check_dimensions(dimensions)
         collection_kwargs = dict(collection_kwargs or {})
         if collection_kwargs.get("id_type", "string") != "string":
             raise ValueError(
@@ -126,8 +126,6 @@ class MilvusLiteStore(VDBStoreBase):
         self._client_kwargs = dict(client_kwargs or {})
         if token:
             self._client_kwargs["token"] = token
-        self._client: MilvusClient | None = None
-        self._closed = False
 
     def __repr__(self) -> str:
         return (
@@ -137,15 +135,11 @@ class MilvusLiteStore(VDBStoreBase):
 
     # -- runs in worker threads, under the lock -------------------------------------------------
 
-    def _get(self) -> MilvusClient:
-        if self._closed:
-            raise RuntimeError(f"{self!r} is closed")
-        if self._client is None:
-            from pymilvus import MilvusClient
+    def _open(self) -> MilvusClient:
+        from pymilvus import MilvusClient
 
-            with _without_unimplemented_rpc_errors():
-                self._client = MilvusClient(uri=self.uri, **self._client_kwargs)
-        return self._client
+        with _without_unimplemented_rpc_errors():
+            return MilvusClient(uri=self.uri, **self._client_kwargs)
 
     def _upsert(self, rows: list[dict[str, Any]]) -> None:
         client = self._get()
@@ -173,12 +167,6 @@ class MilvusLiteStore(VDBStoreBase):
         client = self._get()
         if client.has_collection(self.collection_name):
             client.delete(collection_name=self.collection_name, ids=ids, filter=expression or "")
-
-    def _close(self) -> None:
-        if self._client is not None:
-            self._client.close()
-        self._client = None
-        self._closed = True
 
     # -- the store ------------------------------------------------------------------------------
 
@@ -264,13 +252,8 @@ class MilvusLiteStore(VDBStoreBase):
 
     def get_client(self) -> MilvusClient:
         """The ``MilvusClient``. Creating it the first time starts Milvus Lite here, blocking;
-        calls on it block too, so run them in a worker thread."""
-        client = self._client
-        if client is not None:
-            return client
-        with self._lock:
-            return self._get()
+        calls on it block too, so run them in a worker thread.
 
-    async def close(self) -> None:
-        """Close the client."""
-        await self._call(self._close)
+        :raises RuntimeError: once the store is closed.
+        """
+        return super().get_client()

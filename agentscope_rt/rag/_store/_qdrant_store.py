@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from .._document import DocMetadata, Document, chunk_id_of
 from ._store_base import (
-    VDBStoreBase,
+    SyncClientStoreBase,
     as_id_list,
     check_delete_args,
+    check_dimensions,
     check_limit,
     check_vector,
     distance_to_score,
@@ -51,7 +52,7 @@ def _is_uuid(value: str) -> bool:
     return True
 
 
-class QdrantStore(VDBStoreBase):
+class QdrantStore(SyncClientStoreBase["QdrantClient"]):
     """Chunks in a Qdrant collection; each point's payload is the chunk's metadata.
 
     Needs the ``qdrant`` extra (qdrant-client). The collection is created on the first
@@ -84,8 +85,7 @@ class QdrantStore(VDBStoreBase):
             raise ValueError(
                 f"distance must be one of 'Cosine', 'Euclid', 'Dot', 'Manhattan', got {distance!r}"
             )
-        if isinstance(dimensions, bool) or not isinstance(dimensions, int) or dimensions <= 0:
-            raise ValueError(f"dimensions must be a positive integer, got {dimensions!r}")
+        check_dimensions(dimensions)
         self.location = location
         self.collection_name = collection_name
         self.dimensions = dimensions
@@ -93,8 +93,6 @@ class QdrantStore(VDBStoreBase):
         self.collection_kwargs = dict(collection_kwargs or {})
         # Kept private: it may hold an API key.
         self._client_kwargs = dict(client_kwargs or {})
-        self._client: QdrantClient | None = None
-        self._closed = False
 
     def __repr__(self) -> str:
         return (
@@ -104,22 +102,17 @@ class QdrantStore(VDBStoreBase):
 
     # -- runs in worker threads, under the lock -------------------------------------------------
 
-    def _get(self) -> QdrantClient:
-        if self._closed:
-            raise RuntimeError(f"{self!r} is closed")
-        if self._client is None:
-            from qdrant_client import QdrantClient
+    def _open(self) -> QdrantClient:
+        from qdrant_client import QdrantClient
 
-            if self.location == ":memory:":
-                self._client = QdrantClient(location=":memory:", **self._client_kwargs)
-            elif "://" in self.location:
-                # The client's server-version probe runs in a thread of its own that outlives
-                # every call (and warns if the server went away meanwhile); off unless asked.
-                kwargs = {"check_compatibility": False, **self._client_kwargs}
-                self._client = QdrantClient(url=self.location, **kwargs)
-            else:
-                self._client = QdrantClient(path=self.location, **self._client_kwargs)
-        return self._client
+        if self.location == ":memory:":
+            return QdrantClient(location=":memory:", **self._client_kwargs)
+        if "://" in self.location:
+            # The client's server-version probe runs in a thread of its own that outlives
+            # every call (and warns if the server went away meanwhile); off unless asked.
+            kwargs = {"check_compatibility": False, **self._client_kwargs}
+            return QdrantClient(url=self.location, **kwargs)
+        return QdrantClient(path=self.location, **self._client_kwargs)
 
     def _upsert(self, points: list[Any]) -> None:
         from qdrant_client import models
@@ -148,12 +141,6 @@ class QdrantStore(VDBStoreBase):
         client = self._get()
         if client.collection_exists(self.collection_name):
             client.delete(collection_name=self.collection_name, points_selector=selector, wait=True)
-
-    def _close(self) -> None:
-        if self._client is not None:
-            self._client.close()
-        self._client = None
-        self._closed = True
 
     # -- the store ------------------------------------------------------------------------------
 
@@ -246,13 +233,11 @@ class QdrantStore(VDBStoreBase):
 
         Creating it the first time opens the database here, blocking; calls on it block too,
         so run them in a worker thread.
+
+        :raises RuntimeError: once the store is closed.
         """
-        client = self._client
-        if client is not None:
-            return client
-        with self._lock:
-            return self._get()
+        return super().get_client()
 
     async def close(self) -> None:
         """Close the client (releasing an on-disk folder for the next store)."""
-        await self._call(self._close)
+        await super().close()

@@ -24,7 +24,7 @@ from __future__ import annotations
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 import anyio.to_thread
 
@@ -114,6 +114,72 @@ class VDBStoreBase(ABC):
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
+
+
+class _Closable(Protocol):
+    def close(self) -> None: ...
+
+
+C = TypeVar("C", bound=_Closable)
+
+
+class SyncClientStoreBase(VDBStoreBase, Generic[C]):
+    """A store driven through one synchronous database client, opened on first use (in a
+    worker thread, under the lock) and closed by :meth:`close`, after which the store refuses
+    to be used.
+
+    Subclasses say how the client is opened (:meth:`_open`).
+    """
+
+    _client: C | None
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._client = None
+        self._closed = False
+
+    @abstractmethod
+    def _open(self) -> C:
+        """A new client (called in a worker thread, under the lock)."""
+
+    def _get(self) -> C:
+        """The client, opened on first use (in a worker thread, under the lock).
+
+        :raises RuntimeError: once the store is closed.
+        """
+        if self._closed:
+            raise RuntimeError(f"{self!r} is closed")
+        if self._client is None:
+            self._client = self._open()
+        return self._client
+
+    def _close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+        self._client = None
+        self._closed = True
+
+    def get_client(self) -> C:
+        """The database client (synchronous). Opening it the first time blocks; calls on it
+        block too, so run them in a worker thread.
+
+        :raises RuntimeError: once the store is closed.
+        """
+        client = self._client
+        if client is not None:
+            return client
+        with self._lock:
+            return self._get()
+
+    async def close(self) -> None:
+        """Close the client."""
+        await self._call(self._close)
+
+
+def check_dimensions(dimensions: int) -> None:
+    """:raises ValueError: for a non-positive or non-integer *dimensions*."""
+    if isinstance(dimensions, bool) or not isinstance(dimensions, int) or dimensions <= 0:
+        raise ValueError(f"dimensions must be a positive integer, got {dimensions!r}")
 
 
 # -- shared checks ------------------------------------------------------------------------------
