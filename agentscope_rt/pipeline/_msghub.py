@@ -203,6 +203,7 @@ class _Subscriber:
         "help",
         "instance_hooks",
         "member",
+        "nested",
         "observe",
         "queued",
         "receive",
@@ -229,6 +230,8 @@ class _Subscriber:
         # the chain of a publisher means that this observer is up the publisher's stack.
         self.busy: _Frame | Literal[False] = False
         self.current: _Ticket | None = None  # the message being observed, while busy
+        # While drained re-entrantly: the (frame, message) of each observe it is nested in.
+        self.nested: list[tuple[_Frame, _Ticket | None]] = []
         self.frame = _DeliveryFrame(self, hub)
         self.slow = False  # left to the delivery task; publishers do not help
         self.strikes = 0  # consecutive slow inline deliveries
@@ -336,16 +339,18 @@ def _needs(wait: _Wait) -> Iterator[tuple[Any, bool, str]]:
         yield target, True, _agent_name(target)
         return
     if wait.kind == _ROOM:
-        subs: Sequence[_Subscriber] = [target]
-    else:
-        subs = [
-            sub
-            for sub in target.targets
-            if (sub.busy and sub.current is target) or _queued_in(sub, target)
-        ]
-    for sub in subs:
-        drainer = sub.busy or sub.frame
-        yield drainer, False, _agent_name(sub.agent)
+        yield target.busy or target.frame, False, _agent_name(target.agent)
+        return
+    for sub in target.targets:
+        name = _agent_name(sub.agent)
+        if sub.busy and sub.current is target:
+            yield sub.busy, False, name
+        for frame, observed in sub.nested:
+            if observed is target:
+                # An observe of it that has been re-entered: it ends after the inner one.
+                yield frame, False, name
+        if _queued_in(sub, target):
+            yield sub.busy or sub.frame, False, name
 
 
 def _blocks(chain: _Frame, x: Any, by_sender: bool) -> _Frame | None:
@@ -994,6 +999,8 @@ class MsgHub:
         inbox to that frame again when done.
         """
         outer, outer_current = sub.busy, sub.current
+        if outer:
+            sub.nested.append((outer, outer_current))
         sub.busy = frame
         receive = sub.receive
         ticket: _Ticket | None = None
@@ -1046,7 +1053,9 @@ class MsgHub:
             raise
         finally:
             sub.busy, sub.current = outer, outer_current
-            if sub.closed and not outer:
+            if outer:
+                sub.nested.pop()
+            elif sub.closed:
                 self._wake(sub)  # a sleeping delivery task may now end
 
     async def _run_delivery(self, sub: _Subscriber) -> None:
