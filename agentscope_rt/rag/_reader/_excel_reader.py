@@ -12,7 +12,6 @@ row is kept, and cell coordinates are the real ones.
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 import os
@@ -21,16 +20,23 @@ from typing import Any, Literal
 import anyio.to_thread
 
 from ...exception import ReaderError
-from ...message import Base64Source, ImageBlock, TextBlock
+from ...message import ImageBlock, TextBlock
 from .._document import Document
 from ._reader_base import (
     ReaderBase,
     SplitBy,
     check_chunking,
     check_table_format,
-    chunk_blocks,
+    chunk_groups,
 )
-from ._utils import TABLE_JSON_PREFIX, cell_text, check_file, corrupt, media_type_of, require
+from ._utils import (
+    TABLE_JSON_PREFIX,
+    cell_text,
+    check_file,
+    corrupt,
+    image_block,
+    require,
+)
 
 __all__ = ["ExcelReader"]
 
@@ -66,8 +72,7 @@ def _sheet_images(worksheet: Any) -> list[tuple[int, ImageBlock]]:
         data = image._data()
         anchor = getattr(image.anchor, "_from", None)
         row = anchor.row if anchor is not None else 0
-        source = Base64Source(media_type=media_type_of(data), data=base64.b64encode(data).decode())
-        images.append((row, ImageBlock(source=source)))
+        images.append((row, image_block(data)))
     return images
 
 
@@ -122,13 +127,7 @@ class ExcelReader(ReaderBase):
         """
         sheets = await anyio.to_thread.run_sync(self._read_sheets, excel_path)
         doc_id = self.get_doc_id(excel_path)
-        if not self.separate_sheet:
-            blocks = [block for sheet in sheets for block in sheet]
-            return chunk_blocks(blocks, doc_id, self.chunk_size, self.split_by)
-        docs: list[Document] = []
-        for sheet in sheets:
-            docs.extend(chunk_blocks(sheet, doc_id, self.chunk_size, self.split_by))
-        return docs
+        return chunk_groups(sheets, doc_id, self.chunk_size, self.split_by, self.separate_sheet)
 
     def _read_sheets(
         self, excel_path: str | os.PathLike[str]

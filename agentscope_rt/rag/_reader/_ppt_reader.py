@@ -9,7 +9,6 @@ is then chunked as :class:`TextReader` does.
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import logging
 import os
@@ -18,17 +17,16 @@ from typing import Any, Literal
 
 import anyio.to_thread
 
-from ...message import Base64Source, ImageBlock, TextBlock
+from ...message import ImageBlock, TextBlock
 from .._document import Document
-from ._reader_base import ReaderBase, SplitBy, check_chunking, check_table_format, chunk_blocks
+from ._reader_base import ReaderBase, SplitBy, check_chunking, check_table_format, chunk_groups
 from ._utils import (
     cell_text,
     check_file,
     corrupt,
-    media_type_of,
+    image_block,
     require,
-    table_to_json,
-    table_to_markdown,
+    table_text,
 )
 
 __all__ = ["PowerPointReader"]
@@ -93,13 +91,7 @@ class PowerPointReader(ReaderBase):
         """
         slides = await anyio.to_thread.run_sync(self._read_slides, ppt_path)
         doc_id = self.get_doc_id(ppt_path)
-        if not self.separate_slide:
-            blocks = [block for slide in slides for block in slide]
-            return chunk_blocks(blocks, doc_id, self.chunk_size, self.split_by)
-        docs: list[Document] = []
-        for slide in slides:
-            docs.extend(chunk_blocks(slide, doc_id, self.chunk_size, self.split_by))
-        return docs
+        return chunk_groups(slides, doc_id, self.chunk_size, self.split_by, self.separate_slide)
 
     def _read_slides(self, ppt_path: str | os.PathLike[str]) -> list[list[TextBlock | ImageBlock]]:
         pptx = require("pptx", package="python-pptx", extra="office", user="PowerPointReader")
@@ -130,19 +122,12 @@ class PowerPointReader(ReaderBase):
                     # A linked (not embedded) picture: its bytes are not in the file.
                     logger.warning("slide %d: skipped a picture: %s", index + 1, exc)
                     continue
-                source = Base64Source(
-                    media_type=media_type_of(data), data=base64.b64encode(data).decode()
-                )
-                blocks.append(ImageBlock(source=source))
+                blocks.append(image_block(data))
                 last = "image"
                 continue
             if getattr(shape, "has_table", False) and shape.has_table:
                 rows = [[cell_text(cell.text) for cell in row.cells] for row in shape.table.rows]
-                text = (
-                    table_to_markdown(rows)
-                    if self.table_format == "markdown"
-                    else (table_to_json(rows))
-                )
+                text = table_text(rows, self.table_format)
                 merge = not self.separate_table and last in ("text", "table")
                 kind = "table"
             elif getattr(shape, "has_text_frame", False) and shape.has_text_frame:

@@ -8,7 +8,7 @@ from typing import Any, Literal
 from ...message import ImageBlock, TextBlock
 from .._document import DocContent, DocMetadata, Document
 
-__all__ = ["ReaderBase", "SplitBy", "chunk_blocks", "number_chunks"]
+__all__ = ["ReaderBase", "SplitBy", "chunk_blocks", "chunk_groups", "number_chunks"]
 
 SplitBy = Literal["char", "sentence", "paragraph"]
 _SPLIT_MODES = ("char", "sentence", "paragraph")
@@ -81,3 +81,22 @@ def chunk_blocks(
         else:
             contents.append(block)
     return number_chunks(doc_id, contents)
+
+
+def chunk_groups(
+    groups: list[list[TextBlock | ImageBlock]],
+    doc_id: str,
+    chunk_size: int,
+    split_by: SplitBy,
+    separate: bool,
+) -> list[Document]:
+    """The chunks of a document read as groups of blocks (sheets, slides): numbered through
+    the whole document, or, with *separate*, each group's chunks on their own (AgentScope's
+    ``separate_sheet`` / ``separate_slide`` numbering)."""
+    if not separate:
+        blocks = [block for group in groups for block in group]
+        return chunk_blocks(blocks, doc_id, chunk_size, split_by)
+    docs: list[Document] = []
+    for group in groups:
+        docs.extend(chunk_blocks(group, doc_id, chunk_size, split_by))
+    return docs

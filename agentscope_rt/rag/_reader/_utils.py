@@ -3,6 +3,7 @@ splitter, table formatting and image media types."""
 
 from __future__ import annotations
 
+import base64
 import importlib
 import json
 import os
@@ -12,12 +13,15 @@ from types import ModuleType
 from typing import Any
 
 from ...exception import ReaderError
+from ...message import Base64Source, ImageBlock
 
 __all__ = [
     "check_file",
+    "image_block",
     "media_type_of",
     "require",
     "split_sentences",
+    "table_text",
     "table_to_json",
     "table_to_markdown",
 ]
@@ -165,6 +169,12 @@ def table_to_json(rows: list[list[str]]) -> str:
     return TABLE_JSON_PREFIX + "\n" + json.dumps(rows, ensure_ascii=False)
 
 
+def table_text(rows: list[list[str]], table_format: str) -> str:
+    """A table as *table_format* asks: ``"markdown"`` (:func:`table_to_markdown`) or ``"json"``
+    (:func:`table_to_json`)."""
+    return table_to_markdown(rows) if table_format == "markdown" else table_to_json(rows)
+
+
 _SIGNATURES = (
     (b"\x89PNG\r\n\x1a\n", "image/png"),
     (b"\xff\xd8", "image/jpeg"),
@@ -182,6 +192,15 @@ def media_type_of(data: bytes) -> str:
     if len(data) > 12 and data[:4] == b"RIFF" and data[8:12] == b"WEBP":
         return "image/webp"
     return "image/jpeg"
+
+
+def image_block(data: bytes, media_type: str | None = None) -> ImageBlock:
+    """An image block holding *data* as base64, of *media_type* (from the data's signature
+    when not given, see :func:`media_type_of`)."""
+    source = Base64Source(
+        media_type=media_type or media_type_of(data), data=base64.b64encode(data).decode()
+    )
+    return ImageBlock(source=source)
 
 
 def cell_text(value: Any) -> str:

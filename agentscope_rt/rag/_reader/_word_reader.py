@@ -8,17 +8,16 @@ own; each image is a chunk of its own. Text blocks are then chunked as :class:`T
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import os
 from typing import Any, Literal
 
 import anyio.to_thread
 
-from ...message import Base64Source, ImageBlock, TextBlock
+from ...message import ImageBlock, TextBlock
 from .._document import Document
 from ._reader_base import ReaderBase, SplitBy, check_chunking, check_table_format, chunk_blocks
-from ._utils import check_file, corrupt, require, table_to_json, table_to_markdown
+from ._utils import check_file, corrupt, image_block, require, table_text
 
 __all__ = ["WordReader"]
 
@@ -63,13 +62,7 @@ def _paragraph_images(element: Any, part: Any, qn: Any) -> list[ImageBlock]:
         if not rel_id or rel_id not in part.related_parts:
             continue
         image = part.related_parts[rel_id]
-        images.append(
-            ImageBlock(
-                source=Base64Source(
-                    media_type=image.content_type, data=base64.b64encode(image.blob).decode()
-                )
-            )
-        )
+        images.append(image_block(image.blob, image.content_type))
     return images
 
 
@@ -146,11 +139,7 @@ class WordReader(ReaderBase):
                 last = "text"
             elif element.tag == table_tag:
                 rows = _table_rows(element, qn)
-                text = (
-                    table_to_markdown(rows)
-                    if self.table_format == "markdown"
-                    else (table_to_json(rows))
-                )
+                text = table_text(rows, self.table_format)
                 if not self.separate_table and last in ("text", "table"):
                     blocks[-1]["text"] += "\n" + text
                 else:
