@@ -6,7 +6,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from ..exception import ModelAPIError
-from ._token_base import TokenCounterBase
+from ._token_base import EndpointTokenCounterBase
 
 if TYPE_CHECKING:
     import anthropic
@@ -32,7 +32,7 @@ def _anthropic_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return converted
 
 
-class AnthropicTokenCounter(TokenCounterBase):
+class AnthropicTokenCounter(EndpointTokenCounterBase):
     """Count tokens exactly with Anthropic's ``messages.count_tokens`` endpoint.
 
     Takes the output of the Anthropic formatters: a leading ``role: "system"`` message is sent
@@ -67,12 +67,6 @@ class AnthropicTokenCounter(TokenCounterBase):
     async def close(self) -> None:
         """Close the HTTP client."""
         await self._client.close()
-
-    async def __aenter__(self) -> AnthropicTokenCounter:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.close()
 
     async def count(
         self,

@@ -23,7 +23,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from ..exception import ModelResponseError
-from ._token_base import TokenCounterBase
+from ._token_base import EndpointTokenCounterBase
 
 if TYPE_CHECKING:
     from ..model import GeminiChatModel, RetryConfig
@@ -101,7 +101,7 @@ def _system_content(system: Any) -> dict[str, Any]:
     )
 
 
-class GeminiTokenCounter(TokenCounterBase):
+class GeminiTokenCounter(EndpointTokenCounterBase):
     """Count tokens exactly with Gemini's ``countTokens`` endpoint.
 
     Takes the output of :class:`~agentscope_rt.formatter.GeminiChatFormatter` (``{"role",
@@ -160,12 +160,6 @@ class GeminiTokenCounter(TokenCounterBase):
     async def close(self) -> None:
         """Close the running event loop's HTTP client (a later count opens a new one)."""
         await self._model.aclose()
-
-    async def __aenter__(self) -> GeminiTokenCounter:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.close()
 
     async def count(
         self,

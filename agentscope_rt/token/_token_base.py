@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any
+from typing import Any, Self
 
 __all__ = ["TokenCounterBase"]
 
@@ -29,3 +29,18 @@ class TokenCounterBase(ABC):
         :param tools: tool JSON schemas sent with the prompt.
         :returns: the number of input tokens (an estimate where the counter says so).
         """
+
+
+class EndpointTokenCounterBase(TokenCounterBase, ABC):
+    """A counter that asks a provider's endpoint, holding an HTTP client until closed:
+    ``await counter.close()``, or use it as ``async with counter: ...``."""
+
+    @abstractmethod
+    async def close(self) -> None:
+        """Release the HTTP client."""
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
