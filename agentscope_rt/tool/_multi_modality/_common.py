@@ -8,6 +8,7 @@ the project's one retry policy, with the API key scrubbed from every message.
 
 from __future__ import annotations
 
+import base64
 import functools
 import mimetypes
 import os
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import anyio
 import attrs
 
-from ...message import TextBlock
+from ...message import AudioBlock, Base64Source, TextBlock
 from .._response import ToolResponse
 
 if TYPE_CHECKING:
@@ -102,6 +103,12 @@ def error_response(text: str) -> ToolResponse:
     return ToolResponse(content=[TextBlock(text=text)])
 
 
+def audio_response(audio: bytes, media_type: str) -> ToolResponse:
+    """A ToolResponse holding *audio* as one base64 audio block of *media_type*."""
+    data = base64.b64encode(audio).decode("ascii")
+    return ToolResponse(content=[AudioBlock(source=Base64Source(media_type=media_type, data=data))])
+
+
 def redact(text: str, secrets: Iterable[str | None]) -> str:
     """*text* with every non-empty secret replaced by ``***``."""
     for secret in secrets:
@@ -166,6 +173,10 @@ class Media:
     data: bytes = attrs.field(repr=lambda data: f"<{len(data)} bytes>")
     name: str
     media_type: str | None
+
+    def as_base64(self) -> str:
+        """The content as base64 text."""
+        return base64.b64encode(self.data).decode("ascii")
 
 
 async def read_media(url: str, default_name: str, client: httpx.AsyncClient | None = None) -> Media:

@@ -29,7 +29,6 @@ the API key never appears in it.
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import uuid
@@ -39,9 +38,10 @@ from typing import TYPE_CHECKING, Any, Literal
 import anyio
 
 from ..._version import __version__
-from ...message import AudioBlock, Base64Source, ImageBlock, TextBlock, URLSource
+from ...message import Base64Source, ImageBlock, TextBlock, URLSource
 from .._response import ToolResponse
 from ._common import (
+    audio_response,
     error_response,
     first_text,
     http_client,
@@ -220,8 +220,9 @@ async def _image_block(client: httpx.AsyncClient, url: str, use_base64: bool) ->
     if not use_base64:
         return ImageBlock(source=URLSource(url=url))
     media = await read_media(url, "image.png", client)
-    data = base64.b64encode(media.data).decode("ascii")
-    return ImageBlock(source=Base64Source(media_type=media.media_type or "image/png", data=data))
+    return ImageBlock(
+        source=Base64Source(media_type=media.media_type or "image/png", data=media.as_base64())
+    )
 
 
 async def dashscope_text_to_image(
@@ -294,8 +295,7 @@ async def _image_content(url: str) -> dict[str, str] | ToolResponse:
     if not await path.is_file():
         return error_response(f'Error: The input image url "{url}" is not a file.')
     media = await read_media(url, "image")
-    data = base64.b64encode(media.data).decode("ascii")
-    return {"image": f"data:{media.media_type or 'image/png'};base64,{data}"}
+    return {"image": f"data:{media.media_type or 'image/png'};base64,{media.as_base64()}"}
 
 
 async def dashscope_image_to_text(
@@ -451,7 +451,4 @@ async def dashscope_text_to_audio(
         return error_response(f"Failed to generate audio: {redact(str(exc), (key, api_key))}")
     if not audio:
         return error_response("Error: Failed to generate audio")
-    data = base64.b64encode(audio).decode("ascii")
-    return ToolResponse(
-        content=[AudioBlock(source=Base64Source(media_type="audio/wav", data=data))]
-    )
+    return audio_response(audio, "audio/wav")

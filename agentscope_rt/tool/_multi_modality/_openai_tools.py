@@ -11,13 +11,21 @@ the API key never appears in it.
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from ...message import AudioBlock, Base64Source, ImageBlock, TextBlock, URLSource
+from ...message import Base64Source, ImageBlock, TextBlock, URLSource
 from .._response import ToolResponse
-from ._common import Media, error_response, first_text, is_web_url, read_media, redact, request
+from ._common import (
+    Media,
+    audio_response,
+    error_response,
+    first_text,
+    is_web_url,
+    read_media,
+    redact,
+    request,
+)
 
 if TYPE_CHECKING:
     import openai
@@ -282,8 +290,8 @@ async def _image_part(url: str) -> dict[str, Any]:
         raise ValueError(
             f'The file "{url}" is not an image OpenAI accepts (png, jpeg, gif or webp).'
         )
-    data = base64.b64encode(media.data).decode("ascii")
-    return {"type": "image_url", "image_url": {"url": f"data:{media.media_type};base64,{data}"}}
+    data_url = f"data:{media.media_type};base64,{media.as_base64()}"
+    return {"type": "image_url", "image_url": {"url": data_url}}
 
 
 async def openai_image_to_text(
@@ -381,10 +389,7 @@ async def openai_text_to_audio(
         audio = response.content
     except Exception as exc:
         return _failure("Error: Failed to generate audio. ", exc, api_key)
-    data = base64.b64encode(audio).decode("ascii")
-    return ToolResponse(
-        content=[AudioBlock(source=Base64Source(media_type=f"audio/{res_format}", data=data))]
-    )
+    return audio_response(audio, f"audio/{res_format}")
 
 
 async def openai_audio_to_text(
