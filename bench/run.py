@@ -19,7 +19,12 @@ import platform
 import sys
 
 HERE = pathlib.Path(__file__).parent
-BENCHMARKS = {"react": "bench_react", "hub": "bench_hub", "persistence": "bench_persistence"}
+BENCHMARKS = {
+    "react": "bench_react",
+    "hub": "bench_hub",
+    "persistence": "bench_persistence",
+    "rag": "bench_rag",
+}
 
 
 def machine_summary() -> str:

@@ -1,0 +1,323 @@
+"""Knowledge-base ingestion and retrieval against AgentScope 1.0.21.
+
+Workload (the same on every side; ``_rag_agentscope.py`` is AgentScope's half):
+
+* **corpus** — ``CHUNKS`` = 10,000 text chunks (``chunk_texts``), built as each framework's
+  ``Document``s before timing;
+* **embedding** — the same deterministic, practically free function on both sides
+  (``hash_vector``: BLAKE2b of the text spread over ``DIMS`` floats), wrapped in each
+  framework's ``EmbeddingModelBase``, yielding to the event loop every ``EMBED_SLICE`` texts as
+  any real (I/O-bound) model would, so only the framework's own cost counts;
+* **store** — ``QdrantStore(":memory:")`` (Qdrant's embedded engine, the same qdrant-client on
+  both sides) under ``SimpleKnowledge``;
+* **ingestion** — one ``add_documents`` call with all chunks (chunks/s), while a task of the
+  same event loop wakes every 1 ms and records how late each wake-up is (p99, max; "idle" is
+  the same ticker for 0.3 s before ingestion, the machine's own noise);
+* **retrieval** — ``QUERIES`` = 1,000 ``retrieve(query, limit=5)`` calls one after another
+  (median and p99 latency).
+
+Each side runs in its own process (``OPENBLAS_NUM_THREADS=1`` for all: Qdrant's search is a
+NumPy product, and a BLAS thread pool on a small shared machine makes it several times slower
+and noisier), pinned to the same core, in ``ROUNDS`` interleaved rounds; the figures are the
+medians over rounds. Targets: at least as fast as AgentScope on every row, on both backends,
+and a ticker p99 lateness under 5 ms during ingestion.
+
+Run ``python bench/run.py rag`` (writes ``bench/RESULTS.md``) or ``python bench/bench_rag.py``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pathlib
+import statistics
+import subprocess
+import sys
+import time
+from typing import Any
+
+HERE = pathlib.Path(__file__).parent
+
+CHUNKS = 10_000
+QUERIES = 1_000
+DIMS = 64
+EMBED_SLICE = 256
+TICK_S = 0.001
+IDLE_S = 0.3
+ROUNDS = 5
+BACKENDS = ("asyncio", "trio")
+LATENESS_TARGET_MS = 5.0
+
+_WORDS = [
+    "agent",
+    "model",
+    "tool",
+    "memory",
+    "store",
+    "vector",
+    "query",
+    "chunk",
+    "embedding",
+    "retrieval",
+    "document",
+    "reader",
+    "session",
+    "plan",
+    "pipeline",
+    "message",
+    "formatter",
+    "token",
+    "cache",
+    "stream",
+]
+
+
+def chunk_texts(n: int) -> list[str]:
+    """The corpus: *n* distinct sentences of 12-20 words."""
+    texts = []
+    for i in range(n):
+        words = [_WORDS[(i * 7 + k * 3) % len(_WORDS)] for k in range(12 + i % 9)]
+        texts.append(f"Chunk {i} of document {i // 100}: " + " ".join(words) + ".")
+    return texts
+
+
+def query_texts(n: int) -> list[str]:
+    """The queries: *n* short questions over the corpus vocabulary."""
+    return [
+        f"which chunk talks about {_WORDS[i % len(_WORDS)]} and {_WORDS[(i * 5) % len(_WORDS)]} "
+        f"number {i}?"
+        for i in range(n)
+    ]
+
+
+def hash_vector(text: str) -> list[float]:
+    """A deterministic vector of *DIMS* floats in [-0.5, 0.5] (not normalised: the store does
+    that for cosine)."""
+    digest = hashlib.blake2b(text.encode("utf-8"), digest_size=DIMS).digest()
+    return [b / 255.0 - 0.5 for b in digest]
+
+
+def lateness_summary(lates: list[float]) -> dict[str, float]:
+    """p50/p99/max of ticker lateness, in milliseconds."""
+    if not lates:
+        return {"p50": 0.0, "p99": 0.0, "max": 0.0, "n": 0}
+    ordered = sorted(lates)
+    return {
+        "p50": ordered[len(ordered) // 2] * 1e3,
+        "p99": ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] * 1e3,
+        "max": ordered[-1] * 1e3,
+        "n": len(ordered),
+    }
+
+
+def latency_summary(samples: list[float]) -> dict[str, float]:
+    """Median and p99 of call latencies, in microseconds."""
+    ordered = sorted(samples)
+    return {
+        "median": statistics.median(ordered) * 1e6,
+        "p99": ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] * 1e6,
+    }
+
+
+# -- agentscope-rt's side (run in a worker process) -----------------------------------------
+
+
+async def _run_ours() -> dict[str, Any]:
+    import anyio
+    import anyio.lowlevel
+
+    from agentscope_rt.embedding import EmbeddingModelBase, EmbeddingResponse
+    from agentscope_rt.message import TextBlock
+    from agentscope_rt.rag import DocMetadata, Document, QdrantStore, SimpleKnowledge
+
+    class HashEmbedding(EmbeddingModelBase):
+        def __init__(self) -> None:
+            super().__init__("hash", DIMS)
+
+        async def __call__(self, text: list[Any], **kwargs: Any) -> EmbeddingResponse:
+            vectors = []
+            for i, item in enumerate(text):
+                if i % EMBED_SLICE == 0:
+                    await anyio.lowlevel.checkpoint()
+                vectors.append(hash_vector(item if isinstance(item, str) else item["text"]))
+            return EmbeddingResponse(embeddings=vectors)
+
+    texts = chunk_texts(CHUNKS)
+    docs = [
+        Document(
+            DocMetadata(
+                TextBlock(text=t), doc_id=f"doc{i // 100}", chunk_id=i % 100, total_chunks=100
+            )
+        )
+        for i, t in enumerate(texts)
+    ]
+    lates: list[float] = []
+    idle: list[float] = []
+    running = True
+
+    async def ticker(sink: list[float]) -> None:
+        due = time.perf_counter() + TICK_S
+        while running:
+            await anyio.sleep(max(0.0, due - time.perf_counter()))
+            now = time.perf_counter()
+            sink.append(max(0.0, now - due))
+            due = now + TICK_S
+
+    async with QdrantStore(":memory:", "bench", DIMS) as store:
+        kb = SimpleKnowledge(store, HashEmbedding())
+        await kb.add_documents(docs[:1])  # the collection is created, the engine imported
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(ticker, idle)
+            await anyio.sleep(IDLE_S)
+            running = False
+        running = True
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(ticker, lates)
+            await anyio.lowlevel.checkpoint()
+            start, cpu_start = time.perf_counter(), time.process_time()
+            await kb.add_documents(docs)
+            ingest = time.perf_counter() - start
+            ingest_cpu = time.process_time() - cpu_start
+            running = False
+        samples = []
+        cpu_start = time.process_time()
+        for query in query_texts(QUERIES):
+            start = time.perf_counter()
+            hits = await kb.retrieve(query, limit=5)
+            samples.append(time.perf_counter() - start)
+            assert len(hits) == 5
+        query_cpu = time.process_time() - cpu_start
+        count = store.get_client().count("bench").count
+    assert count == CHUNKS, count
+    return {
+        "ingest_s": ingest,
+        "chunks_per_s": CHUNKS / ingest,
+        "ingest_cpu_us_per_chunk": ingest_cpu / CHUNKS * 1e6,
+        "query_cpu_us": query_cpu / QUERIES * 1e6,
+        "lateness": lateness_summary(lates),
+        "idle_lateness": lateness_summary(idle),
+        "query": latency_summary(samples),
+    }
+
+
+def _worker(backend: str) -> None:
+    import anyio
+
+    result = anyio.run(_run_ours, backend=backend)
+    sys.stdout.write(json.dumps(result))
+
+
+# -- the driver ------------------------------------------------------------------------------
+
+
+def _run_worker(argv: list[str]) -> dict[str, Any]:
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=HERE)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)} failed:\n{done.stdout}\n{done.stderr}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _ensure_agentscope_qdrant(python: pathlib.Path) -> None:
+    """Install into AgentScope's venv the qdrant-client version used here, if it lacks it."""
+    import importlib.metadata
+
+    version = importlib.metadata.version("qdrant-client")
+    check = subprocess.run(
+        [str(python), "-c", "import importlib.metadata as m; print(m.version('qdrant-client'))"],
+        capture_output=True,
+        text=True,
+    )
+    if check.returncode != 0 or check.stdout.strip() != version:
+        subprocess.run(
+            [str(python), "-m", "pip", "install", "-q", f"qdrant-client=={version}"], check=True
+        )
+
+
+def _median(rounds: list[dict[str, Any]], *path: str) -> float:
+    values = []
+    for r in rounds:
+        value: Any = r
+        for key in path:
+            value = value[key]
+        values.append(float(value))
+    return statistics.median(values)
+
+
+def main() -> str:
+    sys.path.insert(0, str(HERE))
+    from _agentscope_env import NEWEST_VERSION, agentscope_python, pin_to_one_cpu
+
+    python = agentscope_python(NEWEST_VERSION)
+    _ensure_agentscope_qdrant(python)
+    cpu = pin_to_one_cpu()
+    sides: dict[str, list[dict[str, Any]]] = {f"rt-{b}": [] for b in BACKENDS}
+    sides["agentscope"] = []
+    for round_no in range(ROUNDS):
+        for backend in BACKENDS:
+            sides[f"rt-{backend}"].append(
+                _run_worker([sys.executable, str(HERE / "bench_rag.py"), "--worker", backend])
+            )
+        sides["agentscope"].append(_run_worker([str(python), str(HERE / "_rag_agentscope.py")]))
+        print(f"round {round_no + 1}/{ROUNDS} done", file=sys.stderr, flush=True)
+
+    def row(label: str, path: tuple[str, ...], fmt: str, better: str) -> str:
+        theirs = _median(sides["agentscope"], *path)
+        cells = []
+        for backend in BACKENDS:
+            ours = _median(sides[f"rt-{backend}"], *path)
+            ratio = ours / theirs if better == "higher" else theirs / ours
+            cells.append(f"{fmt.format(ours)} ({ratio:.2f}x)")
+        return f"| {label} | " + " | ".join(cells) + f" | {fmt.format(theirs)} |"
+
+    lines = [
+        "## RAG: knowledge-base ingestion and retrieval",
+        "",
+        f'{CHUNKS:,} text chunks into `SimpleKnowledge` over `QdrantStore(":memory:")`, '
+        f"{DIMS}-dimension hash embeddings (the same free function on both sides); "
+        f"{QUERIES:,} `retrieve(query, limit=5)` calls; a 1 ms periodic task in the same event "
+        "loop during ingestion. CPU rows are the process's CPU time (all threads), which other "
+        "processes on a shared machine disturb less than wall time. AgentScope "
+        f"{NEWEST_VERSION} (asyncio). Medians of {ROUNDS} interleaved rounds, one process per "
+        f"side and round, all pinned to CPU {cpu}, `OPENBLAS_NUM_THREADS=1`. Ratios: how many "
+        "times better than AgentScope (>1 is better).",
+        "",
+        "| measure | agentscope-rt asyncio | agentscope-rt trio | AgentScope |",
+        "|---|---|---|---|",
+        row("ingestion, chunks/s", ("chunks_per_s",), "{:,.0f}", "higher"),
+        row("retrieval median, us", ("query", "median"), "{:,.0f}", "lower"),
+        row("retrieval p99, us", ("query", "p99"), "{:,.0f}", "lower"),
+        row("ingestion CPU per chunk, us", ("ingest_cpu_us_per_chunk",), "{:,.0f}", "lower"),
+        row("retrieval CPU per query, us", ("query_cpu_us",), "{:,.0f}", "lower"),
+        row(
+            "1 ms ticker lateness during ingestion, p99 ms", ("lateness", "p99"), "{:.2f}", "lower"
+        ),
+        row(
+            "1 ms ticker lateness during ingestion, max ms", ("lateness", "max"), "{:.2f}", "lower"
+        ),
+        row(
+            "1 ms ticker lateness idle (machine noise), p99 ms",
+            ("idle_lateness", "p99"),
+            "{:.2f}",
+            "lower",
+        ),
+        "",
+        f"Target for the ticker: p99 under {LATENESS_TARGET_MS:g} ms during ingestion. "
+        "Round by round (chunks/s; retrieval median us; ticker p99 ms):",
+        "",
+    ]
+    for name, rounds in sides.items():
+        cells = [
+            f"{r['chunks_per_s']:,.0f}; {r['query']['median']:,.0f}; {r['lateness']['p99']:.2f}"
+            for r in rounds
+        ]
+        lines.append(f"- {name}: " + " | ".join(cells))
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--worker":
+        _worker(sys.argv[2])
+    else:
+        print(main())
