@@ -31,7 +31,10 @@ from .message._block import (
     BLOCK_TYPES,
     MEDIA_TYPES,
     SOURCE_TYPES,
+    AudioBlock,
+    Base64Source,
     ContentBlock,
+    ImageBlock,
     MediaBlock,
     MsgContent,
     Source,
@@ -40,6 +43,8 @@ from .message._block import (
     ToolOutput,
     ToolResultBlock,
     ToolUseBlock,
+    URLSource,
+    VideoBlock,
     _MappingView,
 )
 from .message._msg import _ROLES, Msg, now_timestamp
@@ -456,7 +461,7 @@ def _checked_block_json(block: Any, levels_above: int) -> dict[str, Any] | None:
                 return None
             items = []
             for item in output:
-                if item.__class__ is not TextBlock:
+                if item.__class__ is not TextBlock and item.__class__ not in _MEDIA_CLASSES:
                     return None
                 data = _checked_block_json(item, 0)
                 if data is None:
@@ -468,7 +473,29 @@ def _checked_block_json(block: Any, levels_above: int) -> dict[str, Any] | None:
         if block.thinking.__class__ is str and _optional_str(block.signature):
             return _thinking_to_json(block)
         return None
+    if cls in _MEDIA_CLASSES:
+        source = block.source
+        if source.__class__ is URLSource:
+            if source.url.__class__ is str:
+                return {"type": block.type, "source": {"type": "url", "url": source.url}}
+        elif (
+            source.__class__ is Base64Source
+            and source.media_type.__class__ is str
+            and source.data.__class__ is str
+        ):
+            return {
+                "type": block.type,
+                "source": {
+                    "type": "base64",
+                    "media_type": source.media_type,
+                    "data": source.data,
+                },
+            }
+        return None
     return None
+
+
+_MEDIA_CLASSES = frozenset((ImageBlock, AudioBlock, VideoBlock))
 
 
 def checked_msg_json(msg: Msg, levels_above: int) -> dict[str, Any] | None:
@@ -602,16 +629,27 @@ def _fast_text(data: dict[str, Any]) -> TextBlock | None:
 
 
 def _fast_block(data: Any) -> Any:
-    """The block for *data* when it is well formed, else None (the converter will say why)."""
+    """The block for *data* when it is well formed, else None (the converter will say why).
+
+    The usual dicts (a block's required keys and nothing else: the length says so once the
+    required keys are found) are read by subscript, cheaper than ``get``.
+    """
     if data.__class__ is not dict:
         return None
-    get = data.get
-    tag = get("type")
+    tag = data.get("type")
     if tag == "text":
+        if len(data) == 2 and "text" in data:
+            text = data["text"]
+            return TextBlock(text) if text.__class__ is str else None
         return _fast_text(data)
     if tag == "tool_use":
-        block_id, name, arguments = get("id"), get("name"), get("input", _ABSENT)
-        raw_input, signature = get("raw_input"), get("thought_signature")
+        if len(data) == 4 and "input" in data and "id" in data and "name" in data:
+            block_id, name, arguments = data["id"], data["name"], data["input"]
+            raw_input = signature = None
+        else:
+            get = data.get
+            block_id, name, arguments = get("id"), get("name"), get("input", _ABSENT)
+            raw_input, signature = get("raw_input"), get("thought_signature")
         if (
             block_id.__class__ is not str
             or name.__class__ is not str
@@ -627,26 +665,32 @@ def _fast_block(data: Any) -> Any:
             return None
         return ToolUseBlock(block_id, name, arguments, raw_input, signature)
     if tag == "tool_result":
-        block_id, name, output = get("id"), get("name"), get("output", "")
+        block_id, name, output = data.get("id"), data.get("name"), data.get("output", "")
         if block_id.__class__ is not str or name.__class__ is not str:
             return None
         if output.__class__ is not str:
             if output.__class__ is not list:
                 return None
-            items = []
+            items: list[Any] = []
             for item in output:
-                block = (
-                    _fast_text(item)
-                    if item.__class__ is dict and item.get("type") == "text"
-                    else None
-                )
+                if item.__class__ is not dict:
+                    return None
+                item_tag = item.get("type")
+                if item_tag == "text":
+                    block = _fast_text(item)
+                elif item_tag.__class__ is str and item_tag in MEDIA_TYPES:
+                    block = _fast_block(item)
+                else:
+                    return None
                 if block is None:
                     return None
                 items.append(block)
-            output = items
+            result = ToolResultBlock(block_id, name)
+            result.output = items  # blocks already: nothing for the constructor to look at
+            return result
         return ToolResultBlock(block_id, name, output)
     if tag == "thinking":
-        thinking, signature = get("thinking"), get("signature")
+        thinking, signature = data.get("thinking"), data.get("signature")
         if thinking.__class__ is str and (signature is None or signature.__class__ is str):
             return ThinkingBlock(thinking, signature)
         return None
@@ -667,8 +711,18 @@ def fast_structure_msg(data: Any) -> Msg | None:
     message or says what is wrong). Never raises."""
     if data.__class__ is not dict:
         return None
-    get = data.get
-    name, role, content = get("name"), get("role"), get("content")
+    try:
+        # What every save writes; read by subscript, cheaper than get.
+        name, role, content = data["name"], data["role"], data["content"]
+        metadata, timestamp, msg_id = data["metadata"], data["timestamp"], data["id"]
+    except KeyError:
+        get = data.get
+        name, role, content = get("name"), get("role"), get("content")
+        metadata, timestamp, msg_id = get("metadata"), get("timestamp", ""), get("id", "")
+        invocation_id = get("invocation_id")
+    else:
+        # The six keys are there: a seventh can only be invocation_id (or one to ignore).
+        invocation_id = data.get("invocation_id") if len(data) > 6 else None
     if name.__class__ is not str or role.__class__ is not str or role not in _ROLES:
         return None
     if content.__class__ is not str:
@@ -681,13 +735,11 @@ def fast_structure_msg(data: Any) -> Msg | None:
                 return None
             blocks.append(block)
         content = blocks
-    metadata = get("metadata")
     if metadata is not None and (
         metadata.__class__ is not dict
         or (metadata and not _flat_json_object(metadata) and _json_problem(metadata, ""))
     ):
         return None
-    timestamp, msg_id, invocation_id = get("timestamp", ""), get("id", ""), get("invocation_id")
     if (
         timestamp.__class__ is not str
         or msg_id.__class__ is not str

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import gc
 import json
 import logging
 import os
@@ -93,6 +94,7 @@ def make_agent() -> ReActAgent:
 
 
 async def timed(fn: Any) -> float:
+    gc.collect()  # as on the agentscope-rt side: a full collection before each timed operation
     start = time.perf_counter()
     await fn()
     return time.perf_counter() - start
@@ -123,6 +125,7 @@ async def memory_rows(make: Any, msgs: list[Msg], repeats: int) -> dict[str, lis
     for r in range(repeats):
         memory = await make(r)
         adds.append(await timed(functools.partial(memory.add, msgs)))
+        gc.collect()
         start = time.perf_counter()
         out = await memory.get_memory()
         reads.append(time.perf_counter() - start)

@@ -26,6 +26,7 @@ __all__ = ["InMemoryMemory"]
 
 _Entry = tuple[Msg, list[str]]
 _first = operator.itemgetter(0)
+_msg_id = operator.attrgetter("id")
 
 
 def _content_to_json(entries: list[_Entry]) -> list[list[Any]]:
@@ -136,9 +137,13 @@ class InMemoryMemory(MemoryBase):
         self._reindex()
 
     def _reindex(self) -> None:
-        ids: dict[str, int] = {}
-        for msg, _ in self._entries:
-            ids[msg.id] = ids.get(msg.id, 0) + 1
+        # Ids are almost always unique: one C-level pass says so (a whole memory is reindexed
+        # on every load); otherwise count them.
+        ids = dict.fromkeys(map(_msg_id, map(_first, self._entries)), 1)
+        if len(ids) != len(self._entries):
+            ids = {}
+            for msg, _ in self._entries:
+                ids[msg.id] = ids.get(msg.id, 0) + 1
         self._ids = ids
 
     def _forget(self, msg_id: str) -> None:
