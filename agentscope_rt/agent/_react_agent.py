@@ -966,17 +966,19 @@ class ReActAgent(ReActAgentBase):
             )
             self.model.stream = False
             res = await self.model(prompt, structured_model=_REWRITE_SCHEMA)
-            if not isinstance(res, ChatResponse):
+            answer: ChatResponse | None
+            if isinstance(res, ChatResponse):
+                answer = res
+            else:
                 # Streaming after all (the model ignores the flag, or a task sharing it turned
                 # it back on while this call was being made): the last chunk is the answer.
-                last: ChatResponse | None = None
+                answer = None
                 async with aclosing(res) as chunks:
                     async for chunk in chunks:
-                        last = chunk
-                res = last
-            if res is not None:
-                self._add_usage(res.usage)
-                rewritten = (res.metadata or {}).get("rewritten_query")
+                        answer = chunk
+            if answer is not None:
+                self._add_usage(answer.usage)
+                rewritten = (answer.metadata or {}).get("rewritten_query")
                 if isinstance(rewritten, str) and rewritten.strip():
                     return rewritten
         except Exception as exc:
