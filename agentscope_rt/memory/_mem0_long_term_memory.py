@@ -26,6 +26,7 @@ import importlib.util
 import logging
 import os
 import sys
+import threading
 from collections.abc import AsyncGenerator, Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -53,16 +54,22 @@ PROVIDER = "agentscope_rt"
 class _LoopBridge:
     """Carries one of our async models into mem0's synchronous world.
 
-    mem0 calls its LLM and embedder from the worker thread the adapter started (or from
-    threads of its own); :meth:`run` sends the coroutine back to the event loop that is
-    waiting on that worker, identified by the token the adapter sets for the call.
+    mem0 calls its LLM and embedder from the worker thread the adapter started, or from
+    threads of its own; :meth:`run` sends the coroutine back to the event loop that is waiting
+    on that worker. From the worker thread itself it runs as part of the waiting task, so
+    cancelling the adapter's call cancels the model call too (with an explicit token, trio
+    would run it as a system task that no cancellation reaches); from mem0's own threads it
+    goes through the loop's token.
     """
 
     def __init__(self, model: Any) -> None:
         self.model = model
-        self.token: Any = None
+        self.token: anyio.lowlevel.EventLoopToken | None = None
+        self.worker: int | None = None
 
     def run(self, function: Callable[..., Coroutine[Any, Any, T]], *args: Any) -> T:
+        if threading.get_ident() == self.worker:
+            return anyio.from_thread.run(function, *args)
         if self.token is None:
             raise RuntimeError(
                 "the agentscope_rt mem0 provider was called outside a Mem0LongTermMemory "
@@ -367,6 +374,8 @@ class Mem0LongTermMemory(LongTermMemoryBase):
             try:
 
                 def call() -> T:
+                    for bridge in self._bridges:
+                        bridge.worker = threading.get_ident()
                     if self.long_term_working_memory is None:
                         self.long_term_working_memory = self._memory_class(self._config)
                     return function(self.long_term_working_memory, *args, **kwargs)
@@ -374,7 +383,7 @@ class Mem0LongTermMemory(LongTermMemoryBase):
                 return await anyio.to_thread.run_sync(call)
             finally:
                 for bridge in self._bridges:
-                    bridge.token = None
+                    bridge.token = bridge.worker = None
 
     def _ids(self) -> dict[str, str]:
         ids = {"user_id": self.user_id, "agent_id": self.agent_id, "run_id": self.run_id}

@@ -232,3 +232,45 @@ def test_one_memory_serves_asyncio_then_trio(embedding: LocalTextEmbedding, tmp_
 
     anyio.run(remember)
     assert anyio.run(recall, backend="trio") == "User play the piano."
+
+
+async def test_cancelling_a_call_cancels_the_model_call_and_leaves_the_memory_usable(
+    embedding: LocalTextEmbedding, tmp_path: Path
+) -> None:
+    entered = anyio.Event()
+    cancelled: list[str] = []
+    extractor = Extractor()
+
+    async def slow_extractor(messages: list[dict[str, Any]], tools: Any) -> str:
+        if not entered.is_set():
+            entered.set()
+            try:
+                await anyio.sleep_forever()
+            except anyio.get_cancelled_exc_class():
+                cancelled.append("model call")
+                raise
+        return extractor(messages, tools)
+
+    async with Mem0LongTermMemory(
+        user_name="ada",
+        model=FunctionChatModel(slow_extractor),
+        embedding_model=embedding,
+        mem0_config=_config(tmp_path),
+    ) as memory:
+        with anyio.CancelScope() as scope:
+            async with anyio.create_task_group() as tg:
+
+                async def cancel_when_mem0_waits() -> None:
+                    await entered.wait()
+                    scope.cancel()
+
+                tg.start_soon(cancel_when_mem0_waits)
+                await memory.record([Msg("user", "I play the piano.", "user")])
+        # The model call mem0's thread was waiting on was cancelled with the caller, mem0
+        # stopped, and only then was the cancellation delivered.
+        assert scope.cancelled_caught and cancelled == ["model call"]
+        assert await memory.retrieve(Msg("user", "What instrument do I play?", "user")) == ""
+        # The memory is free for the next call.
+        await memory.record([Msg("user", "I play the piano.", "user")])
+        question = Msg("user", "What instrument do I play?", "user")
+        assert await memory.retrieve(question) == "User play the piano."
