@@ -45,6 +45,10 @@ pytestmark = pytest.mark.filterwarnings("error::ResourceWarning")
 KEY = "sk-hardening-0123456789abcdef"
 NO_RETRY = RetryConfig(max_retries=0)
 ONE_RETRY = RetryConfig(max_retries=1, initial_delay=0.0, jitter=0.0)
+# For agents making several requests: the scripted Ollama/Gemini server closes the connection
+# after a stream, and a client may pick the pooled connection before it sees the close; a
+# request that never reached the server is simply sent again.
+RECONNECT = RetryConfig(max_retries=2, initial_delay=0.0, jitter=0.0)
 
 # Argument texts a model may stream that Python's json module accepts but strict JSON does not.
 BAD_ARGUMENTS = {
@@ -282,7 +286,7 @@ async def test_arguments_that_are_not_strict_json_are_an_argument_error(
         provider.answer(text="Sorry, let me retry."),
         provider.answer(text="Still here."),
     )
-    agent = _agent(provider, wire)
+    agent = _agent(provider, wire, RECONNECT)
     async with agent.model:  # type: ignore[attr-defined]
         reply = await agent(Msg("user", "Weather in Oslo?", "user"))
         assert reply.get_text_content() == "Sorry, let me retry."
@@ -409,7 +413,7 @@ async def test_a_stream_cut_before_its_end_marker_leaves_memory_unchanged(
 ) -> None:
     provider = Provider(name, stream=True)
     server = _serve(provider, wire, _cut(provider), provider.answer(text="Back again."))
-    agent = _agent(provider, wire)
+    agent = _agent(provider, wire, RECONNECT)
     async with agent.model:  # type: ignore[attr-defined]
         with pytest.raises(ModelAPIError, match="the stream was cut") as info:
             await agent(Msg("user", "Weather in Oslo?", "user"))
@@ -508,7 +512,7 @@ async def test_text_with_a_lone_surrogate_keeps_the_agent_usable(
         provider.answer(text="Odd \ud800 text \U0001f600."),
         provider.answer(text="Still here."),
     )
-    agent = _agent(provider, wire)
+    agent = _agent(provider, wire, RECONNECT)
     async with agent.model:  # type: ignore[attr-defined]
         reply = await agent(Msg("user", "Hi", "user"))
         # The lone surrogate became U+FFFD; a real pair (the emoji) is kept.
