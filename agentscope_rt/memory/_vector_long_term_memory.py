@@ -28,6 +28,9 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+import anyio
+import anyio.lowlevel
+
 from ..message import Msg, TextBlock
 from ..tool import ToolResponse
 from ._long_term_memory import LongTermMemoryBase, LoopLock
@@ -254,8 +257,6 @@ class VectorLongTermMemory(LongTermMemoryBase):
                 if hits and hits[0].id == fact_id:
                     result["unchanged"].append(fact)
                     continue
-                if hits:
-                    await self.store.delete(ids=[hits[0].id])
                 block = TextBlock(text=fact)
                 doc = Document(
                     metadata=DocMetadata(
@@ -264,8 +265,15 @@ class VectorLongTermMemory(LongTermMemoryBase):
                     id=fact_id,
                     embedding=vector,
                 )
-                await self.store.add([doc])
+                # A replacement is whole or not at all: an interrupt here must neither lose
+                # the old fact without the new one nor leave both.
+                with anyio.CancelScope(shield=True):
+                    await self.store.add([doc])
+                    if hits:
+                        await self.store.delete(ids=[hits[0].id])
                 result["replaced" if hits else "added"].append(fact)
+                # ... and a cancellation that came meanwhile is delivered now.
+                await anyio.lowlevel.checkpoint_if_cancelled()
         return result
 
     async def delete_facts(self, facts: list[str]) -> None:

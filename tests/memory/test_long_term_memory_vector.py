@@ -387,3 +387,38 @@ def test_one_memory_serves_asyncio_then_trio(embedding: LocalTextEmbedding) -> N
     anyio.run(remember)
     assert anyio.run(recall, backend="trio") == "I play the piano."
     anyio.run(memory.close)
+
+
+class GatedStore(ListStore):
+    """A store whose writes wait for a go-ahead, like a slow database."""
+
+    def __init__(self, dimensions: int) -> None:
+        super().__init__(dimensions)
+        self.writing = anyio.Event()
+        self.go_ahead = anyio.Event()
+
+    async def add(self, documents: list[Document], **kwargs: Any) -> None:
+        self.writing.set()
+        await self.go_ahead.wait()
+        await super().add(documents)
+
+
+async def test_an_interrupted_replacement_is_completed(embedding: LocalTextEmbedding) -> None:
+    store = GatedStore(embedding.dimensions)
+    store.go_ahead.set()
+    memory = VectorLongTermMemory(embedding, store, user_id="ada")
+    await memory.add_facts(["I have two children."])
+    store.go_ahead = anyio.Event()
+    store.writing = anyio.Event()
+    with anyio.CancelScope() as scope:
+        async with anyio.create_task_group() as tg:
+
+            async def interrupt_the_write() -> None:
+                await store.writing.wait()
+                scope.cancel()
+                store.go_ahead.set()
+
+            tg.start_soon(interrupt_the_write)
+            await memory.add_facts(["I have three children."])
+    assert scope.cancelled_caught
+    assert await _all_facts(memory) == ["I have three children."]
