@@ -320,3 +320,18 @@ async def test_the_model_records_and_retrieves_through_the_tools() -> None:
         ]
         assert "Successfully recorded content to memory" in results[0][0].text
         assert results[1][0].text == "Ada prefers window seats on flights."
+
+
+async def test_saving_the_agent_saves_the_memorys_settings_not_its_facts() -> None:
+    async with VectorLongTermMemory(user_id="ada", agent_name="Friday") as ltm:
+        await ltm.add_facts(["I am vegetarian."])
+        agent = make_agent(ScriptedChatModel([]), long_term_memory=ltm)
+        state = agent.state_dict()["long_term_memory"]
+        assert state == {
+            "user_id": "ada",
+            "agent_name": "Friday",
+            "score_threshold": 0.25,
+            "dedup_threshold": 0.9,
+            "record_roles": ["user"],
+        }
+        assert "vegetarian" not in repr(agent.state_dict())
