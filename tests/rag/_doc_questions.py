@@ -61,7 +61,7 @@ QUESTIONS: list[tuple[str, str]] = [
         "`warnings.warn` was chosen over logging",
     ),
     (
-        "A tool must not act twice after a durable reply restarts: what should it do?",
+        "A tool must not have its effect twice after a durable reply restarts: what should it do?",
         "should be idempotent or check before acting",
     ),
     (

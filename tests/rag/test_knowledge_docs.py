@@ -4,7 +4,7 @@
 all-MiniLM-L6-v2 model and stored in ``QdrantStore(":memory:")`` through ``SimpleKnowledge``;
 then each question of ``_doc_questions.py`` is asked and the rank of the chunk holding its
 phrase is checked. Measured here (26 questions, about 1,500 chunks): recall@1 0.65,
-recall@5 0.81; the floors below sit slightly under that.
+recall@5 0.81; the floors below leave room for two more misses (the docs keep changing).
 
 The corpus is embedded once per module (about 30 s of CPU for the local model; a cache in a
 temporary folder then serves every test on both backends), so each test only stores the
@@ -33,8 +33,8 @@ from ._doc_questions import QUESTIONS
 
 DOCS = Path(__file__).parents[2] / "docs"
 CHUNK_SIZE = 512
-RECALL_AT_1_FLOOR = 0.6
-RECALL_AT_5_FLOOR = 0.75
+RECALL_AT_1_FLOOR = 0.57
+RECALL_AT_5_FLOOR = 0.73
 # Docs are edited over time; a question whose phrase no longer sits in exactly one chunk is
 # left out of the figures, as long as this many remain.
 MIN_QUESTIONS = 22
@@ -102,6 +102,7 @@ async def test_recall_over_the_docs(corpus: Corpus, knowledge: SimpleKnowledge) 
     recall_1 = sum(r == 1 for r in ranks.values()) / n
     recall_5 = sum(r is not None for r in ranks.values()) / n
     report = json.dumps(ranks, indent=1)
+    print(f"recall@1 {recall_1:.2f}, recall@5 {recall_5:.2f} over {n} questions")
     assert recall_1 >= RECALL_AT_1_FLOOR, f"recall@1 {recall_1:.2f} over {n}: {report}"
     assert recall_5 >= RECALL_AT_5_FLOOR, f"recall@5 {recall_5:.2f} over {n}: {report}"
 
