@@ -15,10 +15,12 @@ import json
 import re
 import threading
 from collections import deque
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import attrs
+
+from .._local_http import LocalHTTPServer, send_json
 
 KEY = "sk-test-9f8e7d6c5b4a-secret"
 """The key the server accepts."""
@@ -51,7 +53,7 @@ class Failure:
     headers: dict[str, str] = attrs.field(factory=dict)
 
 
-class EmbeddingServer:
+class EmbeddingServer(LocalHTTPServer):
     """Serves all four protocols; use as a context manager."""
 
     def __init__(self) -> None:
@@ -80,37 +82,13 @@ class EmbeddingServer:
                 self._send(status, answer)
 
             def _send(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                for key, value in (headers or {}).items():
-                    self.send_header(key, value)
-                self.end_headers()
-                self.wfile.write(data)
+                send_json(self, status, body, headers)
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
-        )
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
+        super().__init__(Handler)
 
     def fail(self, *failures: Failure) -> None:
         """Answer the next requests with these failures, in order."""
         self.failures.extend(failures)
-
-    def __enter__(self) -> EmbeddingServer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        self._thread.join(5)
 
     # -- the protocols ------------------------------------------------------------------
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import base64
 import http.server
 import re
-import threading
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -42,6 +41,8 @@ from agentscope_rt.message import (
     URLSource,
     VideoBlock,
 )
+
+from .._local_http import LocalHTTPServer
 
 DATA = Path(__file__).parent / "data"
 PNG = (DATA / "pixel.png").read_bytes()
@@ -79,15 +80,8 @@ class _MediaServer(http.server.BaseHTTPRequestHandler):
 def media_server() -> Iterator[tuple[str, list[str]]]:
     hits: list[str] = []
     handler = type("Handler", (_MediaServer,), {"hits": hits})
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", hits
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with LocalHTTPServer(handler) as server:
+        yield server.url, hits
 
 
 def _image(url: str) -> ImageBlock:

@@ -17,10 +17,12 @@ import socket
 import threading
 import time
 from collections import deque
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import attrs
+
+from .._local_http import LocalHTTPServer, send_body, send_json
 
 
 @attrs.define
@@ -70,7 +72,7 @@ class Recorded:
     """The client's address: one peer for two requests means one reused connection."""
 
 
-class WireServer:
+class WireServer(LocalHTTPServer):
     """The scripted server; use as a context manager (the fixture does)."""
 
     def __init__(self) -> None:
@@ -124,27 +126,12 @@ class WireServer:
             def _send_json(
                 self, status: int, body: Any, headers: dict[str, str] | None = None
             ) -> None:
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                for key, value in (headers or {}).items():
-                    self.send_header(key, value)
-                self.end_headers()
-                self.wfile.write(data)
-                self.wfile.flush()
+                send_json(self, status, body, headers)
 
             def _send_raw(
                 self, status: int, data: bytes, content_type: str, headers: dict[str, str]
             ) -> None:
-                self.send_response(status)
-                self.send_header("content-type", content_type)
-                self.send_header("content-length", str(len(data)))
-                for key, value in headers.items():
-                    self.send_header(key, value)
-                self.end_headers()
-                self.wfile.write(data)
-                self.wfile.flush()
+                send_body(self, status, data, content_type, headers)
 
             def _send_events(self, reply: Reply) -> None:
                 self.send_response(reply.status)
@@ -176,31 +163,15 @@ class WireServer:
                     server.disconnected.set()
                     self.close_connection = True
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
-        )
-
-    @property
-    def url(self) -> str:
-        """The server's base URL, e.g. ``http://127.0.0.1:54321``."""
-        port = self._httpd.server_address[1]
-        return f"http://127.0.0.1:{port}"
+        super().__init__(Handler)
 
     def add(self, *replies: Reply) -> None:
         """Append replies to the script."""
         self.script.extend(replies)
 
-    def __enter__(self) -> WireServer:
-        self._thread.start()
-        return self
-
     def __exit__(self, *exc: object) -> None:
         self.gate.set()
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        self._thread.join(5)
+        super().__exit__(*exc)
 
 
 def free_port_url() -> str:

@@ -17,12 +17,13 @@ import threading
 from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import attrs
 
+from .._local_http import LocalHTTPServer
 from ._wire_servers import echo_body
 
 
@@ -63,13 +64,12 @@ class ScriptedServer:
         self.gate = threading.Event()
         self.disconnected = threading.Event()
         self.completed_streams = 0
-        self._httpd: ThreadingHTTPServer | None = None
+        self._http: LocalHTTPServer | None = None
 
     @property
     def url(self) -> str:
-        assert self._httpd is not None
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host!s}:{port}"
+        assert self._http is not None
+        return self._http.url
 
     def add(self, *answers: Answer) -> None:
         self.script.extend(answers)
@@ -149,18 +149,12 @@ def running_server() -> Iterator[ScriptedServer]:
         def do_POST(self) -> None:
             server._answer(self)
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    httpd.daemon_threads = True
-    server._httpd = httpd
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05})
-    thread.start()
-    try:
-        yield server
-    finally:
-        server.gate.set()
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join()
+    server._http = LocalHTTPServer(Handler, poll_interval=0.05)
+    with server._http:
+        try:
+            yield server
+        finally:
+            server.gate.set()
 
 
 # -- payload builders ---------------------------------------------------------------------------

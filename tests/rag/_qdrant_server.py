@@ -13,8 +13,10 @@ import json
 import math
 import re
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from .._local_http import LocalHTTPServer, send_json
 
 
 def _cosine(a: list[float], b: list[float]) -> float:
@@ -23,7 +25,7 @@ def _cosine(a: list[float], b: list[float]) -> float:
     return dot / norm if norm else 0.0
 
 
-class QdrantServer:
+class QdrantServer(LocalHTTPServer):
     """An in-memory Qdrant REST server in a background thread (use as a context manager)."""
 
     def __init__(self) -> None:
@@ -41,12 +43,7 @@ class QdrantServer:
                 return json.loads(self.rfile.read(length)) if length else None
 
             def _send(self, result: Any, status: int = 200) -> None:
-                data = json.dumps({"result": result, "status": "ok", "time": 0.0}).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                send_json(self, status, {"result": result, "status": "ok", "time": 0.0})
 
             def _handle(self, method: str) -> None:
                 path = self.path.split("?")[0]
@@ -56,12 +53,7 @@ class QdrantServer:
                     if path == "/" and method == "GET":
                         # The client warns unless the server is of its own minor version.
                         version = importlib.metadata.version("qdrant-client")
-                        data = json.dumps({"title": "qdrant", "version": version}).encode()
-                        self.send_response(200)
-                        self.send_header("Content-Type", "application/json")
-                        self.send_header("Content-Length", str(len(data)))
-                        self.end_headers()
-                        self.wfile.write(data)
+                        send_json(self, 200, {"title": "qdrant", "version": version})
                         return
                     match = re.fullmatch(r"/collections/([^/]+)(/.*)?", path)
                     if match is None:
@@ -83,13 +75,7 @@ class QdrantServer:
             def do_POST(self) -> None:
                 self._handle("POST")
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
+        super().__init__(Handler)
 
     def _dispatch(self, method: str, name: str, rest: str, body: Any) -> Any:
         update = {"operation_id": 0, "status": "completed"}
@@ -135,12 +121,3 @@ class QdrantServer:
                     del points[pid]
             return update
         return NotImplemented
-
-    def __enter__(self) -> QdrantServer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        self._thread.join(5)

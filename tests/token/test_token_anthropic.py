@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import http.server
 import json
-import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,6 +14,8 @@ from agentscope_rt.exception import ModelAPIError
 from agentscope_rt.formatter import AnthropicChatFormatter
 from agentscope_rt.message import Msg, ToolResultBlock, ToolUseBlock
 from agentscope_rt.token import AnthropicTokenCounter
+
+from .._local_http import LocalHTTPServer
 
 SECRET = "sk-ant-test-secret-0123456789"
 
@@ -76,15 +77,8 @@ class _CountTokensHandler(http.server.BaseHTTPRequestHandler):
 def anthropic_server() -> Iterator[tuple[str, list[dict[str, Any]]]]:
     seen: list[dict[str, Any]] = []
     handler = type("Handler", (_CountTokensHandler,), {"requests": seen})
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", seen
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with LocalHTTPServer(handler) as server:
+        yield server.url, seen
 
 
 def _counter(base_url: str, model: str = "claude-sonnet-4-5") -> AnthropicTokenCounter:

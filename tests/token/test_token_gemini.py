@@ -14,9 +14,8 @@ token and the counted fields side by side, as Vertex's CountTokensRequest has th
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import httpx
@@ -27,6 +26,8 @@ from agentscope_rt.formatter import GeminiChatFormatter
 from agentscope_rt.message import Msg
 from agentscope_rt.model import RetryConfig
 from agentscope_rt.token import GeminiTokenCounter
+
+from .._local_http import LocalHTTPServer, send_body
 
 SECRET = "AIza-test-gemini-secret-7f3e1d"
 VERTEX_TOKEN = "ya29.test-vertex-access-token"
@@ -148,7 +149,7 @@ def _error(code: int, status: str, message: str) -> dict[str, Any]:
     return {"error": {"code": code, "message": message, "status": status}}
 
 
-class CountTokensServer:
+class CountTokensServer(LocalHTTPServer):
     """The endpoint on 127.0.0.1, in a thread. Model names pick special answers:
     ``overloaded`` (503), ``echo-key`` (400 quoting the key it was sent), ``not-json`` and
     ``zero`` (a 200 answer without ``totalTokens``, as protobuf JSON writes a 0)."""
@@ -232,24 +233,10 @@ class CountTokensServer:
                 self._send_raw(status, json.dumps(payload).encode(), "application/json")
 
             def _send_raw(self, status: int, data: bytes, content_type: str) -> None:
-                self.send_response(status)
-                self.send_header("content-type", content_type)
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                send_body(self, status, data, content_type)
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.base_url = f"http://127.0.0.1:{self._httpd.server_address[1]}"
-        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.01,), daemon=True)
-
-    def __enter__(self) -> CountTokensServer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        self._thread.join()
+        super().__init__(Handler)
+        self.base_url = self.url
 
 
 @pytest.fixture
