@@ -4,11 +4,13 @@ deterministic embedding model that counts its calls."""
 from __future__ import annotations
 
 import hashlib
+import itertools
 import math
 import re
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from agentscope_rt.embedding import EmbeddingModelBase, EmbeddingResponse
@@ -270,3 +272,34 @@ async def test_retrieve_knowledge_formats_each_score_as_python_prints_it() -> No
         "Score: None, Content: second",
     ]
     assert kb.args == ("q", 3, 0.2, {"extra": 1})
+
+
+async def test_other_tasks_run_between_the_slices_of_a_large_add() -> None:
+    texts = [f"chunk number {i} of the corpus" for i in range(4 * STORE_BATCH)]
+    ticks = 0
+    seen_at_slice: list[int] = []
+    done = anyio.Event()
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while not done.is_set():
+            ticks += 1
+            await anyio.lowlevel.checkpoint()
+
+    async with QdrantStore(":memory:", "kb", DIMS) as store:
+        original_add = store.add
+
+        async def recording_add(documents: list[Document], **kwargs: Any) -> None:
+            seen_at_slice.append(ticks)
+            await original_add(documents, **kwargs)
+
+        store.add = recording_add  # type: ignore[method-assign]
+        kb = SimpleKnowledge(store, CountingEmbedding())
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(ticker)
+            await kb.add_documents([doc(t, i) for i, t in enumerate(texts)])
+            done.set()
+        assert await stored_count(store) == len(texts)
+    assert len(seen_at_slice) == 4
+    # The ticking task ran while each slice was being stored.
+    assert all(b > a for a, b in itertools.pairwise(seen_at_slice))
