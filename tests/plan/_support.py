@@ -10,6 +10,18 @@ from agentscope_rt.tool import ToolResponse
 
 TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}$")
 
+PLAN_TOOLS = [
+    "view_subtasks",
+    "update_subtask_state",
+    "finish_subtask",
+    "create_plan",
+    "revise_current_plan",
+    "finish_plan",
+    "view_historical_plans",
+    "recover_historical_plan",
+]
+"""The plan notebook's tools, in the order ``list_tools`` gives them (AgentScope's)."""
+
 
 def subtask_dict(name: str, **extra: Any) -> dict[str, Any]:
     """A subtask as a model sends it."""

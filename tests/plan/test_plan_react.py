@@ -12,19 +12,9 @@ from agentscope_rt.message import Msg
 from agentscope_rt.model import ModelCall, ScriptedChatModel, reply, tool_call
 from agentscope_rt.plan import DefaultPlanToHint, PlanNotebook
 
-from ._support import subtask_dict
+from ._support import PLAN_TOOLS, subtask_dict
 
 HINT = DefaultPlanToHint()
-PLAN_TOOLS = [
-    "view_subtasks",
-    "update_subtask_state",
-    "finish_subtask",
-    "create_plan",
-    "revise_current_plan",
-    "finish_plan",
-    "view_historical_plans",
-    "recover_historical_plan",
-]
 
 
 def _agent(model: ScriptedChatModel, notebook: PlanNotebook, **kwargs: Any) -> ReActAgent:

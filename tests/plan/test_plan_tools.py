@@ -12,7 +12,7 @@ import pytest
 
 from agentscope_rt.plan import PlanNotebook, SubTask
 
-from ._support import notebook_with, states, subtask, subtask_dict, text_of
+from ._support import PLAN_TOOLS, notebook_with, states, subtask, subtask_dict, text_of
 
 NO_PLAN = (
     "Error: The current plan is None, you need to create a plan by calling create_plan() first."
@@ -549,16 +549,7 @@ def test_constructor_checks_its_arguments() -> None:
 
 
 def test_list_tools_order() -> None:
-    assert [tool.__name__ for tool in PlanNotebook().list_tools()] == [
-        "view_subtasks",
-        "update_subtask_state",
-        "finish_subtask",
-        "create_plan",
-        "revise_current_plan",
-        "finish_plan",
-        "view_historical_plans",
-        "recover_historical_plan",
-    ]
+    assert [tool.__name__ for tool in PlanNotebook().list_tools()] == PLAN_TOOLS
 
 
 async def test_the_plan_owns_its_subtasks() -> None:
