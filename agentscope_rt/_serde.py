@@ -522,6 +522,14 @@ def checked_msg_json(msg: Msg, levels_above: int) -> dict[str, Any] | None:
         # The message's dict and its content list enclose the block.
         block_levels = levels_above + 2
         for block in content:
+            # Plain text, the most common block, without a call.
+            if (
+                block.__class__ is TextBlock
+                and block.thought_signature is None
+                and block.text.__class__ is str
+            ):
+                blocks.append({"type": "text", "text": block.text})
+                continue
             data = _checked_block_json(block, block_levels)
             if data is None:
                 return None
@@ -620,11 +628,19 @@ def _optional_str(value: Any) -> bool:
     return value is None or value.__class__ is str
 
 
+# Blocks built here get every field set directly, as the constructors would set them: a
+# constructor call costs more than the rest of reading the block.
+_new = object.__new__
+
+
 def _fast_text(data: dict[str, Any]) -> TextBlock | None:
     text = data.get("text")
     signature = data.get("thought_signature")
     if text.__class__ is str and (signature is None or signature.__class__ is str):
-        return TextBlock(text, signature)
+        block = _new(TextBlock)
+        block.text = text
+        block.thought_signature = signature
+        return block
     return None
 
 
@@ -640,7 +656,12 @@ def _fast_block(data: Any) -> Any:
     if tag == "text":
         if len(data) == 2 and "text" in data:
             text = data["text"]
-            return TextBlock(text) if text.__class__ is str else None
+            if text.__class__ is not str:
+                return None
+            text_block = _new(TextBlock)
+            text_block.text = text
+            text_block.thought_signature = None
+            return text_block
         return _fast_text(data)
     if tag == "tool_use":
         if len(data) == 4 and "input" in data and "id" in data and "name" in data:
@@ -663,7 +684,13 @@ def _fast_block(data: Any) -> Any:
             _flat_json_object(arguments) or not _json_problem(arguments, "")
         ):
             return None
-        return ToolUseBlock(block_id, name, arguments, raw_input, signature)
+        call = _new(ToolUseBlock)
+        call.id = block_id
+        call.name = name
+        call.input = {} if arguments is None else arguments
+        call.raw_input = raw_input
+        call.thought_signature = signature
+        return call
     if tag == "tool_result":
         block_id, name, output = data.get("id"), data.get("name"), data.get("output", "")
         if block_id.__class__ is not str or name.__class__ is not str:
@@ -685,8 +712,10 @@ def _fast_block(data: Any) -> Any:
                 if block is None:
                     return None
                 items.append(block)
-            result = ToolResultBlock(block_id, name)
-            result.output = items  # blocks already: nothing for the constructor to look at
+            result = _new(ToolResultBlock)
+            result.id = block_id
+            result.name = name
+            result.output = items
             return result
         return ToolResultBlock(block_id, name, output)
     if tag == "thinking":
@@ -730,9 +759,20 @@ def fast_structure_msg(data: Any) -> Msg | None:
             return None
         blocks = []
         for item in content:
-            block = _fast_block(item)
-            if block is None:
-                return None
+            # {"type": "text", "text": str}, the most common block, without a call.
+            if (
+                item.__class__ is dict
+                and len(item) == 2
+                and item.get("type") == "text"
+                and item.get("text").__class__ is str
+            ):
+                block = _new(TextBlock)
+                block.text = item["text"]
+                block.thought_signature = None
+            else:
+                block = _fast_block(item)
+                if block is None:
+                    return None
             blocks.append(block)
         content = blocks
     if metadata is not None and (

@@ -53,7 +53,7 @@ def _content_to_json(entries: list[_Entry]) -> list[list[Any]]:
             entry = [unstructure_msg(msg), list(marks)]
             _check_json_within(entry, f"content[{index}]", 1)
         else:
-            entry = [msg_json, list(marks)]
+            entry = [msg_json, list(marks) if marks else []]
         data.append(entry)
     return data
 

@@ -135,20 +135,50 @@ def _encode(modules: Mapping[str, StateModule]) -> bytes:
     return json.dumps(states, ensure_ascii=False).encode("utf-8", errors="surrogatepass")
 
 
+# Every byte to "0" (a digit), "1" (what may come right before a number: [ : , - or
+# whitespace) or "2" (anything else), for _may_hold_a_long_integer.
+_NUMBER_SHAPE = bytes(
+    ord("0") if byte in b"0123456789" else ord("1") if byte in b"[:,- \t\r\n" else ord("2")
+    for byte in range(256)
+)
+_LONG_INTEGER = b"1" + b"0" * 19
+
+
+def _may_hold_a_long_integer(data: bytes) -> bool:
+    """Whether *data* may hold an integer of 19 digits or more, which orjson would read as a
+    float (beyond 64 bits) where json reads an int. Digits in a string after one of those
+    characters also say yes: json then reads the document, the same as before."""
+    return _LONG_INTEGER in data.translate(_NUMBER_SHAPE)
+
+
+_NOT_READ: Any = object()
+
+
+def _orjson_loads(data: bytes) -> Any:
+    """*data* read by orjson, or ``_NOT_READ`` for what it refuses and json reads (NaN,
+    Infinity, lone surrogates, which AgentScope's files may hold) or refuses with its own
+    message (json's is the one users see)."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return _NOT_READ
+
+
 def decode_session_state(data: bytes | str, where: str) -> dict[str, Any]:
     """Parse a stored session state.
 
     :param where: names the session and its storage location in error messages.
     :raises SessionError: when *data* is not UTF-8 JSON holding an object of objects.
     """
-    # json, not orjson: orjson reads integers beyond 64 bits as floats, and telling whether a
-    # document holds one costs about what orjson saves over json here.
-    try:
-        text = data.decode("utf-8", errors="surrogatepass") if isinstance(data, bytes) else data
-        with _gc_paused():
-            states = json.loads(text)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise SessionError(f"{where} is corrupted: not valid JSON ({exc})") from None
+    raw = data if isinstance(data, bytes) else data.encode("utf-8", errors="surrogatepass")
+    with _gc_paused():
+        states = _NOT_READ if _may_hold_a_long_integer(raw) else _orjson_loads(raw)
+        if states is _NOT_READ:
+            try:
+                text = raw.decode("utf-8", errors="surrogatepass")
+                states = json.loads(text)
+            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+                raise SessionError(f"{where} is corrupted: not valid JSON ({exc})") from None
     if not isinstance(states, dict):
         raise SessionError(
             f"{where} is not a session state: expected a JSON object of named states, "
