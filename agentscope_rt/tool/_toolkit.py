@@ -72,7 +72,11 @@ from ._execution import (
     text_response,
     timeout_text,
 )
-from ._function_schema import build_function_schema, normalize_parameters_schema
+from ._function_schema import (
+    arguments_validator,
+    build_function_schema,
+    normalize_parameters_schema,
+)
 from ._quick_check import compile_quick_check
 from ._response import ToolResponse
 from ._skill import (
@@ -495,8 +499,8 @@ class Toolkit(StateModule):
 
         parameters = schema["function"]["parameters"]
         try:
-            validator_cls = jsonschema.validators.validator_for(parameters)
-            validator_cls.check_schema(parameters)
+            # A validator in which a number is finite: Python's json reads NaN and Infinity.
+            validator = arguments_validator(parameters)
         except jsonschema.SchemaError as exc:
             raise ToolRegistrationError(
                 f"the parameters schema of tool {name!r} is not a valid JSON schema: {exc.message}"
@@ -512,7 +516,7 @@ class Toolkit(StateModule):
             original_func=func,
             json_schema=schema,
             kind=kind,
-            validator=validator_cls(parameters),
+            validator=validator,
             quick_check=compile_quick_check(parameters),
             preset_kwargs=presets,
             accepted_names=accepted,

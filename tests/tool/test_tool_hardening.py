@@ -184,3 +184,32 @@ def test_finite_numbers_are_accepted_by_both_checks() -> None:
 def test_the_arguments_validator_checks_the_schema() -> None:
     with pytest.raises(jsonschema.SchemaError):
         arguments_validator({"type": "object", "properties": {"x": {"type": 5}}})
+
+
+async def test_a_float_parameter_refuses_nan_and_infinity_from_the_model() -> None:
+    from agentscope_rt.message import TextBlock, ToolUseBlock
+    from agentscope_rt.tool import Toolkit, ToolResponse
+
+    def scale(x: float) -> ToolResponse:
+        """Scale a number.
+
+        Args:
+            x: The number.
+        """
+        return ToolResponse(content=[TextBlock(text=str(x * 2))])
+
+    toolkit = Toolkit()
+    toolkit.register_tool_function(scale)
+
+    async def call(value: float) -> str:
+        chunks = [
+            c
+            async for c in await toolkit.call_tool_function(
+                ToolUseBlock(id="1", name="scale", input={"x": value})
+            )
+        ]
+        return str(chunks[-1].content[0]["text"])
+
+    assert await call(1.5) == "3.0"
+    for bad in (float("nan"), float("inf"), float("-inf")):
+        assert "is not of type 'number'" in await call(bad)
