@@ -11,6 +11,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 
 
+class QuietHandler(BaseHTTPRequestHandler):
+    """A request handler that keeps the test output clean: it logs no requests."""
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+
 class LocalHTTPServer:
     """Serves *handler* on a free port of 127.0.0.1 while the ``with`` block runs.
 

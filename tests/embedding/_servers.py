@@ -15,12 +15,11 @@ import json
 import re
 import threading
 from collections import deque
-from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import attrs
 
-from .._local_http import LocalHTTPServer, send_json
+from .._local_http import LocalHTTPServer, QuietHandler, send_json
 
 KEY = "sk-test-9f8e7d6c5b4a-secret"
 """The key the server accepts."""
@@ -62,11 +61,8 @@ class EmbeddingServer(LocalHTTPServer):
         self._lock = threading.Lock()
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: Any) -> None:
-                return
 
             def do_POST(self) -> None:
                 raw = self.rfile.read(int(self.headers.get("content-length") or 0))

@@ -4,7 +4,6 @@ AgentScope on purpose (documented in docs/formatter.md)."""
 from __future__ import annotations
 
 import base64
-import http.server
 import re
 import warnings
 from collections.abc import Iterator
@@ -42,7 +41,7 @@ from agentscope_rt.message import (
     VideoBlock,
 )
 
-from .._local_http import LocalHTTPServer
+from .._local_http import LocalHTTPServer, QuietHandler
 
 DATA = Path(__file__).parent / "data"
 PNG = (DATA / "pixel.png").read_bytes()
@@ -50,7 +49,7 @@ PNG_B64 = base64.b64encode(PNG).decode()
 WAV = (DATA / "tone.wav").read_bytes()
 
 
-class _MediaServer(http.server.BaseHTTPRequestHandler):
+class _MediaServer(QuietHandler):
     """Serves /pixel.png, /tone.wav, /image (no extension); 404 otherwise."""
 
     hits: list[str]
@@ -71,9 +70,6 @@ class _MediaServer(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        return
 
 
 @pytest.fixture

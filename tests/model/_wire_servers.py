@@ -17,12 +17,11 @@ import socket
 import threading
 import time
 from collections import deque
-from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import attrs
 
-from .._local_http import LocalHTTPServer, send_body, send_json
+from .._local_http import LocalHTTPServer, QuietHandler, send_body, send_json
 
 
 @attrs.define
@@ -84,11 +83,8 @@ class WireServer(LocalHTTPServer):
         self._lock = threading.Lock()
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: Any) -> None:
-                return
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length") or 0)

@@ -23,7 +23,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import attrs
 
-from .._local_http import LocalHTTPServer
+from .._local_http import LocalHTTPServer, QuietHandler
 from ._wire_servers import echo_body
 
 
@@ -140,11 +140,8 @@ def running_server() -> Iterator[ScriptedServer]:
     """Start a :class:`ScriptedServer` on a free port of 127.0.0.1 and stop it afterwards."""
     server = ScriptedServer()
 
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(QuietHandler):
         protocol_version = "HTTP/1.1"
-
-        def log_message(self, format: str, *args: Any) -> None:
-            return
 
         def do_POST(self) -> None:
             server._answer(self)

@@ -13,10 +13,9 @@ import json
 import math
 import re
 import threading
-from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from .._local_http import LocalHTTPServer, send_json
+from .._local_http import LocalHTTPServer, QuietHandler, send_json
 
 
 def _cosine(a: list[float], b: list[float]) -> float:
@@ -34,10 +33,7 @@ class QdrantServer(LocalHTTPServer):
         self._lock = threading.Lock()
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: Any) -> None:
-                return
-
+        class Handler(QuietHandler):
             def _body(self) -> Any:
                 length = int(self.headers.get("Content-Length") or 0)
                 return json.loads(self.rfile.read(length)) if length else None

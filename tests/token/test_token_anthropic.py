@@ -3,7 +3,6 @@ character-based counter is tested in test_token_char.py)."""
 
 from __future__ import annotations
 
-import http.server
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -15,12 +14,12 @@ from agentscope_rt.formatter import AnthropicChatFormatter
 from agentscope_rt.message import Msg, ToolResultBlock, ToolUseBlock
 from agentscope_rt.token import AnthropicTokenCounter
 
-from .._local_http import LocalHTTPServer
+from .._local_http import LocalHTTPServer, QuietHandler
 
 SECRET = "sk-ant-test-secret-0123456789"
 
 
-class _CountTokensHandler(http.server.BaseHTTPRequestHandler):
+class _CountTokensHandler(QuietHandler):
     """POST /v1/messages/count_tokens: answers with the number of words in the request's JSON
     (a deterministic stand-in for Anthropic's tokenizer); ``model: "overloaded"`` gets a 529
     error and ``model: "bad"`` a 400, in Anthropic's error shape."""
@@ -68,9 +67,6 @@ class _CountTokensHandler(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        return
 
 
 @pytest.fixture

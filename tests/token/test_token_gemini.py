@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import httpx
@@ -27,7 +26,7 @@ from agentscope_rt.message import Msg
 from agentscope_rt.model import RetryConfig
 from agentscope_rt.token import GeminiTokenCounter
 
-from .._local_http import LocalHTTPServer, send_body
+from .._local_http import LocalHTTPServer, QuietHandler, send_body
 
 SECRET = "AIza-test-gemini-secret-7f3e1d"
 VERTEX_TOKEN = "ya29.test-vertex-access-token"
@@ -159,15 +158,12 @@ class CountTokensServer(LocalHTTPServer):
         self.connections = 0
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             protocol_version = "HTTP/1.1"  # keep-alive, as Google's front ends
 
             def setup(self) -> None:
                 super().setup()
                 server.connections += 1
-
-            def log_message(self, format: str, *args: Any) -> None:
-                return
 
             def do_POST(self) -> None:
                 raw = self.rfile.read(int(self.headers.get("content-length") or 0))
