@@ -116,14 +116,36 @@ def _structured_hint(finish_name: str) -> str:
 
 
 def _tool_calls(msg: Msg) -> list[ToolUseBlock]:
-    """The tool-use blocks of *msg* (cheaper than ``get_content_blocks`` on the hot path)."""
+    """The tool-use blocks of *msg* (cheaper than ``get_content_blocks`` on the hot path).
+
+    A model may give two calls of one response the same id; each call needs its own result,
+    so a repeated id is made unique here, in place (``x`` becomes ``x_2``), before anything
+    is run or recorded against it.
+    """
     content = msg.content
     calls: list[ToolUseBlock] = []
     if content.__class__ is not str:
         for block in content:  # a loop: a comprehension is one more frame per call
             if block.__class__ is ToolUseBlock:
                 calls.append(block)
+        if len(calls) > 1:
+            _unique_ids(calls)
     return calls
+
+
+def _unique_ids(calls: list[ToolUseBlock]) -> None:
+    seen = {call.id for call in calls}
+    if len(seen) == len(calls):
+        return
+    used: set[str] = set()
+    for call in calls:
+        if call.id in used:
+            n = 2
+            while f"{call.id}_{n}" in seen:
+                n += 1
+            call.id = f"{call.id}_{n}"
+            seen.add(call.id)
+        used.add(call.id)
 
 
 def _has_text(msg: Msg) -> bool:

@@ -292,3 +292,46 @@ def test_formatter_is_the_one_the_agent_uses() -> None:
     # The request checks above read what OpenAIChatFormatter produced.
     agent = make_agent(ScriptedChatModel([]))
     assert isinstance(agent.formatter, OpenAIChatFormatter)
+
+
+async def test_two_calls_with_one_id_in_a_response_each_get_their_own_result() -> None:
+    from agentscope_rt.agent import ReActAgent
+    from agentscope_rt.formatter import OpenAIChatFormatter
+    from agentscope_rt.message import Msg, TextBlock
+    from agentscope_rt.model import ScriptedChatModel, reply, tool_call
+    from agentscope_rt.tool import Toolkit, ToolResponse
+
+    def echo(text: str) -> ToolResponse:
+        """Echo the text.
+
+        Args:
+            text: The text.
+        """
+        return ToolResponse(content=[TextBlock(text=text)])
+
+    toolkit = Toolkit()
+    toolkit.register_tool_function(echo)
+    model = ScriptedChatModel(
+        [
+            reply(
+                tool_call("echo", {"text": "a"}, id="x"),
+                tool_call("echo", {"text": "b"}, id="x"),
+                tool_call("echo", {"text": "c"}, id="x_2"),
+            ),
+            "done",
+        ]
+    )
+    agent = ReActAgent(
+        name="A", sys_prompt="", model=model, formatter=OpenAIChatFormatter(), toolkit=toolkit
+    )
+    agent.set_console_output_enabled(False)
+    await agent(Msg("user", "go", "user"))
+    memory = await agent.memory.get_memory()
+    uses = [b.id for m in memory for b in m.get_content_blocks("tool_use")]
+    results = {b.id: b.output[0].text for m in memory for b in m.get_content_blocks("tool_result")}
+    assert len(uses) == len(set(uses)) == 3
+    assert [results[i] for i in uses] == ["a", "b", "c"]
+    # The next request pairs every call with its result.
+    request = model.calls[1].messages
+    call_ids = [c["id"] for m in request for c in m.get("tool_calls") or []]
+    assert sorted(call_ids) == sorted(m["tool_call_id"] for m in request if m["role"] == "tool")
