@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import attrs
+import httpx
 import pytest
 
 from agentscope_rt.agent import ReActAgent
@@ -45,10 +46,9 @@ pytestmark = pytest.mark.filterwarnings("error::ResourceWarning")
 KEY = "sk-hardening-0123456789abcdef"
 NO_RETRY = RetryConfig(max_retries=0)
 ONE_RETRY = RetryConfig(max_retries=1, initial_delay=0.0, jitter=0.0)
-# For agents making several requests: the scripted Ollama/Gemini server closes the connection
-# after a stream, and a client may pick the pooled connection before it sees the close; a
-# request that never reached the server is simply sent again.
-RECONNECT = RetryConfig(max_retries=2, initial_delay=0.0, jitter=0.0)
+# The scripted Ollama/Gemini server closes the connection after a stream, and a client could
+# pick that pooled connection before it sees the close: their clients here keep none alive.
+FRESH_CONNECTIONS = httpx.Limits(max_keepalive_connections=0)
 
 # Argument texts a model may stream that Python's json module accepts but strict JSON does not.
 BAD_ARGUMENTS = {
@@ -87,7 +87,9 @@ class Provider:
         DashScope's native endpoint, whose client sends only the key)."""
         stream = self.stream
         sdk: dict[str, Any] = {"default_headers": headers} if headers else {}
-        http: dict[str, Any] = {"headers": headers} if headers else {}
+        http: dict[str, Any] = {"limits": FRESH_CONNECTIONS}
+        if headers:
+            http["headers"] = headers
         if self.name == "openai":
             return OpenAIChatModel(
                 "gpt-test", KEY, stream, client_kwargs={"base_url": url, **sdk}, retry_config=retry
@@ -286,7 +288,7 @@ async def test_arguments_that_are_not_strict_json_are_an_argument_error(
         provider.answer(text="Sorry, let me retry."),
         provider.answer(text="Still here."),
     )
-    agent = _agent(provider, wire, RECONNECT)
+    agent = _agent(provider, wire)
     async with agent.model:  # type: ignore[attr-defined]
         reply = await agent(Msg("user", "Weather in Oslo?", "user"))
         assert reply.get_text_content() == "Sorry, let me retry."
@@ -413,7 +415,7 @@ async def test_a_stream_cut_before_its_end_marker_leaves_memory_unchanged(
 ) -> None:
     provider = Provider(name, stream=True)
     server = _serve(provider, wire, _cut(provider), provider.answer(text="Back again."))
-    agent = _agent(provider, wire, RECONNECT)
+    agent = _agent(provider, wire)
     async with agent.model:  # type: ignore[attr-defined]
         with pytest.raises(ModelAPIError, match="the stream was cut") as info:
             await agent(Msg("user", "Weather in Oslo?", "user"))
@@ -512,7 +514,7 @@ async def test_text_with_a_lone_surrogate_keeps_the_agent_usable(
         provider.answer(text="Odd \ud800 text \U0001f600."),
         provider.answer(text="Still here."),
     )
-    agent = _agent(provider, wire, RECONNECT)
+    agent = _agent(provider, wire)
     async with agent.model:  # type: ignore[attr-defined]
         reply = await agent(Msg("user", "Hi", "user"))
         # The lone surrogate became U+FFFD; a real pair (the emoji) is kept.
