@@ -150,15 +150,21 @@ async def main(job: dict[str, Any]) -> dict[str, Any]:
         from sqlalchemy.ext.asyncio import create_async_engine
 
         async def sql(r: int) -> Any:
-            engine = create_async_engine(f"sqlite+aiosqlite:///{folder}/as_mem_{r}.db")
+            engine = create_async_engine(
+                f"sqlite+aiosqlite:///{folder}/as_mem_{r}_{time.time_ns()}.db"
+            )
             return AsyncSQLAlchemyMemory(engine, session_id=f"s{r}", user_id="u")
 
         result["sql_memory"] = await memory_rows(sql, msgs, repeats)
         if job.get("redis_port"):
 
             async def red(r: int) -> Any:
+                # A fresh key each run: every round of the benchmark talks to the same server.
                 return RedisMemory(
-                    session_id=f"m{r}", user_id="u", host="127.0.0.1", port=job["redis_port"]
+                    session_id=f"m{r}_{time.time_ns()}",
+                    user_id="u",
+                    host="127.0.0.1",
+                    port=job["redis_port"],
                 )
 
             result["redis_memory"] = await memory_rows(red, msgs, repeats)
