@@ -115,19 +115,29 @@ class _Frame:
     """A place where observers run: a publisher helping its message along (its ticket) or a
     delivery task. The frames of the current task, innermost first, are :data:`_CHAIN`."""
 
-    __slots__ = ("parent", "sender")
+    __slots__ = ("done", "parent", "sender")
 
     def __init__(self, parent: _Frame | None, sender: AgentBase | None) -> None:
         self.parent = parent
         # The agent whose call runs this frame (a publisher's frame); its lock is held until
         # the frame is done.
         self.sender = sender
+        self.done = False
 
 
 _CHAIN: ContextVar[_Frame | None] = ContextVar("agentscope_rt_msghub_chain", default=None)
-"""The innermost frame running an observer in the current task (its ``parent`` the next one
-out), or None outside any observer. Set once per publish, not per delivery. Tasks started by
-an observer inherit it, so what they publish reaches that observer re-entrantly too."""
+"""The innermost frame of the current task (its ``parent`` the next one out), or None. Set
+once per publish, not per delivery, and not reset after it: a publish marks its frame done
+instead (resetting would cost a second context change per message), and frames that are done
+are skipped. Tasks started by an observer inherit it, so what they publish reaches that
+observer re-entrantly too."""
+
+
+def _active(chain: _Frame | None) -> _Frame | None:
+    """*chain* without its innermost frames that are done."""
+    while chain is not None and chain.done:
+        chain = chain.parent
+    return chain
 
 
 def _in_chain(frame: object, chain: _Frame | None) -> bool:
@@ -165,6 +175,7 @@ class _Ticket(_Frame):
     ) -> None:
         self.parent = parent
         self.sender = sender
+        self.done = False
         self.targets = targets
         # A Msg or a list of Msg: what observe's input check accepts, so a recipient without
         # hooks can be called without the hook wrapper (and its check).
@@ -326,8 +337,10 @@ def _observer_of(frame: _Frame) -> _Subscriber | None:
 
 
 def _frames(chain: _Frame | None) -> Iterator[_Frame]:
+    """The frames of *chain* that are not done, innermost first."""
     while chain is not None:
-        yield chain
+        if not chain.done:
+            yield chain
         chain = chain.parent
 
 
@@ -422,7 +435,7 @@ class _LockWatcher:
     """Refuses a call's wait for a busy agent when it closes a cycle of waits."""
 
     def begin(self, agent: AgentBase) -> _Wait | None:
-        chain = _CHAIN.get()
+        chain = _active(_CHAIN.get())
         if chain is None:
             return None  # not under any observer: nothing of the hub waits for this task
         wait = _Wait(chain, _LOCK, agent)
@@ -769,10 +782,13 @@ class MsgHub:
             isinstance(msg, list) and all(isinstance(m, Msg) for m in msg)
         )
         chain = _CHAIN.get()
+        while chain is not None and chain.done:
+            chain = chain.parent
         ticket = _Ticket(targets, plain, sender, chain)
         item = (msg, ticket)
-        # Observers run below here (inline) see this ticket as their frame.
-        token = _CHAIN.set(ticket)
+        # Observers run below here (inline) see this ticket as their frame. No reset after:
+        # the ticket is marked done, and done frames are skipped (see _CHAIN).
+        _CHAIN.set(ticket)
         try:
             # With room in every inbox (the usual case) enqueuing does not await.
             stopped = self._enqueue_now(item, targets, 0)
@@ -789,10 +805,10 @@ class MsgHub:
                 # Published from inside an observer: recipients up this task's stack cannot
                 # drain their inboxes until this returns, so they observe it here.
                 await self._reenter(ticket, chain)
+            if ticket.remaining:
+                await _wait_for_ticket(ticket)
         finally:
-            _CHAIN.reset(token)
-        if ticket.remaining:
-            await _wait_for_ticket(ticket)
+            ticket.done = True
         return ticket
 
     async def _reenter(self, ticket: _Ticket, chain: _Frame) -> None:
@@ -1117,6 +1133,11 @@ class MsgHub:
         tb: TracebackType | None,
     ) -> bool:
         stopping = exc is not None and not isinstance(exc, Exception)
+        chain = _CHAIN.get()
+        if chain is not None and chain.done:
+            # The last message this task published is done: its ticket must not keep this
+            # hub's inboxes alive in the task's context after the exit.
+            _CHAIN.set(_active(chain))
         self._state = _CLOSED
         for sub in self._subs.values():
             sub.agent._detach_hub(self._key)
