@@ -24,8 +24,6 @@ import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-import orjson
-
 from .._serde import _json_problem
 from ..exception import SessionError, StateError
 from ..module import StateModule
@@ -127,6 +125,8 @@ def _encode(modules: Mapping[str, StateModule]) -> bytes:
     # gets only states known to be JSON data (no NaN); it refuses lone surrogates and integers
     # beyond 64 bits, which json writes (as AgentScope does).
     if all(_state_is_json(module, states[name]) for name, module in modules.items()):
+        import orjson  # here: a program that never saves a session never loads it
+
         try:
             return orjson.dumps(states)
         except TypeError:  # orjson.JSONEncodeError
@@ -158,6 +158,8 @@ def _orjson_loads(data: bytes) -> Any:
     """*data* read by orjson, or ``_NOT_READ`` for what it refuses and json reads (NaN,
     Infinity, lone surrogates, which AgentScope's files may hold) or refuses with its own
     message (json's is the one users see)."""
+    import orjson
+
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError:
