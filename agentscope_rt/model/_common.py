@@ -16,6 +16,7 @@ from .._schema import (
     structured_model_schema,
     validate_structured_output,
 )
+from .._serde import MAX_JSON_DEPTH, check_json
 from ..exception import ModelResponseError
 from ..message import TextBlock, ThinkingBlock, ToolUseBlock
 
@@ -80,9 +81,16 @@ def loads_strict(text: str) -> Any:
     :raises ValueError: for text that is not strict JSON (``json.JSONDecodeError`` for
         syntax errors).
     """
-    value = json.loads(text, parse_constant=_refuse_constant)
+    try:
+        value = json.loads(text, parse_constant=_refuse_constant)
+    except RecursionError:
+        raise ValueError(f"the JSON is nested deeper than {MAX_JSON_DEPTH} levels") from None
     if _MAY_HOLD_SURROGATE.search(text) is not None and not _is_strict(value):
         raise ValueError("the JSON holds a lone surrogate (an unpaired \\ud800-\\udfff escape)")
+    if value.__class__ is dict or value.__class__ is list:
+        # A number too large for a float (1e999) decodes to inf, and data nested deeper than
+        # a message may hold could not be saved or sent again: both are refused here too.
+        check_json(value)
     return value
 
 
