@@ -72,8 +72,10 @@ class MsgHubError(AgentScopeRTError):
 
     Raised by :meth:`MsgHub.broadcast` and by a speaking agent whose reply could not reach every
     recipient because an observer raised (the hub itself then exits with the observer's error)
-    or because the hub was cancelled while delivering; and when a hub is used before it is
-    entered or after it has exited.
+    or because the hub was cancelled while delivering; when a wait inside the hub would close
+    a cycle (an observer calling the agent whose reply it is observing, or two tasks each
+    waiting for the other's agent), naming the agents in the cycle instead of hanging; and when
+    a hub is used before it is entered or after it has exited.
     """
 
 
