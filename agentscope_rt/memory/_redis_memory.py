@@ -33,7 +33,7 @@ import anyio.to_thread
 from ..message import Msg
 from ._memory_base import MemoryBase, _check_marks
 
-__all__ = ["RedisMemory"]
+__all__ = ["RedisMemory", "open_sync_redis"]
 
 _PRELUDE = """
 local base = ARGV[1]
@@ -232,6 +232,46 @@ def _text(value: Any) -> str:
     return value.decode("utf-8") if isinstance(value, bytes | bytearray) else str(value)
 
 
+def open_sync_redis(
+    owner: str,
+    host: str,
+    port: int,
+    db: int,
+    password: str | None,
+    connection_pool: Any,
+    key_ttl: int | None,
+    kwargs: dict[str, Any],
+) -> tuple[Any, str]:
+    """A synchronous ``redis.Redis`` client for *owner* (a class name, for messages) and where
+    it points (``redis://host:port/db``, never the password), after checking the arguments
+    that RedisMemory and RedisSession share.
+
+    :raises ImportError: when the ``redis`` package is missing (the ``redis`` extra).
+    :raises TypeError: for an asyncio connection pool (it would only work on asyncio).
+    :raises ValueError: for a *key_ttl* that is not a positive number of seconds.
+    """
+    try:
+        import redis
+    except ImportError as exc:
+        raise ImportError(
+            f"{owner} needs the 'redis' package: pip install 'agentscope-rt[redis]'"
+        ) from exc
+    if connection_pool is not None and type(connection_pool).__module__.startswith("redis.asyncio"):
+        raise TypeError(
+            f"{owner} takes redis-py's synchronous ConnectionPool (redis.ConnectionPool); an "
+            "asyncio pool only works on asyncio, while this class runs on any event loop"
+        )
+    if key_ttl is not None and (
+        isinstance(key_ttl, bool) or not isinstance(key_ttl, int) or key_ttl <= 0
+    ):
+        raise ValueError(f"key_ttl must be a positive number of seconds or None, not {key_ttl!r}")
+    where = f"redis://{host}:{port}/{db}" if connection_pool is None else "redis pool"
+    client = redis.Redis(
+        host=host, port=port, db=db, password=password, connection_pool=connection_pool, **kwargs
+    )
+    return client, where
+
+
 class RedisMemory(MemoryBase):
     """Messages and marks of one user's session, stored in Redis (AgentScope's keys).
 
@@ -277,42 +317,17 @@ class RedisMemory(MemoryBase):
         **kwargs: Any,
     ) -> None:
         super().__init__()
-        try:
-            import redis
-        except ImportError as exc:
-            raise ImportError(
-                "RedisMemory needs the 'redis' package: pip install 'agentscope-rt[redis]'"
-            ) from exc
-        if connection_pool is not None and type(connection_pool).__module__.startswith(
-            "redis.asyncio"
-        ):
-            raise TypeError(
-                "RedisMemory takes redis-py's synchronous ConnectionPool (redis.ConnectionPool);"
-                " an asyncio pool only works on asyncio, while this memory runs on any loop"
-            )
         for what, value in (("session_id", session_id), ("user_id", user_id)):
             if not isinstance(value, str):
                 raise TypeError(f"{what} must be a string, not {type(value).__name__}")
-        if key_ttl is not None and (
-            isinstance(key_ttl, bool) or not isinstance(key_ttl, int) or key_ttl <= 0
-        ):
-            raise ValueError(
-                f"key_ttl must be a positive number of seconds or None, not {key_ttl!r}"
-            )
+        self._client, self._where = open_sync_redis(
+            "RedisMemory", host, port, db, password, connection_pool, key_ttl, kwargs
+        )
         self.session_id = session_id
         self.user_id = user_id
         self.key_prefix = key_prefix or ""
         self.key_ttl = key_ttl
         self._base = self.key_prefix + f"user_id:{user_id}:session:{session_id}:"
-        self._where = f"redis://{host}:{port}/{db}" if connection_pool is None else "redis pool"
-        self._client = redis.Redis(
-            host=host,
-            port=port,
-            db=db,
-            password=password,
-            connection_pool=connection_pool,
-            **kwargs,
-        )
         self._scripts = {
             name: self._client.register_script(_PRELUDE + src) for name, src in _SCRIPTS.items()
         }

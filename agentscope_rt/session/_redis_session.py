@@ -17,6 +17,7 @@ from typing import Any
 import anyio.to_thread
 
 from ..exception import SessionError
+from ..memory._redis_memory import open_sync_redis
 from ..module import StateModule
 from ._session_base import (
     SessionBase,
@@ -60,34 +61,12 @@ class RedisSession(SessionBase):
         key_prefix: str = "",
         **kwargs: Any,
     ) -> None:
-        try:
-            import redis
-        except ImportError as exc:
-            raise ImportError(
-                "RedisSession needs the 'redis' package: pip install 'agentscope-rt[redis]'"
-            ) from exc
-        if connection_pool is not None and type(connection_pool).__module__.startswith(
-            "redis.asyncio"
-        ):
-            raise TypeError(
-                "RedisSession takes redis-py's synchronous ConnectionPool (redis.ConnectionPool);"
-                " an asyncio pool only works on asyncio, while this session runs on any loop"
-            )
-        if key_ttl is not None and (not isinstance(key_ttl, int) or key_ttl <= 0):
-            raise ValueError(
-                f"key_ttl must be a positive number of seconds or None, not {key_ttl!r}"
-            )
+        self._client, self._where = open_sync_redis(
+            "RedisSession", host, port, db, password, connection_pool, key_ttl, kwargs
+        )
+        import redis  # present: open_sync_redis has imported it
         self.key_ttl = key_ttl
         self.key_prefix = key_prefix or ""
-        self._where = f"redis://{host}:{port}/{db}" if connection_pool is None else "redis pool"
-        self._client = redis.Redis(
-            host=host,
-            port=port,
-            db=db,
-            password=password,
-            connection_pool=connection_pool,
-            **kwargs,
-        )
         self._redis_error: type[Exception] = redis.RedisError
 
     def __repr__(self) -> str:
