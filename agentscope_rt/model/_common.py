@@ -154,9 +154,22 @@ def parse_tool_value(value: Any) -> tuple[dict[str, Any], str | None]:
         return {}, None
     if isinstance(value, str):
         return parse_tool_input(value)
-    if isinstance(value, dict) and _is_strict(value):
+    if isinstance(value, dict) and _is_json_object(value):
         return value, None
-    return {}, json.dumps(value, default=str)  # ASCII: escapes any surrogate
+    try:
+        return {}, json.dumps(value, default=str)  # ASCII: escapes any surrogate
+    except (ValueError, RecursionError):
+        return {}, f"<tool arguments that cannot be written as JSON: {type(value).__name__}>"
+
+
+def _is_json_object(value: dict[str, Any]) -> bool:
+    """Whether decoded arguments are JSON a message may hold: checked without recursion first
+    (nesting, finite numbers, string keys), then for lone surrogates."""
+    try:
+        check_json(value)
+    except ValueError:
+        return False
+    return _is_strict(value)
 
 
 def parse_partial_json(text: str) -> dict[str, Any] | None:
