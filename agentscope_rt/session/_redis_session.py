@@ -65,6 +65,7 @@ class RedisSession(SessionBase):
             "RedisSession", host, port, db, password, connection_pool, key_ttl, kwargs
         )
         import redis  # present: open_sync_redis has imported it
+
         self.key_ttl = key_ttl
         self.key_prefix = key_prefix or ""
         self._redis_error: type[Exception] = redis.RedisError
