@@ -20,7 +20,7 @@ from .._serde import (
 )
 from ..message import Msg
 from ..module._state_module import _declare_json_checked
-from ._memory_base import MemoryBase, _check_marks
+from ._memory_base import MemoryBase, _check_mark_arg, _check_marks
 
 __all__ = ["InMemoryMemory"]
 
@@ -87,11 +87,6 @@ def _content_from_json(data: Any) -> list[_Entry]:
         else:
             return entries
     return structure(data, list[tuple[Msg, list[str]]], what="state", path="content")
-
-
-def _check_mark_arg(value: Any, what: str) -> None:
-    if value is not None and not isinstance(value, str):
-        raise TypeError(f"{what} must be a string or None, not {type(value).__name__}")
 
 
 class InMemoryMemory(MemoryBase):

@@ -143,3 +143,30 @@ def _check_marks(marks: Any, what: str) -> list[str]:
     raise TypeError(
         f"{what} must be a string, a list of strings or None, not {type(marks).__name__}"
     )
+
+
+def _check_mark_arg(value: Any, what: str) -> None:
+    """Refuse a ``mark`` / ``exclude_mark`` argument that is neither a string nor None."""
+    if value is not None and not isinstance(value, str):
+        raise TypeError(f"{what} must be a string or None, not {type(value).__name__}")
+
+
+def _batch(memories: Msg | list[Msg] | None) -> list[Msg]:
+    """The messages of an ``add`` call, checked as :class:`InMemoryMemory` checks them."""
+    if memories is None:
+        return []
+    if isinstance(memories, Msg):
+        return [memories]
+    if isinstance(memories, list | tuple):
+        for index, msg in enumerate(memories):
+            if msg is not None and not isinstance(msg, Msg):
+                raise TypeError(f"memories[{index}] must be a Msg, not {type(msg).__name__}")
+        return [m for m in memories if m is not None]
+    raise TypeError(f"memories must be a Msg, a list of Msg or None, not {type(memories).__name__}")
+
+
+def _allow_duplicates(allow_duplicates: bool, kwargs: dict[str, Any]) -> bool:
+    """``allow_duplicates`` (this package, InMemoryMemory) or AgentScope's ``skip_duplicated``."""
+    if "skip_duplicated" in kwargs:
+        return not kwargs.pop("skip_duplicated")
+    return allow_duplicates

@@ -31,7 +31,7 @@ from typing import Any
 import anyio.to_thread
 
 from ..message import Msg
-from ._memory_base import MemoryBase, _check_marks
+from ._memory_base import MemoryBase, _allow_duplicates, _batch, _check_mark_arg, _check_marks
 
 __all__ = ["RedisMemory", "open_sync_redis"]
 
@@ -210,24 +210,6 @@ _SCRIPTS = {
 }
 
 
-def _batch(memories: Msg | list[Msg] | None) -> list[Msg]:
-    if memories is None:
-        return []
-    if isinstance(memories, Msg):
-        return [memories]
-    if isinstance(memories, list | tuple):
-        for index, msg in enumerate(memories):
-            if msg is not None and not isinstance(msg, Msg):
-                raise TypeError(f"memories[{index}] must be a Msg, not {type(msg).__name__}")
-        return [m for m in memories if m is not None]
-    raise TypeError(f"memories must be a Msg, a list of Msg or None, not {type(memories).__name__}")
-
-
-def _check_mark_arg(value: Any, what: str) -> None:
-    if value is not None and not isinstance(value, str):
-        raise TypeError(f"{what} must be a string or None, not {type(value).__name__}")
-
-
 def _text(value: Any) -> str:
     return value.decode("utf-8") if isinstance(value, bytes | bytearray) else str(value)
 
@@ -384,8 +366,7 @@ class RedisMemory(MemoryBase):
         :raises ValueError: with *allow_duplicates*, for an id already stored (or repeated in
             the call). Nothing is stored then.
         """
-        if "skip_duplicated" in kwargs:
-            allow_duplicates = not kwargs.pop("skip_duplicated")
+        allow_duplicates = _allow_duplicates(allow_duplicates, kwargs)
         batch = _batch(memories)
         mark_list = list(dict.fromkeys(_check_marks(marks, "marks")))
         if not batch:

@@ -41,7 +41,7 @@ import anyio
 import anyio.to_thread
 
 from ..message import Msg
-from ._memory_base import MemoryBase, _check_marks
+from ._memory_base import MemoryBase, _allow_duplicates, _batch, _check_mark_arg, _check_marks
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection, Engine
@@ -124,32 +124,6 @@ def _schema() -> SimpleNamespace:
 def _chunks(items: list[T], size: int = IN_CHUNK) -> Iterator[list[T]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
-
-
-def _batch(memories: Msg | list[Msg] | None) -> list[Msg]:
-    """The messages of an ``add`` call, checked as :class:`InMemoryMemory` checks them."""
-    if memories is None:
-        return []
-    if isinstance(memories, Msg):
-        return [memories]
-    if isinstance(memories, list | tuple):
-        for index, msg in enumerate(memories):
-            if msg is not None and not isinstance(msg, Msg):
-                raise TypeError(f"memories[{index}] must be a Msg, not {type(msg).__name__}")
-        return [m for m in memories if m is not None]
-    raise TypeError(f"memories must be a Msg, a list of Msg or None, not {type(memories).__name__}")
-
-
-def _check_mark_arg(value: Any, what: str) -> None:
-    if value is not None and not isinstance(value, str):
-        raise TypeError(f"{what} must be a string or None, not {type(value).__name__}")
-
-
-def _allow_duplicates(allow_duplicates: bool, kwargs: dict[str, Any]) -> bool:
-    """``allow_duplicates`` (this package, InMemoryMemory) or AgentScope's ``skip_duplicated``."""
-    if "skip_duplicated" in kwargs:
-        return not kwargs.pop("skip_duplicated")
-    return allow_duplicates
 
 
 def _sync_url(url: Any, given: str) -> Any:
