@@ -39,7 +39,7 @@ import os
 import posixpath
 import time
 import urllib.parse
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from typing import Any, ClassVar
 
 import httpx
@@ -147,6 +147,14 @@ def compatible_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     not copied, and when no message needs a change *messages* itself is returned. The
     caller's messages are never modified.
     """
+    return _map_parts(messages, _compatible_part)
+
+
+def _map_parts(
+    messages: list[dict[str, Any]], convert: Callable[[Any], Any]
+) -> list[dict[str, Any]]:
+    """*messages* with *convert* applied to every content part, copy-on-write: a message (and
+    the list) is copied only when a part changes, so unchanged input is returned as is."""
     result: list[dict[str, Any]] | None = None
     for index, message in enumerate(messages):
         content = message.get("content")
@@ -154,7 +162,7 @@ def compatible_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if isinstance(content, list):
             parts: list[Any] | None = None
             for position, part in enumerate(content):
-                new = _compatible_part(part)
+                new = convert(part)
                 if parts is None:
                     if new is part:
                         continue
@@ -193,27 +201,7 @@ def native_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     :func:`compatible_messages`: ``{"type": "text", "text": t}`` becomes ``{"text": t}``,
     ``{"type": "image_url", "image_url": {"url": u}}`` becomes ``{"image": u}`` (likewise
     video and ``input_audio``). Copy-on-write, as :func:`compatible_messages`."""
-    result: list[dict[str, Any]] | None = None
-    for index, message in enumerate(messages):
-        content = message.get("content")
-        converted = message
-        if isinstance(content, list):
-            parts: list[Any] | None = None
-            for position, part in enumerate(content):
-                new = _native_part(part)
-                if parts is None:
-                    if new is part:
-                        continue
-                    parts = content[:position]
-                parts.append(new)
-            if parts is not None:
-                converted = {**message, "content": parts}
-        if result is None:
-            if converted is message:
-                continue
-            result = messages[:index]
-        result.append(converted)
-    return messages if result is None else result
+    return _map_parts(messages, _native_part)
 
 
 def _uses_multimodal_endpoint(model_name: str, multimodality: bool | None) -> bool:
