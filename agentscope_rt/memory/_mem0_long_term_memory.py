@@ -495,16 +495,7 @@ class Mem0LongTermMemory(LongTermMemoryBase):
         content: list[str],
         **kwargs: Any,
     ) -> ToolResponse:
-        """Use this function to record important information that you may
-        need later. The target content should be specific and concise, e.g.
-        who, when, where, do what, why, how, etc.
-
-        Args:
-            thinking (`str`):
-                Your thinking and reasoning about what to record
-            content (`list[str]`):
-                The content to remember, which is a list of strings.
-        """
+        # The tool description is the base class's docstring (inspect.getdoc inherits it).
         # As AgentScope: as the user's words first; if mem0 extracts nothing, as the
         # assistant's; if still nothing, stored as given, without extraction.
         try:
@@ -528,18 +519,7 @@ class Mem0LongTermMemory(LongTermMemoryBase):
         limit: int = 5,
         **kwargs: Any,
     ) -> ToolResponse:
-        """Retrieve the memory based on the given keywords.
-
-        Args:
-            keywords (`list[str]`):
-                The keywords to search for in the memory, which should be
-                specific and concise, e.g. the person's name, the date, the
-                location, etc.
-            limit (`int`, optional):
-                The maximum number of memories to retrieve per search, i.e.,
-                the number of memories to retrieve for each keyword. Defaults
-                to 5.
-        """
+        # The tool description is the base class's docstring (inspect.getdoc inherits it).
         try:
             queries = [keywords] if isinstance(keywords, str) else [str(k) for k in keywords]
             found = await self._mem0_search(queries, limit)
