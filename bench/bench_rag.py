@@ -4,10 +4,11 @@ Workload (the same on every side; ``_rag_agentscope.py`` is AgentScope's half):
 
 * **corpus** — ``CHUNKS`` = 10,000 text chunks (``chunk_texts``), built as each framework's
   ``Document``s before timing;
-* **embedding** — the same deterministic, practically free function on both sides
-  (``hash_vector``: BLAKE2b of the text spread over ``DIMS`` floats), wrapped in each
-  framework's ``EmbeddingModelBase``, yielding to the event loop every ``EMBED_SLICE`` texts as
-  any real (I/O-bound) model would, so only the framework's own cost counts;
+* **embedding** — the same deterministic, practically free function on both sides: a lookup
+  in a table (``embedding_table``) of every corpus and query text's ``hash_vector`` (BLAKE2b
+  of the text spread over ``DIMS`` floats), built before timing, wrapped in each framework's
+  ``EmbeddingModelBase`` and yielding to the event loop every ``EMBED_SLICE`` texts as any
+  real (I/O-bound) model would, so only the framework's own cost counts;
 * **store** — ``QdrantStore(":memory:")`` (Qdrant's embedded engine, the same qdrant-client on
   both sides) under ``SimpleKnowledge``;
 * **ingestion** — one ``add_documents`` call with all chunks (chunks/s), while a task of the
@@ -98,6 +99,12 @@ def hash_vector(text: str) -> list[float]:
     return [b / 255.0 - 0.5 for b in digest]
 
 
+def embedding_table() -> dict[str, list[float]]:
+    """Every corpus and query text's vector, computed before anything is timed: the embedding
+    models of both sides only look them up."""
+    return {text: hash_vector(text) for text in chunk_texts(CHUNKS) + query_texts(QUERIES)}
+
+
 def lateness_summary(lates: list[float]) -> dict[str, float]:
     """p50/p99/max of ticker lateness, in milliseconds."""
     if not lates:
@@ -131,6 +138,8 @@ async def _run_ours() -> dict[str, Any]:
     from agentscope_rt.message import TextBlock
     from agentscope_rt.rag import DocMetadata, Document, QdrantStore, SimpleKnowledge
 
+    table = embedding_table()
+
     class HashEmbedding(EmbeddingModelBase):
         def __init__(self) -> None:
             super().__init__("hash", DIMS)
@@ -140,7 +149,7 @@ async def _run_ours() -> dict[str, Any]:
             for i, item in enumerate(text):
                 if i % EMBED_SLICE == 0:
                     await anyio.lowlevel.checkpoint()
-                vectors.append(hash_vector(item if isinstance(item, str) else item["text"]))
+                vectors.append(table[item if isinstance(item, str) else item["text"]])
             return EmbeddingResponse(embeddings=vectors)
 
     texts = chunk_texts(CHUNKS)
@@ -275,7 +284,8 @@ def main() -> str:
         "## RAG: knowledge-base ingestion and retrieval",
         "",
         f'{CHUNKS:,} text chunks into `SimpleKnowledge` over `QdrantStore(":memory:")`, '
-        f"{DIMS}-dimension hash embeddings (the same free function on both sides); "
+        f"{DIMS}-dimension hash embeddings (the same free function on both sides: a lookup in a "
+        "table computed before timing); "
         f"{QUERIES:,} `retrieve(query, limit=5)` calls; a 1 ms periodic task in the same event "
         "loop during ingestion. CPU rows are the process's CPU time (all threads), which other "
         "processes on a shared machine disturb less than wall time. AgentScope "

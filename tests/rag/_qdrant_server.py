@@ -1,7 +1,7 @@
 """A Qdrant server for the tests: the REST endpoints QdrantStore uses, on 127.0.0.1.
 
 No Qdrant server binary ships in a PyPI wheel, so this speaks the subset of Qdrant's REST API
-(version probe, collection exists/create, upsert, query, delete by ids or by a payload
+(version probe, collection exists/create/delete, upsert, query, delete by ids or by a payload
 ``match.any`` filter) that ``qdrant_client.QdrantClient(url=...)`` sends for the store, with
 cosine scoring, in memory. It records each request's method and path.
 """
@@ -56,6 +56,13 @@ class QdrantServer(LocalHTTPServer):
                         self._send({"error": f"unknown path {path}"}, 404)
                         return
                     name, rest = match.group(1), match.group(2) or ""
+                    if name not in server.collections and not (
+                        rest == "/exists" or (method == "PUT" and rest == "")
+                    ):
+                        # What Qdrant answers for a collection that does not exist.
+                        message = f"Not found: Collection `{name}` doesn't exist!"
+                        send_json(self, 404, {"status": {"error": message}, "time": 0.0})
+                        return
                     result = server._dispatch(method, name, rest, body)
                 if result is NotImplemented:
                     self._send({"error": f"unsupported {method} {path}"}, 404)
@@ -71,6 +78,9 @@ class QdrantServer(LocalHTTPServer):
             def do_POST(self) -> None:
                 self._handle("POST")
 
+            def do_DELETE(self) -> None:
+                self._handle("DELETE")
+
         super().__init__(Handler)
 
     def _dispatch(self, method: str, name: str, rest: str, body: Any) -> Any:
@@ -80,6 +90,9 @@ class QdrantServer(LocalHTTPServer):
         if method == "PUT" and rest == "":
             assert body["vectors"]["distance"] == "Cosine"
             self.collections[name] = {"size": body["vectors"]["size"], "points": {}}
+            return True
+        if method == "DELETE" and rest == "":
+            del self.collections[name]
             return True
         points = self.collections[name]["points"]
         if method == "PUT" and rest == "/points":

@@ -6,6 +6,8 @@ import json
 import uuid
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agentscope_rt.exception import MessageFormatError
 from agentscope_rt.message import Base64Source, ImageBlock, TextBlock, ToolUseBlock
@@ -74,3 +76,12 @@ def test_malformed_documents_name_the_path() -> None:
     data["embedding"] = ["x"]
     with pytest.raises(MessageFormatError, match=r"embedding\[0\]"):
         Document.from_dict(data)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(st.characters(exclude_categories=["Cs"])))
+def test_chunk_ids_are_uuid3_of_the_key(name: str) -> None:
+    # The hand-built version-3 UUID equals the standard library's for any name.
+    from agentscope_rt.rag._document import _uuid3_dns
+
+    assert _uuid3_dns(name) == str(uuid.uuid3(uuid.NAMESPACE_DNS, name))

@@ -154,6 +154,40 @@ async def test_scores_are_higher_for_nearer_and_thresholds_keep_the_near(
     assert await store.search(_QUERY, limit=5, score_threshold=near + 0.5) == []
 
 
+@pytest.mark.parametrize("distance", ["Cosine", "Dot", "Euclid", "Manhattan"])
+async def test_qdrant_embedded_search_ranks_as_the_client_does(distance: str) -> None:
+    # The store hands the embedded engine a float32 query (see QdrantStore._query): the same
+    # points in the same order as the client's own list query, scores equal to float32
+    # precision, filters honoured.
+    import random
+
+    from qdrant_client import models
+
+    rng = random.Random(7)
+    docs = [
+        _vector_doc(f"d{i % 3}", f"text {i}", [rng.uniform(-1, 1) for _ in range(DIM)], i)
+        for i in range(300)
+    ]
+    queries = [[rng.uniform(-1, 1) for _ in range(DIM)] for _ in range(20)]
+    only_d1 = models.Filter(
+        must=[models.FieldCondition(key="doc_id", match=models.MatchValue(value="d1"))]
+    )
+    async with QdrantStore(":memory:", "f32", DIM, distance=distance) as store:  # type: ignore[arg-type]
+        await store.add(docs)
+        client = store.get_client()
+        for query in queries:
+            for kwargs in ({}, {"query_filter": only_d1}):
+                found = await store.search(query, limit=7, **kwargs)  # type: ignore[arg-type]
+                expected = client.query_points("f32", query=query, limit=7, **kwargs).points
+                assert [d.id for d in found] == [str(p.id) for p in expected]
+                raw = [p.score for p in expected]
+                if distance in ("Euclid", "Manhattan"):
+                    raw = [1 / (1 + d) for d in raw]
+                assert [d.score for d in found] == pytest.approx(raw, rel=1e-5, abs=1e-6)
+                if kwargs:
+                    assert {d.metadata["doc_id"] for d in found} == {"d1"}
+
+
 async def test_qdrant_manhattan_distance_is_a_score_too() -> None:
     async with QdrantStore(":memory:", "m", 2, distance="Manhattan") as store:
         await store.add([_vector_doc("n", "near", _NEAR), _vector_doc("f", "far", _FAR)])
@@ -260,6 +294,48 @@ async def test_the_same_class_talks_to_a_qdrant_server_by_url() -> None:
             assert await store.search(embed("x"), limit=10) == []
     assert ("PUT", "/collections/remote") in server.requests
     assert ("POST", "/collections/remote/points/query") in server.requests
+
+
+async def test_a_server_is_asked_once_whether_the_collection_exists() -> None:
+    # Against a server every question is a round trip: searches and adds after the first
+    # do not ask again, and a collection dropped behind the store's back is noticed.
+    from ._qdrant_server import QdrantServer
+
+    docs = await embedded_chunks(TEXT)
+    with QdrantServer() as server:
+        async with QdrantStore(server.url, "remote", DIM) as store:
+            await store.add(docs)
+            for _ in range(5):
+                assert len(await store.search(embed("x"), limit=2)) == 2
+            await store.add(docs)
+            exists = ("GET", "/collections/remote/exists")
+            assert server.requests.count(exists) == 1
+            queries = server.requests.count(("POST", "/collections/remote/points/query"))
+            assert queries == 5
+
+            store.get_client().delete_collection("remote")
+            assert await store.search(embed("x"), limit=2) == []
+            await store.delete(ids=docs[0].id)
+            await store.add(docs)  # created again
+            assert len(await store.search(embed("x"), limit=10)) == 3
+            assert server.requests.count(("PUT", "/collections/remote")) == 2
+
+
+async def test_a_collection_dropped_behind_the_store_is_recreated_on_add(
+    make_store: StoreFactory,
+) -> None:
+    store = make_store()
+    docs = await embedded_chunks(TEXT)
+    await store.add(docs)
+    client = store.get_client()
+    if make_store.kind == "qdrant":
+        client.delete_collection(store.collection_name)
+    else:
+        client.drop_collection(store.collection_name)
+    assert await store.search(embed("x"), limit=2) == []
+    await store.delete(doc_ids=docs[0].metadata.doc_id)
+    await store.add(docs)
+    assert len(await store.search(embed("x"), limit=10)) == 3
 
 
 async def test_concurrent_calls_on_one_store_are_serialised(make_store: StoreFactory) -> None:

@@ -141,6 +141,24 @@ class MilvusLiteStore(SyncClientStoreBase["MilvusClient"]):
         with _without_unimplemented_rpc_errors():
             return MilvusClient(uri=self.uri, **self._client_kwargs)
 
+    def _rows(self, documents: list[Document]) -> list[dict[str, Any]]:
+        rows = []
+        for index, doc in enumerate(documents):
+            vector = check_vector(doc.embedding, self.dimensions, f"documents[{index}]")
+            meta = doc.metadata
+            content = meta.content.to_dict()
+            rows.append(
+                {
+                    "id": chunk_id_of(meta.doc_id, meta.chunk_id, content),
+                    "vector": vector,
+                    "doc_id": meta.doc_id,
+                    "chunk_id": meta.chunk_id,
+                    "content": content,
+                    "total_chunks": meta.total_chunks,
+                }
+            )
+        return rows
+
     def _upsert(self, rows: list[dict[str, Any]]) -> None:
         client = self._get()
         if not client.has_collection(self.collection_name):
@@ -169,28 +187,6 @@ class MilvusLiteStore(SyncClientStoreBase["MilvusClient"]):
             client.delete(collection_name=self.collection_name, ids=ids, filter=expression or "")
 
     # -- the store ------------------------------------------------------------------------------
-
-    async def add(self, documents: list[Document], **kwargs: Any) -> None:
-        """Upsert *documents*: each row is keyed by its chunk id (see the module docstring).
-
-        :raises ValueError: for a document without an embedding, or one of the wrong size.
-        """
-        if not documents:
-            return
-        rows = []
-        for index, doc in enumerate(documents):
-            meta = doc.metadata
-            rows.append(
-                {
-                    "id": chunk_id_of(meta.doc_id, meta.chunk_id, meta.content),
-                    "vector": check_vector(doc.embedding, self.dimensions, f"documents[{index}]"),
-                    "doc_id": meta.doc_id,
-                    "chunk_id": meta.chunk_id,
-                    "content": meta.content.to_dict(),
-                    "total_chunks": meta.total_chunks,
-                }
-            )
-        await self._call(self._upsert, rows)
 
     async def search(
         self,

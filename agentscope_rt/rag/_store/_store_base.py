@@ -128,7 +128,9 @@ class SyncClientStoreBase(VDBStoreBase, Generic[C]):
     worker thread, under the lock) and closed by :meth:`close`, after which the store refuses
     to be used.
 
-    Subclasses say how the client is opened (:meth:`_open`).
+    Subclasses say how the client is opened (:meth:`_open`), how documents become the
+    database's rows (:meth:`_rows`) and how rows are written (:meth:`_upsert`). :meth:`add`
+    does both in the worker thread, so a large batch does not hold up the event loop.
     """
 
     _client: C | None
@@ -141,6 +143,32 @@ class SyncClientStoreBase(VDBStoreBase, Generic[C]):
     @abstractmethod
     def _open(self) -> C:
         """A new client (called in a worker thread, under the lock)."""
+
+    @abstractmethod
+    def _rows(self, documents: list[Document]) -> list[Any]:
+        """The rows (points) for *documents*, every one checked (in a worker thread).
+
+        :raises ValueError: for a document without an embedding, or one of the wrong size.
+        """
+
+    @abstractmethod
+    def _upsert(self, rows: list[Any]) -> None:
+        """Write *rows*, creating the collection first if needed (in a worker thread, under
+        the lock)."""
+
+    def _add(self, documents: list[Document]) -> None:
+        rows = self._rows(documents)  # all checked before anything is written
+        self._upsert(rows)
+
+    async def add(self, documents: list[Document], **kwargs: Any) -> None:
+        """Upsert *documents*: each is stored under its chunk id (see the module docstring),
+        its metadata beside it. The rows are built in the worker thread too.
+
+        :raises ValueError: for a document without an embedding, or one of the wrong size
+            (nothing of the batch is stored then).
+        """
+        if documents:
+            await self._call(self._add, list(documents))
 
     def _get(self) -> C:
         """The client, opened on first use (in a worker thread, under the lock).
