@@ -72,3 +72,21 @@ def test_an_unknown_attribute_of_the_package_is_an_attribute_error() -> None:
 
     with pytest.raises(AttributeError, match="no attribute 'agents'"):
         agentscope_rt.agents  # noqa: B018
+
+
+_FRAMEWORK = ("pipeline", "mcp", "plan", "rag", "session")
+_CORE = ("agent", "model", "formatter", "tool", "memory", "token", "embedding")
+
+
+@pytest.mark.parametrize("module", [*_CORE, "message", "module", "exception", "types"])
+def test_layers_point_down(module: str) -> None:
+    # docs/architecture.md: a core module imports nothing of the framework layer above it
+    # (ReActAgent takes plan notebooks and knowledge bases through protocols of its own).
+    code = (
+        f"import sys, agentscope_rt.{module}\n"
+        f"print(','.join(m for m in {_FRAMEWORK!r} if 'agentscope_rt.' + m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert out == "", f"importing agentscope_rt.{module} loaded agentscope_rt.{out}"

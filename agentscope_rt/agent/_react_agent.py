@@ -46,12 +46,11 @@ from ..memory._long_term_memory import check_long_term_memory_mode
 from ..message import AudioBlock, Msg, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
 from ..message._msg import owned_msg
 from ..model import ChatModelBase, ChatResponse, ChatUsage
-from ..plan import PlanNotebook
-from ..rag import Document, KnowledgeBase
 from ..tool import INTERRUPTED_TEXT, Toolkit, ToolResponse, ToolResponseStream
 from ._compression import CompressionConfig as _CompressionConfig
 from ._compression import compression_cut
 from ._durable import DurableReplies, SessionLike
+from ._extensions import KnowledgeLike, PlanNotebookLike
 from ._generate_reason import GenerateReason
 from ._hooks import HOOK_COUNTS, direct_method
 from ._react_agent_base import ReActAgentBase
@@ -275,9 +274,9 @@ class ReActAgent(ReActAgentBase):
         long_term_memory_mode: Literal["agent_control", "static_control", "both"] = "both",
         enable_meta_tool: bool = False,
         parallel_tool_calls: bool = False,
-        knowledge: KnowledgeBase | list[KnowledgeBase] | None = None,
+        knowledge: KnowledgeLike | list[KnowledgeLike] | None = None,
         enable_rewrite_query: bool = True,
-        plan_notebook: PlanNotebook | None = None,
+        plan_notebook: PlanNotebookLike | None = None,
         print_hint_msg: bool = False,
         max_iters: int = 10,
         compression_config: _CompressionConfig | None = None,
@@ -290,7 +289,9 @@ class ReActAgent(ReActAgentBase):
         _check_type("toolkit", toolkit, Toolkit, optional=True)
         _check_type("memory", memory, MemoryBase, optional=True)
         _check_type("long_term_memory", long_term_memory, LongTermMemoryBase, optional=True)
-        _check_type("plan_notebook", plan_notebook, PlanNotebook, optional=True)
+        _check_type(
+            "plan_notebook", plan_notebook, PlanNotebookLike, optional=True, shown="PlanNotebook"
+        )
         _check_type("compression_config", compression_config, _CompressionConfig, optional=True)
         if long_term_memory_mode not in _LTM_MODES:
             raise ValueError(
@@ -302,12 +303,18 @@ class ReActAgent(ReActAgentBase):
             check_long_term_memory_mode(long_term_memory, long_term_memory_mode)
         if isinstance(max_iters, bool) or not isinstance(max_iters, int) or max_iters < 1:
             raise ValueError(f"max_iters must be a positive integer, not {max_iters!r}")
-        if isinstance(knowledge, KnowledgeBase):
+        if isinstance(knowledge, KnowledgeLike):
             knowledge = [knowledge]
+        elif knowledge is not None and not isinstance(knowledge, list | tuple):
+            raise TypeError(
+                "ReActAgent knowledge must be a KnowledgeBase, a list of them or None, not "
+                f"{type(knowledge).__name__}"
+            )
         for index, kb in enumerate(knowledge or []):
-            if not isinstance(kb, KnowledgeBase):
+            if not isinstance(kb, KnowledgeLike):
                 raise TypeError(
-                    f"knowledge[{index}] must be a KnowledgeBase, not {type(kb).__name__}"
+                    f"knowledge[{index}] must be a KnowledgeBase (an object with an async "
+                    f"retrieve(query, limit, score_threshold)), not {type(kb).__name__}"
                 )
 
         self.name = name
@@ -327,7 +334,7 @@ class ReActAgent(ReActAgentBase):
         self.memory = memory if memory is not None else InMemoryMemory()
         self.toolkit = toolkit if toolkit is not None else Toolkit()
         self.parallel_tool_calls = bool(parallel_tool_calls)
-        self.knowledge: list[KnowledgeBase] = list(knowledge or [])
+        self.knowledge: list[KnowledgeLike] = list(knowledge or [])
         self.enable_rewrite_query = bool(enable_rewrite_query)
         self.print_hint_msg = bool(print_hint_msg)
 
@@ -953,7 +960,7 @@ class ReActAgent(ReActAgentBase):
             return
         if self.enable_rewrite_query:
             query = await self._rewrite_query(query)
-        docs: list[Document] = []
+        docs: list[Any] = []
         for kb in self.knowledge:
             docs.extend(await kb.retrieve(query=query))
         if not docs:
@@ -1103,12 +1110,14 @@ def _interrupted_output(last: ToolResponse | None) -> list[Any]:
     return [*(last.content if last is not None else ()), TextBlock(text=INTERRUPTED_TEXT)]
 
 
-def _check_type(what: str, value: Any, kind: type, *, optional: bool = False) -> None:
+def _check_type(
+    what: str, value: Any, kind: type, *, optional: bool = False, shown: str | None = None
+) -> None:
     if value is None and optional:
         return
     if not isinstance(value, kind):
         raise TypeError(
-            f"ReActAgent {what} must be a {kind.__name__}"
+            f"ReActAgent {what} must be a {shown or kind.__name__}"
             + (" or None" if optional else "")
             + f", not {type(value).__name__}"
         )

@@ -295,3 +295,31 @@ async def test_the_model_searches_with_the_retrieve_knowledge_tool() -> None:
     assert "Paris" not in result
     # The tool's result reaches the next prompt.
     assert "In Lyon it rains a lot." in json.dumps(model.calls[1].messages)
+
+
+async def test_any_object_with_an_async_retrieve_is_a_knowledge_source() -> None:
+    # The agent checks for the protocol (it does not import the rag package): a plain class
+    # with retrieve() works, a list of it too; anything else is refused with what to pass.
+    class Notes:
+        def __init__(self) -> None:
+            self.queries: list[str] = []
+
+        async def retrieve(
+            self, query: str, limit: int = 5, score_threshold: float | None = None, **kw: Any
+        ) -> list[Document]:
+            self.queries.append(query)
+            meta = DocMetadata(TextBlock(text="Lyon is mild."), "n", 0, 1)
+            return [Document(meta, score=0.9)]
+
+    notes = Notes()
+    model = ScriptedChatModel([response(text("Mild."))])
+    agent = make_agent(model, knowledge=notes, enable_rewrite_query=False)
+    await agent(user("weather in Lyon?"))
+    assert notes.queries == ["weather in Lyon?"]
+    assert any("Lyon is mild." in texts_of(m) for m in await agent.memory.get_memory())
+
+    for bad in (object(), [notes, "not a knowledge base"]):
+        with pytest.raises(TypeError, match="must be a KnowledgeBase"):
+            make_agent(ScriptedChatModel([]), knowledge=bad)
+    with pytest.raises(TypeError, match="plan_notebook must be a PlanNotebook or None"):
+        make_agent(ScriptedChatModel([]), plan_notebook=notes)
