@@ -4,8 +4,9 @@ An :class:`EmbeddingModelBase` turns a list of texts into an :class:`EmbeddingRe
 one vector per text:
 
 * provider models — :class:`OpenAITextEmbedding` (through the ``openai`` SDK),
-  :class:`DashScopeTextEmbedding`, :class:`GeminiTextEmbedding` and
-  :class:`OllamaTextEmbedding` (over httpx), all retried and closed like the chat models;
+  :class:`DashScopeTextEmbedding`, :class:`DashScopeMultiModalEmbedding` (texts, images and
+  videos), :class:`GeminiTextEmbedding` and :class:`OllamaTextEmbedding` (over httpx), all
+  retried and closed like the chat models;
 * :class:`LocalTextEmbedding` — all-MiniLM-L6-v2 in the process, offline (the ``embedding``
   extra); :func:`default_embedding_model` picks it when no provider key is set.
 
@@ -16,6 +17,7 @@ class loads what it needs when it is built or first called.
 
 from ._cache_base import EmbeddingCacheBase
 from ._dashscope_embedding import DashScopeTextEmbedding
+from ._dashscope_multimodal_embedding import DashScopeMultiModalEmbedding
 from ._default import default_embedding_model
 from ._embedding_base import EmbeddingModelBase
 from ._embedding_response import EmbeddingResponse, EmbeddingUsage
@@ -26,6 +28,7 @@ from ._ollama_embedding import OllamaTextEmbedding
 from ._openai_embedding import OpenAITextEmbedding
 
 __all__ = [
+    "DashScopeMultiModalEmbedding",
     "DashScopeTextEmbedding",
     "EmbeddingCacheBase",
     "EmbeddingModelBase",

@@ -177,3 +177,77 @@ class EmbeddingServer(LocalHTTPServer):
             "load_duration": 1019500,
             "prompt_eval_count": tokens(texts),
         }
+
+
+MULTIMODAL_PATH = "/api/v1/services/embeddings/multimodal-embedding/multimodal-embedding"
+
+MULTIMODAL_LIMITS = {
+    "tongyi-embedding-vision-plus": (8, 1152),
+    "tongyi-embedding-vision-flash": (8, 768),
+    "multimodal-embedding-v1": (1, 1024),
+}
+"""Contents per request and default vector length of the multimodal models the server knows."""
+
+IMAGE_TOKENS = 100
+"""The ``image_tokens`` the multimodal server reports per image."""
+
+
+def content_vector(content: dict[str, str], dimensions: int) -> list[float]:
+    """The vector the multimodal server returns for one ``input.contents`` item."""
+    return vector(json.dumps(content, sort_keys=True), dimensions)
+
+
+class MultiModalEmbeddingServer(EmbeddingServer):
+    """:class:`EmbeddingServer` that also speaks DashScope's multimodal embedding protocol.
+
+    It checks the key, enforces each model's contents-per-request limit (unknown models get
+    DashScope's ``Model not exist``), returns ``output.embeddings`` in reverse order (each with
+    its ``index``), and reports ``input_tokens`` (one per word of text) and ``image_tokens``
+    (:data:`IMAGE_TOKENS` per image).
+    """
+
+    def answer(self, path: str, headers: dict[str, str], body: Any) -> tuple[int, Any]:
+        if path != MULTIMODAL_PATH:
+            return super().answer(path, headers, body)
+        given = headers.get("authorization", "").removeprefix("Bearer ")
+        if given != KEY:
+            return 401, {
+                "code": "InvalidApiKey",
+                "message": f"Invalid API-key provided: {given}",
+                "request_id": "req-mm-1",
+            }
+        limits = MULTIMODAL_LIMITS.get(body.get("model"))
+        if limits is None:
+            return 400, {
+                "code": "InvalidParameter",
+                "message": "Model not exist.",
+                "request_id": "req-mm-2",
+            }
+        batch, default_dims = limits
+        contents = body["input"]["contents"]
+        if len(contents) > batch:
+            return 400, {
+                "code": "InvalidParameter",
+                "message": f"the number of contents should not be larger than {batch}.",
+                "request_id": "req-mm-3",
+            }
+        dims = body.get("parameters", {}).get("dimension") or default_dims
+        items = [
+            {
+                "index": i,
+                "embedding": content_vector(c, dims),
+                "type": next(iter(c)),
+            }
+            for i, c in enumerate(contents)
+        ]
+        images = sum(1 for c in contents if "image" in c)
+        return 200, {
+            # Out of order on purpose: clients must place vectors by index.
+            "output": {"embeddings": items[::-1]},
+            "usage": {
+                "input_tokens": tokens([c["text"] for c in contents if "text" in c]),
+                "image_tokens": IMAGE_TOKENS * images,
+                "image_count": images,
+            },
+            "request_id": "req-mm-4",
+        }
