@@ -11,13 +11,17 @@ The request is the one the ``dashscope`` SDK's ``MultiModalEmbedding.call`` send
 
 from __future__ import annotations
 
+import base64
 import functools
 import logging
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Literal
 
+import anyio
+
 from ..exception import ModelAPIError
+from ..formatter._media import WEB_IMAGE_TYPES, local_path_of, sniff_media_type
 from ..message import ImageBlock, TextBlock, VideoBlock
 from ..model import RetryConfig
 from ..model._common import resolve_api_key
@@ -125,14 +129,19 @@ class DashScopeMultiModalEmbedding(HttpEmbeddingModel):
         Every item is checked before anything is sent: one bad item sends no request.
 
         :param inputs: text, image and video blocks (attrs blocks or AgentScope-style dicts),
-            or plain strings as texts. An image is a URL or base64 data; a video must be a URL.
+            or plain strings as texts. An image is a web URL, a local file (a path or
+            ``file://`` URL, sent inline as base64 data) or base64 data; a video must be a web
+            URL.
         :param kwargs: more request parameters (``dimension``, ``fps``, ``instruct``, ...).
         :raises ValueError: for an item that is none of these (the message names its position),
-            or a video that is not given by URL.
+            a local image file that is missing or not an image, or a video that is not given
+            by web URL.
         :raises ModelAPIError: when DashScope fails (after retries); batches already embedded
             stay in the cache.
         """
         contents = _contents_of(inputs)
+        for index, content in enumerate(contents):
+            contents[index] = await _inline_local_file(index, content)
         size = self.batch_size_limit
         if len(contents) > size:
             logger.info(
@@ -248,3 +257,39 @@ def _content_of(index: int, item: Any) -> dict[str, str]:
         f"{where} is an image block without a valid source; give a URLSource(url=...) or a "
         "Base64Source(media_type=..., data=...)."
     )
+
+
+async def _inline_local_file(index: int, content: dict[str, str]) -> dict[str, str]:
+    """*content* with a local image file (a path or ``file://`` URL) as a data URL.
+
+    DashScope cannot read the caller's disk (the ``dashscope`` SDK uploads such files to
+    DashScope's storage first); the API takes an image inline as base64 data, but a video only
+    from a web URL.
+
+    :raises ValueError: for a local video, a missing file, or a file that is not an image.
+    """
+    ((kind, url),) = content.items()
+    if kind == "text" or url.startswith("data:"):
+        return content
+    path = local_path_of(url)
+    if path is None:
+        return content
+    where = f"inputs[{index}]"
+    if kind == "video":
+        raise ValueError(
+            f"{where} is a local video ({url!r}); the multimodal embedding API reads videos from "
+            "web URLs only: upload it and give its URL."
+        )
+    file = anyio.Path(path)
+    if not await file.is_file():
+        raise ValueError(
+            f"{where}: the image file {url!r} does not exist or is not a regular file; give an "
+            "existing path, a web URL or base64 data."
+        )
+    data = await file.read_bytes()
+    media_type = WEB_IMAGE_TYPES.get(os.path.splitext(path)[1].lower()) or sniff_media_type(
+        data[:16]
+    )
+    if media_type is None or not media_type.startswith("image/"):
+        raise ValueError(f"{where}: {url!r} is not an image file (png, jpeg, gif or webp).")
+    return {"image": f"data:{media_type};base64,{base64.b64encode(data).decode('ascii')}"}

@@ -203,6 +203,41 @@ async def test_a_bad_block_in_the_middle_sends_nothing(
     assert server.requests == []
 
 
+async def test_a_local_image_file_is_sent_inline_and_a_local_video_is_refused(
+    server: MultiModalEmbeddingServer, tmp_path: Path
+) -> None:
+    # The server cannot read the caller's disk: a path or file:// URL to an image goes as a
+    # data URL (media type from the extension, else from the bytes); a local video, a missing
+    # file or a file that is not an image is refused before any request.
+    import base64
+
+    png = base64.b64decode(PNG_B64)
+    (tmp_path / "cat.png").write_bytes(png)
+    (tmp_path / "noext").write_bytes(png)
+    (tmp_path / "notes.txt").write_text("not an image")
+    inline = f"data:image/png;base64,{PNG_B64}"
+    async with model(server) as m:
+        await m(
+            [
+                ImageBlock(source=URLSource(url=str(tmp_path / "cat.png"))),
+                ImageBlock(source=URLSource(url=f"file://{tmp_path / 'noext'}")),
+            ]
+        )
+        (request,) = server.requests
+        assert request.body["input"]["contents"] == [{"image": inline}, {"image": inline}]
+        bad = [
+            (VideoBlock(source=URLSource(url=str(tmp_path / "clip.mp4"))), "web URLs only"),
+            (ImageBlock(source=URLSource(url=str(tmp_path / "missing.png"))), "does not exist"),
+            (ImageBlock(source=URLSource(url=str(tmp_path))), "not a regular file"),
+            (ImageBlock(source=URLSource(url=str(tmp_path / "notes.txt"))), "not an image"),
+        ]
+        for block, message in bad:
+            with pytest.raises(ValueError, match=message) as info:
+                await m([TextBlock(text="first"), block])
+            assert "inputs[1]" in str(info.value)
+    assert len(server.requests) == 1
+
+
 async def test_a_single_block_not_in_a_list_is_refused(server: MultiModalEmbeddingServer) -> None:
     async with model(server) as m:
         with pytest.raises(ValueError, match="wrap it in a list"):
