@@ -61,12 +61,31 @@ def _uuid3_dns(name: str) -> str:
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
+def _as_doc_content(value: Any) -> DocContent:
+    """*value* as a chunk's block: a block is kept, a block dict (AgentScope's ``TextBlock``
+    is one) is built into a block.
+
+    :raises MessageFormatError: for a dict that is not a text, image or video block.
+    :raises TypeError: for anything else.
+    """
+    if isinstance(value, TextBlock | ImageBlock | VideoBlock):
+        return value
+    if isinstance(value, dict):
+        return _structure_doc_content(value, None)
+    raise TypeError(
+        "DocMetadata content must be a TextBlock, ImageBlock or VideoBlock (or its dict form, "
+        f"e.g. {{'type': 'text', 'text': ...}}), not {type(value).__name__}"
+    )
+
+
 @attrs.define(slots=True)
 class DocMetadata:
     """Where a chunk comes from and what it holds.
 
     As AgentScope's dict-based class, it also reads like a dict: ``metadata["doc_id"]``,
-    ``metadata.get("content")``, ``"chunk_id" in metadata``, ``dict(metadata)``.
+    ``metadata.get("content")``, ``"chunk_id" in metadata``, ``dict(metadata)``,
+    ``metadata.items()``. A content given in dict form (AgentScope's ``TextBlock`` is a dict)
+    is built into its block.
 
     :ivar content: the chunk itself (text, image or video block).
     :ivar doc_id: the id of the source document.
@@ -74,7 +93,7 @@ class DocMetadata:
     :ivar total_chunks: how many chunks the document was split into.
     """
 
-    content: DocContent
+    content: DocContent = attrs.field(converter=_as_doc_content)
     doc_id: str
     chunk_id: int
     total_chunks: int
@@ -99,6 +118,14 @@ class DocMetadata:
     def keys(self) -> list[str]:
         """The field names, in AgentScope's order."""
         return list(_METADATA_KEYS)
+
+    def values(self) -> list[Any]:
+        """The field values, in :meth:`keys`' order."""
+        return [getattr(self, key) for key in _METADATA_KEYS]
+
+    def items(self) -> list[tuple[str, Any]]:
+        """``(name, value)`` of each field, in :meth:`keys`' order."""
+        return [(key, getattr(self, key)) for key in _METADATA_KEYS]
 
     def __iter__(self) -> Iterator[str]:
         return iter(_METADATA_KEYS)

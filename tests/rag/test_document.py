@@ -85,3 +85,26 @@ def test_chunk_ids_are_uuid3_of_the_key(name: str) -> None:
     from agentscope_rt.rag._document import _uuid3_dns
 
     assert _uuid3_dns(name) == str(uuid.uuid3(uuid.NAMESPACE_DNS, name))
+
+
+def test_content_in_agentscopes_dict_form_becomes_a_block() -> None:
+    # AgentScope's TextBlock is a TypedDict: ported code builds DocMetadata with a dict.
+    meta = DocMetadata(
+        content={"type": "text", "text": "hi"}, doc_id="d", chunk_id=0, total_chunks=1
+    )
+    assert isinstance(meta.content, TextBlock) and meta.content.text == "hi"
+    assert Document(meta).id == chunk_id_of("d", 0, TextBlock(text="hi"))
+    meta["content"] = {"type": "image", "source": {"type": "url", "url": "http://x/a.png"}}
+    assert isinstance(meta.content, ImageBlock)
+    with pytest.raises(MessageFormatError, match="tool_use"):
+        DocMetadata(ToolUseBlock(id="1", name="f", input={}).to_dict(), "d", 0, 1)
+    with pytest.raises(TypeError, match="TextBlock, ImageBlock or VideoBlock"):
+        DocMetadata("plain text", "d", 0, 1)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="not NoneType"):
+        DocMetadata(None, "d", 0, 1)  # type: ignore[arg-type]
+
+
+def test_metadata_items_and_values_as_a_dict() -> None:
+    meta = _doc().metadata
+    assert meta.items() == list(dict(meta).items())
+    assert meta.values() == [meta.content, "d", 0, 2]
