@@ -437,3 +437,22 @@ async def test_a_store_subclass_gets_the_base_behaviour() -> None:
         assert [d.id for d in await store.search([], limit=5)] == [d.id for d in docs[1:]]
         with pytest.raises(NotImplementedError, match="_DictStore"):
             store.get_client()
+
+
+async def test_milvus_delete_takes_agentscopes_positional_filter(tmp_path: Path) -> None:
+    # AgentScope's MilvusLiteStore.delete(ids=None, filter=None): ported code passes the
+    # filter expression second. It must delete, not be taken for a document id.
+    docs = await embedded_chunks(TEXT)
+    other = _vector_doc("other", "other", embed("other"))
+    async with MilvusLiteStore(str(tmp_path / "f.db"), "kb", DIM) as store:
+        await store.add([*docs, other])
+        await store.delete(None, f'doc_id == "{docs[0].metadata.doc_id}"')
+        assert [d.id for d in await store.search(embed("x"), limit=10)] == [other.id]
+
+
+def test_document_ids_are_passed_by_keyword_to_every_store() -> None:
+    import inspect
+
+    for store in (VDBStoreBase, QdrantStore, MilvusLiteStore):
+        doc_ids = inspect.signature(store.delete).parameters["doc_ids"]
+        assert doc_ids.kind is inspect.Parameter.KEYWORD_ONLY, store

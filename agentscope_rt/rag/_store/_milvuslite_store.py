@@ -227,12 +227,14 @@ class MilvusLiteStore(SyncClientStoreBase["MilvusClient"]):
     async def delete(
         self,
         ids: str | Sequence[str] | None = None,
+        filter: str | None = None,  # AgentScope's name and place (second)
+        *,
         doc_ids: str | Sequence[str] | None = None,
-        filter: str | None = None,
         **kwargs: Any,
     ) -> None:
         """Remove the chunks with these *ids*, every chunk of the documents *doc_ids*, and the
-        rows matching the Milvus *filter* expression.
+        rows matching the Milvus *filter* expression. *filter* comes second, as in AgentScope
+        (``store.delete(None, 'doc_id == "a"')``); *doc_ids* is keyword-only.
 
         :raises ValueError: if none is given.
         """

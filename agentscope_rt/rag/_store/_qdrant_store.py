@@ -241,6 +241,7 @@ class QdrantStore(SyncClientStoreBase["QdrantClient"]):
     async def delete(
         self,
         ids: str | Sequence[str] | None = None,
+        *,
         doc_ids: str | Sequence[str] | None = None,
         **kwargs: Any,
     ) -> None:

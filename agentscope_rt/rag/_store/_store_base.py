@@ -71,6 +71,7 @@ class VDBStoreBase(ABC):
     async def delete(
         self,
         ids: str | Sequence[str] | None = None,
+        *,
         doc_ids: str | Sequence[str] | None = None,
         **kwargs: Any,
     ) -> None:
