@@ -6,6 +6,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
+from ..exception import ModelAPIError
 from ..message import TextBlock
 from ._embedding_response import EmbeddingResponse
 
@@ -83,3 +84,12 @@ def gather_texts(text: Sequence[Any]) -> list[str]:
                 f"{i} is a {type(item).__name__}."
             )
     return out
+
+
+def check_count(provider: str, embeddings: list[Any], count: int) -> None:
+    """Check that a provider answered one vector per text, before the answer is used or cached.
+
+    :raises ModelAPIError: naming both counts, when they differ.
+    """
+    if len(embeddings) != count:
+        raise ModelAPIError(provider, f"expected {count} embeddings, got {len(embeddings)}")

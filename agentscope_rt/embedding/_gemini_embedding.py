@@ -10,7 +10,7 @@ from ..message import TextBlock
 from ..model import RetryConfig
 from ._cache_base import EmbeddingCacheBase
 from ._cached import cached_embed, timed
-from ._embedding_base import empty_response, gather_texts
+from ._embedding_base import check_count, empty_response, gather_texts
 from ._embedding_response import EmbeddingResponse, EmbeddingUsage
 from ._http_embedding import HttpEmbeddingModel
 
@@ -101,10 +101,12 @@ class GeminiTextEmbedding(HttpEmbeddingModel):
 
         async def compute() -> EmbeddingResponse:
             data, seconds = await timed(lambda: self._post(f"/{name}:batchEmbedContents", body))
+            embeddings = [
+                list(map(float, e.get("values", []))) for e in data.get("embeddings") or []
+            ]
+            check_count(self.provider, embeddings, len(texts))
             return EmbeddingResponse(
-                embeddings=[
-                    list(map(float, e.get("values", []))) for e in data.get("embeddings", [])
-                ],
+                embeddings=embeddings,
                 usage=EmbeddingUsage(time=seconds),
             )
 

@@ -9,7 +9,7 @@ from ..message import TextBlock
 from ..model import RetryConfig
 from ._cache_base import EmbeddingCacheBase
 from ._cached import cached_embed, timed
-from ._embedding_base import empty_response, gather_texts
+from ._embedding_base import check_count, empty_response, gather_texts
 from ._embedding_response import EmbeddingResponse, EmbeddingUsage
 from ._http_embedding import HttpEmbeddingModel
 
@@ -80,8 +80,10 @@ class OllamaTextEmbedding(HttpEmbeddingModel):
         async def compute() -> EmbeddingResponse:
             data, seconds = await timed(lambda: self._post("/api/embed", body))
             tokens = data.get("prompt_eval_count")
+            embeddings = [list(map(float, e)) for e in data.get("embeddings") or []]
+            check_count(self.provider, embeddings, len(texts))
             return EmbeddingResponse(
-                embeddings=[list(map(float, e)) for e in data.get("embeddings", [])],
+                embeddings=embeddings,
                 usage=EmbeddingUsage(
                     time=seconds, tokens=tokens if isinstance(tokens, int) else None
                 ),

@@ -15,7 +15,7 @@ from ..model._retry import call_with_retry
 from ..model._sdk_stream import _loop_copy, _sdk_owns_http_client, close_sdk_client
 from ._cache_base import EmbeddingCacheBase
 from ._cached import cached_embed, timed
-from ._embedding_base import EmbeddingModelBase, empty_response, gather_texts
+from ._embedding_base import EmbeddingModelBase, check_count, empty_response, gather_texts
 from ._embedding_response import EmbeddingResponse, EmbeddingUsage
 
 __all__ = ["OpenAITextEmbedding"]
@@ -111,11 +111,12 @@ class OpenAITextEmbedding(EmbeddingModelBase):
                 )
             )
             usage = getattr(response, "usage", None)
+            embeddings = [
+                list(item.embedding) for item in sorted(response.data, key=lambda item: item.index)
+            ]
+            check_count(self.provider, embeddings, len(texts))
             return EmbeddingResponse(
-                embeddings=[
-                    list(item.embedding)
-                    for item in sorted(response.data, key=lambda item: item.index)
-                ],
+                embeddings=embeddings,
                 usage=EmbeddingUsage(time=seconds, tokens=getattr(usage, "total_tokens", None)),
             )
 

@@ -369,3 +369,32 @@ def test_unknown_constructor_arguments_fail_at_once() -> None:
         OllamaTextEmbedding("nomic-embed-text", 4, vertexai=True)
     with pytest.raises(TypeError, match="GeminiTextEmbedding"):
         GeminiTextEmbedding("key", "gemini-embedding-001", project="p")
+
+
+async def test_an_answer_with_too_few_vectors_is_an_error_and_is_not_cached(
+    server: EmbeddingServer, tmp_path: Path
+) -> None:
+    # A provider answering 200 with one vector for two texts: the call fails naming the
+    # counts, instead of returning (and caching, for every later call) a short list.
+    one = vector("a")
+    short_answers: list[tuple[EmbeddingModelBase, Any]] = [
+        (
+            openai(server, embedding_cache=FileEmbeddingCache(str(tmp_path / "o"))),
+            {"object": "list", "data": [{"object": "embedding", "index": 0, "embedding": one}]},
+        ),
+        (
+            gemini(server, embedding_cache=FileEmbeddingCache(str(tmp_path / "g"))),
+            {"embeddings": [{"values": one}]},
+        ),
+        (
+            ollama(server, embedding_cache=FileEmbeddingCache(str(tmp_path / "l"))),
+            {"model": "nomic-embed-text", "embeddings": [one]},
+        ),
+    ]
+    for model, answer in short_answers:
+        server.fail(Failure(200, answer))
+        with pytest.raises(ModelAPIError, match="expected 2 embeddings, got 1"):
+            await model(["a", "b"])
+        again = await model(["a", "b"])
+        assert again.source == "api" and len(again.embeddings) == 2, type(model).__name__
+        await model.aclose()  # type: ignore[attr-defined]
