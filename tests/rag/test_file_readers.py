@@ -140,6 +140,10 @@ async def test_images_are_one_chunk_each(tmp_path: Path) -> None:
     assert all(d.metadata.total_chunks == 1 for d in docs)
     with pytest.raises(ReaderError, match="no such file"):
         await ImageReader()(str(tmp_path / "missing.png"))
+    # A pathlib.Path names one image, as its string does.
+    (doc,) = await ImageReader()(local)
+    assert doc.metadata.content.source.url == str(local)
+    assert doc.metadata.doc_id == ImageReader().get_doc_id(local) == docs[1].metadata.doc_id
 
 
 _READERS = [

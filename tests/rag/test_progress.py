@@ -73,3 +73,19 @@ def test_importing_rag_loads_no_parser_or_database_client() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.strip()
     assert out == ""
+
+
+async def test_read_files_takes_string_paths_as_files_only(tmp_path: Path) -> None:
+    path = tmp_path / "notes.txt"
+    path.write_text("Notes. More notes.", encoding="utf-8")
+    docs = await read_files(TextReader(), [str(path)])
+    assert [d.metadata.content["text"] for d in docs] == ["Notes.", "More notes."]
+    # TextReader reads a string that names no file as text; read_files reads files.
+    missing = str(tmp_path / "missing.txt")
+    with pytest.raises(ReaderError, match=r"missing\.txt': no such file"):
+        await read_files(TextReader(), [str(path), missing])
+    # One path instead of a list would be read character by character.
+    with pytest.raises(TypeError, match=r"a list of paths.*\[path\]"):
+        await read_files(TextReader(), str(path))
+    with pytest.raises(TypeError, match=r"a list of paths"):
+        await read_files(TextReader(), path)  # type: ignore[arg-type]

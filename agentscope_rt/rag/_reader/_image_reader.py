@@ -34,14 +34,19 @@ def _check_local(urls: list[str]) -> None:
 class ImageReader(ReaderBase):
     """Wrap images, given by URL or local path, into documents (one chunk each)."""
 
-    async def __call__(self, image_url: str | list[str]) -> list[Document]:
+    async def __call__(
+        self, image_url: str | os.PathLike[str] | list[str | os.PathLike[str]]
+    ) -> list[Document]:
         """One document per image, in the order given, holding a URL image block.
 
         Remote URLs are not fetched; local paths must name non-empty files.
 
         :raises ReaderError: for a local path that is missing, not a file, or empty.
         """
-        urls = [image_url] if isinstance(image_url, str) else [os.fspath(u) for u in image_url]
+        if isinstance(image_url, str | os.PathLike):
+            urls = [os.fspath(image_url)]
+        else:
+            urls = [os.fspath(u) for u in image_url]
         await anyio.to_thread.run_sync(_check_local, urls)
         docs: list[Document] = []
         for url in urls:
@@ -50,6 +55,7 @@ class ImageReader(ReaderBase):
             )
         return docs
 
-    def get_doc_id(self, image_path: str) -> str:
+    def get_doc_id(self, image_path: str | os.PathLike[str]) -> str:
         """The document id of an image: the hex MD5 of its URL or path (AgentScope's scheme)."""
-        return hashlib.md5(image_path.encode("utf-8"), usedforsecurity=False).hexdigest()
+        name = os.fspath(image_path)
+        return hashlib.md5(name.encode("utf-8"), usedforsecurity=False).hexdigest()
