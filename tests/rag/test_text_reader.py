@@ -129,6 +129,12 @@ def test_invalid_arguments(size: int, split_by: str) -> None:
         TextReader(size, split_by)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("size", [1.5, "512", None, True])
+def test_a_chunk_size_that_is_not_an_integer_is_named_as_such(size: object) -> None:
+    with pytest.raises(ValueError, match="chunk_size must be a positive integer"):
+        TextReader(size)  # type: ignore[arg-type]
+
+
 _TEXTS = st.text(alphabet=st.sampled_from(list("ab cd.!?\n\t。！？你好\"'”")), max_size=200)
 
 

@@ -36,10 +36,11 @@ class ReaderBase(ABC):
 def check_chunking(chunk_size: int, split_by: str) -> None:
     """Validate the chunking arguments every text-bearing reader takes.
 
-    :raises ValueError: for a non-positive *chunk_size* or an unknown *split_by*.
+    :raises ValueError: for a *chunk_size* that is not a positive integer, or an unknown
+        *split_by*.
     """
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size <= 0:
-        raise ValueError(f"The chunk_size must be positive, got {chunk_size!r}")
+        raise ValueError(f"The chunk_size must be a positive integer, got {chunk_size!r}")
     if split_by not in _SPLIT_MODES:
         raise ValueError(
             f"The split_by must be one of 'char', 'sentence' or 'paragraph', got {split_by!r}"
