@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import hashlib
 import sys
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,6 +17,7 @@ from agentscope_rt.rag import (
     ImageReader,
     PDFReader,
     PowerPointReader,
+    TextReader,
     WordReader,
 )
 
@@ -210,3 +213,37 @@ def test_invalid_reader_arguments() -> None:
         PDFReader(chunk_size=0)
     with pytest.raises(ValueError, match="split_by"):
         PowerPointReader(split_by="words")  # type: ignore[arg-type]
+
+
+async def test_chunking_runs_in_a_worker_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Splitting a large text into chunks and numbering them takes seconds (a 5 MB text: about
+    # ten): it is done where the file is read, off the event loop.
+    from agentscope_rt.rag._reader import _text_reader
+
+    loop_thread = threading.get_ident()
+    threads: list[int] = []
+    split_text = _text_reader.split_text
+
+    def recording_split_text(*args: Any) -> list[str]:
+        threads.append(threading.get_ident())
+        return split_text(*args)
+
+    monkeypatch.setattr(_text_reader, "split_text", recording_split_text)
+    text = tmp_path / "a.txt"
+    text.write_text("One. Two.", encoding="utf-8")
+    sources = [
+        (TextReader(), text),
+        (PDFReader(), write_pdf(tmp_path / "a.pdf", ["Page one."])),
+        (WordReader(), write_docx(tmp_path / "a.docx")),
+        (ExcelReader(), write_xlsx(tmp_path / "a.xlsx")),
+        (PowerPointReader(), write_pptx(tmp_path / "a.pptx")),
+    ]
+    for reader, path in sources:
+        threads.clear()
+        assert await reader(path)
+        assert threads and loop_thread not in threads, type(reader).__name__
+    threads.clear()
+    assert await TextReader()("Text given as a string. Two sentences.")
+    assert threads and loop_thread not in threads

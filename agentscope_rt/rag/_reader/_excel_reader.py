@@ -125,7 +125,11 @@ class ExcelReader(ReaderBase):
             damaged file.
         :raises ImportError: if openpyxl is not installed (the ``office`` extra).
         """
-        sheets = await anyio.to_thread.run_sync(self._read_sheets, excel_path)
+        return await anyio.to_thread.run_sync(self._read, excel_path)
+
+    def _read(self, excel_path: str | os.PathLike[str]) -> list[Document]:
+        # Chunking a large workbook takes long too: it runs in the worker thread as well.
+        sheets = self._read_sheets(excel_path)
         doc_id = self.get_doc_id(excel_path)
         return chunk_groups(sheets, doc_id, self.chunk_size, self.split_by, self.separate_sheet)
 

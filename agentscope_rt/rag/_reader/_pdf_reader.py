@@ -71,7 +71,12 @@ class PDFReader(ReaderBase):
         :raises ReaderError: for a missing, empty, non-PDF, encrypted, damaged or text-less file.
         :raises ImportError: if pypdf is not installed (the ``pdf`` extra).
         """
-        _, text = await anyio.to_thread.run_sync(_extract, pdf_path)
+        return await anyio.to_thread.run_sync(self._read, pdf_path)
+
+    def _read(self, pdf_path: str | os.PathLike[str]) -> list[Document]:
+        # Chunking a long text takes long too (seconds for megabytes): it runs in the worker
+        # thread as well.
+        _, text = _extract(pdf_path)
         return self._text_reader.chunk(text, self.get_doc_id(pdf_path))
 
     def get_doc_id(self, pdf_path: str | os.PathLike[str]) -> str:

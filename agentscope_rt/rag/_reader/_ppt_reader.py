@@ -89,7 +89,11 @@ class PowerPointReader(ReaderBase):
         :raises ReaderError: for a missing, empty, non-pptx or damaged file.
         :raises ImportError: if python-pptx is not installed (the ``office`` extra).
         """
-        slides = await anyio.to_thread.run_sync(self._read_slides, ppt_path)
+        return await anyio.to_thread.run_sync(self._read, ppt_path)
+
+    def _read(self, ppt_path: str | os.PathLike[str]) -> list[Document]:
+        # Chunking a large deck takes long too: it runs in the worker thread as well.
+        slides = self._read_slides(ppt_path)
         doc_id = self.get_doc_id(ppt_path)
         return chunk_groups(slides, doc_id, self.chunk_size, self.split_by, self.separate_slide)
 

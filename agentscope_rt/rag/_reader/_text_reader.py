@@ -109,8 +109,11 @@ class TextReader(ReaderBase):
 
         :raises ReaderError: for a path that is not a readable, non-empty UTF-8 text file.
         """
-        content = await anyio.to_thread.run_sync(_load, text)
-        return self.chunk(content)
+        # Splitting and numbering take seconds for megabytes of text: in the worker thread too.
+        return await anyio.to_thread.run_sync(self._read, text)
+
+    def _read(self, text: str | os.PathLike[str]) -> list[Document]:
+        return self.chunk(_load(text))
 
     def chunk(self, text: str, doc_id: str | None = None) -> list[Document]:
         """The chunks of *text* as documents (no file access; what :meth:`__call__` returns).

@@ -107,7 +107,11 @@ class WordReader(ReaderBase):
         :raises ReaderError: for a missing, empty, non-docx or damaged file.
         :raises ImportError: if python-docx is not installed (the ``office`` extra).
         """
-        blocks = await anyio.to_thread.run_sync(self._read_blocks, word_path)
+        return await anyio.to_thread.run_sync(self._read, word_path)
+
+    def _read(self, word_path: str | os.PathLike[str]) -> list[Document]:
+        # Chunking a large document takes long too: it runs in the worker thread as well.
+        blocks = self._read_blocks(word_path)
         return chunk_blocks(blocks, self.get_doc_id(word_path), self.chunk_size, self.split_by)
 
     def _read_blocks(self, word_path: str | os.PathLike[str]) -> list[TextBlock | ImageBlock]:
