@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from typing import SupportsIndex
 
 import pytest
 from hypothesis import given
@@ -156,3 +157,41 @@ def test_sentence_and_paragraph_chunks_lose_nothing_but_white_space(
         return "".join(s.split())
 
     assert visible("".join(chunks)) == visible(text)
+
+
+class _CountingText(str):
+    """A text that counts the characters its searches and slices look at."""
+
+    examined = 0
+
+    def rfind(self, sub: str, start: int = 0, end: int | None = None) -> int:  # type: ignore[override]
+        stop = len(self) if end is None else end
+        _CountingText.examined += max(stop - start, 0)
+        return super().rfind(sub, start, stop)
+
+    def __getitem__(self, key: SupportsIndex | slice) -> str:
+        result = super().__getitem__(key)
+        _CountingText.examined += len(result)
+        return result
+
+
+def test_sentence_splitting_looks_at_each_character_a_few_times_only() -> None:
+    # Each full stop looked back for the start of its word through the whole text before it
+    # (for a line break or tab it never found): quadratic, 11 s for a 4.8 MB file on one line.
+    sentence = "Dr. Smith met the team at 5 p.m. in the lab. It went well! "
+    text = _CountingText(sentence * 2000)
+    _CountingText.examined = 0
+    sentences = split_sentences(text)
+    assert len(sentences) == 4000
+    assert _CountingText.examined < 10 * len(text)
+
+
+@given(st.text(alphabet=st.sampled_from(list("ab A. \t\n\r")), max_size=80), st.data())
+def test_a_word_starts_after_the_last_space_tab_or_line_break(
+    text: str, data: st.DataObject
+) -> None:
+    from agentscope_rt.rag._reader._utils import _word_start
+
+    end = data.draw(st.integers(0, len(text)))
+    last_blank = max(text.rfind(" ", 0, end), text.rfind("\n", 0, end), text.rfind("\t", 0, end))
+    assert _word_start(text, end) == last_blank + 1

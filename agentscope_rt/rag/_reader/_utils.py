@@ -104,10 +104,22 @@ _ABBREVIATIONS = frozenset((
 _INITIALISM = re.compile(r"(?:[A-Za-z]\.)+[A-Za-z]")
 
 
+def _word_start(text: str, end: int) -> int:
+    """Where the word ending at *end* starts: after the last space, tab or line break."""
+    # Walked back one character at a time: searching the text before *end* for each kind of
+    # blank would scan the whole text for a kind it lacks (a file on one line has no line
+    # break), at every full stop, quadratic in the text's length. The walk stops at the
+    # word's start, and a full stop ending a sentence is followed by a blank, so the words
+    # walked never overlap.
+    start = end
+    while start > 0 and text[start - 1] not in " \n\t":
+        start -= 1
+    return start
+
+
 def _ends_with_abbreviation(text: str, dot: int) -> bool:
     """Whether the full stop at *dot* closes an abbreviation rather than a sentence."""
-    start = max(text.rfind(" ", 0, dot), text.rfind("\n", 0, dot), text.rfind("\t", 0, dot))
-    word = text[start + 1 : dot].lstrip("\"'“‘([")
+    word = text[_word_start(text, dot) : dot].lstrip("\"'“‘([")
     if not word:
         return False
     if word.lower() in _ABBREVIATIONS or _INITIALISM.fullmatch(word):
