@@ -347,8 +347,9 @@ class Mem0LongTermMemory(LongTermMemoryBase):
         self.user_id = user_name
         self.run_id = run_name
         self.default_memory_type = default_memory_type
-        for attr in ("agent_id", "user_id", "run_id", "default_memory_type"):
-            self.register_state(attr, state_type=str | None)
+        # Nothing is registered as state, as in AgentScope: the names say whose memories
+        # these are and come from the constructor; an agent saved by AgentScope holds
+        # "long_term_memory": {} and loads as it is.
         self._lock = LoopLock()
         # Built in a worker thread on first use: it opens the vector store and the history
         # database, which blocks.
@@ -501,12 +502,13 @@ class Mem0LongTermMemory(LongTermMemoryBase):
         try:
             items = [content] if isinstance(content, str) else [str(c) for c in content]
             text = "\n".join([thinking, *items] if thinking else items)
-            results = await self._mem0_record([{"role": "user", "content": text, "name": "user"}])
+            as_user = [{"role": "user", "content": text, "name": "user"}]
+            results = await self._mem0_record(as_user, **kwargs)
             as_assistant = [{"role": "assistant", "content": text, "name": "assistant"}]
             if not results.get("results"):
-                results = await self._mem0_record(as_assistant)
+                results = await self._mem0_record(as_assistant, **kwargs)
             if not results.get("results"):
-                results = await self._mem0_record(as_assistant, infer=False)
+                results = await self._mem0_record(as_assistant, infer=False, **kwargs)
         except Exception as exc:  # the model gets the error as the tool's answer
             return ToolResponse(content=[TextBlock(text=f"Error recording memory: {exc}")])
         return ToolResponse(

@@ -134,6 +134,12 @@ async def test_record_to_memory_falls_back_to_storing_the_text_as_given(
         assert "Worth keeping.\nAda's flight is on May 3." in block.text.replace("\\n", "\n")
         found = await memory.retrieve_from_memory(["flight date"])
         assert "Ada's flight is on May 3." in found.content[0].text  # type: ignore[union-attr]
+        # Extra arguments go to mem0's add, as in AgentScope (here a custom extraction prompt).
+        await memory.record_to_memory("", ["Ada likes jazz."], prompt="EXTRACT ONLY MUSIC.")
+        assert any(
+            "EXTRACT ONLY MUSIC." in str(message.get("content"))
+            for message in nothing.calls[2].messages
+        )
 
 
 async def test_a_streaming_model_and_errors_reach_the_tools_as_text(
@@ -202,12 +208,11 @@ def test_construction_checks_and_state(embedding: LocalTextEmbedding, monkeypatc
     store = memory._config.vector_store
     assert store.provider == "qdrant"
     assert store.config.embedding_model_dims == 384 and store.config.on_disk is False
-    assert memory.state_dict() == {
-        "agent_id": None,
-        "user_id": "ada",
-        "run_id": None,
-        "default_memory_type": None,
-    }
+    # No state, as AgentScope's: an agent saved by AgentScope holds "long_term_memory": {},
+    # which loads here, and loading a session never changes whose memories these are.
+    assert memory.state_dict() == {}
+    memory.load_state_dict({})
+    assert memory.user_id == "ada"
     # mem0's telemetry (PostHog) and remote notices are off unless the user asks for them.
     assert sys.modules["mem0.memory.telemetry"].MEM0_TELEMETRY is False
     assert os.environ["MEM0_TELEMETRY"] == "False"
