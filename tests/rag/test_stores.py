@@ -212,6 +212,10 @@ async def test_bad_input_is_refused_before_it_reaches_the_database(
         await store.search([1.0, 0.0], limit=1)
     with pytest.raises(ValueError, match="limit"):
         await store.search(embed("x"), limit=0)
+    # A threshold a model sent as text (or NaN, which nothing reaches) is named as such.
+    for threshold in ("0.5", float("nan"), True):
+        with pytest.raises(ValueError, match="score_threshold must be a number"):
+            await store.search(embed("x"), limit=1, score_threshold=threshold)  # type: ignore[arg-type]
     assert await store.search(embed("x"), limit=5) == []  # nothing half-added
 
 

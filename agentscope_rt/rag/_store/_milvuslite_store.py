@@ -24,6 +24,7 @@ from ._store_base import (
     check_delete_args,
     check_dimensions,
     check_limit,
+    check_threshold,
     check_vector,
     distance_to_score,
     keep,
@@ -203,9 +204,11 @@ class MilvusLiteStore(SyncClientStoreBase["MilvusClient"]):
 
         :param score_threshold: only chunks scoring at least this much (in those units).
         :param kwargs: passed to ``MilvusClient.search`` (``filter``, ``output_fields``, ...).
-        :raises ValueError: for a query of the wrong size or a non-positive *limit*.
+        :raises ValueError: for a query of the wrong size, a non-positive *limit* or a
+            *score_threshold* that is not a number.
         """
         check_limit(limit)
+        check_threshold(score_threshold)
         vector = check_vector(query_embedding, self.dimensions, "query_embedding")
         hits = await self._call(self._search, vector, limit, dict(kwargs))
         docs = []

@@ -21,6 +21,7 @@ write is never left half-done.
 
 from __future__ import annotations
 
+import math
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
@@ -97,7 +98,8 @@ class VDBStoreBase(ABC):
 
         :param score_threshold: when given, only chunks scoring at least this much.
         :param kwargs: passed to the database's search call.
-        :raises ValueError: for a query of the wrong size or a non-positive *limit*.
+        :raises ValueError: for a query of the wrong size, a non-positive *limit* or a
+            *score_threshold* that is not a number.
         """
 
     def get_client(self) -> Any:
@@ -261,6 +263,21 @@ def check_limit(limit: int) -> None:
     """:raises ValueError: for a non-positive or non-integer *limit*."""
     if isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0:
         raise ValueError(f"limit must be a positive integer, got {limit!r}")
+
+
+def check_threshold(score_threshold: float | None) -> None:
+    """:raises ValueError: for a *score_threshold* that is neither ``None`` nor a number (a
+    string from a model's tool call, a bool, NaN)."""
+    if score_threshold is None:
+        return
+    if (
+        isinstance(score_threshold, bool)
+        or not isinstance(score_threshold, int | float)
+        or math.isnan(score_threshold)
+    ):
+        raise ValueError(
+            f"score_threshold must be a number (or None for no threshold), got {score_threshold!r}"
+        )
 
 
 def distance_to_score(distance: float) -> float:
