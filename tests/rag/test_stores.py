@@ -252,6 +252,27 @@ def test_constructor_arguments_are_checked() -> None:
         QdrantStore(":memory:", "c", 0)
     with pytest.raises(ValueError, match="id_type"):
         MilvusLiteStore("x.db", "c", 3, collection_kwargs={"id_type": "int"})
+    for bad in (None, 3, ""):
+        with pytest.raises((TypeError, ValueError), match="location"):
+            QdrantStore(bad, "c", 3)  # type: ignore[arg-type]
+        with pytest.raises((TypeError, ValueError), match="uri"):
+            MilvusLiteStore(bad, "c", 3)  # type: ignore[arg-type]
+        with pytest.raises((TypeError, ValueError), match="collection_name"):
+            QdrantStore(":memory:", bad, 3)  # type: ignore[arg-type]
+        with pytest.raises((TypeError, ValueError), match="collection_name"):
+            MilvusLiteStore("x.db", bad, 3)  # type: ignore[arg-type]
+
+
+async def test_a_folder_or_file_may_be_given_as_a_path(tmp_path: Path) -> None:
+    docs = await embedded_chunks(TEXT)
+    async with QdrantStore(tmp_path / "qdrant", "kb", DIM) as qdrant:
+        await qdrant.add(docs)
+        assert qdrant.location == str(tmp_path / "qdrant")
+    async with MilvusLiteStore(tmp_path / "m.db", "kb", DIM) as milvus:
+        await milvus.add(docs)
+        assert milvus.uri == str(tmp_path / "m.db")
+    async with QdrantStore(tmp_path / "qdrant", "kb", DIM) as qdrant:
+        assert len(await qdrant.search(embed("x"), limit=10)) == 3
 
 
 def test_reprs_hold_no_secrets() -> None:

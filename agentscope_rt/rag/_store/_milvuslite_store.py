@@ -14,6 +14,7 @@ import importlib.util
 import json
 import logging
 import math
+import os
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -24,6 +25,7 @@ from ._store_base import (
     check_delete_args,
     check_dimensions,
     check_limit,
+    check_name,
     check_threshold,
     check_vector,
     distance_to_score,
@@ -83,7 +85,8 @@ class MilvusLiteStore(SyncClientStoreBase["MilvusClient"]):
     macOS). The collection is created on the first :meth:`add`, with a string primary key;
     searching or deleting before that finds nothing.
 
-    :param uri: a local file (``"./milvus.db"``) for Milvus Lite, or a server URL.
+    :param uri: a local file (``"./milvus.db"``, a string or a path) for Milvus Lite, or a
+        server URL.
     :param collection_name: the collection to use.
     :param dimensions: the size of the embeddings.
     :param distance: ``"COSINE"``, ``"L2"`` or ``"IP"`` (any case).
@@ -91,14 +94,15 @@ class MilvusLiteStore(SyncClientStoreBase["MilvusClient"]):
     :param client_kwargs: more arguments for ``MilvusClient``.
     :param collection_kwargs: more arguments for ``create_collection`` (its ``id_type`` must
         stay ``"string"``).
-    :raises ValueError: for an unknown distance, non-positive dimensions, or a non-string
-        ``id_type``.
+    :raises ValueError: for an unknown distance, non-positive dimensions, a non-string
+        ``id_type``, or an empty uri or collection name.
+    :raises TypeError: for a uri or collection name that is not a string.
     :raises ImportError: if pymilvus is not installed.
     """
 
     def __init__(
         self,
-        uri: str,
+        uri: str | os.PathLike[str],
         collection_name: str,
         dimensions: int,
         distance: Literal["COSINE", "L2", "IP"] = "COSINE",
@@ -119,8 +123,8 @@ class MilvusLiteStore(SyncClientStoreBase["MilvusClient"]):
             )
         collection_kwargs.setdefault("max_length", _ID_LENGTH)
         collection_kwargs["id_type"] = "string"
-        self.uri = uri
-        self.collection_name = collection_name
+        self.uri = check_name(uri, "uri")
+        self.collection_name = check_name(collection_name, "collection_name")
         self.dimensions = dimensions
         self.distance = distance.upper()
         self.collection_kwargs = collection_kwargs

@@ -10,6 +10,7 @@ threads; see :mod:`._store_base` for the score, identity and threading rules.
 from __future__ import annotations
 
 import importlib.util
+import os
 import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
@@ -21,6 +22,7 @@ from ._store_base import (
     check_delete_args,
     check_dimensions,
     check_limit,
+    check_name,
     check_threshold,
     check_vector,
     distance_to_score,
@@ -59,7 +61,8 @@ class QdrantStore(SyncClientStoreBase["QdrantClient"]):
     Needs the ``qdrant`` extra (qdrant-client). The collection is created on the first
     :meth:`add`; searching or deleting before that finds nothing.
 
-    :param location: ``":memory:"``, a server URL, or a folder for the embedded engine.
+    :param location: ``":memory:"``, a server URL, or a folder for the embedded engine (a
+        string or a path).
     :param collection_name: the collection to use.
     :param dimensions: the size of the embeddings.
     :param distance: ``"Cosine"``, ``"Euclid"``, ``"Dot"`` or ``"Manhattan"`` (any case).
@@ -67,13 +70,15 @@ class QdrantStore(SyncClientStoreBase["QdrantClient"]):
         ``check_compatibility`` is off unless given: the client probes the server's version in
         a background thread of its own).
     :param collection_kwargs: more arguments for ``create_collection``.
-    :raises ValueError: for an unknown distance or non-positive dimensions.
+    :raises ValueError: for an unknown distance, non-positive dimensions, or an empty location
+        or collection name.
+    :raises TypeError: for a location or collection name that is not a string.
     :raises ImportError: if qdrant-client is not installed.
     """
 
     def __init__(
         self,
-        location: Literal[":memory:"] | str,
+        location: Literal[":memory:"] | str | os.PathLike[str],
         collection_name: str,
         dimensions: int,
         distance: Literal["Cosine", "Euclid", "Dot", "Manhattan"] = "Cosine",
@@ -87,8 +92,9 @@ class QdrantStore(SyncClientStoreBase["QdrantClient"]):
                 f"distance must be one of 'Cosine', 'Euclid', 'Dot', 'Manhattan', got {distance!r}"
             )
         check_dimensions(dimensions)
+        location = check_name(location, "location")
         self.location = location
-        self.collection_name = collection_name
+        self.collection_name = check_name(collection_name, "collection_name")
         self.dimensions = dimensions
         self.distance = _DISTANCES[distance.lower()]
         self.collection_kwargs = dict(collection_kwargs or {})

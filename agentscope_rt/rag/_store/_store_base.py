@@ -22,6 +22,7 @@ write is never left half-done.
 from __future__ import annotations
 
 import math
+import os
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
@@ -205,6 +206,21 @@ class SyncClientStoreBase(VDBStoreBase, Generic[C]):
     async def close(self) -> None:
         """Close the client."""
         await self._call(self._close)
+
+
+def check_name(value: object, what: str) -> str:
+    """*value* as a non-empty string; a path (:class:`os.PathLike`) gives its string.
+
+    :raises TypeError: for anything else.
+    :raises ValueError: for an empty string.
+    """
+    if isinstance(value, os.PathLike):
+        value = os.fspath(value)
+    if not isinstance(value, str):
+        raise TypeError(f"{what} must be a string, not {type(value).__name__}")
+    if not value:
+        raise ValueError(f"{what} must not be empty")
+    return value
 
 
 def check_dimensions(dimensions: int) -> None:
