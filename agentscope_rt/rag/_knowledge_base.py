@@ -94,21 +94,26 @@ class KnowledgeBase(ABC):
         score_threshold: float | None = None,
         **kwargs: Any,
     ) -> ToolResponse:
-        """Retrieve relevant documents from the knowledge base. Note the `query` parameter is
-        directly related to the retrieval quality, and for the same question, you can try many
-        different queries to get the best results. Adjust the `limit` and `score_threshold`
-        parameters to get more or fewer results.
+        """Retrieve relevant documents from the knowledge base. Note the
+        `query` parameter is directly related to the retrieval quality, and
+        for the same question, you can try many different queries to get the
+        best results. Adjust the `limit` and `score_threshold` parameters
+        to get more or fewer results.
 
         Args:
             query (`str`):
-                The query string, which should be specific and concise. For example, you
-                should provide the specific name instead of "you", "my", "he", "she", etc.
+                The query string, which should be specific and concise. For
+                example, you should provide the specific name instead of
+                "you", "my", "he", "she", etc.
             limit (`int`, defaults to 5):
                 The number of relevant documents to retrieve.
             score_threshold (`float | None`, defaults to None):
-                A threshold in [0, 1] and only the relevance score above this threshold will
-                be returned. Reduce this value to get more results.
+                A threshold in [0, 1] and only the relevance score above this
+                threshold will be returned. Reduce this value to get more
+                results.
         """
+        # The docstring is the tool's description: AgentScope's text and line breaks, so
+        # the model reads what it read there (with the real defaults).
         docs = await self.retrieve(
             query=query, limit=limit, score_threshold=score_threshold, **kwargs
         )

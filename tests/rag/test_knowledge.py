@@ -238,8 +238,22 @@ def test_retrieve_knowledge_registers_as_a_tool_with_its_documented_parameters()
     params = function["parameters"]
     assert params["required"] == ["query"]
     assert set(params["properties"]) == {"query", "limit", "score_threshold"}
-    assert "specific and concise" in params["properties"]["query"]["description"]
     assert params["properties"]["limit"]["default"] == 5
+    # The texts the model reads are AgentScope 1.0.21's schema texts, line breaks included.
+    assert function["description"] == (
+        "Retrieve relevant documents from the knowledge base. Note the\n`query` parameter is "
+        "directly related to the retrieval quality, and\nfor the same question, you can try "
+        "many different queries to get the\nbest results. Adjust the `limit` and "
+        "`score_threshold` parameters\nto get more or fewer results."
+    )
+    assert params["properties"]["query"]["description"] == (
+        "The query string, which should be specific and concise. For\nexample, you should "
+        'provide the specific name instead of\n"you", "my", "he", "she", etc.'
+    )
+    assert params["properties"]["score_threshold"]["description"] == (
+        "A threshold in [0, 1] and only the relevance score above this\nthreshold will be "
+        "returned. Reduce this value to get more\nresults."
+    )
 
 
 def test_knowledge_base_keeps_its_store_and_model() -> None:
