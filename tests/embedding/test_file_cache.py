@@ -177,3 +177,26 @@ async def test_many_tasks_storing_and_reading_never_see_a_torn_file(tmp_path: Pa
     assert all_names(tmp_path) == files  # no temporary left
     for name in files:
         assert np.load(tmp_path / name).tolist() == rows
+
+
+async def test_encoding_runs_in_the_worker_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Encoding 10,000 vectors of 384 numbers takes ~0.4 s: with the file work, off the loop.
+    import threading
+
+    from agentscope_rt.embedding import _file_cache
+
+    threads: list[int] = []
+
+    def recording_dumps(rows: list[list[float]]) -> bytes:
+        threads.append(threading.get_ident())
+        return dumps_npy(rows)
+
+    monkeypatch.setattr(_file_cache, "dumps_npy", recording_dumps)
+    cache = FileEmbeddingCache(str(tmp_path))
+    await cache.store([[1.0, 2.0]], "id")
+    assert threads and threading.get_ident() not in threads
+    assert await cache.retrieve("id") == [[1.0, 2.0]]
+    with pytest.raises(ValueError, match="different lengths"):
+        await cache.store([[1.0], [1.0, 2.0]], "bad")
