@@ -36,13 +36,18 @@ class EmbeddingCacheBase(ABC):
     async def retrieve(self, identifier: JSONSerializableObject) -> list[Embedding] | None:
         """The embeddings stored under *identifier*, or ``None``."""
 
-    @abstractmethod
     async def remove(self, identifier: JSONSerializableObject) -> None:
-        """Forget the embeddings stored under *identifier*.
+        """Forget the embeddings stored under *identifier* (optional, as in AgentScope: the
+        models only store and retrieve).
 
         :raises FileNotFoundError: when nothing is stored under it.
+        :raises NotImplementedError: unless a subclass implements it.
         """
+        raise NotImplementedError(f"{type(self).__name__} does not implement remove")
 
-    @abstractmethod
     async def clear(self) -> None:
-        """Forget every stored embedding."""
+        """Forget every stored embedding (optional, as in AgentScope).
+
+        :raises NotImplementedError: unless a subclass implements it.
+        """
+        raise NotImplementedError(f"{type(self).__name__} does not implement clear")

@@ -79,13 +79,20 @@ class KnowledgeBase(ABC):
         :param kwargs: more arguments for the store's search.
         """
 
-    @abstractmethod
     async def add_documents(self, documents: list[Document], **kwargs: Any) -> None:
         """Embed *documents* and store them; a chunk already stored is overwritten, not
         duplicated.
 
+        Optional, as in AgentScope: a knowledge base that only searches (a search engine, a
+        database filled elsewhere) need not implement it.
+
         :param documents: the chunks to add (a reader's output).
+        :raises NotImplementedError: unless a subclass implements it.
         """
+        raise NotImplementedError(
+            f"{type(self).__name__} does not implement add_documents: it only retrieves; "
+            "implement add_documents to add documents to it"
+        )
 
     async def retrieve_knowledge(
         self,

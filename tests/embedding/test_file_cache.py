@@ -7,6 +7,7 @@ import json
 import logging
 import os
 from pathlib import Path
+from typing import Any
 
 import anyio
 import numpy as np
@@ -200,3 +201,27 @@ async def test_encoding_runs_in_the_worker_thread(
     assert await cache.retrieve("id") == [[1.0, 2.0]]
     with pytest.raises(ValueError, match="different lengths"):
         await cache.store([[1.0], [1.0, 2.0]], "bad")
+
+
+async def test_a_cache_written_for_agentscope_needs_only_store_and_retrieve() -> None:
+    from agentscope_rt.embedding import EmbeddingCacheBase
+
+    class Memo(EmbeddingCacheBase):
+        def __init__(self) -> None:
+            self.data: dict[str, list[list[float]]] = {}
+
+        async def store(
+            self, embeddings: Any, identifier: Any, overwrite: bool = False, **kw: Any
+        ) -> None:
+            self.data[json.dumps(identifier)] = embeddings
+
+        async def retrieve(self, identifier: Any) -> Any:
+            return self.data.get(json.dumps(identifier))
+
+    memo = Memo()
+    await memo.store([[1.0]], "a")
+    assert await memo.retrieve("a") == [[1.0]]
+    with pytest.raises(NotImplementedError, match="Memo does not implement remove"):
+        await memo.remove("a")
+    with pytest.raises(NotImplementedError, match="Memo does not implement clear"):
+        await memo.clear()

@@ -317,3 +317,42 @@ async def test_other_tasks_run_between_the_slices_of_a_large_add() -> None:
     assert len(seen_at_slice) == 4
     # The ticking task ran while each slice was being stored.
     assert all(b > a for a, b in itertools.pairwise(seen_at_slice))
+
+
+async def test_extensions_written_for_agentscope_need_only_their_core_methods() -> None:
+    # AgentScope's base classes are not ABCs: a read-only knowledge base, a store without
+    # delete or a reader without get_doc_id is built there. Here too; the method it lacks
+    # raises NotImplementedError naming the class when called.
+    from agentscope_rt.rag import ReaderBase, VDBStoreBase
+
+    class SearchOnly(KnowledgeBase):
+        async def retrieve(
+            self, query: str, limit: int = 5, score_threshold: float | None = None, **kw: Any
+        ) -> list[Document]:
+            return [Document(DocMetadata(TextBlock(text=query), "d", 0, 1), score=1.0)]
+
+    class AppendOnly(VDBStoreBase):
+        async def add(self, documents: list[Document], **kwargs: Any) -> None:
+            pass
+
+        async def search(
+            self,
+            query_embedding: list[float],
+            limit: int,
+            score_threshold: float | None = None,
+            **kwargs: Any,
+        ) -> list[Document]:
+            return []
+
+    class Lines(ReaderBase):
+        async def __call__(self, text: str) -> list[Document]:
+            return []
+
+    kb = SearchOnly()
+    assert (await kb.retrieve_knowledge("x")).content == [TextBlock(text="Score: 1.0, Content: x")]
+    with pytest.raises(NotImplementedError, match="SearchOnly does not implement add_documents"):
+        await kb.add_documents([])
+    with pytest.raises(NotImplementedError, match="AppendOnly does not implement delete"):
+        await AppendOnly().delete(ids=["a"])
+    with pytest.raises(NotImplementedError, match="Lines does not implement get_doc_id"):
+        Lines().get_doc_id("text")

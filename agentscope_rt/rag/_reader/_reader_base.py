@@ -27,10 +27,15 @@ class ReaderBase(ABC):
     async def __call__(self, *args: Any, **kwargs: Any) -> list[Document]:
         """Read the input and return its chunks, in document order."""
 
-    @abstractmethod
     def get_doc_id(self, *args: Any, **kwargs: Any) -> str:
         """The document id :meth:`__call__` gives the chunks of this input, so an application
-        can check whether a knowledge base already holds it (or delete it) before reading."""
+        can check whether a knowledge base already holds it (or delete it) before reading.
+
+        Optional, as in AgentScope.
+
+        :raises NotImplementedError: unless a subclass implements it.
+        """
+        raise NotImplementedError(f"{type(self).__name__} does not implement get_doc_id")
 
 
 def check_chunking(chunk_size: int, split_by: str) -> None:

@@ -69,7 +69,6 @@ class VDBStoreBase(ABC):
         :raises ValueError: for a document without an embedding, or one of the wrong size.
         """
 
-    @abstractmethod
     async def delete(
         self,
         ids: str | Sequence[str] | None = None,
@@ -81,10 +80,15 @@ class VDBStoreBase(ABC):
 
         Ids that are not stored are ignored.
 
+        Optional, as in AgentScope (whose own ``QdrantStore`` lacked it): a store that does
+        not implement it can still be added to and searched.
+
         :param ids: chunk ids to remove.
         :param doc_ids: document ids (``DocMetadata.doc_id``) whose chunks all go.
         :raises ValueError: if neither is given.
+        :raises NotImplementedError: unless a subclass implements it.
         """
+        raise NotImplementedError(f"{type(self).__name__} does not implement delete")
 
     @abstractmethod
     async def search(
