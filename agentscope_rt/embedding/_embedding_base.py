@@ -93,3 +93,22 @@ def check_count(provider: str, embeddings: list[Any], count: int) -> None:
     """
     if len(embeddings) != count:
         raise ModelAPIError(provider, f"expected {count} embeddings, got {len(embeddings)}")
+
+
+def merge_responses(responses: list[EmbeddingResponse]) -> EmbeddingResponse:
+    """One response for a call made of several requests: the vectors in order, the times and
+    tokens summed (``None`` tokens when no request reported any), ``source="cache"`` only
+    when every part came from the cache."""
+    from ._embedding_response import EmbeddingUsage
+
+    reported = [
+        r.usage.tokens for r in responses if r.usage is not None and r.usage.tokens is not None
+    ]
+    return EmbeddingResponse(
+        embeddings=[vector for r in responses for vector in r.embeddings],
+        usage=EmbeddingUsage(
+            time=sum(r.usage.time for r in responses if r.usage is not None),
+            tokens=sum(reported) if reported else None,
+        ),
+        source="cache" if all(r.source == "cache" for r in responses) else "api",
+    )

@@ -15,7 +15,13 @@ from ..model._retry import call_with_retry
 from ..model._sdk_stream import _loop_copy, _sdk_owns_http_client, close_sdk_client
 from ._cache_base import EmbeddingCacheBase
 from ._cached import cached_embed, timed
-from ._embedding_base import EmbeddingModelBase, check_count, empty_response, gather_texts
+from ._embedding_base import (
+    EmbeddingModelBase,
+    check_count,
+    empty_response,
+    gather_texts,
+    merge_responses,
+)
 from ._embedding_response import EmbeddingResponse, EmbeddingUsage
 
 __all__ = ["OpenAITextEmbedding"]
@@ -26,9 +32,12 @@ class OpenAITextEmbedding(EmbeddingModelBase):
     speaks OpenAI's ``/embeddings`` protocol (``base_url=...``).
 
     One request per call, ``{"input": [texts], "model", "dimensions", "encoding_format":
-    "float", **kwargs}``, as in AgentScope. The SDK client is a template: each event loop gets
-    its own copy with its own connection pool, closed when that loop ends (as the chat
-    models do), and the SDK's own retries are off: :paramref:`retry_config` governs them.
+    "float", **kwargs}``, as in AgentScope; more than :attr:`batch_size_limit` (2048, OpenAI's
+    limit) texts go out in consecutive requests of that many, each cached on its own.
+
+    The SDK client is a template: each event loop gets its own copy with its own connection
+    pool, closed when that loop ends (as the chat models do), and the SDK's own retries are
+    off: :paramref:`retry_config` governs them.
 
     :param api_key: the API key; defaults to ``$OPENAI_API_KEY`` (not needed with a
         ``base_url``). It never appears in reprs or errors.
@@ -42,6 +51,8 @@ class OpenAITextEmbedding(EmbeddingModelBase):
     """
 
     provider: ClassVar[str] = "openai"
+    batch_size_limit: int = 2048
+    """Texts per request: OpenAI refuses more in one ``input``."""
 
     def __init__(
         self,
@@ -86,41 +97,49 @@ class OpenAITextEmbedding(EmbeddingModelBase):
 
         :param kwargs: more request fields (``user``, ``extra_body``, ...).
         :raises ValueError: for an item that is neither a string nor a text block.
-        :raises ModelAPIError: when the API fails (after retries).
+        :raises ModelAPIError: when the API fails (after retries); requests of a long list
+            already answered stay in the cache.
         """
         texts = gather_texts(text)
         if not texts:
             return empty_response()
-        request = {
-            "input": texts,
-            "model": self.model_name,
-            "dimensions": self.dimensions,
-            "encoding_format": "float",
-            **kwargs,
-        }
-
-        async def compute() -> EmbeddingResponse:
-            await close_orphans()
-            client = self.client
-            response, seconds = await timed(
-                lambda: call_with_retry(
-                    self.provider,
-                    lambda: client.embeddings.create(**request),
-                    self.retry_config,
-                    redact=self._redact,
+        size = self.batch_size_limit
+        responses = []
+        for begin in range(0, len(texts), size):
+            request = {
+                "input": texts[begin : begin + size],
+                "model": self.model_name,
+                "dimensions": self.dimensions,
+                "encoding_format": "float",
+                **kwargs,
+            }
+            responses.append(
+                await cached_embed(
+                    self.embedding_cache, request, functools.partial(self._embed, request)
                 )
             )
-            usage = getattr(response, "usage", None)
-            embeddings = [
-                list(item.embedding) for item in sorted(response.data, key=lambda item: item.index)
-            ]
-            check_count(self.provider, embeddings, len(texts))
-            return EmbeddingResponse(
-                embeddings=embeddings,
-                usage=EmbeddingUsage(time=seconds, tokens=getattr(usage, "total_tokens", None)),
-            )
+        return responses[0] if len(responses) == 1 else merge_responses(responses)
 
-        return await cached_embed(self.embedding_cache, request, compute)
+    async def _embed(self, request: dict[str, Any]) -> EmbeddingResponse:
+        await close_orphans()
+        client = self.client
+        response, seconds = await timed(
+            lambda: call_with_retry(
+                self.provider,
+                lambda: client.embeddings.create(**request),
+                self.retry_config,
+                redact=self._redact,
+            )
+        )
+        usage = getattr(response, "usage", None)
+        embeddings = [
+            list(item.embedding) for item in sorted(response.data, key=lambda item: item.index)
+        ]
+        check_count(self.provider, embeddings, len(request["input"]))
+        return EmbeddingResponse(
+            embeddings=embeddings,
+            usage=EmbeddingUsage(time=seconds, tokens=getattr(usage, "total_tokens", None)),
+        )
 
     async def aclose(self) -> None:
         """Close the running event loop's SDK client now (safe to call twice). Clients used

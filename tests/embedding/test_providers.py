@@ -89,6 +89,27 @@ async def test_openai_extra_arguments_go_into_the_request(server: EmbeddingServe
     assert server.requests[0].body["user"] == "u-1"
 
 
+async def test_openai_sends_at_most_2048_texts_per_request(
+    server: EmbeddingServer, tmp_path: Path
+) -> None:
+    # OpenAI refuses more than 2048 inputs in one request; a knowledge base embeds all its
+    # chunks in one call. Longer lists go out in consecutive requests, each cached.
+    texts = [f"chunk {i}" for i in range(2048 + 5)]
+    cache = FileEmbeddingCache(str(tmp_path))
+    async with openai(server, dimensions=4, embedding_cache=cache) as model:
+        response = await model(texts)
+        assert [len(r.body["input"]) for r in server.requests] == [2048, 5]
+        assert response.embeddings == [vector(t, 4) for t in texts]
+        assert response.usage is not None and response.usage.tokens == tokens(texts)
+        assert response.source == "api"
+        again = await model(texts)
+        assert len(server.requests) == 2 and again.source == "cache"
+        assert again.embeddings == response.embeddings
+        # Up to 2048, one request with AgentScope's body, as before.
+        await model(texts[:2048], user="u")
+        assert server.requests[-1].body["input"] == texts[:2048]
+
+
 async def test_openai_retries_a_rate_limit_then_succeeds(server: EmbeddingServer) -> None:
     server.fail(RATE_LIMITED)
     async with openai(server) as model:
