@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from typing import Any, ClassVar
@@ -10,7 +11,7 @@ from ..message import TextBlock
 from ..model import RetryConfig
 from ._cache_base import EmbeddingCacheBase
 from ._cached import cached_embed, timed
-from ._embedding_base import check_count, empty_response, gather_texts
+from ._embedding_base import check_count, empty_response, gather_texts, merge_responses
 from ._embedding_response import EmbeddingResponse, EmbeddingUsage
 from ._http_embedding import HttpEmbeddingModel
 
@@ -27,7 +28,9 @@ def _camel(name: str) -> str:
 class GeminiTextEmbedding(HttpEmbeddingModel):
     """A Gemini text embedding model (``gemini-embedding-001``, ``text-embedding-004``).
 
-    One request per call, as the ``google-genai`` SDK sends ``embed_content``:
+    One request per call (of at most :attr:`batch_size_limit`, 100, texts: Gemini's limit;
+    longer lists go out in consecutive requests, each cached on its own), as the
+    ``google-genai`` SDK sends ``embed_content``:
     ``POST {base}/v1beta/models/{model}:batchEmbedContents`` with one request per text,
     ``{"model": "models/{model}", "content": {"parts": [{"text": ...}]}, **config}``. The
     call's keyword arguments are the embed config (``task_type``, ``title``,
@@ -47,6 +50,8 @@ class GeminiTextEmbedding(HttpEmbeddingModel):
     """
 
     provider: ClassVar[str] = "gemini"
+    batch_size_limit: int = 100
+    """Texts per request: Gemini refuses more requests in one ``batchEmbedContents``."""
 
     def __init__(
         self,
@@ -85,29 +90,34 @@ class GeminiTextEmbedding(HttpEmbeddingModel):
         texts = gather_texts(text)
         if not texts:
             return empty_response()
-        # The identifier AgentScope caches under: the arguments of the SDK's embed_content.
-        identifier = {"model": self.model_name, "contents": texts, "config": kwargs}
+        size = self.batch_size_limit
+        responses = []
+        for begin in range(0, len(texts), size):
+            batch = texts[begin : begin + size]
+            # The identifier AgentScope caches under: the arguments of the SDK's embed_content.
+            identifier = {"model": self.model_name, "contents": batch, "config": kwargs}
+            responses.append(
+                await cached_embed(
+                    self.embedding_cache,
+                    identifier,
+                    functools.partial(self._embed, batch, kwargs),
+                )
+            )
+        return responses[0] if len(responses) == 1 else merge_responses(responses)
+
+    async def _embed(self, texts: list[str], config_kwargs: dict[str, Any]) -> EmbeddingResponse:
         name = (
             self.model_name
             if self.model_name.startswith("models/")
             else (f"models/{self.model_name}")
         )
-        config = {_camel(k): v for k, v in kwargs.items() if v is not None}
+        config = {_camel(k): v for k, v in config_kwargs.items() if v is not None}
         body = {
             "requests": [
                 {"model": name, "content": {"parts": [{"text": t}]}, **config} for t in texts
             ]
         }
-
-        async def compute() -> EmbeddingResponse:
-            data, seconds = await timed(lambda: self._post(f"/{name}:batchEmbedContents", body))
-            embeddings = [
-                list(map(float, e.get("values", []))) for e in data.get("embeddings") or []
-            ]
-            check_count(self.provider, embeddings, len(texts))
-            return EmbeddingResponse(
-                embeddings=embeddings,
-                usage=EmbeddingUsage(time=seconds),
-            )
-
-        return await cached_embed(self.embedding_cache, identifier, compute)
+        data, seconds = await timed(lambda: self._post(f"/{name}:batchEmbedContents", body))
+        embeddings = [list(map(float, e.get("values", []))) for e in data.get("embeddings") or []]
+        check_count(self.provider, embeddings, len(texts))
+        return EmbeddingResponse(embeddings=embeddings, usage=EmbeddingUsage(time=seconds))

@@ -4,7 +4,8 @@ embedding protocols.
 It computes a deterministic vector per text (from its SHA-256), so tests can check which
 vector came back for which text, checks each provider's API key the way the provider does
 (answering with the provider's own error body, which quotes the bad key as some providers'
-messages do), enforces DashScope's 10-texts-per-request limit, and can be told to fail the next
+messages do), enforces the providers' limits on texts per request (DashScope 10, Gemini 100,
+OpenAI 2048), and can be told to fail the next
 requests (e.g. a 429 with ``Retry-After``). Every request is recorded.
 """
 
@@ -112,6 +113,16 @@ class EmbeddingServer(LocalHTTPServer):
                 }
             }
         texts = body["input"]
+        if len(texts) > 2048:
+            return 400, {
+                "error": {
+                    "message": "'$.input' is invalid. Please check the API reference: "
+                    "https://platform.openai.com/docs/api-reference.",
+                    "type": "invalid_request_error",
+                    "param": None,
+                    "code": None,
+                }
+            }
         dims = body.get("dimensions") or DEFAULT_DIMENSIONS
         return 200, {
             "object": "list",
@@ -153,6 +164,15 @@ class EmbeddingServer(LocalHTTPServer):
                 "error": {
                     "code": 400,
                     "message": "API key not valid. Please pass a valid API key.",
+                    "status": "INVALID_ARGUMENT",
+                }
+            }
+        if len(body["requests"]) > 100:
+            return 400, {
+                "error": {
+                    "code": 400,
+                    "message": "* BatchEmbedContentsRequest.requests: at most 100 requests can "
+                    "be in one batch\n",
                     "status": "INVALID_ARGUMENT",
                 }
             }

@@ -253,6 +253,24 @@ async def test_gemini_batch_request_sends_no_dimensions_by_default(
     assert request.headers["x-goog-api-key"] == KEY and KEY not in request.path
 
 
+async def test_gemini_sends_at_most_100_texts_per_request(
+    server: EmbeddingServer, tmp_path: Path
+) -> None:
+    # Gemini refuses more than 100 requests in one batchEmbedContents: longer lists go out in
+    # consecutive batches of 100, each cached on its own.
+    texts = [f"chunk {i}" for i in range(205)]
+    cache = FileEmbeddingCache(str(tmp_path))
+    async with gemini(server, embedding_cache=cache) as model:
+        response = await model(texts, task_type="RETRIEVAL_DOCUMENT")
+        assert [len(r.body["requests"]) for r in server.requests] == [100, 100, 5]
+        assert response.embeddings == [vector(t) for t in texts]
+        assert response.source == "api" and response.usage is not None
+        assert response.usage.tokens is None
+        again = await model(texts, task_type="RETRIEVAL_DOCUMENT")
+        assert len(server.requests) == 3 and again.source == "cache"
+        assert again.embeddings == response.embeddings
+
+
 async def test_gemini_config_arguments_are_camel_cased(server: EmbeddingServer) -> None:
     async with gemini(server) as model:
         response = await model(["q"], task_type="RETRIEVAL_QUERY", output_dimensionality=5)
