@@ -92,7 +92,7 @@ class LocalTextEmbedding(EmbeddingModelBase):
     :param embedding_cache: where to keep embeddings already computed.
     :param max_seq_length: tokens per text before truncation (default: the model's, 256).
     :raises ValueError: when ``model_dir`` is not given and ``model_name`` is not
-        ``all-MiniLM-L6-v2``.
+        ``all-MiniLM-L6-v2``, or for a *max_seq_length* that is not a positive integer.
     """
 
     def __init__(
@@ -108,6 +108,15 @@ class LocalTextEmbedding(EmbeddingModelBase):
                 f"LocalTextEmbedding bundles {DEFAULT_MODEL} only; for {model_name!r} pass "
                 "model_dir= a folder holding its config.json, tokenizer.json and "
                 "model.safetensors"
+            )
+        if max_seq_length is not None and (
+            isinstance(max_seq_length, bool)
+            or not isinstance(max_seq_length, int)
+            or max_seq_length <= 0
+        ):
+            raise ValueError(
+                f"max_seq_length must be a positive integer (tokens per text), or None for the "
+                f"model's own, not {max_seq_length!r}"
             )
         super().__init__(model_name, dimensions)
         self.model_dir = model_dir

@@ -164,6 +164,10 @@ async def test_bad_input_and_arguments() -> None:
     assert (await MODEL([])).embeddings == []
     with pytest.raises(ValueError, match="model_dir"):
         LocalTextEmbedding("bge-small-en-v1.5")
+    # 0 tokens would give every text the same vector; the others failed deep in the tokenizer.
+    for bad in (0, -5, "256", 2.5):
+        with pytest.raises(ValueError, match="max_seq_length must be a positive integer"):
+            LocalTextEmbedding(max_seq_length=bad)  # type: ignore[arg-type]
     wrong = LocalTextEmbedding(dimensions=768, model_dir=_local_embedding.bundled_model_dir())
     with pytest.raises(ValueError, match="384-dimensional vectors, not 768"):
         await wrong(["x"])
