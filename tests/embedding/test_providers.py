@@ -307,6 +307,34 @@ async def test_ollama_request_and_usage(server: EmbeddingServer) -> None:
     }
 
 
+async def test_a_large_answer_is_decoded_in_a_worker_thread(
+    server: EmbeddingServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 2,000 vectors of 768 numbers are 31 MB of JSON, half a second to decode: off the loop.
+    import threading
+
+    import httpx
+
+    threads: list[int] = []
+    decode = httpx.Response.json
+
+    def recording_json(self: httpx.Response, **kwargs: Any) -> Any:
+        threads.append(threading.get_ident())
+        return decode(self, **kwargs)
+
+    monkeypatch.setattr(httpx.Response, "json", recording_json)
+    texts = [f"text {i}" for i in range(200)]
+    async with OllamaTextEmbedding(
+        "nomic-embed-text", 1024, host=server.url, retry_config=FAST
+    ) as model:
+        response = await model(texts)
+        assert response.embeddings == [vector(t, 1024) for t in texts]
+        assert threads and threading.get_ident() not in threads
+        threads.clear()
+        await model(["small"])  # a small answer is decoded where it arrives
+        assert threads == [threading.get_ident()]
+
+
 async def test_ollama_retries_and_reports_errors(server: EmbeddingServer) -> None:
     server.fail(Failure(503, {"error": "server busy"}))
     async with ollama(server) as model:
