@@ -317,6 +317,10 @@ class Mem0LongTermMemory(LongTermMemoryBase):
         self._bridges: list[_LoopBridge] = []
         if isinstance(mem0_config, dict):
             mem0_config = MemoryConfig(**mem0_config)
+        elif mem0_config is not None:
+            # A copy: the models are set on it below, and the caller's object may serve other
+            # memories (one config for every user) that must keep their own models.
+            mem0_config = mem0_config.model_copy()
         if isinstance(vector_store_config, dict):
             vector_store_config = VectorStoreConfig(**vector_store_config)
         if mem0_config is None:

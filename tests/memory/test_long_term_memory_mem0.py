@@ -116,6 +116,37 @@ async def test_facts_are_extracted_recorded_and_retrieved_per_user(
         assert "User live in Paris." in await again.retrieve(Msg("user", "Which city?", "user"))
 
 
+async def test_memories_built_from_one_config_object_keep_their_own_models(
+    embedding: LocalTextEmbedding, tmp_path: Path
+) -> None:
+    # One MemoryConfig for every user: each memory runs on the models it was given, and the
+    # config object is left as it was.
+    from mem0.configs.base import MemoryConfig
+
+    config = MemoryConfig(**_config(tmp_path))
+    llm_before = config.llm
+    ada_model, bob_model = Extractor(), Extractor()
+    ada = Mem0LongTermMemory(
+        user_name="ada",
+        model=FunctionChatModel(ada_model),
+        embedding_model=embedding,
+        mem0_config=config,
+    )
+    bob = Mem0LongTermMemory(
+        user_name="bob",
+        model=FunctionChatModel(bob_model),
+        embedding_model=embedding,
+        mem0_config=config,
+    )
+    assert config.llm is llm_before
+    async with ada:
+        await ada.record([Msg("user", "I live in Paris.", "user")])
+    async with bob:
+        await bob.record([Msg("user", "I live in Rome.", "user")])
+    assert len(ada_model.prompts) == 1 and "Paris" in ada_model.prompts[0]
+    assert len(bob_model.prompts) == 1 and "Rome" in bob_model.prompts[0]
+
+
 async def test_record_to_memory_falls_back_to_storing_the_text_as_given(
     embedding: LocalTextEmbedding, tmp_path: Path
 ) -> None:
