@@ -105,6 +105,18 @@ async def test_reads_a_text_file_named_by_string_or_path(tmp_path: Path) -> None
     assert await TextReader()("") == []
 
 
+async def test_a_byte_order_mark_is_not_text(tmp_path: Path) -> None:
+    # Windows editors start UTF-8 files with a byte order mark: it is not part of the text
+    # (nor of the first chunk, nor of the document id).
+    marked = tmp_path / "marked.txt"
+    marked.write_bytes("\ufeffFirst line.\nSecond line.".encode())
+    plain = tmp_path / "plain.txt"
+    plain.write_text("First line.\nSecond line.", encoding="utf-8")
+    docs = await TextReader(100, "paragraph")(marked)
+    assert [d.metadata.content["text"] for d in docs] == ["First line.", "Second line."]
+    assert [d.id for d in docs] == [d.id for d in await TextReader(100, "paragraph")(plain)]
+
+
 async def test_bad_text_files_raise_reader_errors_naming_them(tmp_path: Path) -> None:
     empty = tmp_path / "empty.txt"
     empty.write_text("  \n", encoding="utf-8")

@@ -71,7 +71,8 @@ def _load(text: str | os.PathLike[str]) -> str:
             what = "it is not a file" if os.path.exists(name) else "no such file"
             raise ReaderError(f"cannot read {name!r}: {what}", path=name)
     try:
-        with open(name, encoding="utf-8") as file:
+        # utf-8-sig: a byte order mark (as Windows editors write) is not part of the text.
+        with open(name, encoding="utf-8-sig") as file:
             content = file.read()
     except UnicodeDecodeError as exc:
         raise ReaderError(
