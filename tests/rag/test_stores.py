@@ -263,6 +263,14 @@ def test_constructor_arguments_are_checked() -> None:
             MilvusLiteStore("x.db", bad, 3)  # type: ignore[arg-type]
 
 
+def test_a_server_address_without_a_scheme_is_not_taken_for_a_folder() -> None:
+    # qdrant-client reads "localhost:6333" as a server; taken as a folder, the chunks would
+    # silently go to disk here instead.
+    for address in ("localhost:6333", "qdrant.internal:6334", "10.0.0.5:6333"):
+        with pytest.raises(ValueError, match=f"http://{address}"):
+            QdrantStore(address, "c", 3)
+
+
 async def test_a_folder_or_file_may_be_given_as_a_path(tmp_path: Path) -> None:
     docs = await embedded_chunks(TEXT)
     async with QdrantStore(tmp_path / "qdrant", "kb", DIM) as qdrant:

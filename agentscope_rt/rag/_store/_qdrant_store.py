@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
@@ -37,6 +38,10 @@ __all__ = ["QdrantStore"]
 _DISTANCES = {"cosine": "Cosine", "euclid": "Euclid", "dot": "Dot", "manhattan": "Manhattan"}
 # Qdrant reports these as distances (lower is nearer); the others as similarities.
 _DISTANCE_METRICS = frozenset({"Euclid", "Manhattan"})
+
+
+# "host:port": a server address given without "http://" (a folder is rarely named so).
+_HOST_PORT = re.compile(r"[\w.-]+:\d+")
 
 
 def _require_qdrant() -> None:
@@ -93,6 +98,11 @@ class QdrantStore(SyncClientStoreBase["QdrantClient"]):
             )
         check_dimensions(dimensions)
         location = check_name(location, "location")
+        if _HOST_PORT.fullmatch(location):
+            raise ValueError(
+                f"location {location!r} looks like a Qdrant server without a scheme: pass "
+                f"'http://{location}' (or './{location}' for a folder of that name)"
+            )
         self.location = location
         self.collection_name = check_name(collection_name, "collection_name")
         self.dimensions = dimensions
