@@ -263,6 +263,22 @@ def test_constructor_arguments_are_checked() -> None:
             MilvusLiteStore("x.db", bad, 3)  # type: ignore[arg-type]
 
 
+async def test_vectors_asked_for_come_back_as_embeddings(make_store: StoreFactory) -> None:
+    store = make_store(distance="Dot" if make_store.kind == "qdrant" else "IP")
+    docs = await embedded_chunks(TEXT)
+    await store.add(docs)
+    if make_store.kind == "qdrant":
+        found = await store.search(embed("x"), limit=10, with_vectors=True)
+    else:
+        fields = ["doc_id", "chunk_id", "content", "total_chunks", "vector"]
+        found = await store.search(embed("x"), limit=10, output_fields=fields)
+    by_id = {d.id: d.embedding for d in docs}
+    assert len(found) == 3
+    for doc in found:
+        assert doc.embedding == pytest.approx(by_id[doc.id], abs=1e-6)
+    assert all(d.embedding is None for d in await store.search(embed("x"), limit=10))
+
+
 def test_a_server_address_without_a_scheme_is_not_taken_for_a_folder() -> None:
     # qdrant-client reads "localhost:6333" as a server; taken as a folder, the chunks would
     # silently go to disk here instead.

@@ -228,7 +228,12 @@ class MilvusLiteStore(SyncClientStoreBase["MilvusClient"]):
                     "total_chunks": entity.get("total_chunks"),
                 }
             )
-            docs.append(Document(metadata=metadata, id=str(hit["id"]), score=score))
+            # The vector, when output_fields asked for it.
+            vector = entity.get("vector")
+            embedding = [float(x) for x in vector] if vector is not None else None
+            docs.append(
+                Document(metadata=metadata, id=str(hit["id"]), embedding=embedding, score=score)
+            )
         return keep(docs, score_threshold)
 
     async def delete(
