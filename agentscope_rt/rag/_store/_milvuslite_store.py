@@ -180,7 +180,9 @@ class MilvusLiteStore(SyncClientStoreBase["MilvusClient"]):
         client = self._get()
         if not client.has_collection(self.collection_name):
             return []
-        kwargs.setdefault("output_fields", _OUTPUT_FIELDS)
+        # The metadata fields always: a Document cannot be built without them.
+        asked = [f for f in kwargs.get("output_fields") or () if f not in _OUTPUT_FIELDS]
+        kwargs["output_fields"] = [*_OUTPUT_FIELDS, *asked]
         results = client.search(
             collection_name=self.collection_name, data=[vector], limit=limit, **kwargs
         )
@@ -207,7 +209,9 @@ class MilvusLiteStore(SyncClientStoreBase["MilvusClient"]):
         root is taken first).
 
         :param score_threshold: only chunks scoring at least this much (in those units).
-        :param kwargs: passed to ``MilvusClient.search`` (``filter``, ``output_fields``, ...).
+        :param kwargs: passed to ``MilvusClient.search`` (``filter``, ``output_fields``, ...;
+            the metadata fields are always fetched, and a ``"vector"`` asked for becomes each
+            document's ``embedding``).
         :raises ValueError: for a query of the wrong size, a non-positive *limit* or a
             *score_threshold* that is not a number.
         """
