@@ -25,7 +25,7 @@ event loop (the models and stores run their blocking work in worker threads).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -56,6 +56,19 @@ def _normalise(fact: str) -> str:
     return " ".join(fact.split())
 
 
+_default_embedding: EmbeddingModelBase | None = None
+
+
+def _shared_local_embedding(factory: Callable[[], EmbeddingModelBase]) -> EmbeddingModelBase:
+    """The one default model of every memory built without one: one memory per user is the
+    usual shape, and each would otherwise load its own copy of the weights (~90 MB). The
+    model is safe to share: it loads once and serves concurrent calls from any event loop."""
+    global _default_embedding
+    if _default_embedding is None:
+        _default_embedding = factory()
+    return _default_embedding
+
+
 class VectorLongTermMemory(LongTermMemoryBase):
     """Facts about a user, embedded and kept in a vector store, recalled by similarity.
 
@@ -64,10 +77,10 @@ class VectorLongTermMemory(LongTermMemoryBase):
     ``retrieve`` and ``retrieve_from_memory`` return the most similar facts of this memory's
     scope, one per line, most similar first.
 
-    :param embedding_model: embeds facts and queries (default: a new
-        :class:`~agentscope_rt.embedding.LocalTextEmbedding`, offline; needs the
-        ``embedding`` extra). Use one model for the life of a store: vectors of different
-        models are not comparable.
+    :param embedding_model: embeds facts and queries (default: a
+        :class:`~agentscope_rt.embedding.LocalTextEmbedding`, offline, shared by every memory
+        built without a model; needs the ``embedding`` extra). Use one model for the life of
+        a store: vectors of different models are not comparable.
     :param store: where facts live (default: an in-memory
         :class:`~agentscope_rt.rag.QdrantStore`, needs the ``qdrant`` extra; pass a
         ``QdrantStore`` on a folder to keep facts across restarts). Its dimensions must match
@@ -118,7 +131,7 @@ class VectorLongTermMemory(LongTermMemoryBase):
         if isinstance(record_roles, str) or not all(isinstance(r, str) for r in record_roles):
             raise TypeError("record_roles must be a sequence of role names, e.g. ('user',)")
         if embedding_model is None:
-            embedding_model = LocalTextEmbedding()
+            embedding_model = _shared_local_embedding(LocalTextEmbedding)
         elif not isinstance(embedding_model, EmbeddingModelBase):
             kind = type(embedding_model).__name__
             raise TypeError(f"embedding_model must be an EmbeddingModelBase, not {kind}")

@@ -265,6 +265,14 @@ async def test_the_defaults_run_offline_in_memory() -> None:
         await memory.add_facts(["I play the violin."])
 
 
+def test_memories_with_the_default_model_share_one() -> None:
+    # One memory per user is the usual shape: each must not load its own copy of the model
+    # (about 90 MB of weights and a second of loading each).
+    memories = [VectorLongTermMemory(user_id=name) for name in ("ada", "bob", "eve")]
+    assert len({id(m.embedding_model) for m in memories}) == 1
+    assert len({id(m.store) for m in memories}) == 3
+
+
 class ListStore(VDBStoreBase):
     """A store of its own: documents in a list, searched by cosine similarity, no filters."""
 
