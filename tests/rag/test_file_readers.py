@@ -247,3 +247,19 @@ async def test_chunking_runs_in_a_worker_thread(
     threads.clear()
     assert await TextReader()("Text given as a string. Two sentences.")
     assert threads and loop_thread not in threads
+
+
+async def test_a_slide_prefix_that_cannot_be_formatted_is_refused_when_built(
+    tmp_path: Path,
+) -> None:
+    # It failed at the first read, reported as a damaged file.
+    with pytest.raises(ValueError, match=r"slide_prefix.*\{index\}"):
+        PowerPointReader(slide_prefix="<slide {n}>")
+    with pytest.raises(ValueError, match="slide_prefix"):
+        PowerPointReader(slide_prefix="<slide {index")
+    with pytest.raises(TypeError, match="slide_suffix"):
+        PowerPointReader(slide_suffix=3)  # type: ignore[arg-type]
+    docs = await PowerPointReader(500, "char", slide_prefix="[{index}]")(
+        write_pptx(tmp_path / "a.pptx", image=False)
+    )
+    assert docs[0].metadata.content["text"].startswith("[1]\n")

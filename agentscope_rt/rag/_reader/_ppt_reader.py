@@ -58,7 +58,9 @@ class PowerPointReader(ReaderBase):
     :param slide_prefix: put before a slide's text; ``{index}`` is the 1-based slide number.
         ``None`` for none.
     :param slide_suffix: put after a slide's text; ``None`` for none.
-    :raises ValueError: for invalid chunking arguments or table format.
+    :raises ValueError: for invalid chunking arguments or table format, or a *slide_prefix*
+        with a field other than ``{index}``.
+    :raises TypeError: for a *slide_prefix* or *slide_suffix* that is not a string or None.
     """
 
     def __init__(
@@ -74,6 +76,18 @@ class PowerPointReader(ReaderBase):
     ) -> None:
         check_chunking(chunk_size, split_by)
         check_table_format(table_format)
+        for name, marker in (("slide_prefix", slide_prefix), ("slide_suffix", slide_suffix)):
+            if marker is not None and not isinstance(marker, str):
+                raise TypeError(f"{name} must be a string or None, not {type(marker).__name__}")
+        if slide_prefix is not None:
+            try:
+                slide_prefix.format(index=1)
+            except (KeyError, IndexError, ValueError) as exc:
+                raise ValueError(
+                    f"slide_prefix {slide_prefix!r} cannot be formatted ({type(exc).__name__}: "
+                    f"{exc}): it may hold {{index}} (the slide number) and no other field; "
+                    "write other braces doubled, {{ and }}"
+                ) from None
         self.chunk_size = chunk_size
         self.split_by: SplitBy = split_by
         self.include_image = include_image
