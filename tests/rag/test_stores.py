@@ -208,6 +208,8 @@ async def test_bad_input_is_refused_before_it_reaches_the_database(
     docs[1].embedding = [0.0] * (DIM + 1)
     with pytest.raises(ValueError, match=r"documents\[1\] has 9 dimensions"):
         await store.add(docs)
+    with pytest.raises(TypeError, match=r"documents\[1\] must be a Document, not dict"):
+        await store.add([docs[0], docs[1].to_dict()])  # type: ignore[list-item]
     with pytest.raises(ValueError, match="query_embedding has 2 dimensions"):
         await store.search([1.0, 0.0], limit=1)
     with pytest.raises(ValueError, match="limit"):

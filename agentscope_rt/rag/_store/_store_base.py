@@ -174,9 +174,17 @@ class SyncClientStoreBase(VDBStoreBase, Generic[C]):
 
         :raises ValueError: for a document without an embedding, or one of the wrong size
             (nothing of the batch is stored then).
+        :raises TypeError: for an item that is not a :class:`Document`.
         """
+        documents = list(documents)
+        for index, doc in enumerate(documents):
+            if not isinstance(doc, Document):
+                raise TypeError(
+                    f"documents[{index}] must be a Document, not {type(doc).__name__} "
+                    "(Document.from_dict builds one from its dict form)"
+                )
         if documents:
-            await self._call(self._add, list(documents))
+            await self._call(self._add, documents)
 
     def _get(self) -> C:
         """The client, opened on first use (in a worker thread, under the lock).
