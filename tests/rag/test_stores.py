@@ -389,6 +389,34 @@ async def test_a_collection_dropped_behind_the_store_is_recreated_on_add(
     assert len(await store.search(embed("x"), limit=10)) == 3
 
 
+async def test_add_gives_each_document_the_id_it_is_stored_under(
+    make_store: StoreFactory,
+) -> None:
+    # An id set by hand, or a chunk edited after it was read, is stored under the id of its
+    # metadata; add says so on the document, so delete(ids=doc.id) finds it.
+    from agentscope_rt.message import TextBlock
+
+    store = make_store()
+    docs = await embedded_chunks(TEXT)
+    docs[0].id = "my-own-id"
+    docs[1].metadata.content = TextBlock(text="edited after reading")
+    await store.add(docs)
+    stored = {d.id for d in await store.search(embed("x"), limit=10)}
+    assert {d.id for d in docs} == stored
+    assert docs[0].id != "my-own-id"
+    await store.delete(ids=[docs[0].id, docs[1].id])
+    assert {d.id for d in await store.search(embed("x"), limit=10)} == {docs[2].id}
+
+
+async def test_qdrant_search_needs_the_whole_payload() -> None:
+    async with QdrantStore(":memory:", "p", DIM) as store:
+        await store.add(await embedded_chunks(TEXT))
+        for selector in (False, ["doc_id"]):
+            with pytest.raises(ValueError, match="with_payload"):
+                await store.search(embed("x"), limit=2, with_payload=selector)
+        assert len(await store.search(embed("x"), limit=2, with_payload=True)) == 2
+
+
 async def test_concurrent_calls_on_one_store_are_serialised(make_store: StoreFactory) -> None:
     store = make_store()
     texts = [f"Sentence number {i}." for i in range(12)]

@@ -152,9 +152,10 @@ class MilvusLiteStore(SyncClientStoreBase["MilvusClient"]):
             vector = check_vector(doc.embedding, self.dimensions, f"documents[{index}]")
             meta = doc.metadata
             content = meta.content.to_dict()
+            doc.id = chunk_id_of(meta.doc_id, meta.chunk_id, content)  # see QdrantStore._rows
             rows.append(
                 {
-                    "id": chunk_id_of(meta.doc_id, meta.chunk_id, content),
+                    "id": doc.id,
                     "vector": vector,
                     "doc_id": meta.doc_id,
                     "chunk_id": meta.chunk_id,

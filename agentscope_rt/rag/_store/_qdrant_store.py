@@ -153,6 +153,7 @@ class QdrantStore(SyncClientStoreBase["QdrantClient"]):
             vector = check_vector(doc.embedding, self.dimensions, f"documents[{index}]")
             payload = doc.metadata.to_dict()
             point_id = chunk_id_of(payload["doc_id"], payload["chunk_id"], payload["content"])
+            doc.id = point_id  # what delete(ids=...) needs, also after the content was edited
             # Every field is checked or built here from JSON data: pydantic's validation of a
             # PointStruct would only repeat that, at a few microseconds per chunk.
             points.append(
@@ -249,11 +250,16 @@ class QdrantStore(SyncClientStoreBase["QdrantClient"]):
         :param score_threshold: only chunks scoring at least this much (in those units).
         :param kwargs: passed to ``QdrantClient.query_points`` (``query_filter``,
             ``with_vectors``, ...).
-        :raises ValueError: for a query of the wrong size, a non-positive *limit* or a
-            *score_threshold* that is not a number.
+        :raises ValueError: for a query of the wrong size, a non-positive *limit*, a
+            *score_threshold* that is not a number, or ``with_payload`` other than ``True``.
         """
         check_limit(limit)
         check_threshold(score_threshold)
+        if kwargs.get("with_payload", True) is not True:
+            raise ValueError(
+                "QdrantStore.search builds each document from its point's whole payload; "
+                f"with_payload={kwargs['with_payload']!r} is not supported (leave it out)"
+            )
         vector = check_vector(query_embedding, self.dimensions, "query_embedding")
         return keep(await self._call(self._query, vector, limit, kwargs), score_threshold)
 

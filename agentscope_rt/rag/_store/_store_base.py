@@ -10,7 +10,9 @@ as if higher were better.)
 
 **Identity.** A chunk is stored under :func:`~agentscope_rt.rag.chunk_id_of` its document id,
 position and content, so adding it again overwrites it: re-ingesting a file never duplicates
-chunks.
+chunks. ``add`` sets each document's ``id`` to the id it is stored under, so
+``delete(ids=doc.id)`` finds it even when its content was edited after it was read (or its id
+set by hand): an edited chunk is a new chunk.
 
 **Threads.** The database clients block; every call runs in a worker thread
 (``anyio.to_thread``), one at a time per store (the embedded engines are not thread-safe), so
