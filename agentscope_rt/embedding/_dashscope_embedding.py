@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 from ..exception import ModelAPIError
 from ..message import TextBlock
@@ -20,7 +20,7 @@ from ..model import RetryConfig
 from ..model._common import resolve_api_key
 from ._cache_base import EmbeddingCacheBase
 from ._cached import cached_embed, timed
-from ._embedding_base import gather_texts
+from ._embedding_base import empty_response, gather_texts, merge_responses
 from ._embedding_response import EmbeddingResponse, EmbeddingUsage
 from ._http_embedding import HttpEmbeddingModel
 
@@ -100,10 +100,9 @@ class DashScopeTextEmbedding(HttpEmbeddingModel):
                 (len(texts) + size - 1) // size,
                 size,
             )
-        embeddings: list[list[float]] = []
-        seconds = 0.0
-        tokens = 0
-        source: Literal["cache", "api"] = "cache" if texts else "api"
+        if not texts:
+            return empty_response()
+        responses = []
         for start in range(0, len(texts), size):
             batch = {
                 "input": texts[start : start + size],
@@ -111,20 +110,12 @@ class DashScopeTextEmbedding(HttpEmbeddingModel):
                 "dimension": self.dimensions,
                 **kwargs,
             }
-            response = await cached_embed(
-                self.embedding_cache, batch, functools.partial(self._embed_batch, batch)
+            responses.append(
+                await cached_embed(
+                    self.embedding_cache, batch, functools.partial(self._embed_batch, batch)
+                )
             )
-            embeddings.extend(response.embeddings)
-            if response.usage is not None:
-                seconds += response.usage.time
-                tokens += response.usage.tokens or 0
-            if response.source == "api":
-                source = "api"
-        return EmbeddingResponse(
-            embeddings=embeddings,
-            usage=EmbeddingUsage(time=seconds, tokens=tokens),
-            source=source,
-        )
+        return merge_responses(responses)
 
     async def _embed_batch(self, batch: dict[str, Any]) -> EmbeddingResponse:
         parameters = {k: v for k, v in batch.items() if k not in ("input", "model")}

@@ -16,7 +16,7 @@ import functools
 import logging
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 import anyio
 
@@ -28,6 +28,7 @@ from ..model._common import resolve_api_key
 from ._cache_base import EmbeddingCacheBase
 from ._cached import cached_embed, timed
 from ._dashscope_embedding import DASHSCOPE_NATIVE_BASE_URL
+from ._embedding_base import empty_response, merge_responses
 from ._embedding_response import EmbeddingResponse, EmbeddingUsage
 from ._http_embedding import HttpEmbeddingModel
 
@@ -152,26 +153,17 @@ class DashScopeMultiModalEmbedding(HttpEmbeddingModel):
                 size,
                 self.model_name,
             )
-        embeddings: list[list[float]] = []
-        seconds = 0.0
-        tokens = 0
-        source: Literal["cache", "api"] = "cache" if contents else "api"
+        if not contents:
+            return empty_response()
+        responses = []
         for start in range(0, len(contents), size):
             batch = {"input": contents[start : start + size], "model": self.model_name, **kwargs}
-            response = await cached_embed(
-                self.embedding_cache, batch, functools.partial(self._embed_batch, batch)
+            responses.append(
+                await cached_embed(
+                    self.embedding_cache, batch, functools.partial(self._embed_batch, batch)
+                )
             )
-            embeddings.extend(response.embeddings)
-            if response.usage is not None:
-                seconds += response.usage.time
-                tokens += response.usage.tokens or 0
-            if response.source == "api":
-                source = "api"
-        return EmbeddingResponse(
-            embeddings=embeddings,
-            usage=EmbeddingUsage(time=seconds, tokens=tokens),
-            source=source,
-        )
+        return merge_responses(responses)
 
     async def _embed_batch(self, batch: dict[str, Any]) -> EmbeddingResponse:
         contents = batch["input"]
