@@ -32,6 +32,24 @@ DASHSCOPE_NATIVE_BASE_URL = "https://dashscope.aliyuncs.com/api/v1"
 _PATH = "/services/embeddings/text-embedding/text-embedding"
 
 
+def dashscope_connection(
+    api_key: str | None, base_http_api_url: str | None, owner: str
+) -> dict[str, Any]:
+    """``HttpEmbeddingModel``'s connection arguments for DashScope's native API: the base URL
+    (``$DASHSCOPE_HTTP_BASE_URL`` by default), the key as a bearer token (``$DASHSCOPE_API_KEY``
+    by default) and the key to redact.
+
+    :raises ValueError: without an API key (naming *owner*).
+    """
+    key = resolve_api_key(api_key, "DASHSCOPE_API_KEY", owner)
+    return {
+        "base_url": base_http_api_url
+        or os.environ.get("DASHSCOPE_HTTP_BASE_URL", DASHSCOPE_NATIVE_BASE_URL),
+        "headers": {"Authorization": f"Bearer {key}", "Accept": "application/json"},
+        "secrets": (key,),
+    }
+
+
 class DashScopeTextEmbedding(HttpEmbeddingModel):
     """A DashScope text embedding model.
 
@@ -66,16 +84,10 @@ class DashScopeTextEmbedding(HttpEmbeddingModel):
         retry_config: RetryConfig | None = None,
         client_kwargs: dict[str, Any] | None = None,
     ) -> None:
-        key = resolve_api_key(api_key, "DASHSCOPE_API_KEY", "DashScopeTextEmbedding")
-        base = base_http_api_url or os.environ.get(
-            "DASHSCOPE_HTTP_BASE_URL", DASHSCOPE_NATIVE_BASE_URL
-        )
         super().__init__(
             model_name,
             dimensions,
-            base_url=base,
-            headers={"Authorization": f"Bearer {key}", "Accept": "application/json"},
-            secrets=(key,),
+            **dashscope_connection(api_key, base_http_api_url, "DashScopeTextEmbedding"),
             client_kwargs=client_kwargs,
             retry_config=retry_config,
         )

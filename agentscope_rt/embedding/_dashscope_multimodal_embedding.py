@@ -24,10 +24,9 @@ from ..exception import ModelAPIError
 from ..formatter._media import WEB_IMAGE_TYPES, local_path_of, sniff_media_type
 from ..message import ImageBlock, TextBlock, VideoBlock
 from ..model import RetryConfig
-from ..model._common import resolve_api_key
 from ._cache_base import EmbeddingCacheBase
 from ._cached import cached_embed, timed
-from ._dashscope_embedding import DASHSCOPE_NATIVE_BASE_URL
+from ._dashscope_embedding import dashscope_connection
 from ._embedding_base import empty_response, merge_responses
 from ._embedding_response import EmbeddingResponse, EmbeddingUsage
 from ._http_embedding import HttpEmbeddingModel
@@ -102,16 +101,10 @@ class DashScopeMultiModalEmbedding(HttpEmbeddingModel):
                     )
                 batch_size, resolved = family_batch, fixed
                 break
-        key = resolve_api_key(api_key, "DASHSCOPE_API_KEY", "DashScopeMultiModalEmbedding")
-        base = base_http_api_url or os.environ.get(
-            "DASHSCOPE_HTTP_BASE_URL", DASHSCOPE_NATIVE_BASE_URL
-        )
         super().__init__(
             model_name,
             _DEFAULT_DIMENSIONS if resolved is None else resolved,
-            base_url=base,
-            headers={"Authorization": f"Bearer {key}", "Accept": "application/json"},
-            secrets=(key,),
+            **dashscope_connection(api_key, base_http_api_url, "DashScopeMultiModalEmbedding"),
             client_kwargs=client_kwargs,
             retry_config=retry_config,
         )
