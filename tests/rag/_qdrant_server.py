@@ -8,6 +8,7 @@ cosine scoring, in memory. It records each request's method and path.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.metadata
 import json
 import math
@@ -22,6 +23,14 @@ def _cosine(a: list[float], b: list[float]) -> float:
     dot = sum(x * y for x, y in zip(a, b, strict=True))
     norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
     return dot / norm if norm else 0.0
+
+
+@dataclasses.dataclass(frozen=True)
+class _Status:
+    """An error answer: its HTTP status and Qdrant's error text."""
+
+    code: int
+    error: str
 
 
 class QdrantServer(LocalHTTPServer):
@@ -66,6 +75,9 @@ class QdrantServer(LocalHTTPServer):
                     result = server._dispatch(method, name, rest, body)
                 if result is NotImplemented:
                     self._send({"error": f"unsupported {method} {path}"}, 404)
+                elif isinstance(result, _Status):
+                    body = {"status": {"error": result.error}, "time": 0.0}
+                    send_json(self, result.code, body)
                 else:
                     self._send(result)
 
@@ -88,6 +100,10 @@ class QdrantServer(LocalHTTPServer):
         if method == "GET" and rest == "/exists":
             return {"exists": name in self.collections}
         if method == "PUT" and rest == "":
+            if name in self.collections:
+                # What Qdrant (1.8 and later) answers: 409, the existing points kept.
+                message = f"Wrong input: Collection `{name}` already exists!"
+                return _Status(409, message)
             assert body["vectors"]["distance"] == "Cosine"
             self.collections[name] = {"size": body["vectors"]["size"], "points": {}}
             return True

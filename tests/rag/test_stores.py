@@ -9,6 +9,7 @@ import math
 import threading
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -370,6 +371,35 @@ async def test_a_server_is_asked_once_whether_the_collection_exists() -> None:
             await store.add(docs)  # created again
             assert len(await store.search(embed("x"), limit=10)) == 3
             assert server.requests.count(("PUT", "/collections/remote")) == 2
+
+
+async def test_two_stores_creating_one_server_collection_at_once_both_add() -> None:
+    # Two stores (two processes) ingest into a new collection: the second may find it missing
+    # and then lose the race to create it; Qdrant answers that create with 409, and the
+    # store goes on writing into the collection the other one made.
+    from ._qdrant_server import QdrantServer
+
+    first = await embedded_chunks(TEXT)
+    second = await embedded_chunks("Another text entirely. With two sentences.")
+    with QdrantServer() as server:
+        async with (
+            QdrantStore(server.url, "shared", DIM) as a,
+            QdrantStore(server.url, "shared", DIM) as b,
+        ):
+            client = b.get_client()
+            asked = client.collection_exists
+
+            def exists_then_the_other_creates(collection_name: str, **kwargs: Any) -> bool:
+                answer = asked(collection_name, **kwargs)
+                anyio.from_thread.run(a.add, first)  # created and written meanwhile
+                client.collection_exists = asked  # type: ignore[method-assign]
+                return answer
+
+            client.collection_exists = exists_then_the_other_creates  # type: ignore[method-assign]
+            await b.add(second)
+            found = {d.id for d in await a.search(embed("x"), limit=10)}
+    assert found == {d.id for d in first + second}
+    assert server.requests.count(("PUT", "/collections/shared")) == 2
 
 
 async def test_a_collection_dropped_behind_the_store_is_recreated_on_add(

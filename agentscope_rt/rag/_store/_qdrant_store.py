@@ -176,13 +176,19 @@ class QdrantStore(SyncClientStoreBase["QdrantClient"]):
     def _create_collection(self, client: QdrantClient) -> None:
         from qdrant_client import models
 
-        client.create_collection(
-            collection_name=self.collection_name,
-            vectors_config=models.VectorParams(
-                size=self.dimensions, distance=models.Distance(self.distance)
-            ),
-            **self.collection_kwargs,
-        )
+        try:
+            client.create_collection(
+                collection_name=self.collection_name,
+                vectors_config=models.VectorParams(
+                    size=self.dimensions, distance=models.Distance(self.distance)
+                ),
+                **self.collection_kwargs,
+            )
+        except Exception:
+            # Another store (another process) on the same server created it after this one
+            # found it missing: Qdrant refuses the second create, and the collection is there.
+            if not client.collection_exists(self.collection_name):
+                raise
         self._collection_known = True
 
     def _query(self, vector: list[float], limit: int, kwargs: dict[str, Any]) -> list[Document]:
