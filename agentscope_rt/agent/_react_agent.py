@@ -24,6 +24,7 @@ Guarantees:
 
 from __future__ import annotations
 
+import inspect
 import logging
 from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
@@ -311,7 +312,9 @@ class ReActAgent(ReActAgentBase):
                 f"{type(knowledge).__name__}"
             )
         for index, kb in enumerate(knowledge or []):
-            if not isinstance(kb, KnowledgeLike):
+            # The protocol checks the name only: another library's retriever with a
+            # synchronous retrieve would fail at the first reply instead.
+            if not isinstance(kb, KnowledgeLike) or not inspect.iscoroutinefunction(kb.retrieve):
                 raise TypeError(
                     f"knowledge[{index}] must be a KnowledgeBase (an object with an async "
                     f"retrieve(query, limit, score_threshold)), not {type(kb).__name__}"

@@ -323,3 +323,16 @@ async def test_any_object_with_an_async_retrieve_is_a_knowledge_source() -> None
             make_agent(ScriptedChatModel([]), knowledge=bad)
     with pytest.raises(TypeError, match="plan_notebook must be a PlanNotebook or None"):
         make_agent(ScriptedChatModel([]), plan_notebook=notes)
+
+
+def test_a_retriever_with_a_synchronous_retrieve_is_refused_when_the_agent_is_built() -> None:
+    # A retriever of another library (LlamaIndex's has a synchronous retrieve(str)) fits the
+    # protocol by name only: refused at once, not at the first reply with "can't be used in
+    # 'await' expression".
+    class SyncRetriever:
+        def retrieve(self, query: str) -> list[Any]:
+            return []
+
+    for bad in (SyncRetriever(), [SyncRetriever()]):
+        with pytest.raises(TypeError, match="async retrieve"):
+            make_agent(ScriptedChatModel([]), knowledge=bad)
