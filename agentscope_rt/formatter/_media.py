@@ -24,7 +24,7 @@ import tempfile
 from collections.abc import Awaitable, Callable
 from types import CodeType, FrameType
 from typing import Any
-from urllib.parse import urlparse
+from urllib.parse import unquote, urlparse
 
 import anyio
 import httpx
@@ -158,9 +158,16 @@ def exit_call(token: _CallToken | None) -> None:
 
 def local_path_of(url: str) -> str | None:
     """The filesystem path *url* names (a plain path or ``file://``), or ``None`` for a web,
-    data or other URL with a scheme."""
+    data or other URL with a scheme.
+
+    A ``file://`` URL is percent-decoded, as ``Path.as_uri()`` encodes it (``%20`` for a
+    space, UTF-8 escapes for other characters), and may name ``localhost`` as its host.
+    """
     if url.startswith("file://"):
-        return url.removeprefix("file://")
+        path = url.removeprefix("file://")
+        if path.startswith("localhost/"):
+            path = path.removeprefix("localhost")
+        return unquote(path)
     scheme = urlparse(url).scheme
     # A one-letter scheme is a Windows drive ("C:\\img.png"), not a URL.
     if scheme == "" or (len(scheme) == 1 and os.name == "nt"):

@@ -171,6 +171,21 @@ async def test_local_image_is_read_and_base64_encoded(prefix: str) -> None:
     assert ollama[0]["images"] == [PNG_B64]
 
 
+async def test_a_file_url_is_percent_decoded(tmp_path: Path) -> None:
+    # Path.as_uri() encodes spaces and non-ASCII characters; file://localhost/... is the same
+    # file. A plain path keeps its '%' characters.
+    folder = tmp_path / "my images é"
+    folder.mkdir()
+    (folder / "pixel 1.png").write_bytes(PNG)
+    (folder / "100%.png").write_bytes(PNG)
+    uri = (folder / "pixel 1.png").as_uri()
+    assert "%20" in uri
+    urls = [uri, uri.replace("file://", "file://localhost", 1), str(folder / "100%.png")]
+    for url in urls:
+        out = await OpenAIChatFormatter().format([Msg("user", [_image(url)], "user")])
+        assert out[0]["content"][0]["image_url"]["url"] == f"data:image/png;base64,{PNG_B64}"
+
+
 async def test_image_without_extension_is_recognised_by_content(tmp_path: Path) -> None:
     path = tmp_path / "snapshot"
     path.write_bytes(PNG)
