@@ -293,6 +293,14 @@ class ReActAgent(ReActAgentBase):
         _check_type(
             "plan_notebook", plan_notebook, PlanNotebookLike, optional=True, shown="PlanNotebook"
         )
+        if plan_notebook is not None and not inspect.iscoroutinefunction(
+            plan_notebook.get_current_hint
+        ):
+            # As for knowledge below: the protocol checks names only.
+            raise TypeError(
+                "ReActAgent plan_notebook must be a PlanNotebook (its get_current_hint is a "
+                f"coroutine function), not {type(plan_notebook).__name__} with a synchronous one"
+            )
         _check_type("compression_config", compression_config, _CompressionConfig, optional=True)
         if long_term_memory_mode not in _LTM_MODES:
             raise ValueError(

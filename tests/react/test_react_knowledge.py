@@ -336,3 +336,20 @@ def test_a_retriever_with_a_synchronous_retrieve_is_refused_when_the_agent_is_bu
     for bad in (SyncRetriever(), [SyncRetriever()]):
         with pytest.raises(TypeError, match="async retrieve"):
             make_agent(ScriptedChatModel([]), knowledge=bad)
+
+
+def test_a_plan_notebook_with_a_synchronous_hint_is_refused_when_the_agent_is_built() -> None:
+    from agentscope_rt.plan import PlanNotebook
+
+    class SyncHints:
+        description = "plans"
+
+        def list_tools(self) -> list[Any]:
+            return []
+
+        def get_current_hint(self) -> Msg | None:
+            return None
+
+    with pytest.raises(TypeError, match="synchronous"):
+        make_agent(ScriptedChatModel([]), plan_notebook=SyncHints())
+    assert make_agent(ScriptedChatModel([]), plan_notebook=PlanNotebook()).plan_notebook
