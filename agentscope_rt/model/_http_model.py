@@ -35,6 +35,7 @@ from ._retry import (
     call_with_retry,
     close_shielded,
     excerpt,
+    parse_answer,
     shape_checked,
     stream_with_retry,
 )
@@ -140,13 +141,9 @@ class HttpChatModel(ChatModelBase):
                 raise BadResponse(f"the response body is not JSON ({exc})") from None
             if not isinstance(data, dict):
                 raise BadResponse(f"the response body is not a JSON object: {excerpt(data)}")
-            try:
-                return scrub_surrogates(self._parse(data, structured_model, started))
-            except (AttributeError, TypeError, KeyError, IndexError) as exc:
-                raise BadResponse(
-                    f"the response does not have the expected shape ({type(exc).__name__}: "
-                    f"{exc}): {excerpt(data)}"
-                ) from None
+            return parse_answer(
+                data, lambda: scrub_surrogates(self._parse(data, structured_model, started))
+            )
 
         return await call_with_retry(self.provider, attempt, self.retry_config, redact=self._redact)
 

@@ -202,6 +202,19 @@ class BadResponse(StreamErrorEvent):
         super().__init__(message, 200, True)
 
 
+def parse_answer(raw: Any, parse: Callable[[], T]) -> T:
+    """``parse()`` of a provider's answer *raw*: an answer of the wrong shape (the parser
+    meeting a missing key or a value of the wrong type) raises :class:`BadResponse` quoting
+    *raw* instead of a bare ``AttributeError``/``TypeError``/``KeyError``/``IndexError``."""
+    try:
+        return parse()
+    except _SHAPE_ERRORS as exc:
+        raise BadResponse(
+            f"the response does not have the expected shape ({type(exc).__name__}: "
+            f"{exc}): {excerpt(raw)}"
+        ) from None
+
+
 def excerpt(value: Any) -> str:
     """What a provider sent, printable, for an error message. Not shortened here: the retry
     layer shortens messages only after scrubbing the secrets, since a cut through an echoed

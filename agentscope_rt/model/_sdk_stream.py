@@ -43,6 +43,7 @@ from ._retry import (
     RetryConfig,
     call_with_retry,
     excerpt,
+    parse_answer,
     shape_checked,
     stream_with_retry,
 )
@@ -357,13 +358,9 @@ class SdkClientModel(ChatModelBase):
                 raise BadResponse(f"the response body is not JSON ({exc})") from None
             if raw is None or isinstance(raw, str | bytes | list | int | float):
                 raise BadResponse(f"the response body is not a JSON object: {excerpt(raw)}")
-            try:
-                return scrub_surrogates(self._parse_response(raw, start, structured_model))
-            except (AttributeError, TypeError, KeyError, IndexError) as exc:
-                raise BadResponse(
-                    f"the response does not have the expected shape ({type(exc).__name__}: "
-                    f"{exc}): {excerpt(raw)}"
-                ) from None
+            return parse_answer(
+                raw, lambda: scrub_surrogates(self._parse_response(raw, start, structured_model))
+            )
 
         return await call_with_retry(
             self.provider, attempt, self.retry_config, redact=self._secrets
