@@ -541,26 +541,19 @@ def checked_msg_json(msg: Msg, levels_above: int) -> dict[str, Any] | None:
     ):
         return None
     invocation_id = msg.invocation_id
-    if invocation_id is None:
-        return {
-            "id": msg_id,
-            "name": name,
-            "role": role,
-            "content": content,
-            "metadata": metadata,
-            "timestamp": timestamp,
-        }
-    if invocation_id.__class__ is not str:
+    if invocation_id is not None and invocation_id.__class__ is not str:
         return None
-    return {
+    data = {
         "id": msg_id,
         "name": name,
         "role": role,
         "content": content,
         "metadata": metadata,
         "timestamp": timestamp,
-        "invocation_id": invocation_id,
     }
+    if invocation_id is not None:
+        data["invocation_id"] = invocation_id
+    return data
 
 
 def unstructure_msg(msg: Msg) -> dict[str, Any]:
