@@ -90,6 +90,14 @@ def _annotated_type(owner: type, attr_name: str) -> Any:
     return hints.get(attr_name)
 
 
+def _check_saveable(module: StateModule, data: Any, key: str) -> None:
+    """:raises StateError: if *data*, what *module* saves under *key*, is not JSON data."""
+    try:
+        check_json(data, key)
+    except MessageFormatError as exc:
+        raise StateError(f"{type(module).__name__}: cannot save {exc}") from None
+
+
 def _too_deep(module: StateModule, attr_name: str) -> StateError:
     return StateError(
         f"{type(module).__name__}.{attr_name} is nested too deeply to be saved as JSON (JSON "
@@ -173,10 +181,7 @@ class StateModule:
             ) from None
         except RecursionError:
             raise _too_deep(self, attr_name) from None
-        try:
-            check_json(data, attr_name)
-        except MessageFormatError as exc:
-            raise StateError(f"{type(self).__name__}: cannot save {exc}") from None
+        _check_saveable(self, data, attr_name)
         self._attribute_dict[attr_name] = _StateAttr(custom_to_json, custom_from_json, state_type)
 
     # -- saving ------------------------------------------------------------------------
@@ -207,10 +212,7 @@ class StateModule:
                     data = converter.unstructure(value, unstructure_as=attr.state_type)
             except RecursionError:
                 raise _too_deep(self, key) from None
-            try:
-                check_json(data, key)
-            except MessageFormatError as exc:
-                raise StateError(f"{type(self).__name__}: cannot save {exc}") from None
+            _check_saveable(self, data, key)
             state[key] = data
         return state
 
