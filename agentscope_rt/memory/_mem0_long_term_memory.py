@@ -127,28 +127,23 @@ def _provider_classes() -> tuple[type, type, type, type]:
     from mem0.llms.configs import LlmConfig
     from pydantic import field_validator
 
-    class LlmConfigWithOurs(LlmConfig):
+    def accepting_registered(config: type, factory_name: str, what: str) -> type:
         # mem0 lists its providers in the validator; ours is registered in the factory.
-        @field_validator("config")
-        @classmethod
-        def validate_config(cls, v: Any, values: Any) -> Any:
-            from mem0.utils.factory import LlmFactory
+        class WithOurs(config):
+            @field_validator("config")
+            @classmethod
+            def validate_config(cls, v: Any, values: Any) -> Any:
+                from mem0.utils import factory
 
-            provider = values.data.get("provider")
-            if provider in LlmFactory.provider_to_class:
-                return v
-            raise ValueError(f"Unsupported LLM provider: {provider}")
+                provider = values.data.get("provider")
+                if provider in getattr(factory, factory_name).provider_to_class:
+                    return v
+                raise ValueError(f"Unsupported {what} provider: {provider}")
 
-    class EmbedderConfigWithOurs(EmbedderConfig):
-        @field_validator("config")
-        @classmethod
-        def validate_config(cls, v: Any, values: Any) -> Any:
-            from mem0.utils.factory import EmbedderFactory
+        return WithOurs
 
-            provider = values.data.get("provider")
-            if provider in EmbedderFactory.provider_to_class:
-                return v
-            raise ValueError(f"Unsupported embedding provider: {provider}")
+    LlmConfigWithOurs = accepting_registered(LlmConfig, "LlmFactory", "LLM")
+    EmbedderConfigWithOurs = accepting_registered(EmbedderConfig, "EmbedderFactory", "embedding")
 
     class Mem0LLM(LLMBase):
         """mem0's LLM interface on a :class:`~agentscope_rt.model.ChatModelBase`."""
