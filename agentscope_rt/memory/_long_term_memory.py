@@ -44,6 +44,20 @@ _MODE_METHODS: dict[str, tuple[str, ...]] = {
 }
 
 
+def query_texts(msg: Msg | list[Msg] | None) -> list[str]:
+    """The non-empty texts of *msg* (one message, a list of them, or ``None`` for none): what
+    a long-term memory searches for.
+
+    :raises TypeError: for something that is not a ``Msg`` or a list of them.
+    """
+    if msg is None:
+        return []
+    msgs = [msg] if isinstance(msg, Msg) else msg
+    if not isinstance(msgs, list) or not all(isinstance(m, Msg) for m in msgs):
+        raise TypeError("The input message must be a Msg or a list of Msg objects.")
+    return [t for t in (m.get_text_content() for m in msgs) if t]
+
+
 class LongTermMemoryBase(StateModule):
     """Base class of long-term memories (a time-ordered store that outlives a conversation).
 

@@ -37,7 +37,7 @@ import anyio.to_thread
 
 from ..message import Msg, TextBlock, ToolUseBlock
 from ..tool import ToolResponse
-from ._long_term_memory import LongTermMemoryBase, LoopLock
+from ._long_term_memory import LongTermMemoryBase, LoopLock, query_texts
 
 if TYPE_CHECKING:
     from ..embedding import EmbeddingModelBase
@@ -479,12 +479,7 @@ class Mem0LongTermMemory(LongTermMemoryBase):
 
         :raises TypeError: for something that is not a ``Msg`` or a list of them.
         """
-        if msg is None:
-            return ""
-        msgs = [msg] if isinstance(msg, Msg) else msg
-        if not isinstance(msgs, list) or not all(isinstance(m, Msg) for m in msgs):
-            raise TypeError("The input message must be a Msg or a list of Msg objects.")
-        queries = [t for t in (_text_of(m) for m in msgs) if t]
+        queries = query_texts(msg)
         if not queries:
             return ""
         return "\n".join(await self._mem0_search(queries, limit))

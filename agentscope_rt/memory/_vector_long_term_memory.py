@@ -33,7 +33,7 @@ import anyio.lowlevel
 
 from ..message import Msg, TextBlock
 from ..tool import ToolResponse
-from ._long_term_memory import LongTermMemoryBase, LoopLock
+from ._long_term_memory import LongTermMemoryBase, LoopLock, query_texts
 
 if TYPE_CHECKING:
     from ..embedding import EmbeddingModelBase
@@ -364,12 +364,7 @@ class VectorLongTermMemory(LongTermMemoryBase):
 
         :raises TypeError: for something that is not a ``Msg`` or a list of them.
         """
-        if msg is None:
-            return ""
-        msgs = [msg] if isinstance(msg, Msg) else msg
-        if not isinstance(msgs, list) or not all(isinstance(m, Msg) for m in msgs):
-            raise TypeError("msg must be a Msg, a list of Msg or None")
-        queries = [t for t in (m.get_text_content() for m in msgs) if t]
+        queries = query_texts(msg)
         return "\n".join(fact for fact, _ in await self.search(queries, limit))
 
     async def record_to_memory(
