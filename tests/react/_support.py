@@ -13,6 +13,7 @@ from agentscope_rt.formatter import OpenAIChatFormatter
 from agentscope_rt.memory import InMemoryMemory
 from agentscope_rt.message import Msg, TextBlock, ToolUseBlock
 from agentscope_rt.model import ChatResponse, ChatUsage, ModelCall
+from agentscope_rt.rag import DocMetadata, Document, KnowledgeBase
 from agentscope_rt.tool import Toolkit, ToolResponse
 
 
@@ -138,3 +139,30 @@ async def slow(tag: str) -> ToolResponse:
     """
     await anyio.sleep(30)
     return ToolResponse(content=[TextBlock(text=f"slow {tag}")])
+
+
+class FixedKnowledge(KnowledgeBase):
+    """A knowledge base returning its (text, score) pairs for every query, recording the
+    queries; added documents join the pairs."""
+
+    def __init__(self, docs: Sequence[Sequence[Any]]) -> None:
+        super().__init__()
+        self.docs = [(str(t), float(s)) for t, s in docs]
+        self.queries: list[str] = []
+
+    async def retrieve(
+        self, query: str, limit: int = 5, score_threshold: float | None = None, **kwargs: Any
+    ) -> list[Document]:
+        self.queries.append(query)
+        return [
+            Document(
+                DocMetadata(
+                    TextBlock(text=t), doc_id="doc", chunk_id=i, total_chunks=len(self.docs)
+                ),
+                score=s,
+            )
+            for i, (t, s) in enumerate(self.docs)
+        ]
+
+    async def add_documents(self, documents: list[Document], **kwargs: Any) -> None:
+        self.docs.extend((d.metadata.content["text"], d.score or 0.0) for d in documents)

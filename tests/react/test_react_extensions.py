@@ -11,10 +11,19 @@ from agentscope_rt.memory import LongTermMemoryBase, MemoryBase
 from agentscope_rt.message import Msg, TextBlock
 from agentscope_rt.model import ChatResponse, ScriptedChatModel
 from agentscope_rt.plan import PlanNotebook
-from agentscope_rt.rag import DocMetadata, Document, KnowledgeBase
 from agentscope_rt.tool import ToolResponse
 
-from ._support import call, history, make_agent, prompt_text, response, text, texts_of, user
+from ._support import (
+    FixedKnowledge,
+    call,
+    history,
+    make_agent,
+    prompt_text,
+    response,
+    text,
+    texts_of,
+    user,
+)
 
 
 class NotesMemory(LongTermMemoryBase):
@@ -54,30 +63,6 @@ class NotesMemory(LongTermMemoryBase):
         """
         found = [n for n in self.notes if any(k in n for k in keywords)]
         return ToolResponse(content=[TextBlock(text="\n".join(found) or "nothing")])
-
-
-class Docs(KnowledgeBase):
-    def __init__(self, docs: list[tuple[str, float]]) -> None:
-        super().__init__()
-        self.docs = docs
-        self.queries: list[str] = []
-
-    async def retrieve(
-        self, query: str, limit: int = 5, score_threshold: float | None = None, **kwargs: Any
-    ) -> list[Document]:
-        self.queries.append(query)
-        return [
-            Document(
-                DocMetadata(
-                    TextBlock(text=body), doc_id="d", chunk_id=i, total_chunks=len(self.docs)
-                ),
-                score=s,
-            )
-            for i, (body, s) in enumerate(self.docs)
-        ]
-
-    async def add_documents(self, documents: list[Document], **kwargs: Any) -> None:
-        self.docs.extend((d.metadata.content["text"], d.score or 0.0) for d in documents)
 
 
 class Checklist(PlanNotebook):
@@ -131,7 +116,7 @@ async def test_agent_controlled_long_term_memory_tools() -> None:
 
 
 async def test_knowledge_is_retrieved_with_a_rewritten_query_and_sorted_by_score() -> None:
-    kb = Docs([("low relevance", 0.1), ("Paris is the capital of France.", 0.9)])
+    kb = FixedKnowledge([("low relevance", 0.1), ("Paris is the capital of France.", 0.9)])
     model = ScriptedChatModel(
         [
             ChatResponse(content=[], metadata={"rewritten_query": "capital of France"}),
@@ -151,7 +136,7 @@ async def test_knowledge_is_retrieved_with_a_rewritten_query_and_sorted_by_score
 
 
 async def test_knowledge_without_rewriting() -> None:
-    kb = Docs([("fact", 0.5)])
+    kb = FixedKnowledge([("fact", 0.5)])
     model = ScriptedChatModel([response(text("ok"))])
     agent = make_agent(model, knowledge=[kb], enable_rewrite_query=False)
     await agent(user("query text"))

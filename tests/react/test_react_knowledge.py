@@ -19,40 +19,14 @@ import pytest
 from agentscope_rt.embedding import EmbeddingModelBase, EmbeddingResponse
 from agentscope_rt.message import Msg, TextBlock
 from agentscope_rt.model import ChatResponse, ScriptedChatModel
-from agentscope_rt.rag import DocMetadata, Document, KnowledgeBase, QdrantStore, SimpleKnowledge
+from agentscope_rt.rag import DocMetadata, Document, QdrantStore, SimpleKnowledge
 from agentscope_rt.tool import Toolkit
 
-from ._support import call, history, make_agent, response, text, texts_of, user
+from ._support import FixedKnowledge, call, history, make_agent, response, text, texts_of, user
 
 FIXTURE = json.loads(
     (Path(__file__).parent / "fixtures" / "agentscope_knowledge_prompts.json").read_text("utf-8")
 )
-
-
-class FixedKnowledge(KnowledgeBase):
-    """Returns the same documents for every query, and records the queries."""
-
-    def __init__(self, docs: list[list[Any]]) -> None:
-        super().__init__()
-        self.docs = [(str(t), float(s)) for t, s in docs]
-        self.queries: list[str] = []
-
-    async def retrieve(
-        self, query: str, limit: int = 5, score_threshold: float | None = None, **kwargs: Any
-    ) -> list[Document]:
-        self.queries.append(query)
-        return [
-            Document(
-                DocMetadata(
-                    TextBlock(text=t), doc_id="doc", chunk_id=i, total_chunks=len(self.docs)
-                ),
-                score=s,
-            )
-            for i, (t, s) in enumerate(self.docs)
-        ]
-
-    async def add_documents(self, documents: list[Document], **kwargs: Any) -> None:
-        raise NotImplementedError("fixed documents")
 
 
 class StreamRecordingModel(ScriptedChatModel):
