@@ -1,9 +1,15 @@
 """RedisSession: session states as Redis strings, in AgentScope's key layout.
 
 Each session is one string key ``{key_prefix}user_id:{user_id}:session:{session_id}:state``
-holding the same JSON object a :class:`JSONSession` file holds; with ``key_ttl`` a save sets
-the expiry and a load renews it (``GETEX``), a sliding TTL as in AgentScope. A ``SET`` replaces
-the value atomically, so a crash mid-save leaves the old state or the new one.
+holding the same JSON object a :class:`JSONSession` file holds. In the key, ``%`` and ``:``
+inside an id are written ``%25`` and ``%3A``: with AgentScope's plain keys, user ``a:session:b``
+/ session ``c`` and user ``a`` / session ``b:session:c`` share one key (and overwrite each
+other). Ids without ``%`` and ``:`` keep AgentScope's keys; an AgentScope key of ids holding
+them is read when the pair has no key of its own and that key can only be this pair's.
+
+With ``key_ttl`` a save sets the expiry and a load renews it (``GETEX``), a sliding TTL as in
+AgentScope. A ``SET`` replaces the value atomically, so a crash mid-save leaves the old state or
+the new one.
 
 redis-py's asyncio client only runs on asyncio. This class drives redis-py's synchronous client
 from worker threads (``anyio.to_thread``), which works under asyncio and trio alike; the
@@ -24,11 +30,31 @@ from ._session_base import (
     check_session_ids,
     decode_session_state,
     encode_session_state,
+    escape_id,
     load_modules,
     logger,
+    unescape_id,
+    valid_ids,
 )
 
 __all__ = ["RedisSession"]
+
+_SPECIAL = "%:"
+"""Written ``%XX`` inside an id in a key: the escape itself and the separator."""
+_SEPARATOR = ":session:"
+
+
+def _only_this_pairs_agentscope_key(session_id: str, user_id: str) -> bool:
+    """Whether AgentScope's key for the pair can be split into ids one way only (at the
+    ``:session:`` between them) and is no pair's own key here."""
+    middle = f"{user_id}{_SEPARATOR}{session_id}"
+    splits = sum(middle.startswith(_SEPARATOR, i) for i in range(len(middle)))
+    if splits != 1:
+        return False
+    # Its only reading is (user_id, session_id); it is the key of the pair those unescape to,
+    # if they do.
+    user, session = unescape_id(user_id, _SPECIAL), unescape_id(session_id, _SPECIAL)
+    return user is None or session is None or not valid_ids(session, user)
 
 
 class RedisSession(SessionBase):
@@ -78,8 +104,12 @@ class RedisSession(SessionBase):
         return self._client
 
     def get_session_key(self, session_id: str, user_id: str) -> str:
-        """The Redis key of a session (AgentScope's layout)."""
-        return self.key_prefix + self.SESSION_KEY.format(user_id=user_id, session_id=session_id)
+        """The Redis key of a session: AgentScope's layout, ``%`` and ``:`` escaped in the
+        ids (ids without them have AgentScope's key)."""
+        return self._key(escape_id(session_id, _SPECIAL), escape_id(user_id, _SPECIAL))
+
+    def _key(self, session_part: str, user_part: str) -> str:
+        return self.key_prefix + self.SESSION_KEY.format(user_id=user_part, session_id=session_part)
 
     async def save_session_state(
         self,
@@ -107,17 +137,24 @@ class RedisSession(SessionBase):
     ) -> None:
         """Load the session's key into the modules named in it (all or nothing).
 
-        With a TTL the key's expiry is renewed (``GETEX``).
+        With a TTL the key's expiry is renewed (``GETEX``). Without a key of its own, the
+        pair's AgentScope key is read when it can only be this pair's.
 
         :raises SessionError: when the key is missing and *allow_not_exist* is false, or its
-            value is corrupted or does not fit the modules; the modules are unchanged then.
+            value is corrupted, nested too deeply or does not fit the modules; the modules
+            are unchanged then.
         """
         check_session_ids(session_id, user_id)
         key = self.get_session_key(session_id, user_id)
-        if self.key_ttl is not None:
-            data = await self._run(f"load session key {key}", self._getex, key)
-        else:
-            data = await self._run(f"load session key {key}", self._client.get, key)
+        data = await self._get(key)
+        agentscope_key = self._key(session_id, user_id)
+        if (
+            data is None
+            and agentscope_key != key
+            and _only_this_pairs_agentscope_key(session_id, user_id)
+        ):
+            data = await self._get(agentscope_key)
+            key = agentscope_key if data is not None else key
         if data is None:
             if allow_not_exist:
                 logger.info("Session key %s does not exist; nothing loaded.", key)
@@ -128,6 +165,11 @@ class RedisSession(SessionBase):
             )
         where = f"session {session_id!r} of user {user_id!r} (redis key {key})"
         load_modules(decode_session_state(data, where), state_modules_mapping, where)
+
+    async def _get(self, key: str) -> Any:
+        if self.key_ttl is not None:
+            return await self._run(f"load session key {key}", self._getex, key)
+        return await self._run(f"load session key {key}", self._client.get, key)
 
     def _getex(self, key: str) -> Any:
         return self._client.getex(key, ex=self.key_ttl)

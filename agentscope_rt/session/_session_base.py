@@ -20,6 +20,7 @@ import contextlib
 import gc
 import json
 import logging
+import re
 import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -28,7 +29,15 @@ from .._serde import _json_problem
 from ..exception import SessionError, StateError
 from ..module import StateModule
 
-__all__ = ["SessionBase", "check_session_ids", "decode_session_state", "encode_session_state"]
+__all__ = [
+    "SessionBase",
+    "check_session_ids",
+    "decode_session_state",
+    "encode_session_state",
+    "escape_id",
+    "unescape_id",
+    "valid_ids",
+]
 
 logger = logging.getLogger("agentscope_rt.session")
 
@@ -36,11 +45,12 @@ _FORBIDDEN_IN_IDS = ("/", "\\", "\x00")
 
 
 def check_session_ids(session_id: str, user_id: str) -> None:
-    """Refuse ids that are not strings or could escape a storage location.
+    """Refuse ids that are not strings, could escape a storage location, or cannot be stored.
 
     :raises TypeError: when an id is not a string.
     :raises SessionError: for an empty session id, or an id holding a path separator or NUL
-        (``"../x"`` must not name a file outside the session folder).
+        (``"../x"`` must not name a file outside the session folder), or a lone surrogate
+        (no file name, SQLite text or Redis key can hold one).
     """
     for what, value in (("session_id", session_id), ("user_id", user_id)):
         if not isinstance(value, str):
@@ -50,8 +60,45 @@ def check_session_ids(session_id: str, user_id: str) -> None:
                 f"{what} {value!r} may not contain '/', '\\\\' or NUL, nor be '.' or '..'; "
                 "choose an id that is a plain name"
             )
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise SessionError(
+                f"{what} {value!r} holds a lone surrogate, which cannot be stored; "
+                "choose an id that is valid text"
+            ) from None
     if not session_id:
         raise SessionError("session_id must not be empty")
+
+
+def escape_id(value: str, special: str) -> str:
+    """*value* with every character of *special* (ASCII, ``%`` among them) written ``%XX``.
+
+    Ids without those characters are returned as they are, so storage names built from them
+    stay AgentScope's; with them, the separators a storage name is built with can no longer
+    occur inside an id, so two different pairs of ids never make the same name.
+    """
+    if not any(ch in value for ch in special):
+        return value
+    return "".join(f"%{ord(ch):02X}" if ch in special else ch for ch in value)
+
+
+_ESCAPE = re.compile(r"%([0-9A-F]{2})")
+
+
+def unescape_id(text: str, special: str) -> str | None:
+    """The id that :func:`escape_id` turns into *text*, or ``None`` when it makes no id."""
+    value = _ESCAPE.sub(lambda match: chr(int(match[1], 16)), text)
+    return value if escape_id(value, special) == text else None
+
+
+def valid_ids(session_id: str, user_id: str) -> bool:
+    """Whether :func:`check_session_ids` accepts the pair."""
+    try:
+        check_session_ids(session_id, user_id)
+    except SessionError:
+        return False
+    return True
 
 
 def _check_modules(modules: Mapping[str, Any]) -> None:
@@ -166,21 +213,30 @@ def _orjson_loads(data: bytes) -> Any:
         return _NOT_READ
 
 
+def _json_loads(raw: bytes, where: str) -> Any:
+    """*raw* read by json, every way it can fail turned into a :class:`SessionError`."""
+    try:
+        return json.loads(raw.decode("utf-8", errors="surrogatepass"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise SessionError(f"{where} is corrupted: not valid JSON ({exc})") from None
+    except RecursionError:
+        raise SessionError(f"{where} cannot be read: it is nested too deeply") from None
+    except ValueError as exc:  # an integer beyond sys.get_int_max_str_digits()
+        raise SessionError(f"{where} cannot be read: {exc}") from None
+
+
 def decode_session_state(data: bytes | str, where: str) -> dict[str, Any]:
     """Parse a stored session state.
 
     :param where: names the session and its storage location in error messages.
-    :raises SessionError: when *data* is not UTF-8 JSON holding an object of objects.
+    :raises SessionError: when *data* is not UTF-8 JSON holding an object of objects, or is
+        nested too deeply or holds an integer too long for Python to read.
     """
     raw = data if isinstance(data, bytes) else data.encode("utf-8", errors="surrogatepass")
     with _gc_paused():
         states = _NOT_READ if _may_hold_a_long_integer(raw) else _orjson_loads(raw)
         if states is _NOT_READ:
-            try:
-                text = raw.decode("utf-8", errors="surrogatepass")
-                states = json.loads(text)
-            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-                raise SessionError(f"{where} is corrupted: not valid JSON ({exc})") from None
+            states = _json_loads(raw, where)
     if not isinstance(states, dict):
         raise SessionError(
             f"{where} is not a session state: expected a JSON object of named states, "
@@ -197,10 +253,16 @@ def decode_session_state(data: bytes | str, where: str) -> dict[str, Any]:
 def load_modules(states: dict[str, Any], modules: Mapping[str, StateModule], where: str) -> None:
     """Load each module whose name is in *states* (others are left alone), all or nothing.
 
-    :raises SessionError: naming *where* and the failing path; every module is as it was.
+    Whatever a module raises from its ``load_state_dict``, the modules loaded before it are
+    put back as they were.
+
+    :raises SessionError: naming *where* and the failing module (with the module's own
+        exception as its ``__cause__`` when that is not a :class:`StateError`); every module
+        is as it was. A ``BaseException`` (a cancellation) is re-raised as it is, after the
+        same roll-back.
     """
     _check_modules(modules)
-    loaded: list[tuple[StateModule, dict[str, Any]]] = []
+    loaded: list[tuple[str, StateModule, dict[str, Any]]] = []
     for name, module in modules.items():
         if name not in states:
             continue
@@ -208,12 +270,27 @@ def load_modules(states: dict[str, Any], modules: Mapping[str, StateModule], whe
         try:
             with _gc_paused():
                 module.load_state_dict(states[name])
-        except StateError as exc:
-            # Put back the modules loaded before this one: a session loads as a whole.
-            for done, state in reversed(loaded):
-                done.load_state_dict(state)
-            raise SessionError(f"{where}: cannot load {name!r}: {exc}") from None
-        loaded.append((module, before))
+        except BaseException as exc:
+            _put_back(loaded, exc)
+            if isinstance(exc, StateError):
+                raise SessionError(f"{where}: cannot load {name!r}: {exc}") from None
+            if isinstance(exc, Exception):
+                raise SessionError(
+                    f"{where}: cannot load {name!r}: {type(exc).__name__}: {exc}"
+                ) from exc
+            raise
+        loaded.append((name, module, before))
+
+
+def _put_back(loaded: list[tuple[str, StateModule, dict[str, Any]]], exc: BaseException) -> None:
+    """Restore the modules of a failed load, newest first; one that cannot be restored does not
+    stop the others and is noted on *exc* (the error the caller sees)."""
+    for name, module, state in reversed(loaded):
+        try:
+            module.load_state_dict(state)
+        except Exception as failure:
+            logger.error("Could not put %r back after a failed load: %r", name, failure)
+            exc.add_note(f"{name!r} could not be put back as it was: {failure!r}")
 
 
 class SessionBase(abc.ABC):

@@ -26,6 +26,7 @@ import anyio
 import anyio.to_thread
 
 from ..exception import SessionError
+from ..memory._long_term_memory import LoopLock
 from ..module import StateModule
 from ._session_base import (
     SessionBase,
@@ -74,7 +75,7 @@ class SQLiteSession(SessionBase):
                 "after each operation; pass a path such as 'sessions.db'"
             )
         self._ready = False
-        self._init_lock = anyio.Lock()
+        self._init_lock = LoopLock()  # a session may serve asyncio, then trio
 
     def __repr__(self) -> str:
         return f"SQLiteSession(path={str(self.path)!r})"
@@ -89,13 +90,16 @@ class SQLiteSession(SessionBase):
     async def _ensure_schema(self) -> None:
         if self._ready:
             return
-        async with self._init_lock:
+        async with self._init_lock.get():
             if not self._ready:
                 await anyio.to_thread.run_sync(self._create)
                 self._ready = True
 
     def _create(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise SessionError(f"cannot create the folder of {self.path}: {exc}") from exc
         connection = self._connect()
         try:
             # WAL is a property of the file: set once, it holds for every later connection.

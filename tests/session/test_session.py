@@ -184,7 +184,8 @@ async def test_agentscope_session_files_load_and_save_back_identically(
     original = json.loads((agentscope_sessions / "alice_chat_1.json").read_text("utf-8"))
     friday, notes = make_agent(), make_memory()
 
-    await JSONSession(agentscope_sessions).load_session_state(
+    # 'alice_chat_1.json' may also be user 'alice_chat''s session '1': read when asked.
+    await JSONSession(agentscope_sessions, read_agentscope_names=True).load_session_state(
         "chat_1", user_id="alice", allow_not_exist=False, friday=friday, notes=notes
     )
     memory = await friday.memory.get_memory()
@@ -205,12 +206,13 @@ async def test_agentscope_session_files_load_and_save_back_identically(
     ]
     assert friday.toolkit.state_dict() == {"active_groups": ["weather"]}
 
-    # Saved back here, the file is the same JSON AgentScope wrote, so AgentScope reads it back.
+    # Saved back here, the file is the same JSON AgentScope wrote, under the pair's own name
+    # ('_' in an id escaped, so that no other pair can have it).
     await JSONSession(tmp_path).save_session_state(
         "chat_1", user_id="alice", friday=friday, notes=notes
     )
-    assert (tmp_path / "alice_chat_1.json").is_file()
-    written = json.loads((tmp_path / "alice_chat_1.json").read_text("utf-8"))
+    assert _names(tmp_path) == ["alice_chat%5F1.json"]
+    written = json.loads((tmp_path / "alice_chat%5F1.json").read_text("utf-8"))
     assert _canonical(written) == _canonical(original)
 
 
