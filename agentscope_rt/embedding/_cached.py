@@ -13,6 +13,7 @@ its own.
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -25,6 +26,8 @@ from ._embedding_response import EmbeddingResponse, EmbeddingUsage
 
 __all__ = ["cached_embed", "timed"]
 
+logger = logging.getLogger(__name__)
+
 _in_flight: dict[tuple[object, int, str], anyio.Event] = {}
 """The identifiers being computed, by (event loop, cache, identifier JSON)."""
 
@@ -33,10 +36,20 @@ async def cached_embed(
     cache: EmbeddingCacheBase | None,
     identifier: dict[str, Any],
     compute: Callable[[], Awaitable[EmbeddingResponse]],
+    *,
+    count: int | None = None,
+    dimensions: int | None = None,
 ) -> EmbeddingResponse:
     """The embeddings for *identifier*: from *cache* when it holds them, else from
     ``compute()`` (whose result is then stored).
 
+    A hit is taken only when it answers the request: *count* vectors (when given), each of
+    *dimensions* numbers (when given). Any other hit (a damaged or foreign file, a cache of
+    another's writing) is logged as a miss, and the computed answer replaces it.
+
+    :param count: the number of inputs the request embeds.
+    :param dimensions: the length of vector the request asks for (anything but an integer:
+        not checked).
     :raises: whatever *compute* or the cache raises.
     """
     if cache is None:
@@ -54,12 +67,17 @@ async def cached_embed(
     done = _in_flight[key] = anyio.Event()
     try:
         cached = await cache.retrieve(identifier)
-        if cached:
+        mismatch = _mismatch(cached, count, dimensions) if cached else None
+        if cached and mismatch is None:
             return EmbeddingResponse(
                 embeddings=cached, usage=EmbeddingUsage(time=0.0, tokens=0), source="cache"
             )
+        if mismatch is not None:
+            logger.warning("Ignoring cached embeddings that do not match the request: %s", mismatch)
         response = await compute()
-        await cache.store(embeddings=response.embeddings, identifier=identifier)
+        await cache.store(
+            embeddings=response.embeddings, identifier=identifier, overwrite=mismatch is not None
+        )
         return response
     finally:
         del _in_flight[key]
@@ -71,3 +89,16 @@ async def timed(call: Callable[[], Awaitable[Any]]) -> tuple[Any, float]:
     started = time.monotonic()
     result = await call()
     return result, time.monotonic() - started
+
+
+def _mismatch(cached: list[Any], count: int | None, dimensions: int | None) -> str | None:
+    """Why *cached* does not answer a request for *count* vectors of *dimensions* numbers, or
+    ``None`` when it does (a limit not given is not checked)."""
+    if count is not None and len(cached) != count:
+        return f"{len(cached)} vectors for {count} inputs"
+    # A request's dimensions are whatever its caller passed: only a real integer is checked.
+    if isinstance(dimensions, int) and not isinstance(dimensions, bool):
+        for index, vector in enumerate(cached):
+            if len(vector) != dimensions:
+                return f"vector {index} has {len(vector)} dimensions, not {dimensions}"
+    return None

@@ -124,7 +124,11 @@ class DashScopeTextEmbedding(HttpEmbeddingModel):
             }
             responses.append(
                 await cached_embed(
-                    self.embedding_cache, batch, functools.partial(self._embed_batch, batch)
+                    self.embedding_cache,
+                    batch,
+                    functools.partial(self._embed_batch, batch),
+                    count=len(batch["input"]),
+                    dimensions=batch.get("dimension"),
                 )
             )
         return merge_responses(responses)

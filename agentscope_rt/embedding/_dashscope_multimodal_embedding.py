@@ -153,7 +153,11 @@ class DashScopeMultiModalEmbedding(HttpEmbeddingModel):
             batch = {"input": contents[start : start + size], "model": self.model_name, **kwargs}
             responses.append(
                 await cached_embed(
-                    self.embedding_cache, batch, functools.partial(self._embed_batch, batch)
+                    self.embedding_cache,
+                    batch,
+                    functools.partial(self._embed_batch, batch),
+                    count=len(batch["input"]),
+                    dimensions=batch.get("dimension"),
                 )
             )
         return merge_responses(responses)

@@ -5,8 +5,9 @@ Guarantees, beyond AgentScope's:
 * **No torn files.** A file is written to a temporary name in the cache directory and renamed
   into place (``os.replace``, atomic on POSIX and Windows), so a reader — another task,
   another process, or AgentScope itself — sees the old file, the new one, or none, never a
-  half-written one. A file that cannot be read (damaged by something else) counts as a miss
-  and is logged.
+  half-written one. A file that cannot be read (damaged by something else), or whose header
+  disagrees with its size (a small file claiming millions of rows), counts as a miss, is
+  logged, and is replaced by the next store under its identifier; its rows are never built.
 * **Never blocks the event loop.** All file work, and encoding the vectors, runs in worker
   threads.
 * **Bounded.** After each write the oldest files (by modification time; reads do not touch
@@ -27,13 +28,20 @@ import logging
 import os
 import tempfile
 import threading
-from typing import Any
+from typing import Any, BinaryIO
 
 import anyio.to_thread
 
 from ..types import Embedding, JSONSerializableObject
 from ._cache_base import EmbeddingCacheBase
-from ._npy import NpyFormatError, dumps_npy, loads_npy
+from ._npy import (
+    MAX_HEADER_SIZE,
+    NpyFormatError,
+    check_size,
+    dumps_npy,
+    loads_npy,
+    read_header,
+)
 
 __all__ = ["FileEmbeddingCache"]
 
@@ -102,7 +110,8 @@ class FileEmbeddingCache(EmbeddingCacheBase):
     ) -> None:
         """Write *embeddings* to *identifier*'s file (atomically), then evict old files.
 
-        :param overwrite: replace an existing file; when ``False`` an existing one is kept.
+        :param overwrite: replace an existing file; when ``False`` an existing one is kept
+            (unless it is damaged).
         :raises RuntimeError: when the path exists and is not a file.
         :raises TypeError: when *identifier* is not JSON-serialisable.
         :raises ValueError: when the embeddings differ in length.
@@ -119,7 +128,8 @@ class FileEmbeddingCache(EmbeddingCacheBase):
         if os.path.exists(path):
             if not os.path.isfile(path):
                 raise RuntimeError(f"Path {path} exists but is not a file.")
-            if not overwrite:
+            # A damaged file (the miss that led here) is replaced, or it would stay a miss.
+            if not overwrite and _is_sound(path):
                 return
         fd, temp = tempfile.mkstemp(prefix=_TEMP_PREFIX, suffix=".part", dir=directory)
         try:
@@ -132,8 +142,8 @@ class FileEmbeddingCache(EmbeddingCacheBase):
         self._evict_sync()
 
     async def retrieve(self, identifier: JSONSerializableObject) -> list[Embedding] | None:
-        """The embeddings in *identifier*'s file, or ``None`` when there is none (or it cannot
-        be read).
+        """The embeddings in *identifier*'s file, or ``None`` when there is none, or it is
+        damaged or inconsistent (logged as a warning).
 
         :raises TypeError: when *identifier* is not JSON-serialisable.
         """
@@ -206,16 +216,45 @@ class FileEmbeddingCache(EmbeddingCacheBase):
 
 
 def _read(path: str) -> list[Embedding] | None:
+    """The embeddings in the file at *path*, or ``None`` when there is none, or it is damaged
+    or inconsistent (logged): never an exception for what the file holds."""
     try:
-        with open(path, "rb") as file:
-            data = file.read()
-    except (FileNotFoundError, IsADirectoryError):
+        return _read_checked(path)
+    except FileNotFoundError:
         return None
-    try:
-        return loads_npy(data)
-    except NpyFormatError as exc:
+    except (OSError, NpyFormatError) as exc:
         logger.warning("Ignoring unreadable embedding cache file %s: %s", path, exc)
         return None
+
+
+def _read_checked(path: str) -> list[Embedding]:
+    """The embeddings in the file at *path*, read only once its header agrees with its size.
+
+    :raises FileNotFoundError: when there is no file.
+    :raises NpyFormatError: when the file is damaged, or its header's shape does not match its
+        size (a small file may claim millions of rows).
+    :raises OSError: when the file cannot be read.
+    """
+    with open(path, "rb") as file:
+        _check_size(file)
+        file.seek(0)
+        return loads_npy(file.read())
+
+
+def _check_size(file: BinaryIO) -> None:
+    """:raises NpyFormatError: when *file*'s header is damaged or disagrees with its size."""
+    size = os.fstat(file.fileno()).st_size
+    check_size(read_header(file.read(MAX_HEADER_SIZE + 12)), size)
+
+
+def _is_sound(path: str) -> bool:
+    """Whether the file at *path* is a readable ``.npy`` whose header agrees with its size."""
+    try:
+        with open(path, "rb") as file:
+            _check_size(file)
+    except (OSError, NpyFormatError):
+        return False
+    return True
 
 
 def _remove_quietly(path: str) -> None:

@@ -101,6 +101,8 @@ class GeminiTextEmbedding(HttpEmbeddingModel):
                     self.embedding_cache,
                     identifier,
                     functools.partial(self._embed, batch, kwargs),
+                    count=len(batch),
+                    dimensions=kwargs.get("output_dimensionality"),
                 )
             )
         return responses[0] if len(responses) == 1 else merge_responses(responses)

@@ -188,7 +188,13 @@ class LocalTextEmbedding(EmbeddingModelBase):
                 embeddings=vectors, usage=EmbeddingUsage(time=seconds, tokens=tokens)
             )
 
-        return await cached_embed(self.embedding_cache, identifier, compute)
+        return await cached_embed(
+            self.embedding_cache,
+            identifier,
+            compute,
+            count=len(texts),
+            dimensions=self.dimensions,
+        )
 
 
 _blas_users = 0

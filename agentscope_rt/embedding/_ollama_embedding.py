@@ -89,4 +89,10 @@ class OllamaTextEmbedding(HttpEmbeddingModel):
                 ),
             )
 
-        return await cached_embed(self.embedding_cache, body, compute)
+        return await cached_embed(
+            self.embedding_cache,
+            body,
+            compute,
+            count=len(texts),
+            dimensions=body.get("dimensions"),
+        )

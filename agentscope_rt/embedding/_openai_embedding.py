@@ -115,7 +115,11 @@ class OpenAITextEmbedding(EmbeddingModelBase):
             }
             responses.append(
                 await cached_embed(
-                    self.embedding_cache, request, functools.partial(self._embed, request)
+                    self.embedding_cache,
+                    request,
+                    functools.partial(self._embed, request),
+                    count=len(request["input"]),
+                    dimensions=request.get("dimensions"),
                 )
             )
         return responses[0] if len(responses) == 1 else merge_responses(responses)

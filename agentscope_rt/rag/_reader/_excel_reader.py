@@ -15,9 +15,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import threading
 from typing import Any, Literal
-
-import anyio.to_thread
 
 from ...exception import ReaderError
 from ...message import ImageBlock, TextBlock
@@ -30,12 +29,19 @@ from ._reader_base import (
     chunk_groups,
 )
 from ._utils import (
+    DEFAULT_MAX_UNZIPPED_SIZE,
+    DEFAULT_MAX_ZIP_RATIO,
     TABLE_JSON_PREFIX,
+    Stop,
     cell_text,
     check_file,
+    check_stop,
+    check_zip,
+    check_zip_limits,
     corrupt,
     image_block,
     require,
+    run_stoppable,
 )
 
 __all__ = ["ExcelReader"]
@@ -51,12 +57,16 @@ def _column_name(index: int) -> str:
     return name
 
 
-def _sheet_rows(worksheet: Any) -> list[tuple[int, list[str]]]:
+def _sheet_rows(worksheet: Any, stop: threading.Event) -> list[tuple[int, list[str]]]:
     """(1-based row number, cell texts) of every row holding something, trimmed on the right
-    to the widest used column."""
+    to the widest used column.
+
+    :raises Stop: once *stop* is set, between rows.
+    """
     rows = []
     width = 0
     for number, values in enumerate(worksheet.iter_rows(values_only=True), start=1):
+        check_stop(stop)
         cells = [cell_text(v) for v in values]
         used = max((i + 1 for i, c in enumerate(cells) if c), default=0)
         if used:
@@ -93,7 +103,11 @@ class ExcelReader(ReaderBase):
         a block of its own; kept for AgentScope's signature).
     :param table_format: ``"markdown"`` or ``"json"`` (the system-info line, then one JSON
         array per row).
-    :raises ValueError: for invalid chunking arguments or table format.
+    :param max_unzipped_size: the most bytes the file's parts may expand to, together
+        (default 256 MiB); a larger file is refused before it is parsed.
+    :param max_zip_ratio: the most a part larger than 1 MiB may expand relative to its
+        compressed size (default 100); a zip bomb expands thousands of times.
+    :raises ValueError: for invalid chunking arguments, table format or limits.
     """
 
     def __init__(
@@ -106,9 +120,14 @@ class ExcelReader(ReaderBase):
         separate_sheet: bool = False,
         separate_table: bool = False,
         table_format: Literal["markdown", "json"] = "markdown",
+        max_unzipped_size: int = DEFAULT_MAX_UNZIPPED_SIZE,
+        max_zip_ratio: float = DEFAULT_MAX_ZIP_RATIO,
     ) -> None:
         check_chunking(chunk_size, split_by)
         check_table_format(table_format)
+        check_zip_limits(max_unzipped_size, max_zip_ratio)
+        self.max_unzipped_size = max_unzipped_size
+        self.max_zip_ratio = max_zip_ratio
         self.chunk_size = chunk_size
         self.split_by: SplitBy = split_by
         self.include_sheet_names = include_sheet_names
@@ -121,20 +140,26 @@ class ExcelReader(ReaderBase):
     async def __call__(self, excel_path: str | os.PathLike[str]) -> list[Document]:
         """Read and chunk the workbook at *excel_path*, sheet by sheet.
 
+        Cancelling the call (a timeout around it) takes effect at once; the worker thread stops
+        at its next step.
+
         :raises ReaderError: for a missing, empty, non-xlsx (including legacy ``.xls``) or
-            damaged file.
+            damaged file, or one whose parts expand beyond *max_unzipped_size* or
+            *max_zip_ratio*.
         :raises ImportError: if openpyxl is not installed (the ``office`` extra).
         """
-        return await anyio.to_thread.run_sync(self._read, excel_path)
+        return await run_stoppable(self._read, excel_path)
 
-    def _read(self, excel_path: str | os.PathLike[str]) -> list[Document]:
+    def _read(self, excel_path: str | os.PathLike[str], stop: threading.Event) -> list[Document]:
         # Chunking a large workbook takes long too: it runs in the worker thread as well.
-        sheets = self._read_sheets(excel_path)
+        sheets = self._read_sheets(excel_path, stop)
         doc_id = self.get_doc_id(excel_path)
-        return chunk_groups(sheets, doc_id, self.chunk_size, self.split_by, self.separate_sheet)
+        return chunk_groups(
+            sheets, doc_id, self.chunk_size, self.split_by, self.separate_sheet, stop
+        )
 
     def _read_sheets(
-        self, excel_path: str | os.PathLike[str]
+        self, excel_path: str | os.PathLike[str], stop: threading.Event
     ) -> list[list[TextBlock | ImageBlock]]:
         openpyxl = require("openpyxl", package="openpyxl", extra="office", user="ExcelReader")
         name = os.fspath(excel_path)
@@ -145,6 +170,7 @@ class ExcelReader(ReaderBase):
                 path=name,
             )
         name = check_file(name, (".xlsx", ".xlsm"), "an Excel workbook")
+        check_zip(name, "an Excel workbook", self.max_unzipped_size, self.max_zip_ratio)
         try:
             # Images are only loaded by the full (not read-only) mode.
             workbook = openpyxl.load_workbook(
@@ -154,14 +180,18 @@ class ExcelReader(ReaderBase):
             raise corrupt(name, "an Excel workbook", exc) from exc
         try:
             # worksheets leaves out chart sheets, which hold no cells.
-            return [self._sheet_blocks(sheet, sheet.title) for sheet in workbook.worksheets]
+            return [self._sheet_blocks(sheet, sheet.title, stop) for sheet in workbook.worksheets]
+        except Stop:
+            raise
         except Exception as exc:  # read-only mode parses sheets lazily, here
             raise corrupt(name, "an Excel workbook", exc) from exc
         finally:
             workbook.close()
 
-    def _sheet_blocks(self, worksheet: Any, title: str) -> list[TextBlock | ImageBlock]:
-        rows = _sheet_rows(worksheet)
+    def _sheet_blocks(
+        self, worksheet: Any, title: str, stop: threading.Event
+    ) -> list[TextBlock | ImageBlock]:
+        rows = _sheet_rows(worksheet, stop)
         if not rows:
             return []
         header = f"Sheet: {title}" if self.include_sheet_names else None

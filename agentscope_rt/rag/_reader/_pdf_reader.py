@@ -4,20 +4,22 @@ from __future__ import annotations
 
 import hashlib
 import os
-
-import anyio.to_thread
+import threading
 
 from ...exception import ReaderError
 from .._document import Document
 from ._reader_base import ReaderBase, SplitBy, check_chunking
 from ._text_reader import TextReader
-from ._utils import check_file, corrupt, require
+from ._utils import Stop, check_file, check_stop, corrupt, require, run_stoppable
 
 __all__ = ["PDFReader"]
 
 
-def _extract(path: str | os.PathLike[str]) -> tuple[str, str]:
-    """(file name, text of all pages joined by a blank line); runs in a worker thread."""
+def _extract(path: str | os.PathLike[str], stop: threading.Event) -> tuple[str, str]:
+    """(file name, text of all pages joined by a blank line); runs in a worker thread.
+
+    :raises Stop: once *stop* is set, between pages.
+    """
     pypdf = require("pypdf", package="pypdf", extra="pdf", user="PDFReader")
     name = check_file(path, (".pdf",), "a PDF file")
     with open(name, "rb") as file:
@@ -33,8 +35,11 @@ def _extract(path: str | os.PathLike[str]) -> tuple[str, str]:
             raise ReaderError(
                 f"cannot read {name!r}: the PDF is encrypted; decrypt it first", path=name
             )
-        pages = [page.extract_text() or "" for page in reader.pages]
-    except ReaderError:
+        pages = []
+        for page in reader.pages:
+            check_stop(stop)
+            pages.append(page.extract_text() or "")
+    except (ReaderError, Stop):
         raise
     except Exception as exc:  # pypdf raises many kinds of error for damaged files
         raise corrupt(name, "a PDF file", exc) from exc
@@ -68,15 +73,19 @@ class PDFReader(ReaderBase):
     async def __call__(self, pdf_path: str | os.PathLike[str]) -> list[Document]:
         """Read and chunk the PDF file at *pdf_path*.
 
+        Cancelling the call (a timeout around it) takes effect at once; the worker thread stops
+        parsing at the next page.
+
         :raises ReaderError: for a missing, empty, non-PDF, encrypted, damaged or text-less file.
         :raises ImportError: if pypdf is not installed (the ``pdf`` extra).
         """
-        return await anyio.to_thread.run_sync(self._read, pdf_path)
+        return await run_stoppable(self._read, pdf_path)
 
-    def _read(self, pdf_path: str | os.PathLike[str]) -> list[Document]:
+    def _read(self, pdf_path: str | os.PathLike[str], stop: threading.Event) -> list[Document]:
         # Chunking a long text takes long too (seconds for megabytes): it runs in the worker
         # thread as well.
-        _, text = _extract(pdf_path)
+        _, text = _extract(pdf_path, stop)
+        check_stop(stop)
         return self._text_reader.chunk(text, self.get_doc_id(pdf_path))
 
     def get_doc_id(self, pdf_path: str | os.PathLike[str]) -> str:

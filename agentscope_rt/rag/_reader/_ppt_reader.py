@@ -12,20 +12,26 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import threading
 from collections.abc import Iterator
 from typing import Any, Literal
-
-import anyio.to_thread
 
 from ...message import ImageBlock, TextBlock
 from .._document import Document
 from ._reader_base import ReaderBase, SplitBy, check_chunking, check_table_format, chunk_groups
 from ._utils import (
+    DEFAULT_MAX_UNZIPPED_SIZE,
+    DEFAULT_MAX_ZIP_RATIO,
+    Stop,
     cell_text,
     check_file,
+    check_stop,
+    check_zip,
+    check_zip_limits,
     corrupt,
     image_block,
     require,
+    run_stoppable,
     table_text,
 )
 
@@ -58,7 +64,11 @@ class PowerPointReader(ReaderBase):
     :param slide_prefix: put before a slide's text; ``{index}`` is the 1-based slide number.
         ``None`` for none.
     :param slide_suffix: put after a slide's text; ``None`` for none.
-    :raises ValueError: for invalid chunking arguments or table format, or a *slide_prefix*
+    :param max_unzipped_size: the most bytes the file's parts may expand to, together
+        (default 256 MiB); a larger file is refused before it is parsed.
+    :param max_zip_ratio: the most a part larger than 1 MiB may expand relative to its
+        compressed size (default 100); a zip bomb expands thousands of times.
+    :raises ValueError: for invalid chunking arguments, table format or limits, or a *slide_prefix*
         with a field other than ``{index}``.
     :raises TypeError: for a *slide_prefix* or *slide_suffix* that is not a string or None.
     """
@@ -73,9 +83,14 @@ class PowerPointReader(ReaderBase):
         table_format: Literal["markdown", "json"] = "markdown",
         slide_prefix: str | None = "<slide index={index}>",
         slide_suffix: str | None = "</slide>",
+        max_unzipped_size: int = DEFAULT_MAX_UNZIPPED_SIZE,
+        max_zip_ratio: float = DEFAULT_MAX_ZIP_RATIO,
     ) -> None:
         check_chunking(chunk_size, split_by)
         check_table_format(table_format)
+        check_zip_limits(max_unzipped_size, max_zip_ratio)
+        self.max_unzipped_size = max_unzipped_size
+        self.max_zip_ratio = max_zip_ratio
         for name, marker in (("slide_prefix", slide_prefix), ("slide_suffix", slide_suffix)):
             if marker is not None and not isinstance(marker, str):
                 raise TypeError(f"{name} must be a string or None, not {type(marker).__name__}")
@@ -100,28 +115,40 @@ class PowerPointReader(ReaderBase):
     async def __call__(self, ppt_path: str | os.PathLike[str]) -> list[Document]:
         """Read and chunk the deck at *ppt_path*, slide by slide.
 
-        :raises ReaderError: for a missing, empty, non-pptx or damaged file.
+        Cancelling the call (a timeout around it) takes effect at once; the worker thread stops
+        at its next step.
+
+        :raises ReaderError: for a missing, empty, non-pptx or damaged file, or one whose parts
+            expand beyond *max_unzipped_size* or *max_zip_ratio*.
         :raises ImportError: if python-pptx is not installed (the ``office`` extra).
         """
-        return await anyio.to_thread.run_sync(self._read, ppt_path)
+        return await run_stoppable(self._read, ppt_path)
 
-    def _read(self, ppt_path: str | os.PathLike[str]) -> list[Document]:
+    def _read(self, ppt_path: str | os.PathLike[str], stop: threading.Event) -> list[Document]:
         # Chunking a large deck takes long too: it runs in the worker thread as well.
-        slides = self._read_slides(ppt_path)
+        slides = self._read_slides(ppt_path, stop)
         doc_id = self.get_doc_id(ppt_path)
-        return chunk_groups(slides, doc_id, self.chunk_size, self.split_by, self.separate_slide)
+        return chunk_groups(
+            slides, doc_id, self.chunk_size, self.split_by, self.separate_slide, stop
+        )
 
-    def _read_slides(self, ppt_path: str | os.PathLike[str]) -> list[list[TextBlock | ImageBlock]]:
+    def _read_slides(
+        self, ppt_path: str | os.PathLike[str], stop: threading.Event
+    ) -> list[list[TextBlock | ImageBlock]]:
         pptx = require("pptx", package="python-pptx", extra="office", user="PowerPointReader")
         from pptx.enum.shapes import MSO_SHAPE_TYPE
 
         name = check_file(ppt_path, (".pptx",), "a PowerPoint deck")
+        check_zip(name, "a PowerPoint deck", self.max_unzipped_size, self.max_zip_ratio)
         try:
             deck = pptx.Presentation(name)
-            return [
-                self._slide_blocks(slide, index, MSO_SHAPE_TYPE)
-                for index, slide in enumerate(deck.slides)
-            ]
+            slides = []
+            for index, slide in enumerate(deck.slides):
+                check_stop(stop)
+                slides.append(self._slide_blocks(slide, index, MSO_SHAPE_TYPE))
+            return slides
+        except Stop:
+            raise
         except Exception as exc:  # zipfile, lxml and python-pptx errors for damaged files
             raise corrupt(name, "a PowerPoint deck", exc) from exc
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
 from typing import Any, Literal
 
 from ...message import ImageBlock, TextBlock
 from .._document import DocContent, DocMetadata, Document
+from ._utils import check_stop
 
 __all__ = ["ReaderBase", "SplitBy", "chunk_blocks", "chunk_groups", "number_chunks"]
 
@@ -74,14 +76,23 @@ def number_chunks(doc_id: str, contents: list[DocContent]) -> list[Document]:
 
 
 def chunk_blocks(
-    blocks: list[TextBlock | ImageBlock], doc_id: str, chunk_size: int, split_by: SplitBy
+    blocks: list[TextBlock | ImageBlock],
+    doc_id: str,
+    chunk_size: int,
+    split_by: SplitBy,
+    stop: threading.Event | None = None,
 ) -> list[Document]:
     """The chunks of a document read as a sequence of blocks: each text block is split by
-    TextReader's rules, each image is a chunk of its own; all are numbered in order."""
+    TextReader's rules, each image is a chunk of its own; all are numbered in order.
+
+    :raises Stop: once *stop* is set, between blocks.
+    """
     from ._text_reader import split_text
 
     contents: list[DocContent] = []
     for block in blocks:
+        if stop is not None:
+            check_stop(stop)
         if isinstance(block, TextBlock):
             contents.extend(TextBlock(text=t) for t in split_text(block.text, chunk_size, split_by))
         else:
@@ -95,14 +106,18 @@ def chunk_groups(
     chunk_size: int,
     split_by: SplitBy,
     separate: bool,
+    stop: threading.Event | None = None,
 ) -> list[Document]:
     """The chunks of a document read as groups of blocks (sheets, slides): numbered through
     the whole document, or, with *separate*, each group's chunks on their own (AgentScope's
-    ``separate_sheet`` / ``separate_slide`` numbering)."""
+    ``separate_sheet`` / ``separate_slide`` numbering).
+
+    :raises Stop: once *stop* is set, between blocks.
+    """
     if not separate:
         blocks = [block for group in groups for block in group]
-        return chunk_blocks(blocks, doc_id, chunk_size, split_by)
+        return chunk_blocks(blocks, doc_id, chunk_size, split_by, stop)
     docs: list[Document] = []
     for group in groups:
-        docs.extend(chunk_blocks(group, doc_id, chunk_size, split_by))
+        docs.extend(chunk_blocks(group, doc_id, chunk_size, split_by, stop))
     return docs

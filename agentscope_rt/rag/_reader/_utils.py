@@ -4,22 +4,33 @@ splitter, table formatting and image media types."""
 from __future__ import annotations
 
 import base64
+import functools
 import importlib
 import json
 import os
 import re
-from collections.abc import Iterable
+import threading
+import zipfile
+from collections.abc import Callable, Iterable
 from types import ModuleType
-from typing import Any
+from typing import Any, TypeVar
+
+import anyio.to_thread
 
 from ...exception import ReaderError
 from ...message import Base64Source, ImageBlock
 
 __all__ = [
+    "DEFAULT_MAX_UNZIPPED_SIZE",
+    "DEFAULT_MAX_ZIP_RATIO",
+    "Stop",
     "check_file",
+    "check_zip",
+    "check_zip_limits",
     "image_block",
     "media_type_of",
     "require",
+    "run_stoppable",
     "split_sentences",
     "table_text",
     "table_to_json",
@@ -77,6 +88,111 @@ def corrupt(name: str, kind: str, exc: BaseException) -> ReaderError:
         f"({type(exc).__name__}: {exc})",
         path=name,
     )
+
+
+# -- office files are zip archives --------------------------------------------------------------
+
+DEFAULT_MAX_UNZIPPED_SIZE = 256 * 1024 * 1024
+"""The most bytes an Office file's members may expand to, together (256 MiB)."""
+
+DEFAULT_MAX_ZIP_RATIO = 100
+"""The most a member larger than :data:`_RATIO_GRACE` may expand, relative to its compressed
+size (Apache POI's default: real documents' XML compresses 5 to 30 times; a bomb's, thousands)."""
+
+# Members smaller than this may expand any amount: styles and relationship parts compress very
+# well and cost nothing.
+_RATIO_GRACE = 1024 * 1024
+
+
+def check_zip_limits(max_unzipped_size: int, max_zip_ratio: float) -> None:
+    """:raises ValueError: for a *max_unzipped_size* that is not a positive integer, or a
+    *max_zip_ratio* that is not a number of at least 1."""
+    if (
+        isinstance(max_unzipped_size, bool)
+        or not isinstance(max_unzipped_size, int)
+        or max_unzipped_size <= 0
+    ):
+        raise ValueError(
+            f"max_unzipped_size must be a positive integer (bytes), got {max_unzipped_size!r}"
+        )
+    if (
+        isinstance(max_zip_ratio, bool)
+        or not isinstance(max_zip_ratio, int | float)
+        or not max_zip_ratio >= 1
+    ):
+        raise ValueError(f"max_zip_ratio must be a number of at least 1, got {max_zip_ratio!r}")
+
+
+def check_zip(name: str, kind: str, max_unzipped_size: int, max_zip_ratio: float) -> None:
+    """Refuse an Office file whose members would expand beyond the limits, before a parser
+    decompresses anything.
+
+    The sizes checked are the ones the archive declares. They cannot understate what the
+    parsers get: python-docx, python-pptx and openpyxl read members through :mod:`zipfile`,
+    which yields no more than a member's declared size (and then fails its CRC check).
+
+    Blocking (it reads the archive's directory): call it from a worker thread.
+
+    :raises ReaderError: for a file that is not a zip archive, whose members together declare
+        more than *max_unzipped_size* bytes, or with a member larger than 1 MiB declaring more
+        than *max_zip_ratio* times its compressed size.
+    """
+    try:
+        with zipfile.ZipFile(name) as archive:
+            members = archive.infolist()
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError) as exc:
+        raise corrupt(name, kind, exc) from exc
+    total = 0
+    for member in members:
+        total += member.file_size
+        if total > max_unzipped_size:
+            raise ReaderError(
+                f"cannot read {name!r}: its parts expand to more than {max_unzipped_size} bytes "
+                f"(max_unzipped_size); raise the reader's max_unzipped_size if you trust the file",
+                path=name,
+            )
+        size, packed = member.file_size, max(member.compress_size, 1)
+        if size > _RATIO_GRACE and size > max_zip_ratio * packed:
+            raise ReaderError(
+                f"cannot read {name!r}: its part {member.filename!r} expands {size // packed} "
+                f"times ({packed} to {size} bytes), more than max_zip_ratio={max_zip_ratio:g}; "
+                "raise the reader's max_zip_ratio if you trust the file",
+                path=name,
+            )
+
+
+# -- giving up when cancelled ---------------------------------------------------------------------
+
+T = TypeVar("T")
+
+
+class Stop(Exception):
+    """Raised in a reader's worker thread once its caller was cancelled: the result would be
+    thrown away, so the thread stops at its next step instead of parsing on."""
+
+
+def check_stop(stop: threading.Event) -> None:
+    """:raises Stop: once *stop* is set."""
+    if stop.is_set():
+        raise Stop
+
+
+async def run_stoppable(function: Callable[..., T], *args: Any) -> T:
+    """``function(*args, stop=event)`` in a worker thread, given up at once when the caller is
+    cancelled.
+
+    *function* must call :func:`check_stop` between its steps (pages, paragraphs, slides,
+    rows, chunks): once the caller is cancelled the event is set, and the thread, no longer
+    waited for, stops at its next check rather than parsing the rest of a large file for
+    nothing.
+    """
+    stop = threading.Event()
+    try:
+        return await anyio.to_thread.run_sync(
+            functools.partial(function, *args, stop=stop), abandon_on_cancel=True
+        )
+    finally:
+        stop.set()
 
 
 # -- sentences ----------------------------------------------------------------------------------

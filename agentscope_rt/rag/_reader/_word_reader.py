@@ -10,14 +10,25 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 from typing import Any, Literal
-
-import anyio.to_thread
 
 from ...message import ImageBlock, TextBlock
 from .._document import Document
 from ._reader_base import ReaderBase, SplitBy, check_chunking, check_table_format, chunk_blocks
-from ._utils import check_file, corrupt, image_block, require, table_text
+from ._utils import (
+    DEFAULT_MAX_UNZIPPED_SIZE,
+    DEFAULT_MAX_ZIP_RATIO,
+    check_file,
+    check_stop,
+    check_zip,
+    check_zip_limits,
+    corrupt,
+    image_block,
+    require,
+    run_stoppable,
+    table_text,
+)
 
 __all__ = ["WordReader"]
 
@@ -81,7 +92,11 @@ class WordReader(ReaderBase):
         still cut.
     :param table_format: ``"markdown"``, or ``"json"`` (AgentScope's system-info line and the
         rows as a JSON array; better when cells hold line breaks).
-    :raises ValueError: for invalid chunking arguments or table format.
+    :param max_unzipped_size: the most bytes the file's parts may expand to, together
+        (default 256 MiB); a larger file is refused before it is parsed.
+    :param max_zip_ratio: the most a part larger than 1 MiB may expand relative to its
+        compressed size (default 100); a zip bomb expands thousands of times.
+    :raises ValueError: for invalid chunking arguments, table format or limits.
     """
 
     def __init__(
@@ -91,9 +106,14 @@ class WordReader(ReaderBase):
         include_image: bool = True,
         separate_table: bool = False,
         table_format: Literal["markdown", "json"] = "markdown",
+        max_unzipped_size: int = DEFAULT_MAX_UNZIPPED_SIZE,
+        max_zip_ratio: float = DEFAULT_MAX_ZIP_RATIO,
     ) -> None:
         check_chunking(chunk_size, split_by)
         check_table_format(table_format)
+        check_zip_limits(max_unzipped_size, max_zip_ratio)
+        self.max_unzipped_size = max_unzipped_size
+        self.max_zip_ratio = max_zip_ratio
         self.chunk_size = chunk_size
         self.split_by: SplitBy = split_by
         self.include_image = include_image
@@ -104,21 +124,29 @@ class WordReader(ReaderBase):
         """Read and chunk the ``.docx`` file at *word_path*; text, tables and images come in
         document order.
 
-        :raises ReaderError: for a missing, empty, non-docx or damaged file.
+        Cancelling the call (a timeout around it) takes effect at once; the worker thread stops
+        at its next step.
+
+        :raises ReaderError: for a missing, empty, non-docx or damaged file, or one whose parts
+            expand beyond *max_unzipped_size* or *max_zip_ratio*.
         :raises ImportError: if python-docx is not installed (the ``office`` extra).
         """
-        return await anyio.to_thread.run_sync(self._read, word_path)
+        return await run_stoppable(self._read, word_path)
 
-    def _read(self, word_path: str | os.PathLike[str]) -> list[Document]:
+    def _read(self, word_path: str | os.PathLike[str], stop: threading.Event) -> list[Document]:
         # Chunking a large document takes long too: it runs in the worker thread as well.
-        blocks = self._read_blocks(word_path)
-        return chunk_blocks(blocks, self.get_doc_id(word_path), self.chunk_size, self.split_by)
+        blocks = self._read_blocks(word_path, stop)
+        doc_id = self.get_doc_id(word_path)
+        return chunk_blocks(blocks, doc_id, self.chunk_size, self.split_by, stop)
 
-    def _read_blocks(self, word_path: str | os.PathLike[str]) -> list[TextBlock | ImageBlock]:
+    def _read_blocks(
+        self, word_path: str | os.PathLike[str], stop: threading.Event
+    ) -> list[TextBlock | ImageBlock]:
         docx = require("docx", package="python-docx", extra="office", user="WordReader")
         from docx.oxml.ns import qn
 
         name = check_file(word_path, (".docx",), "a Word document")
+        check_zip(name, "a Word document", self.max_unzipped_size, self.max_zip_ratio)
         try:
             document = docx.Document(name)
         except Exception as exc:  # zipfile, lxml and python-docx errors for damaged files
@@ -128,6 +156,7 @@ class WordReader(ReaderBase):
         last: str | None = None
         paragraph_tag, table_tag = qn("w:p"), qn("w:tbl")
         for element in document.element.body.iterchildren():
+            check_stop(stop)
             if element.tag == paragraph_tag:
                 text = _paragraph_text(element, qn)
                 images = _paragraph_images(element, document.part, qn) if self.include_image else []

@@ -68,7 +68,8 @@ class VDBStoreBase(ABC):
     async def add(self, documents: list[Document], **kwargs: Any) -> None:
         """Store *documents* (with their embeddings); a chunk already stored is overwritten.
 
-        :raises ValueError: for a document without an embedding, or one of the wrong size.
+        :raises ValueError: for a document without an embedding, one of the wrong size, or
+            one holding a value that is not a finite float32 number.
         """
 
     async def delete(
@@ -105,8 +106,8 @@ class VDBStoreBase(ABC):
 
         :param score_threshold: when given, only chunks scoring at least this much.
         :param kwargs: passed to the database's search call.
-        :raises ValueError: for a query of the wrong size, a non-positive *limit* or a
-            *score_threshold* that is not a number.
+        :raises ValueError: for a query of the wrong size or with a non-finite value, a
+            non-positive *limit* or a *score_threshold* that is not a number.
         """
 
     def get_client(self) -> Any:
@@ -158,7 +159,8 @@ class SyncClientStoreBase(VDBStoreBase, Generic[C]):
     def _rows(self, documents: list[Document]) -> list[Any]:
         """The rows (points) for *documents*, every one checked (in a worker thread).
 
-        :raises ValueError: for a document without an embedding, or one of the wrong size.
+        :raises ValueError: for a document without an embedding, one of the wrong size, or
+            one holding a value that is not a finite float32 number.
         """
 
     @abstractmethod
@@ -174,8 +176,9 @@ class SyncClientStoreBase(VDBStoreBase, Generic[C]):
         """Upsert *documents*: each is stored under its chunk id (see the module docstring),
         its metadata beside it. The rows are built in the worker thread too.
 
-        :raises ValueError: for a document without an embedding, or one of the wrong size
-            (nothing of the batch is stored then).
+        :raises ValueError: for a document without an embedding, one of the wrong size, or one
+            holding a value that is not a finite float32 number (nothing of the batch is
+            stored then).
         :raises TypeError: for an item that is not a :class:`Document`.
         """
         documents = list(documents)
@@ -273,7 +276,8 @@ def check_delete_args(ids: object, doc_ids: object, *others: object) -> None:
 def check_vector(vector: Any, dimensions: int, what: str) -> list[float]:
     """*vector* as a list of floats of length *dimensions*.
 
-    :raises ValueError: for a missing vector, a non-number, or the wrong length.
+    :raises ValueError: for a missing vector, a non-number, the wrong length, or a value
+        that is not a finite float32 number (naming *what* and the position).
     """
     if vector is None:
         raise ValueError(f"{what} has no embedding; embed the documents before adding them")
@@ -286,7 +290,29 @@ def check_vector(vector: Any, dimensions: int, what: str) -> list[float]:
             f"{what} has {len(values)} dimensions, but the store holds {dimensions}-dimensional "
             "vectors; use the embedding model the store was created for"
         )
+    check_finite(values, what)
     return values
+
+
+# The largest float32: the stores keep vectors as float32, where anything larger is infinite.
+FLOAT32_MAX = 3.4028234663852886e38
+
+
+def check_finite(values: list[float], what: str) -> None:
+    """:raises ValueError: when a value of *values* is infinite, NaN, or too large for float32
+    (the stores would keep it as infinity): no distance can be computed to such a vector, and
+    it would rank first, with score NaN, in every search without a threshold."""
+    # Two passes in C for the usual case: the sum of magnitudes is NaN or infinite when any
+    # value is (values of float32 size cannot add up to overflow), and the largest magnitude
+    # says whether every value fits float32. The slow loop only runs to name the culprit.
+    if math.isfinite(sum(map(abs, values))) and max(map(abs, values), default=0.0) <= FLOAT32_MAX:
+        return
+    for position, value in enumerate(values):
+        if not abs(value) <= FLOAT32_MAX:
+            raise ValueError(
+                f"{what} holds {value!r} at position {position}: vectors must be finite "
+                f"float32 numbers (at most {FLOAT32_MAX:.7g} in magnitude)"
+            )
 
 
 def check_limit(limit: int) -> None:
