@@ -201,8 +201,9 @@ async def test_image_counted_from_its_size() -> None:
     # 2048x1024 -> 1536x768 -> 3x2 tiles.
     assert await counter.count(msg(f"data:image/png;base64,{large}")) == base + 85 + 170 * 6
     assert await counter.count(msg(f"data:image/png;base64,{large}", "low")) == base + 85
-    # Size unknown (web URL, not downloaded): the documented 1024x1024 default.
-    assert await counter.count(msg("https://example.com/cat.png")) == base + 765
+    # Size unknown (web URL, not fetched): the documented 1024x1024 default.
+    offline = OpenAITokenCounter("gpt-4o", fetch_web_images=False)
+    assert await offline.count(msg("https://example.com/cat.png")) == base + 765
 
 
 async def test_formatted_local_image_is_counted_as_image_not_base64_text() -> None:
