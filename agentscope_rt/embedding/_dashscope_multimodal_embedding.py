@@ -18,10 +18,9 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-import anyio
-
 from ..exception import ModelAPIError
-from ..formatter._media import WEB_IMAGE_TYPES, local_path_of, sniff_media_type
+from ..formatter import FormatterError, LocalFileNotAllowedError
+from ..formatter._media import WEB_IMAGE_TYPES, local_path_of, read_local_bytes, sniff_media_type
 from ..message import ImageBlock, TextBlock, VideoBlock
 from ..model import RetryConfig
 from ._cache_base import EmbeddingCacheBase
@@ -124,9 +123,12 @@ class DashScopeMultiModalEmbedding(HttpEmbeddingModel):
 
         :param inputs: text, image and video blocks (attrs blocks or AgentScope-style dicts),
             or plain strings as texts. An image is a web URL, a local file (a path or
-            ``file://`` URL, sent inline as base64 data) or base64 data; a video must be a web
-            URL.
+            ``file://`` URL, sent inline as base64 data; only from a folder
+            :func:`~agentscope_rt.formatter.allow_local_files` allowed) or base64 data; a video
+            must be a web URL.
         :param kwargs: more request parameters (``dimension``, ``fps``, ``instruct``, ...).
+        :raises LocalFileNotAllowedError: (a ``ValueError``) for a local image outside the
+            allowed folders; nothing is sent.
         :raises ValueError: for an item that is none of these (the message names its position),
             a local image file that is missing or not an image, or a video that is not given
             by web URL.
@@ -255,6 +257,8 @@ async def _inline_local_file(index: int, content: dict[str, str]) -> dict[str, s
     DashScope's storage first); the API takes an image inline as base64 data, but a video only
     from a web URL.
 
+    :raises LocalFileNotAllowedError: (a ``ValueError``) for a file outside the folders
+        :func:`~agentscope_rt.formatter.allow_local_files` allowed.
     :raises ValueError: for a local video, a missing file, or a file that is not an image.
     """
     ((kind, url),) = content.items()
@@ -269,13 +273,15 @@ async def _inline_local_file(index: int, content: dict[str, str]) -> dict[str, s
             f"{where} is a local video ({url!r}); the multimodal embedding API reads videos from "
             "web URLs only: upload it and give its URL."
         )
-    file = anyio.Path(path)
-    if not await file.is_file():
+    try:
+        data = await read_local_bytes(path)
+    except LocalFileNotAllowedError as error:
+        raise LocalFileNotAllowedError(f"{where}: {error}") from None
+    except FormatterError:
         raise ValueError(
             f"{where}: the image file {url!r} does not exist or is not a regular file; give an "
             "existing path, a web URL or base64 data."
-        )
-    data = await file.read_bytes()
+        ) from None
     media_type = WEB_IMAGE_TYPES.get(os.path.splitext(path)[1].lower()) or sniff_media_type(
         data[:16]
     )

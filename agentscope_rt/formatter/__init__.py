@@ -4,14 +4,28 @@ For every provider there is a chat formatter (one user, one agent; speakers kept
 and a multi-agent formatter (several named speakers folded into ``<history>`` blocks). All
 formatters are async (media are read without blocking) and accept a ``token_counter`` and
 ``max_tokens`` to drop the oldest turns, never splitting a tool call from its result.
+
+Local media files (a path or ``file://`` URL in a media block) are read only from folders the
+application allows with :func:`allow_local_files`; nothing is allowed by default.
 """
 
 from ._anthropic_formatter import AnthropicChatFormatter, AnthropicMultiAgentFormatter
 from ._dashscope_formatter import DashScopeChatFormatter, DashScopeMultiAgentFormatter
 from ._deepseek_formatter import DeepSeekChatFormatter, DeepSeekMultiAgentFormatter
-from ._errors import FormatterError, TruncationWarning, UnsupportedBlockWarning
+from ._errors import (
+    FormatterError,
+    LocalFileNotAllowedError,
+    TruncationWarning,
+    UnsupportedBlockWarning,
+)
 from ._formatter_base import FormatterBase, MultiAgentFormatterBase, TruncatedFormatterBase
 from ._gemini_formatter import GeminiChatFormatter, GeminiMultiAgentFormatter
+from ._local_files import (
+    LocalFilesGrant,
+    allow_local_files,
+    allowed_local_folders,
+    disallow_local_files,
+)
 from ._ollama_formatter import OllamaChatFormatter, OllamaMultiAgentFormatter
 from ._openai_formatter import OpenAIChatFormatter, OpenAIMultiAgentFormatter
 from ._openai_response_formatter import (
@@ -30,6 +44,8 @@ __all__ = [
     "FormatterError",
     "GeminiChatFormatter",
     "GeminiMultiAgentFormatter",
+    "LocalFileNotAllowedError",
+    "LocalFilesGrant",
     "MultiAgentFormatterBase",
     "OllamaChatFormatter",
     "OllamaMultiAgentFormatter",
@@ -40,4 +56,7 @@ __all__ = [
     "TruncatedFormatterBase",
     "TruncationWarning",
     "UnsupportedBlockWarning",
+    "allow_local_files",
+    "allowed_local_folders",
+    "disallow_local_files",
 ]

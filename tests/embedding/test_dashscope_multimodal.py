@@ -11,6 +11,7 @@ import pytest
 
 from agentscope_rt.embedding import DashScopeMultiModalEmbedding, FileEmbeddingCache
 from agentscope_rt.exception import ModelAPIError
+from agentscope_rt.formatter import allow_local_files
 from agentscope_rt.message import (
     AudioBlock,
     Base64Source,
@@ -216,26 +217,28 @@ async def test_a_local_image_file_is_sent_inline_and_a_local_video_is_refused(
     (tmp_path / "noext").write_bytes(png)
     (tmp_path / "notes.txt").write_text("not an image")
     inline = f"data:image/png;base64,{PNG_B64}"
-    async with model(server) as m:
-        await m(
-            [
-                ImageBlock(source=URLSource(url=str(tmp_path / "cat.png"))),
-                ImageBlock(source=URLSource(url=f"file://{tmp_path / 'noext'}")),
+    # Local files are read only from folders the application allows.
+    with allow_local_files(tmp_path):
+        async with model(server) as m:
+            await m(
+                [
+                    ImageBlock(source=URLSource(url=str(tmp_path / "cat.png"))),
+                    ImageBlock(source=URLSource(url=f"file://{tmp_path / 'noext'}")),
+                ]
+            )
+            (request,) = server.requests
+            assert request.body["input"]["contents"] == [{"image": inline}, {"image": inline}]
+            bad = [
+                (VideoBlock(source=URLSource(url=str(tmp_path / "clip.mp4"))), "web URLs only"),
+                (ImageBlock(source=URLSource(url=str(tmp_path / "missing.png"))), "does not exist"),
+                (ImageBlock(source=URLSource(url=str(tmp_path))), "not a regular file"),
+                (ImageBlock(source=URLSource(url=str(tmp_path / "notes.txt"))), "not an image"),
             ]
-        )
-        (request,) = server.requests
-        assert request.body["input"]["contents"] == [{"image": inline}, {"image": inline}]
-        bad = [
-            (VideoBlock(source=URLSource(url=str(tmp_path / "clip.mp4"))), "web URLs only"),
-            (ImageBlock(source=URLSource(url=str(tmp_path / "missing.png"))), "does not exist"),
-            (ImageBlock(source=URLSource(url=str(tmp_path))), "not a regular file"),
-            (ImageBlock(source=URLSource(url=str(tmp_path / "notes.txt"))), "not an image"),
-        ]
-        for block, message in bad:
-            with pytest.raises(ValueError, match=message) as info:
-                await m([TextBlock(text="first"), block])
-            assert "inputs[1]" in str(info.value)
-    assert len(server.requests) == 1
+            for block, message in bad:
+                with pytest.raises(ValueError, match=message) as info:
+                    await m([TextBlock(text="first"), block])
+                assert "inputs[1]" in str(info.value)
+        assert len(server.requests) == 1
 
 
 async def test_a_single_block_not_in_a_list_is_refused(server: MultiModalEmbeddingServer) -> None:

@@ -27,7 +27,7 @@ from agentscope_rt.formatter import (
     OpenAIMultiAgentFormatter,
     UnsupportedBlockWarning,
 )
-from agentscope_rt.formatter._media import SAVED_MEDIA_DIR, call_state, current_call
+from agentscope_rt.formatter._media import call_state, current_call, saved_media_dir
 from agentscope_rt.message import (
     AudioBlock,
     Base64Source,
@@ -269,7 +269,7 @@ async def test_base64_tool_result_media_saved_once_by_content_hash() -> None:
     assert first == second
     text = first[1]["content"]
     path = text.removeprefix("The returned image can be found at: ")
-    assert path.startswith(SAVED_MEDIA_DIR)
+    assert path.startswith(saved_media_dir())
     assert await anyio.Path(path).read_bytes() == PNG
 
 

@@ -70,7 +70,7 @@ QUESTIONS: list[tuple[str, str]] = [
     ),
     (
         "In which folder does the formatter write base64 media as files?",
-        "`<tempdir>/agentscope_rt_media/`",
+        "in a private folder of the process",
     ),
     (
         "Why is Qdrant's on-disk embedded mode slow to add many chunks?",

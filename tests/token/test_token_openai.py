@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import tiktoken
 
-from agentscope_rt.formatter import OpenAIChatFormatter
+from agentscope_rt.formatter import OpenAIChatFormatter, allow_local_files
 from agentscope_rt.message import ImageBlock, Msg, URLSource
 from agentscope_rt.token import OpenAITokenCounter
 from agentscope_rt.token._image_size import image_size
@@ -201,14 +201,16 @@ async def test_image_counted_from_its_size() -> None:
     # 2048x1024 -> 1536x768 -> 3x2 tiles.
     assert await counter.count(msg(f"data:image/png;base64,{large}")) == base + 85 + 170 * 6
     assert await counter.count(msg(f"data:image/png;base64,{large}", "low")) == base + 85
-    # Size unknown (web URL, not downloaded): the documented 1024x1024 default.
-    assert await counter.count(msg("https://example.com/cat.png")) == base + 765
+    # Size unknown (web URL, not fetched): the documented 1024x1024 default.
+    offline = OpenAITokenCounter("gpt-4o", fetch_web_images=False)
+    assert await offline.count(msg("https://example.com/cat.png")) == base + 765
 
 
 async def test_formatted_local_image_is_counted_as_image_not_base64_text() -> None:
-    formatted = await OpenAIChatFormatter().format(
-        [Msg("user", [ImageBlock(source=URLSource(url=str(DATA / "large.png")))], "user")]
-    )
+    with allow_local_files(DATA):
+        formatted = await OpenAIChatFormatter().format(
+            [Msg("user", [ImageBlock(source=URLSource(url=str(DATA / "large.png")))], "user")]
+        )
     counter = OpenAITokenCounter("gpt-4o")
     # priming, message, role "user", name "user" (+1 per name), the image
     assert await counter.count(formatted) == 3 + 3 + 1 + (1 + 1) + 85 + 170 * 6

@@ -18,6 +18,7 @@ from typing import Any
 import anyio
 import pytest
 
+from agentscope_rt.formatter import allow_local_files
 from agentscope_rt.message import (
     AudioBlock,
     Base64Source,
@@ -72,6 +73,13 @@ def server(_server: MediaServer, monkeypatch: pytest.MonkeyPatch) -> MediaServer
     monkeypatch.setattr(_dashscope_tools, "POLL_INITIAL_WAIT", 0.01)
     monkeypatch.setattr(_dashscope_tools, "POLL_MAX_WAIT", 0.02)
     return _server
+
+
+@pytest.fixture(autouse=True)
+def _allow_temp_files(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    # The tools read local files only from folders the application allows.
+    with allow_local_files(tmp_path_factory.getbasetemp()):
+        yield
 
 
 @pytest.fixture
@@ -616,15 +624,15 @@ async def test_dashscope_image_to_text_errors(server: MediaServer, tmp_path: pat
             },
         )
     )
-    response = await dashscope_image_to_text("not/a/real/image.png", DASHSCOPE_KEY)
+    missing = str(tmp_path / "not" / "a" / "real" / "image.png")
+    response = await dashscope_image_to_text(missing, DASHSCOPE_KEY)
     assert _text(response) == (
         "Failed to generate text: dashscope request failed (HTTP 400): "
         "InvalidParameter: The image url is invalid."
     )
-    # A path that does not exist is left for DashScope to judge, as in AgentScope.
-    assert server.requests[0].json["input"]["messages"][1]["content"][0] == {
-        "image": "not/a/real/image.png"
-    }
+    # A path that does not exist (in an allowed folder) is left for DashScope to judge, as in
+    # AgentScope.
+    assert server.requests[0].json["input"]["messages"][1]["content"][0] == {"image": missing}
 
     server.add(_vl_answer([]))
     response = await dashscope_image_to_text("https://img.test/a.png", DASHSCOPE_KEY)

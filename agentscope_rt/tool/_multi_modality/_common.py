@@ -2,8 +2,11 @@
 
 Media named by the model is a web URL (downloaded with ``httpx``) or a local path (plain or
 ``file://``, read through :class:`anyio.Path`, i.e. in a worker thread), so no tool blocks the
-event loop. Provider requests go through :func:`agentscope_rt.model._retry.call_with_retry`,
-the project's one retry policy, with the API key scrubbed from every message.
+event loop. A local path is read only from the folders the application allowed with
+:func:`agentscope_rt.formatter.allow_local_files`, as formatters read media blocks: the
+model chooses the path, and the file goes to the provider. Provider requests go through
+:func:`agentscope_rt.model._retry.call_with_retry`, the project's one retry policy, with the
+API key scrubbed from every message.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DOWNLOAD_TIMEOUT",
     "Media",
+    "allowed_local_path",
     "error_response",
     "first_text",
     "http_client",
@@ -129,6 +133,20 @@ def local_path(url: str) -> str:
     return os.path.expanduser(url)
 
 
+async def allowed_local_path(url: str) -> anyio.Path:
+    """The real path of the local file *url* names (a plain path or ``file://`` URL), when it
+    lies in a folder :func:`~agentscope_rt.formatter.allow_local_files` allowed.
+
+    :raises LocalFileNotAllowedError: (a ``PermissionError``) otherwise, whether or not the
+        file exists; the message names the path and how to allow its folder.
+    """
+    # Imported here: the tool package does not load the formatters until a file is read.
+    from ...formatter._local_files import check_local_file
+
+    real = await anyio.to_thread.run_sync(check_local_file, local_path(url), url)
+    return anyio.Path(real)
+
+
 # First bytes of the image and audio formats the providers accept.
 _SIGNATURES: tuple[tuple[int, bytes, str], ...] = (
     (0, b"\x89PNG\r\n\x1a\n", "image/png"),
@@ -185,6 +203,8 @@ async def read_media(url: str, default_name: str, client: httpx.AsyncClient | No
     :param url: an ``http(s)://`` URL, a local path or a ``file://`` URL.
     :param default_name: the file name to use when the URL's path has none.
     :param client: the HTTP client to download with (a new one when ``None``).
+    :raises LocalFileNotAllowedError: (a ``PermissionError``) for a local file outside the
+        folders the application allowed (see :func:`allowed_local_path`).
     :raises FileNotFoundError: ``"File not found: <url>"`` for a missing local file.
     :raises IsADirectoryError: when the local path is not a regular file.
     :raises httpx.HTTPError: when the download fails (an error status included).
@@ -198,7 +218,7 @@ async def read_media(url: str, default_name: str, client: httpx.AsyncClient | No
         name = os.path.basename(urllib.parse.urlsplit(url).path) or default_name
         data = response.content
         return Media(data, name, media_type_of(name, data, response.headers.get("content-type")))
-    path = anyio.Path(local_path(url))
+    path = await allowed_local_path(url)
     if not await path.exists():
         raise FileNotFoundError(f"File not found: {url}")
     if not await path.is_file():

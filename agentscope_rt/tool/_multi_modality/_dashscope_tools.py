@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import os
+import urllib.parse
 import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
@@ -41,12 +42,12 @@ from ..._version import __version__
 from ...message import Base64Source, ImageBlock, TextBlock, URLSource
 from .._response import ToolResponse
 from ._common import (
+    allowed_local_path,
     audio_response,
     error_response,
     first_text,
     http_client,
     is_web_url,
-    local_path,
     read_media,
     redact,
     request,
@@ -285,10 +286,16 @@ async def dashscope_text_to_image(
 async def _image_content(url: str) -> dict[str, str] | ToolResponse:
     """The ``{"image": ...}`` part for *url*: a local file as a base64 data URL, anything
     else as given (a web URL, or something DashScope will judge); a ToolResponse for a local
-    path that is not a file."""
+    path that is not a file.
+
+    :raises LocalFileNotAllowedError: for a local file outside the allowed folders.
+    """
     if is_web_url(url) or url.startswith(("data:", "oss://")):
         return {"image": url}
-    path = anyio.Path(local_path(url))
+    scheme = urllib.parse.urlsplit(url).scheme
+    if scheme and scheme != "file" and len(scheme) > 1:
+        return {"image": url}  # another scheme: DashScope judges it
+    path = await allowed_local_path(url)
     if not await path.exists():
         # Maybe a web URL without a scheme or an invalid one: DashScope says which.
         return {"image": url}

@@ -282,6 +282,8 @@ async def _image_part(url: str) -> dict[str, Any]:
         return {"type": "image_url", "image_url": {"url": url}}
     try:
         media = await read_media(url, "image")
+    except PermissionError:
+        raise  # a file outside the allowed folders: the error says how to allow it
     except OSError:
         raise ValueError(
             f'Invalid image URL: "{url}". It should be a local file or a web URL.'
