@@ -50,7 +50,7 @@ from ..model import ChatModelBase, ChatResponse, ChatUsage
 from ..tool import INTERRUPTED_TEXT, Toolkit, ToolResponse, ToolResponseStream
 from ._compression import CompressionConfig as _CompressionConfig
 from ._compression import compression_cut
-from ._durable import DurableReplies, SessionLike
+from ._durable import DurableReplies, SessionLike, unanswered_calls
 from ._extensions import KnowledgeLike, PlanNotebookLike
 from ._generate_reason import GenerateReason
 from ._hooks import HOOK_COUNTS, direct_method
@@ -187,6 +187,7 @@ class _ReplyState:
     StateModule, whose attribute assignment is slower and would be paid per step)."""
 
     __slots__ = (
+        "after_load",
         "deferred",
         "pending",
         "recorded_ids",
@@ -208,6 +209,8 @@ class _ReplyState:
         # While parallel calls run, results are collected here and recorded in call order.
         self.deferred: dict[str, Msg] | None = None
         self.recorded_ids: set[str] = set()
+        # The agent's state was loaded and its memory not yet checked for unanswered calls.
+        self.after_load = False
 
 
 class ReActAgent(ReActAgentBase):
@@ -468,13 +471,15 @@ class ReActAgent(ReActAgentBase):
         """Make every reply durable: checkpoint it to *session* as it goes, and resume it there
         after the process running it died.
 
-        A checkpoint (the agent's whole state plus where the reply stands) is saved after
-        every completed reasoning step and tool result, and when the reply ends.
-        The first reply after this call loads the checkpoint: if a reply was under way and this
-        call has the same input (or none), it resumes that reply — completed steps and tool
-        calls are not done again, a tool call that was running gets a result saying it was
-        cut off by a restart, and the reply then finishes normally. See
-        ``docs/react_agent.md`` ("Durable replies") for the exact guarantee.
+        A checkpoint (the agent's whole state plus where the reply stands) is saved as the
+        reply starts, after every completed reasoning step and tool result, and when the reply
+        ends. The first reply after this call loads the checkpoint: if a reply was under way
+        and this call has the same input (or none), it resumes that reply — the input is
+        recorded once, completed steps and tool calls are not done again, a tool call that was
+        running gets a result saying it was cut off by a restart, and the reply then finishes
+        normally; if the last reply had ended with an answer, that answer is returned. This
+        holds with a memory kept in a database too. See ``docs/react_agent.md`` ("Durable
+        replies") for the exact guarantee.
 
         :param session: a ``JSONSession``, ``SQLiteSession``, ``RedisSession`` or any session
             with AgentScope's ``save_session_state`` / ``load_session_state``.
@@ -512,10 +517,12 @@ class ReActAgent(ReActAgentBase):
             )
         durable = self._durable
         if durable is not None:
-            msg, finished = await durable.begin(msg)
+            msg, finished, reason = await durable.begin(msg)
             if finished is not None:  # the dead process had answered already
-                return self._finish(finished.copy(), _MODEL_STOP, None)
+                return self._finish(finished, reason, None)
         run = self._run
+        if run.after_load:
+            await self._answer_loaded_calls()
         run.usage = None
         run.stop_requested = False
         pending = run.pending
@@ -732,7 +739,7 @@ class ReActAgent(ReActAgentBase):
                 with anyio.CancelScope(shield=True):
                     for call in calls:
                         if call.id not in recorded:
-                            await self._record_owned(_result_msg(call, _interrupted_output(None)))
+                            await self._record_owned(_interrupted_result(call))
                 raise
             return outputs
 
@@ -761,9 +768,7 @@ class ReActAgent(ReActAgentBase):
     async def _record_in_order(self, calls: list[ToolUseBlock], deferred: dict[str, Msg]) -> None:
         for call in calls:
             result = deferred.get(call.id)
-            await self._record_owned(
-                result if result is not None else _result_msg(call, _interrupted_output(None))
-            )
+            await self._record_owned(result if result is not None else _interrupted_result(call))
 
     async def _acting(self, tool_call: ToolUseBlock) -> dict[str, Any] | None:
         """Run one tool call, print its result chunks and record the result (also when the
@@ -940,6 +945,33 @@ class ReActAgent(ReActAgentBase):
             await self._durable.finish()
         return response
 
+    def load_state_dict(self, state_dict: dict[str, Any], strict: bool = True) -> None:
+        """Restore a saved state (see :meth:`StateModule.load_state_dict`).
+
+        A state saved while a tool call ran holds the call without its result, which
+        providers reject. The next reply therefore first gives each such call in memory the
+        result an interrupted call gets (through the memory's public API, so a database memory
+        is settled too); calls held back by :meth:`request_stop` in this process are left.
+        """
+        super().load_state_dict(state_dict, strict)
+        self._run.after_load = True
+
+    async def _answer_loaded_calls(self) -> None:
+        """Answer the tool calls a loaded memory holds without result, as an interrupt does."""
+        run = self._run
+        held = {call.id for call in _tool_calls(run.pending)} if run.pending is not None else ()
+        calls = [c for c in unanswered_calls(await self.memory.get_memory()) if c.id not in held]
+        if calls:
+            logger.info(
+                "%s: %d tool call(s) in the loaded memory had no result; recording them as "
+                "interrupted",
+                self.name,
+                len(calls),
+            )
+            await self.memory.add([_interrupted_result(call) for call in calls])
+        # Only once they are recorded: a reply cancelled before then checks again.
+        run.after_load = False
+
     async def observe(self, msg: Msg | list[Msg] | None) -> None:
         """Record *msg* in memory without replying."""
         await self.memory.add(msg)
@@ -1111,6 +1143,11 @@ async def _summary_stream(
         yield ChatResponse(content=[TextBlock(text=fallback)])
     elif all(block.__class__ is ThinkingBlock for block in last.content):
         yield _summary_response(last, fallback)
+
+
+def _interrupted_result(tool_call: ToolUseBlock) -> Msg:
+    """The result recorded for a tool call an interrupt kept from returning anything."""
+    return _result_msg(tool_call, _interrupted_output(None))
 
 
 def _interrupted_output(last: ToolResponse | None) -> list[Any]:

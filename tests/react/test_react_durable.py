@@ -206,7 +206,7 @@ async def test_a_reply_that_had_answered_before_dying_is_not_run_again(tmp_path:
     await first(Msg("user", "Go", "user"))
     # Simulate a death after the answer was checkpointed but before the reply was marked done.
     first._durable.progress.in_progress = True  # type: ignore[union-attr]
-    first._durable.progress.input = [Msg("user", "Go", "user").to_dict()]  # type: ignore[union-attr]
+    first._durable.progress.answer = None  # type: ignore[union-attr]  # (the input is kept)
     await first._durable.checkpoint()  # type: ignore[union-attr]
 
     second = _agent([], ran)  # a model call would fail: the script is empty
