@@ -14,7 +14,8 @@ is written ``user_id%:{u}:session:{s}:...`` with ``%`` and ``:`` percent-encoded
 (:func:`session_key_base`). Ids without ``:`` - all AgentScope could tell apart - keep its keys.
 
 A message is stored as UTF-8 JSON; one holding a lone surrogate (which has no UTF-8 form) is
-stored with JSON's ``\\uXXXX`` escapes instead, and reads back unchanged.
+stored with JSON's ``\\uXXXX`` escapes instead, and reads back unchanged. Ids and marks holding
+one are sent as their ``surrogatepass`` bytes, so they work as any other.
 
 A Redis failure (server down, connection refused, timeout, error reply) raises
 :class:`~agentscope_rt.exception.SessionError` naming the operation, the session and the
@@ -238,7 +239,15 @@ _SCRIPTS = {
 
 
 def _text(value: Any) -> str:
-    return value.decode("utf-8") if isinstance(value, bytes | bytearray) else str(value)
+    if isinstance(value, bytes | bytearray):
+        return value.decode("utf-8", "surrogatepass")
+    return str(value)
+
+
+def _bytes(text: str) -> bytes:
+    """*text* as UTF-8, lone surrogates included (as their three-byte forms): redis-py would
+    refuse them, and keys and ids need no more than to come out the same every time."""
+    return text.encode("utf-8", "surrogatepass")
 
 
 def _quote(value: str) -> str:
@@ -421,7 +430,8 @@ class RedisMemory(MemoryBase):
 
     async def _call(self, name: str, *args: str | bytes) -> Any:
         script = self._scripts[name]
-        argv = [self._base, str(self.key_ttl or 0), *args]
+        argv = [_bytes(self._base), str(self.key_ttl or 0).encode()]
+        argv += [_bytes(a) if isinstance(a, str) else a for a in args]
         return await self._redis(name, lambda: script(keys=[], args=argv))
 
     async def _redis(self, operation: str, fn: Callable[..., T], *args: Any) -> T:
@@ -556,7 +566,8 @@ class RedisMemory(MemoryBase):
     async def size(self) -> int:
         """The number of stored messages."""
         if self.key_ttl is None:
-            return int(await self._redis("size", self._client.llen, self._get_session_key()))
+            key = _bytes(self._get_session_key())
+            return int(await self._redis("size", self._client.llen, key))
         return int(await self._call("size"))
 
     async def clear(self) -> None:

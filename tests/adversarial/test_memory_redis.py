@@ -102,6 +102,19 @@ async def test_lone_surrogates_round_trip(port: int) -> None:
     assert back.metadata == {"k\udc80": "v\ud83d"}
 
 
+async def test_ids_and_marks_holding_lone_surrogates_work(port: int) -> None:
+    memory = _memory(port, "s\udc80", "u\ud800")
+    msg = Msg("u", "x", "user", id="id\udfff")
+    await memory.add(msg, marks="mark\ud800")
+    with pytest.raises(ValueError, match="already stored"):
+        await memory.add(msg, allow_duplicates=True)
+    assert [m.id for m in await memory.get_memory(mark="mark\ud800")] == ["id\udfff"]
+    assert await memory.update_messages_mark("new\udc00", msg_ids=["id\udfff"]) == 1
+    assert await _memory(port, "s\udc80", "u\ud800").size() == 1
+    assert await _memory(port, "s\udc81", "u\ud800").size() == 0
+    assert await memory.delete(["id\udfff"]) == 1
+
+
 async def test_ordinary_text_is_stored_as_readable_utf8(port: int) -> None:
     memory = _memory(port, "s", "u")
     await memory.add(Msg("u", "中文 🙂", "user", id="m"))
