@@ -42,6 +42,7 @@ Where it differs from AgentScope 1.0.21, on purpose:
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Callable, Iterable, Iterator
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -146,6 +147,24 @@ def _escape_sql(text: Any) -> Any:
 
     replace = sa.func.replace
     return replace(replace(replace(text, "%", "%25"), "-", "%2D"), "/", "%2F")
+
+
+def _check_json_text(msg_id: str, data: dict[str, Any]) -> None:
+    """Refuse a message holding a lone surrogate, for databases other than SQLite.
+
+    PostgreSQL's ``json`` column takes the ``"\\ud800"`` escape on insert but fails to parse it
+    when read, and every later read of the session would fail with it.
+
+    :raises ValueError: naming the message and the character.
+    """
+    try:
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        bad = exc.object[exc.start : exc.end]
+        raise ValueError(
+            f"message {msg_id!r} holds a lone surrogate ({bad!r}), which this database's JSON "
+            "cannot store (SQLite's can); nothing was stored"
+        ) from None
 
 
 def _chunks(items: list[T], size: int = IN_CHUNK) -> Iterator[list[T]]:
@@ -333,19 +352,38 @@ class AsyncSQLAlchemyMemory(MemoryBase):
         if not self._ready:
             async with self._init_lock.get():
                 if not self._ready:
-                    await anyio.to_thread.run_sync(self._create_tables)
+                    await anyio.to_thread.run_sync(self._create_tables_or_refuse)
                     self._ready = True
 
         def transaction() -> T:
-            with self._engine.begin() as conn:
-                if write:
-                    self._lock_session(conn)
-                return fn(conn)
+            try:
+                with self._engine.begin() as conn:
+                    if write:
+                        self._lock_session(conn)
+                    return fn(conn)
+            except (UnicodeEncodeError, _schema().sa.exc.DataError) as exc:
+                raise self._refused(exc) from None
 
         if write:
             async with self._write_lock.get():
                 return await anyio.to_thread.run_sync(transaction)
         return await anyio.to_thread.run_sync(transaction)
+
+    def _refused(self, exc: Exception) -> ValueError:
+        """The error for data the driver cannot encode or the database cannot take or read
+        (the transaction was rolled back, so nothing was written)."""
+        where = f"session {self.session_id!r} of user {self.user_id!r}"
+        if isinstance(exc, UnicodeEncodeError):
+            bad = exc.object[exc.start : exc.end]
+            return ValueError(
+                f"an id or mark of {where} holds a lone surrogate ({bad!r}), which the database "
+                "driver cannot encode; nothing was written"
+            )
+        # The driver's text (not SQLAlchemy's, which repeats every bound value).
+        detail = " ".join(str(getattr(exc, "orig", exc)).split())[:300]
+        return ValueError(
+            f"the database failed on the data of {where}: {detail} (nothing was written)"
+        )
 
     def _lock_session(self, conn: Connection) -> None:
         """Hold the session's write lock until the transaction ends.
@@ -366,6 +404,12 @@ class AsyncSQLAlchemyMemory(MemoryBase):
             # The row was deleted behind our back: make it again, then lock it.
             self._insert_user_and_session(conn)
             conn.execute(lock)
+
+    def _create_tables_or_refuse(self) -> None:
+        try:
+            self._create_tables()
+        except UnicodeEncodeError as exc:
+            raise self._refused(exc) from None
 
     def _create_tables(self) -> None:
         s = _schema()
@@ -516,8 +560,10 @@ class AsyncSQLAlchemyMemory(MemoryBase):
         :param allow_duplicates: when true, an id already stored is an error instead of being
             skipped (a session stores each id once).
         :raises TypeError: for an item that is not a Msg, or marks that are not strings.
-        :raises ValueError: with *allow_duplicates*, for an id already stored; or for a
-            message id or mark too long for the tables. Nothing is stored then.
+        :raises ValueError: with *allow_duplicates*, for an id already stored; for a
+            message id or mark too long for the tables; for an id or mark holding a lone
+            surrogate (no driver encodes it), or a message holding one on a database other
+            than SQLite (PostgreSQL's JSON cannot read it back). Nothing is stored then.
         """
         allow = _allow_duplicates(allow_duplicates, kwargs)
         batch = _batch(memories)
@@ -542,6 +588,9 @@ class AsyncSQLAlchemyMemory(MemoryBase):
                     f"characters for message {msg.id!r}"
                 )
             rows[msg.id] = msg.to_dict()
+        if self._engine.dialect.name != "sqlite":
+            for msg_id, data in rows.items():
+                _check_json_text(msg_id, data)
 
         def work(conn: Connection) -> None:
             q = self._q

@@ -116,6 +116,50 @@ async def test_an_id_stored_twice_is_still_refused(make: Factory) -> None:
     assert await _texts(second) == ["second"]
 
 
+# -- text the database cannot take --------------------------------------------------------------
+
+
+async def test_lone_surrogates_round_trip_or_raise_value_error(make: Factory, db_url: str) -> None:
+    memory = make()
+    await memory.add(Msg("x", "kept", "user"))
+    for text in ("half a pair \ud800", "\ud800 then text", "low \udc00 alone"):
+        batch = [Msg("x", "batch", "user"), Msg("x", text, "user")]
+        if db_url.startswith("sqlite"):
+            await memory.add(batch)
+            assert (await _texts(memory))[-2:] == ["batch", text]
+        else:
+            # PostgreSQL's JSON takes the escape, then fails every read of the session.
+            with pytest.raises(ValueError, match="lone surrogate"):
+                await memory.add(batch)
+            assert await _texts(memory) == ["kept"]
+    stored = await memory.size()
+    for call in (
+        lambda: memory.add(Msg("x", "y", "user", id="id\udc00")),
+        lambda: memory.add(Msg("x", "y", "user"), marks="m\ud800"),
+        lambda: memory.get_memory(mark="m\ud800"),
+        lambda: memory.update_messages_mark("m\ud800"),
+        lambda: make("s\ud800").size(),
+    ):
+        with pytest.raises(ValueError, match="lone surrogate"):
+            await call()
+    assert await memory.size() == stored
+    if not db_url.startswith("sqlite"):
+        # A row another program wrote with such an escape: reads fail with a ValueError.
+        engine = sa.create_engine(db_url)
+        with engine.begin() as conn:
+            conn.execute(
+                sa.text(
+                    "INSERT INTO message (id, msg, session_id, index) VALUES "
+                    "('u-s-bad', CAST(:msg AS json), 's', 99)"
+                ),
+                {"msg": '{"id": "bad", "name": "x", "role": "user", "content": "\\ud800"}'},
+            )
+        engine.dispose()
+        with pytest.raises(ValueError, match="database failed") as info:
+            await memory.get_memory()
+        assert not isinstance(info.value, sa.exc.SQLAlchemyError)
+
+
 # -- concurrent writers -----------------------------------------------------------------------
 
 BATCH = 3
