@@ -8,6 +8,19 @@ what the other wrote), for user ``u`` and session ``s``:
 * ``user_id:{u}:session:{s}:mark:{mark}`` - a list of the ids carrying the mark;
 * ``user_id:{u}:session:{s}:marks_index`` - a set of the marks in use.
 
+A user or session id holding ``:`` would make that layout ambiguous (user ``a:session:b`` of
+session ``c`` and user ``a`` of session ``b:session:c`` would share every key), so such a pair
+is written ``user_id%:{u}:session:{s}:...`` with ``%`` and ``:`` percent-encoded in both ids
+(:func:`session_key_base`). Ids without ``:`` - all AgentScope could tell apart - keep its keys.
+
+A message is stored as UTF-8 JSON; one holding a lone surrogate (which has no UTF-8 form) is
+stored with JSON's ``\\uXXXX`` escapes instead, and reads back unchanged. Ids and marks holding
+one are sent as their ``surrogatepass`` bytes, so they work as any other.
+
+A Redis failure (server down, connection refused, timeout, error reply) raises
+:class:`~agentscope_rt.exception.SessionError` naming the operation, the session and the
+server (never the password), as :class:`~agentscope_rt.session.RedisSession` does.
+
 Every operation is one Lua script, which Redis runs atomically: a reader never sees an id in the
 list without its message, and a crash (of the client, or of the server with AOF, which records
 a script's effects as one transaction) cannot leave half an update behind. With ``key_ttl`` each
@@ -26,14 +39,18 @@ in the order they were added (AgentScope: the order they were marked); marks fol
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import anyio.to_thread
 
+from ..exception import SessionError
 from ..message import Msg
 from ._memory_base import MemoryBase, _allow_duplicates, _batch, _check_mark_arg, _check_marks
 
-__all__ = ["RedisMemory", "open_sync_redis"]
+__all__ = ["RedisMemory", "call_redis", "open_sync_redis", "session_key_base"]
+
+T = TypeVar("T")
 
 _PRELUDE = """
 local base = ARGV[1]
@@ -199,6 +216,17 @@ refresh()
 return n
 """
 
+# What each operation does, for error messages ("cannot {verb} session ...").
+_VERBS = {
+    "add": "add messages to",
+    "get": "read the messages of",
+    "delete": "delete messages of",
+    "delete_by_mark": "delete messages of",
+    "clear": "clear",
+    "update_mark": "update the marks of",
+    "size": "count the messages of",
+}
+
 _SCRIPTS = {
     "add": _ADD,
     "get": _GET,
@@ -211,7 +239,66 @@ _SCRIPTS = {
 
 
 def _text(value: Any) -> str:
-    return value.decode("utf-8") if isinstance(value, bytes | bytearray) else str(value)
+    if isinstance(value, bytes | bytearray):
+        return value.decode("utf-8", "surrogatepass")
+    return str(value)
+
+
+def _bytes(text: str) -> bytes:
+    """*text* as UTF-8, lone surrogates included (as their three-byte forms): redis-py would
+    refuse them, and keys and ids need no more than to come out the same every time."""
+    return text.encode("utf-8", "surrogatepass")
+
+
+def _quote(value: str) -> str:
+    return value.replace("%", "%25").replace(":", "%3A")
+
+
+def session_key_base(user_id: str, session_id: str) -> str:
+    """The start of every key of a user's session (without the key prefix), ending in ``:``.
+
+    AgentScope's ``user_id:{user_id}:session:{session_id}:`` when neither id holds ``:``;
+    otherwise ``user_id%:{user_id}:session:{session_id}:`` with ``%`` and ``:`` percent-encoded
+    in both ids. Distinct pairs of ids never share a base, and no base is the start of another
+    pair's key: the ids in a base hold no ``:``, and the two layouts differ in their 8th
+    character.
+    """
+    if ":" not in user_id and ":" not in session_id:
+        return f"user_id:{user_id}:session:{session_id}:"
+    return f"user_id%:{_quote(user_id)}:session:{_quote(session_id)}:"
+
+
+def _message_json(msg: Msg) -> bytes:
+    """The message's JSON as UTF-8 (readable in Redis); with JSON's ASCII escapes when its text
+    holds a lone surrogate, which UTF-8 cannot encode (``json.loads`` restores it either way)."""
+    data = msg.to_dict()
+    try:
+        return json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(data).encode("ascii")
+
+
+async def call_redis(
+    where: str, password: str | None, what: str, fn: Callable[..., T], *args: Any
+) -> T:
+    """``fn(*args)`` (a synchronous redis-py call) in a worker thread.
+
+    :param where: the server, as :func:`open_sync_redis` names it.
+    :param password: the server's password, removed from any error text.
+    :param what: the operation, for the error message (``"cannot {what} on {where}"``).
+    :raises SessionError: when redis-py raises one of its errors (the server is down, refuses
+        the connection, times out or answers with an error). Its text never holds the
+        password, and the redis-py error is not chained (its arguments may hold anything).
+    """
+    import redis  # present: open_sync_redis has imported it
+
+    try:
+        return await anyio.to_thread.run_sync(fn, *args)
+    except redis.RedisError as exc:
+        detail = str(exc)
+        if password:
+            detail = detail.replace(password, "***")
+        raise SessionError(f"cannot {what} on {where}: {detail}") from None
 
 
 def open_sync_redis(
@@ -309,7 +396,8 @@ class RedisMemory(MemoryBase):
         self.user_id = user_id
         self.key_prefix = key_prefix or ""
         self.key_ttl = key_ttl
-        self._base = self.key_prefix + f"user_id:{user_id}:session:{session_id}:"
+        self._base = self.key_prefix + session_key_base(user_id, session_id)
+        self._password: str | None = self._client.connection_pool.connection_kwargs.get("password")
         self._scripts = {
             name: self._client.register_script(_PRELUDE + src) for name, src in _SCRIPTS.items()
         }
@@ -340,10 +428,15 @@ class RedisMemory(MemoryBase):
 
     # -- running ----------------------------------------------------------------------------
 
-    async def _call(self, name: str, *args: str) -> Any:
+    async def _call(self, name: str, *args: str | bytes) -> Any:
         script = self._scripts[name]
-        argv = [self._base, str(self.key_ttl or 0), *args]
-        return await anyio.to_thread.run_sync(lambda: script(keys=[], args=argv))
+        argv = [_bytes(self._base), str(self.key_ttl or 0).encode()]
+        argv += [_bytes(a) if isinstance(a, str) else a for a in args]
+        return await self._redis(name, lambda: script(keys=[], args=argv))
+
+    async def _redis(self, operation: str, fn: Callable[..., T], *args: Any) -> T:
+        what = f"{_VERBS[operation]} session {self.session_id!r} of user {self.user_id!r}"
+        return await call_redis(self._where, self._password, what, fn, *args)
 
     # -- the memory interface ---------------------------------------------------------------
 
@@ -371,7 +464,7 @@ class RedisMemory(MemoryBase):
         mark_list = list(dict.fromkeys(_check_marks(marks, "marks")))
         if not batch:
             return
-        pairs: dict[str, str] = {}
+        pairs: dict[str, bytes] = {}
         for msg in batch:
             if msg.id in pairs:
                 if allow_duplicates:
@@ -380,8 +473,9 @@ class RedisMemory(MemoryBase):
                         "each message id once"
                     )
                 continue
-            pairs[msg.id] = json.dumps(msg.to_dict(), ensure_ascii=False)
-        argv = ["1" if allow_duplicates else "0", str(len(mark_list)), *mark_list]
+            pairs[msg.id] = _message_json(msg)
+        argv: list[str | bytes] = ["1" if allow_duplicates else "0", str(len(mark_list))]
+        argv += mark_list
         for msg_id, data in pairs.items():
             argv += (msg_id, data)
         result = await self._call("add", *argv)
@@ -472,7 +566,8 @@ class RedisMemory(MemoryBase):
     async def size(self) -> int:
         """The number of stored messages."""
         if self.key_ttl is None:
-            return int(await anyio.to_thread.run_sync(self._client.llen, self._get_session_key()))
+            key = _bytes(self._get_session_key())
+            return int(await self._redis("size", self._client.llen, key))
         return int(await self._call("size"))
 
     async def clear(self) -> None:

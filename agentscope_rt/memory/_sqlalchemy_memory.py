@@ -3,8 +3,9 @@
 The tables are AgentScope 1.0's, so a database either library wrote is read by the other:
 
 * ``users(id)`` and ``session(id, user_id)``: one row per user and per session id;
-* ``message(id, msg, session_id, index)``: ``id`` is ``"{user_id}-{session_id}-{msg_id}"``,
-  ``msg`` the message's JSON dict (:meth:`Msg.to_dict`), ``index`` its position;
+* ``message(id, msg, session_id, index)``: ``id`` is ``"{user_id}-{session_id}-{msg_id}"``
+  (or, when another row already has that key, the escaped key of :meth:`_keys`), ``msg`` the
+  message's JSON dict (:meth:`Msg.to_dict`), ``index`` its position;
 * ``message_mark(msg_id, mark)``: one row per mark on a message.
 
 Why it runs SQLAlchemy's synchronous engine in worker threads: SQLAlchemy's asyncio layer
@@ -21,18 +22,27 @@ Where it differs from AgentScope 1.0.21, on purpose:
 * Every query selects the rows of this memory's user **and** session. AgentScope filters by
   ``session_id`` alone, so two users who share a session id read and delete each other's
   messages. A row belongs to this memory when its ``session_id`` matches and its ``id`` is
-  exactly ``"{user_id}-{session_id}-"`` followed by the id inside ``msg``.
+  exactly ``"{user_id}-{session_id}-"`` followed by the id inside ``msg`` (or the escaped
+  form of that key).
+* AgentScope's key is a plain join, so ids holding ``-`` can spell another row's key (user
+  ``a-b`` of session ``c`` and user ``a`` of session ``b-c``, message ``d``): AgentScope then
+  fails with ``IntegrityError``. Here the second message is stored under the escaped key.
 * :meth:`delete` and the other counts report the rows really changed (AgentScope returns
   ``len(msg_ids)`` even for unknown ids).
 * Marks follow :class:`InMemoryMemory` exactly (e.g. ``update_messages_mark(None)`` with no
   ``old_mark`` changes nothing; AgentScope removes every mark).
-* Each operation is one transaction: it happens entirely or not at all. Writes of one memory
-  are serialised by an ``anyio.Lock``; reads run concurrently.
+* Each operation is one transaction: it happens entirely or not at all. Every write
+  transaction first locks the session in the database (:meth:`_lock_session`), so writers of
+  one session in any memory object or process run one at a time: positions are never given
+  twice and a batch is never interleaved with another (AgentScope reads the last position
+  outside any lock shared between objects). Writes of one memory object also wait for each
+  other in the process (a lock that works on any event loop); reads run concurrently.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Callable, Iterable, Iterator
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -41,6 +51,7 @@ import anyio
 import anyio.to_thread
 
 from ..message import Msg
+from ._long_term_memory import LoopLock
 from ._memory_base import MemoryBase, _allow_duplicates, _batch, _check_mark_arg, _check_marks
 
 if TYPE_CHECKING:
@@ -61,6 +72,10 @@ IN_CHUNK = 500
 
 KEY_MAX_LEN = 255
 """The width of AgentScope's ``message.id`` column (``String(255)``)."""
+
+ADD_ATTEMPTS = 3
+"""How many times an add is tried when another session's writer took a key it chose (the next
+attempt sees the key taken and picks the escaped one)."""
 
 # AgentScope programs pass asyncio engines; each asyncio driver maps to a synchronous one.
 _SYNC_DRIVERS = {
@@ -119,6 +134,37 @@ def _schema() -> SimpleNamespace:
         mark=mark,
         by_session=by_session,
     )
+
+
+def _escape(text: str) -> str:
+    """*text* without ``-`` or ``/`` (percent-encoded, as is ``%``), for escaped keys."""
+    return text.replace("%", "%25").replace("-", "%2D").replace("/", "%2F")
+
+
+def _escape_sql(text: Any) -> Any:
+    """:func:`_escape` as a SQL expression."""
+    import sqlalchemy as sa
+
+    replace = sa.func.replace
+    return replace(replace(replace(text, "%", "%25"), "-", "%2D"), "/", "%2F")
+
+
+def _check_json_text(msg_id: str, data: dict[str, Any]) -> None:
+    """Refuse a message holding a lone surrogate, for databases other than SQLite.
+
+    PostgreSQL's ``json`` column takes the ``"\\ud800"`` escape on insert but fails to parse it
+    when read, and every later read of the session would fail with it.
+
+    :raises ValueError: naming the message and the character.
+    """
+    try:
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        bad = exc.object[exc.start : exc.end]
+        raise ValueError(
+            f"message {msg_id!r} holds a lone surrogate ({bad!r}), which this database's JSON "
+            "cannot store (SQLite's can); nothing was stored"
+        ) from None
 
 
 def _chunks(items: list[T], size: int = IN_CHUNK) -> Iterator[list[T]]:
@@ -193,11 +239,13 @@ class AsyncSQLAlchemyMemory(MemoryBase):
             if len(value) > KEY_MAX_LEN:
                 raise ValueError(f"{what} is longer than {KEY_MAX_LEN} characters")
         self._prefix = f"{self.user_id}-{self.session_id}-"
+        self._escaped_prefix = f"{_escape(self.user_id)}/{_escape(self.session_id)}/"
         self._owns_engine = True
         self._engine = self._make_engine(sa, engine_or_session, engine_kwargs)
         self._ready = False
-        self._init_lock = anyio.Lock()
-        self._write_lock = anyio.Lock()
+        # Loop-agnostic: the same memory may serve asyncio.run, then trio.run.
+        self._init_lock = LoopLock()
+        self._write_lock = LoopLock()
 
     # -- engine ---------------------------------------------------------------------------
 
@@ -295,40 +343,95 @@ class AsyncSQLAlchemyMemory(MemoryBase):
     # -- running --------------------------------------------------------------------------
 
     async def _run(self, fn: Callable[[Connection], T], write: bool) -> T:
-        """Run *fn* in a worker thread inside one transaction (committed when it returns)."""
+        """Run *fn* in a worker thread inside one transaction (committed when it returns).
+
+        A write transaction first takes the session's lock in the database
+        (:meth:`_lock_session`), so writers of the session in other memory objects and other
+        processes wait for it to commit.
+        """
         if not self._ready:
-            async with self._init_lock:
+            async with self._init_lock.get():
                 if not self._ready:
-                    await anyio.to_thread.run_sync(self._create_tables)
+                    await anyio.to_thread.run_sync(self._create_tables_or_refuse)
                     self._ready = True
 
         def transaction() -> T:
-            with self._engine.begin() as conn:
-                return fn(conn)
+            try:
+                with self._engine.begin() as conn:
+                    if write:
+                        self._lock_session(conn)
+                    return fn(conn)
+            except (UnicodeEncodeError, _schema().sa.exc.DataError) as exc:
+                raise self._refused(exc) from None
 
         if write:
-            async with self._write_lock:
+            async with self._write_lock.get():
                 return await anyio.to_thread.run_sync(transaction)
         return await anyio.to_thread.run_sync(transaction)
 
-    def _create_tables(self) -> None:
+    def _refused(self, exc: Exception) -> ValueError:
+        """The error for data the driver cannot encode or the database cannot take or read
+        (the transaction was rolled back, so nothing was written)."""
+        where = f"session {self.session_id!r} of user {self.user_id!r}"
+        if isinstance(exc, UnicodeEncodeError):
+            bad = exc.object[exc.start : exc.end]
+            return ValueError(
+                f"an id or mark of {where} holds a lone surrogate ({bad!r}), which the database "
+                "driver cannot encode; nothing was written"
+            )
+        # The driver's text (not SQLAlchemy's, which repeats every bound value).
+        detail = " ".join(str(getattr(exc, "orig", exc)).split())[:300]
+        return ValueError(
+            f"the database failed on the data of {where}: {detail} (nothing was written)"
+        )
+
+    def _lock_session(self, conn: Connection) -> None:
+        """Hold the session's write lock until the transaction ends.
+
+        A no-op ``UPDATE`` of the ``session`` row, the first statement of the transaction:
+        PostgreSQL and MySQL lock that row (a writer of the same session id waits for the
+        commit), SQLite takes the database's write lock (waiting up to its busy timeout).
+        Positions are then read and written by one writer at a time, whatever the process.
+        """
         s = _schema()
         sa = s.sa
+        lock = (
+            sa.update(s.session)
+            .where(s.session.c.id == self.session_id)
+            .values(user_id=s.session.c.user_id)
+        )
+        if conn.execute(lock).rowcount == 0:
+            # The row was deleted behind our back: make it again, then lock it.
+            self._insert_user_and_session(conn)
+            conn.execute(lock)
+
+    def _create_tables_or_refuse(self) -> None:
+        try:
+            self._create_tables()
+        except UnicodeEncodeError as exc:
+            raise self._refused(exc) from None
+
+    def _create_tables(self) -> None:
+        s = _schema()
         s.metadata.create_all(self._engine, checkfirst=True)
         s.by_session.create(self._engine, checkfirst=True)
         with self._engine.begin() as conn:
-            if not conn.execute(
-                sa.select(s.users.c.id).where(s.users.c.id == self.user_id)
-            ).first():
-                self._insert_ignoring_race(conn, s.users, {"id": self.user_id})
-            # A session row records the first user of the session id (the table's key is the
-            # session id alone); later users of the same id share the row, not the messages.
-            if not conn.execute(
-                sa.select(s.session.c.id).where(s.session.c.id == self.session_id)
-            ).first():
-                self._insert_ignoring_race(
-                    conn, s.session, {"id": self.session_id, "user_id": self.user_id}
-                )
+            self._insert_user_and_session(conn)
+
+    def _insert_user_and_session(self, conn: Connection) -> None:
+        """The ``users`` and ``session`` rows of this memory, when missing."""
+        s = _schema()
+        sa = s.sa
+        if not conn.execute(sa.select(s.users.c.id).where(s.users.c.id == self.user_id)).first():
+            self._insert_ignoring_race(conn, s.users, {"id": self.user_id})
+        # A session row records the first user of the session id (the table's key is the
+        # session id alone); later users of the same id share the row, not the messages.
+        if not conn.execute(
+            sa.select(s.session.c.id).where(s.session.c.id == self.session_id)
+        ).first():
+            self._insert_ignoring_race(
+                conn, s.session, {"id": self.session_id, "user_id": self.user_id}
+            )
 
     @staticmethod
     def _insert_ignoring_race(conn: Connection, table: Any, row: dict[str, Any]) -> None:
@@ -342,12 +445,23 @@ class AsyncSQLAlchemyMemory(MemoryBase):
             pass
 
     def _own(self) -> Any:
-        """The condition selecting this memory's rows of ``message`` (user and session)."""
+        """The condition selecting this memory's rows of ``message`` (user and session).
+
+        A row is this memory's when its ``session_id`` is the session's and its ``id`` is one
+        of the message's two keys (:meth:`_keys`) for the id inside ``msg``. Knowing the
+        session and the message id, AgentScope's key ``"{user_id}-{session_id}-{msg_id}"``
+        names one user; an escaped key holds no ``-`` at all, so it is never another user's
+        AgentScope key.
+        """
         s = _schema()
-        m = s.message
-        return s.sa.and_(
+        sa, m = s.sa, s.message
+        msg_id = m.c.msg["id"].as_string()
+        return sa.and_(
             m.c.session_id == self.session_id,
-            m.c.id == s.sa.literal(self._prefix) + m.c.msg["id"].as_string(),
+            sa.or_(
+                m.c.id == sa.literal(self._prefix) + msg_id,
+                m.c.id == sa.literal(self._escaped_prefix) + _escape_sql(msg_id),
+            ),
         )
 
     @functools.cached_property
@@ -366,6 +480,7 @@ class AsyncSQLAlchemyMemory(MemoryBase):
         order = (m.c["index"], m.c.id)
         return SimpleNamespace(
             own_ids=sa.select(m.c.id).where(own, m.c.id.in_(keys)),
+            lookup=sa.select(m.c.id, own.label("own")).where(m.c.id.in_(keys)),
             last_index=sa.select(sa.func.max(m.c["index"])).where(
                 m.c.session_id == self.session_id
             ),
@@ -382,8 +497,32 @@ class AsyncSQLAlchemyMemory(MemoryBase):
             size=sa.select(sa.func.count()).select_from(m).where(own),
         )
 
-    def _key(self, msg_id: str) -> str:
-        return self._prefix + msg_id
+    def _keys(self, msg_id: str) -> tuple[str, str]:
+        """The two ``message.id`` keys a message of this memory may be stored under.
+
+        AgentScope's ``"{user_id}-{session_id}-{msg_id}"`` is used whenever it is free. Being
+        a plain join, it can be another row's key too (user ``a-b`` in session ``c`` and user
+        ``a`` in session ``b-c`` both spell ``a-b-c-d`` for message ``d``); the message is
+        then stored under the escaped key ``"{user_id}/{session_id}/{msg_id}"``, each part
+        with ``%``, ``-`` and ``/`` percent-encoded: one key per (user, session, message), and
+        no AgentScope key (those hold at least two ``-``).
+        """
+        return self._prefix + msg_id, self._escaped_prefix + _escape(msg_id)
+
+    def _all_keys(self, msg_ids: Iterable[str]) -> list[str]:
+        return list(dict.fromkeys(key for msg_id in msg_ids for key in self._keys(msg_id)))
+
+    def _lookup(self, conn: Connection, keys: list[str]) -> tuple[set[str], set[str]]:
+        """Which of these keys are rows of ``message`` (whoever's), and which of those are
+        this memory's (one query)."""
+        taken: set[str] = set()
+        own: set[str] = set()
+        for chunk in _chunks(keys):
+            for key, mine in conn.execute(self._q.lookup, {"keys": chunk}):
+                taken.add(key)
+                if mine:
+                    own.add(key)
+        return taken, own
 
     def _own_ids(self, conn: Connection, keys: Iterable[str]) -> list[str]:
         """Which of these ``message.id`` keys are rows of this memory."""
@@ -393,6 +532,8 @@ class AsyncSQLAlchemyMemory(MemoryBase):
         return found
 
     def _delete_keys(self, conn: Connection, keys: list[str]) -> int:
+        """Delete the rows of these keys and their marks; *keys* must be this memory's own
+        (:meth:`_own_ids`): the marks are deleted by key alone."""
         removed = 0
         for chunk in _chunks(keys):
             # Marks first: SQLite enforces no foreign keys (so no cascade) unless asked to.
@@ -419,8 +560,10 @@ class AsyncSQLAlchemyMemory(MemoryBase):
         :param allow_duplicates: when true, an id already stored is an error instead of being
             skipped (a session stores each id once).
         :raises TypeError: for an item that is not a Msg, or marks that are not strings.
-        :raises ValueError: with *allow_duplicates*, for an id already stored; or for a
-            message id or mark too long for the tables. Nothing is stored then.
+        :raises ValueError: with *allow_duplicates*, for an id already stored; for a
+            message id or mark too long for the tables; for an id or mark holding a lone
+            surrogate (no driver encodes it), or a message holding one on a database other
+            than SQLite (PostgreSQL's JSON cannot read it back). Nothing is stored then.
         """
         allow = _allow_duplicates(allow_duplicates, kwargs)
         batch = _batch(memories)
@@ -430,44 +573,48 @@ class AsyncSQLAlchemyMemory(MemoryBase):
                 raise ValueError(f"mark {mark[:40]!r}... is longer than {KEY_MAX_LEN} characters")
         if not batch:
             return
-        rows: dict[str, Msg] = {}
+        rows: dict[str, dict[str, Any]] = {}
         for msg in batch:
-            key = self._key(msg.id)
-            if key in rows:
+            if msg.id in rows:
                 if allow:
                     raise ValueError(
                         f"message id {msg.id!r} appears twice in this call; a session stores "
                         "each message id once"
                     )
                 continue
-            if len(key) > KEY_MAX_LEN:
+            if len(self._keys(msg.id)[0]) > KEY_MAX_LEN:
                 raise ValueError(
                     f"'{{user_id}}-{{session_id}}-{{msg_id}}' is longer than {KEY_MAX_LEN} "
                     f"characters for message {msg.id!r}"
                 )
-            rows[key] = msg
-        payload = [(key, msg.to_dict()) for key, msg in rows.items()]
+            rows[msg.id] = msg.to_dict()
+        if self._engine.dialect.name != "sqlite":
+            for msg_id, data in rows.items():
+                _check_json_text(msg_id, data)
 
         def work(conn: Connection) -> None:
             q = self._q
-            existing = set(self._own_ids(conn, [key for key, _ in payload]))
-            if existing and allow:
-                ids = sorted(k[len(self._prefix) :] for k in existing)
+            taken, own = self._lookup(conn, self._all_keys(rows))
+            stored = {i for i in rows if not own.isdisjoint(self._keys(i))}
+            if stored and allow:
                 raise ValueError(
                     f"message ids already stored in session {self.session_id!r} of user "
-                    f"{self.user_id!r}: {ids[:5]}; a session stores each message id once "
-                    "(pass allow_duplicates=False to skip them)"
+                    f"{self.user_id!r}: {sorted(stored)[:5]}; a session stores each message id "
+                    "once (pass allow_duplicates=False to skip them)"
                 )
-            fresh = [(key, data) for key, data in payload if key not in existing]
+            fresh = [i for i in rows if i not in stored]
             if not fresh:
                 return
+            keyed = [(self._free_key(i, taken), rows[i]) for i in fresh]
+            # The session's lock (taken by _run) keeps other writers from reading the same
+            # last position until this transaction commits.
             last = conn.execute(q.last_index).scalar()
             start = 0 if last is None else last + 1
             conn.execute(
                 q.insert_message,
                 [
                     {"id": key, "msg": data, "session_id": self.session_id, "index": start + i}
-                    for i, (key, data) in enumerate(fresh)
+                    for i, (key, data) in enumerate(keyed)
                 ],
             )
             if mark_list:
@@ -475,20 +622,46 @@ class AsyncSQLAlchemyMemory(MemoryBase):
                     q.insert_mark,
                     [
                         {"msg_id": key, "mark": mark}
-                        for key, _ in fresh
+                        for key, _ in keyed
                         for mark in dict.fromkeys(mark_list)
                     ],
                 )
 
-        await self._run(work, write=True)
+        integrity_error = _schema().sa.exc.IntegrityError
+        for attempt in range(1, ADD_ATTEMPTS + 1):
+            try:
+                await self._run(work, write=True)
+                return
+            except integrity_error:
+                # A writer of another session committed one of our AgentScope keys after we
+                # looked; the next attempt sees it taken and uses the escaped key.
+                if attempt == ADD_ATTEMPTS:
+                    raise
+
+    def _free_key(self, msg_id: str, taken: set[str]) -> str:
+        """AgentScope's key for *msg_id* unless another row has it, else the escaped key.
+
+        :raises ValueError: when the escaped key is longer than the ``message.id`` column.
+        """
+        plain, escaped = self._keys(msg_id)
+        if plain not in taken:
+            return plain
+        if len(escaped) > KEY_MAX_LEN:
+            raise ValueError(
+                f"message {msg_id!r}: its key {plain!r} is another user's or session's, and "
+                f"the escaped key is longer than {KEY_MAX_LEN} characters. Nothing was stored."
+            )
+        return escaped
 
     async def delete(self, msg_ids: list[str], **kwargs: Any) -> int:
         """Remove the messages with these ids (and their marks); return how many were removed
         (ids not stored count nothing)."""
-        keys = list(dict.fromkeys(self._key(i) for i in msg_ids))
+        keys = self._all_keys(msg_ids)
         if not keys:
             return 0
-        return await self._run(lambda conn: self._delete_keys(conn, keys), write=True)
+        return await self._run(
+            lambda conn: self._delete_keys(conn, self._own_ids(conn, keys)), write=True
+        )
 
     async def delete_by_mark(self, mark: str | list[str], **kwargs: Any) -> int:
         """Remove every message carrying *mark* (or any of the marks); return how many.
@@ -566,7 +739,7 @@ class AsyncSQLAlchemyMemory(MemoryBase):
             new_mark = str(new_mark)
             if len(new_mark) > KEY_MAX_LEN:
                 raise ValueError(f"new_mark is longer than {KEY_MAX_LEN} characters")
-        keys = None if msg_ids is None else list(dict.fromkeys(self._key(i) for i in msg_ids))
+        keys = None if msg_ids is None else self._all_keys(msg_ids)
         if keys == []:
             return 0
 

@@ -23,7 +23,7 @@ from typing import Any
 import anyio.to_thread
 
 from ..exception import SessionError
-from ..memory._redis_memory import open_sync_redis
+from ..memory._redis_memory import call_redis, open_sync_redis
 from ..module import StateModule
 from ._session_base import (
     SessionBase,
@@ -90,11 +90,9 @@ class RedisSession(SessionBase):
         self._client, self._where = open_sync_redis(
             "RedisSession", host, port, db, password, connection_pool, key_ttl, kwargs
         )
-        import redis  # present: open_sync_redis has imported it
-
         self.key_ttl = key_ttl
         self.key_prefix = key_prefix or ""
-        self._redis_error: type[Exception] = redis.RedisError
+        self._password: str | None = self._client.connection_pool.connection_kwargs.get("password")
 
     def __repr__(self) -> str:
         return f"RedisSession({self._where!r}, key_prefix={self.key_prefix!r})"
@@ -175,10 +173,7 @@ class RedisSession(SessionBase):
         return self._client.getex(key, ex=self.key_ttl)
 
     async def _run(self, what: str, fn: Any, *args: Any) -> Any:
-        try:
-            return await anyio.to_thread.run_sync(fn, *args)
-        except self._redis_error as exc:
-            raise SessionError(f"cannot {what} on {self._where}: {exc}") from None
+        return await call_redis(self._where, self._password, what, fn, *args)
 
     async def aclose(self) -> None:
         """Close the client's connections."""
