@@ -16,11 +16,15 @@ thread, and on that path anyio's generic spelling costs more than the work itsel
 * :func:`open_task_group` is for fanning out to many short tasks: since anyio 4.14 every
   ``start_soon`` builds a task handle with its own cancel scope and event, which on trio
   costs more than the task itself; on trio it opens trio's own nursery (what anyio's trio task
-  group wraps: same cancellation and exception groups), elsewhere anyio's task group.
+  group wraps: same cancellation and exception groups), elsewhere anyio's task group;
+* :func:`start_detached` starts a task that no task group owns, which anyio cannot express:
+  for a resource opened by one call and closed by a later one (``connect()`` ... ``close()``)
+  whose task groups must not sit in the caller's cancel-scope stack.
 """
 
 from __future__ import annotations
 
+import contextvars
 import sys
 from collections.abc import Callable, Coroutine
 from contextlib import AbstractAsyncContextManager
@@ -29,7 +33,7 @@ from typing import Any, Protocol
 import anyio
 import sniffio
 
-__all__ = ["ReplyScope", "TaskSpawner", "open_task_group", "reply_scope"]
+__all__ = ["ReplyScope", "TaskSpawner", "open_task_group", "reply_scope", "start_detached"]
 
 
 class ReplyScope(Protocol):
@@ -91,3 +95,31 @@ def open_task_group() -> AbstractAsyncContextManager[TaskSpawner]:
     if sniffio.current_async_library() == "trio":
         return sys.modules["trio"].open_nursery()
     return anyio.create_task_group()
+
+
+# asyncio keeps only weak references to its tasks: a detached task is kept here until it ends.
+_detached_tasks: set[Any] = set()
+
+
+def start_detached(func: Callable[[], Coroutine[Any, Any, None]], name: str) -> None:
+    """Start ``func()`` in a task of the event loop that no task group owns.
+
+    The task runs until it returns, or until the event loop ends: trio cancels it once the
+    main task has ended (it is a system task), ``asyncio.run()`` cancels it among the tasks
+    left. It sees the caller's context variables (a copy, as a child task would).
+
+    *func* must not raise anything but the cancellation: on trio an exception leaving a
+    system task is a ``TrioInternalError`` that takes the whole run down, and on asyncio
+    nobody would see it.
+
+    :raises sniffio.AsyncLibraryNotFoundError: outside an event loop.
+    """
+    if sniffio.current_async_library() == "trio":
+        trio = sys.modules["trio"]  # running, so imported
+        # System tasks start from an empty context: give this one the caller's.
+        trio.lowlevel.spawn_system_task(func, name=name, context=contextvars.copy_context())
+        return
+    # anyio's other backend: an asyncio task of the running loop (which copies the context).
+    task = sys.modules["asyncio"].get_running_loop().create_task(func(), name=name)
+    _detached_tasks.add(task)
+    task.add_done_callback(_detached_tasks.discard)

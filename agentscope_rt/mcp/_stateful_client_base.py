@@ -4,26 +4,30 @@ Why a runner task. The SDK's transports and ``ClientSession`` are async context 
 open task groups and cancel scopes, and anyio requires those to be entered and exited by the
 same task, innermost first. AgentScope 1.0 enters them with an ``AsyncExitStack`` in whatever
 task calls ``connect()`` and exits them in whatever task calls ``close()``; that corrupts the
-cancel-scope stack as soon as the two differ or other scopes interleave. Here a *runner task*
-enters the transport and the session, runs the handshake, reports that it has started, waits
-for a stop request and then exits the contexts itself. Calls from any task share the session
-(the SDK multiplexes concurrent requests).
+cancel-scope stack as soon as the two differ or other scopes interleave, and an exception
+raised between ``connect()`` and ``close()`` leaves them open in the caller's task (on trio
+the run then ends in ``TrioInternalError`` and the caller's own error is never shown). Here a
+*runner task* enters the transport and the session, runs the handshake, reports that it has
+started, waits for a stop request and then exits the contexts itself. Calls from any task
+share the session (the SDK multiplexes concurrent requests).
 
 Where the runner lives:
 
-* ``async with client:`` (recommended) or ``await client.connect()`` — in a task group the
-  client owns, entered in the calling task. ``close()`` must then come from that same task,
-  and several clients connected this way close in reverse order, like any nested context
-  managers. Breaking either rule raises :class:`~agentscope_rt.exception.MCPError` instead of
-  corrupting the cancel scopes.
+* ``async with client:`` or ``await client.connect()`` ... ``await client.close()`` — in a
+  task of the event loop that no task group owns (:func:`~agentscope_rt._backend.start_detached`),
+  so nothing of the session sits in the caller's cancel scopes: an exception, a cancellation
+  or a timeout between ``connect()`` and ``close()`` unwinds the caller normally, ``close()``
+  may come from any task, in any order. A client never closed is closed when the event loop
+  ends (with a warning).
 * ``await client.connect(task_group=tg)`` — in the caller's task group: ``close()`` may come
   from any task, in any order, and the session ends at the latest when ``tg`` ends.
 
-Guarantees. On ``close()``, on cancellation and when the server dies, the SDK's shutdown runs
-to completion (for stdio: close stdin, wait, then terminate and kill the process tree, each
-step bounded and shielded), so no subprocess or stream outlives the client. A failure of the
-runner never cancels the caller's code: it is recorded, and the next call raises
-``MCPError``. Connecting, the handshake and listing tools are bounded by ``connect_timeout``.
+Guarantees. On ``close()`` (also when the caller of ``close()`` is cancelled), on
+cancellation of ``connect()`` and when the server dies, the SDK's shutdown runs to completion
+(for stdio: close stdin, wait, then terminate and kill the process tree, each step bounded
+and shielded), so no subprocess or stream outlives the client. A failure of the runner never
+cancels the caller's code: it is recorded, and the next call raises ``MCPError``. Connecting,
+the handshake and listing tools are bounded by ``connect_timeout``.
 """
 
 from __future__ import annotations
@@ -32,13 +36,13 @@ import logging
 from abc import abstractmethod
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from contextvars import ContextVar
 from typing import Self
 
 import anyio
 import anyio.abc
 from mcp import ClientSession
 
+from .._backend import start_detached
 from ..exception import MCPError
 from ._client_base import DEFAULT_CONNECT_TIMEOUT, MCPClientBase
 from ._session import TransportFactory, open_session
@@ -46,13 +50,6 @@ from ._session import TransportFactory, open_session
 __all__ = ["StatefulClientBase"]
 
 logger = logging.getLogger(__name__)
-
-# The innermost client connected without a task group in the current task. Each task has its
-# own context, so this is a per-task stack (linked through ``_outer_client``) that lets
-# close() refuse an order that would exit task groups out of nesting.
-_innermost_client: ContextVar[StatefulClientBase | None] = ContextVar(
-    "agentscope_rt_mcp_innermost_client", default=None
-)
 
 
 class StatefulClientBase(MCPClientBase):
@@ -77,9 +74,7 @@ class StatefulClientBase(MCPClientBase):
         self._failure: BaseException | None = None
         self._stop_requested = anyio.Event()
         self._runner_done = anyio.Event()
-        self._own_task_group: anyio.abc.TaskGroup | None = None
-        self._owner_task_id: int | None = None
-        self._outer_client: StatefulClientBase | None = None
+        self._start_failure: Exception | None = None
 
     # -- subclass hooks ------------------------------------------------------------------
 
@@ -97,9 +92,10 @@ class StatefulClientBase(MCPClientBase):
     async def connect(self, task_group: anyio.abc.TaskGroup | None = None) -> None:
         """Start the server connection and run the MCP handshake.
 
-        :param task_group: a task group to run the session in; then :meth:`close` may be
-            called from any task. Without it the client uses a task group of its own,
-            entered in the calling task, and :meth:`close` must be called from this task.
+        :param task_group: a task group to run the session in (it ends at the latest with
+            the group). Without it the session runs in a task of its own that no task group
+            owns, so an exception between ``connect()`` and ``close()`` unwinds the caller
+            normally. Either way :meth:`close` may be called from any task.
         :raises MCPError: if the client is already connected, or the server cannot be
             started, reached or initialized within ``connect_timeout`` (the message says
             which server and why).
@@ -119,37 +115,63 @@ class StatefulClientBase(MCPClientBase):
                 await task_group.start(self._run_session)
             except Exception as exc:
                 raise self._connect_error(exc) from self._safe_cause(exc)
-            self._running = True
-            return
-
-        own = anyio.create_task_group()
-        await own.__aenter__()
-        try:
-            await own.start(self._run_session)
-        except BaseException as exc:
-            own.cancel_scope.cancel()
-            # Shield the group's own scope so a pending outer cancellation cannot interrupt
-            # the exit; a new scope here would break the LIFO order of scopes.
-            own.cancel_scope.shield = True
-            await own.__aexit__(None, None, None)
-            if isinstance(exc, Exception):
-                raise self._connect_error(exc) from self._safe_cause(exc)
-            raise
-        self._own_task_group = own
-        self._owner_task_id = anyio.get_current_task().id
-        self._outer_client = _innermost_client.get()
-        _innermost_client.set(self)
+        else:
+            await self._start_detached()
         self._running = True
+
+    async def _start_detached(self) -> None:
+        """Start the runner in a task no task group owns and wait until the session is up.
+
+        :raises MCPError: if connecting failed (the runner has then ended).
+        """
+        started = anyio.Event()
+        scope = anyio.CancelScope()
+        self._start_failure = None
+        start_detached(
+            lambda: self._run_detached(scope, started), name=f"MCP session {self.name!r}"
+        )
+        try:
+            await started.wait()
+        except BaseException:
+            # Cancelled while connecting: stop the runner and wait for the SDK's shutdown
+            # (bounded), so no half-started server outlives the call.
+            scope.cancel()
+            with anyio.CancelScope(shield=True):
+                await self._runner_done.wait()
+            raise
+        failure, self._start_failure = self._start_failure, None
+        if failure is not None:
+            raise self._connect_error(failure) from self._safe_cause(failure)
+
+    async def _run_detached(self, scope: anyio.CancelScope, started: anyio.Event) -> None:
+        # Never raises but the cancellation (see start_detached): a failure before the session
+        # is up goes to connect(), a later one is recorded by _run_session.
+        up = anyio.Event()
+        try:
+            with scope:
+                await self._run_session(task_status=_SignalStarted(up, started))
+        except Exception as exc:
+            self._start_failure = exc
+        except BaseException:
+            if up.is_set() and not self._stop_requested.is_set():
+                logger.warning(
+                    "MCP client %r was never closed; its session ends with the event loop "
+                    "(call close() or use 'async with client:')",
+                    self.name,
+                )
+            raise
+        finally:
+            self._runner_done.set()
+            started.set()
 
     async def close(self, ignore_errors: bool = True) -> None:
         """End the session and release the server (for stdio: the process is gone after this).
 
-        Waits until the SDK's shutdown has finished; that shutdown is bounded.
+        Waits until the SDK's shutdown has finished, also when the calling task is cancelled
+        meanwhile; that shutdown is bounded.
 
         :param ignore_errors: log a failure the session met (instead of raising it).
-        :raises MCPError: if the client is not connected; if it was connected without a task
-            group and close() is called from another task, or before closing a client
-            connected later in the same task the same way; with ``ignore_errors=False``, also
+        :raises MCPError: if the client is not connected; with ``ignore_errors=False``, also
             if the session had failed.
         """
         if not self._running:
@@ -157,31 +179,11 @@ class StatefulClientBase(MCPClientBase):
                 f"MCP client {self.name!r} is not connected; call connect() (or use "
                 "'async with client:') first"
             )
-        own = self._own_task_group
-        if own is not None and anyio.get_current_task().id != self._owner_task_id:
-            raise MCPError(
-                f"MCP client {self.name!r} must be closed by the task that connected it; "
-                "to close it from another task, connect with connect(task_group=...)"
-            )
-        if own is not None:
-            innermost = _innermost_client.get()
-            if innermost is not self and innermost is not None:
-                raise MCPError(
-                    f"MCP client {self.name!r} must be closed after {innermost.name!r}, which "
-                    "was connected later in the same task: clients close in reverse order, "
-                    "like nested 'async with' blocks (or connect with connect(task_group=...))"
-                )
-            _innermost_client.set(self._outer_client)
         self._stop_requested.set()
         try:
-            if own is not None:
-                await own.__aexit__(None, None, None)
-            else:
+            with anyio.CancelScope(shield=True):
                 await self._runner_done.wait()
         finally:
-            self._own_task_group = None
-            self._owner_task_id = None
-            self._outer_client = None
             self._running = False
             self._session = None
             self._cached_tools = None
@@ -252,3 +254,14 @@ class StatefulClientBase(MCPClientBase):
     @asynccontextmanager
     async def _use_session(self, action: str) -> AsyncIterator[ClientSession]:
         yield self._require_session(action)
+
+
+class _SignalStarted:
+    """The ``task_status`` of a runner no task group started: ``started()`` sets events."""
+
+    def __init__(self, *events: anyio.Event) -> None:
+        self._events = events
+
+    def started(self, value: object = None) -> None:
+        for event in self._events:
+            event.set()

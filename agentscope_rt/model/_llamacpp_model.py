@@ -29,7 +29,7 @@ import re
 import threading
 import time
 import uuid
-from collections.abc import AsyncGenerator, Generator
+from collections.abc import AsyncGenerator, Callable, Generator
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +69,7 @@ _DONE = object()
 # and they only pay off for large models; they stay off unless llama_kwargs asks for them.
 _PARAMS_PATCH_LOCK = threading.Lock()
 _NAME_RE = re.compile(r'"name"\s*:\s*"([^"\\]*)"')
+_CALL_START = '{"name":'  # how a call (of the format the prompts describe) begins
 
 
 def default_model_path() -> Path:
@@ -132,8 +133,18 @@ def _tool_call_text(call: dict[str, Any]) -> str:
     return json.dumps({"name": function.get("name"), "arguments": parsed}, ensure_ascii=False)
 
 
-def _to_chat_messages(messages: list[dict[str, Any]]) -> list[dict[str, str]]:
-    """Turn OpenAI-format messages into the ``role``/``content`` strings a chat template reads.
+def _tool_call_sentence(call: dict[str, Any]) -> str:
+    """An earlier call as a sentence, for prompts that ask for plain text: shown in the call
+    format, small models answer by imitating it instead of answering."""
+    function = call.get("function", {})
+    return f"I called the tool {function.get('name')} with {function.get('arguments', '{}')}."
+
+
+def _to_chat_messages(
+    messages: list[dict[str, Any]], call_text: Callable[[dict[str, Any]], str] = _tool_call_text
+) -> list[dict[str, str]]:
+    """Turn OpenAI-format messages into the ``role``/``content`` strings a chat template reads;
+    earlier tool calls are written by *call_text*.
 
     :raises ValueError: for a message without a role.
     """
@@ -147,7 +158,7 @@ def _to_chat_messages(messages: list[dict[str, Any]]) -> list[dict[str, str]]:
             )
         text = _text_of(message.get("content"))
         if role == "assistant" and message.get("tool_calls"):
-            calls = "\n".join(_tool_call_text(c) for c in message["tool_calls"])
+            calls = "\n".join(call_text(c) for c in message["tool_calls"])
             text = f"{text}\n{calls}" if text else calls
         elif role == "tool":
             name = message.get("name") or message.get("tool_call_id", "tool")
@@ -283,7 +294,10 @@ class LlamaCppChatModel(ChatModelBase):
         :param structured_model: the output is constrained to its JSON schema and the
             validated object is returned in ``metadata`` (tools are then ignored).
         :raises ValueError: for malformed messages or an invalid ``tool_choice``.
-        :raises ModelResponseError: if structured output was cut off by ``max_tokens``.
+        :raises ModelResponseError: if structured output, or the answer under ``"auto"``
+            (or a call not yet naming its tool), was cut off by ``max_tokens``. A call of a
+            tool cut off that way is returned as a call whose arguments did not parse
+            (``raw_input`` set), which a toolkit answers as an argument error.
         """
         validate_tool_choice(tool_choice, tools)
         plan = self._plan(messages, tools, tool_choice, structured_model, generate_kwargs)
@@ -325,7 +339,12 @@ class LlamaCppChatModel(ChatModelBase):
             return plan
         offered = {t["function"]["name"]: t["function"] for t in tools or [] if "function" in t}
         if not offered or tool_choice == "none":
-            return _Plan(chat, kwargs, "text", None, {})
+            saw_calls = any(m.get("role") == "assistant" and m.get("tool_calls") for m in messages)
+            if saw_calls:
+                chat = _to_chat_messages(messages, _tool_call_sentence)
+            plan = _Plan(chat, kwargs, "text", None, {})
+            plan.saw_calls = saw_calls
+            return plan
         if tool_choice in (None, "auto"):
             mode = "auto"
             names = list(offered)
@@ -361,7 +380,9 @@ class LlamaCppChatModel(ChatModelBase):
                 '"arguments": {"text": <your answer>}}.'
             )
         schema = shapes[0] if len(shapes) == 1 else {"anyOf": shapes}
-        return _Plan(_with_system(chat, "\n".join(lines)), kwargs, mode, schema, offered, final)
+        plan = _Plan(_with_system(chat, "\n".join(lines)), kwargs, mode, schema, offered, final)
+        plan.names = names
+        return plan
 
     def _start_sync(self, plan: _Plan) -> tuple[Generator[dict[str, Any], None, None], int]:
         """Render the prompt and create (not start) llama.cpp's token iterator."""
@@ -418,8 +439,11 @@ class LlamaCppChatModel(ChatModelBase):
                     if not piece:
                         continue
                     text += piece
-                    # Constrained tool calls are only meaningful once complete.
-                    if plan.mode in ("text", "structured"):
+                    # Constrained tool calls are only meaningful once complete, and text that
+                    # imitates one is held back until it no longer looks like one.
+                    if plan.mode == "structured" or (
+                        plan.mode == "text" and not (plan.saw_calls and _looks_like_a_call(text))
+                    ):
                         yield ChatResponse(
                             content=[TextBlock(text)],
                             id=response_id,
@@ -441,6 +465,34 @@ class LlamaCppChatModel(ChatModelBase):
             metadata=metadata,
         )
 
+    def _imitated_call(
+        self, plan: _Plan, text: str, finish_reason: str | None
+    ) -> list[ResponseBlock]:
+        """A plain-text answer written in the call format of the conversation's earlier
+        calls (small models imitate them): the answer it carries, else an error, so that no
+        JSON meant as a call becomes the answer.
+
+        :raises ModelResponseError: unless *text* is a whole call of the answer pseudo-tool.
+        """
+        try:
+            data = loads_strict(text)
+        except ValueError:
+            data = None
+        arguments = data.get("arguments") if isinstance(data, dict) else None
+        if (
+            isinstance(data, dict)
+            and data.get("name") == _FINAL_ANSWER
+            and isinstance(arguments, dict)
+            and isinstance(arguments.get("text"), str)
+        ):
+            return [TextBlock(arguments["text"])]
+        raise ModelResponseError(
+            f"{self.model_name} wrote a tool call where a plain-text answer was asked for "
+            f"(finish_reason={finish_reason!r}), imitating the calls earlier in the "
+            "conversation; offer it the tools, or raise max_tokens "
+            f"(now {plan.kwargs.get('max_tokens')}) if it was cut off"
+        )
+
     def _count_tokens(self, text: str) -> int:
         if not text:
             return 0
@@ -450,6 +502,8 @@ class LlamaCppChatModel(ChatModelBase):
         self, plan: _Plan, text: str, finish_reason: str | None
     ) -> tuple[list[ResponseBlock], dict[str, Any] | None]:
         if plan.mode == "text":
+            if plan.saw_calls and _looks_like_a_call(text):
+                return self._imitated_call(plan, text, finish_reason), None
             return ([TextBlock(text)] if text else []), None
         try:
             data = loads_strict(text)
@@ -476,20 +530,48 @@ class LlamaCppChatModel(ChatModelBase):
                 return [TextBlock(str(arguments.get("text", "")))], None
             if isinstance(arguments, dict):
                 return [ToolUseBlock(new_call_id(), name, arguments)], None
-        # Cut off (max_tokens) before the JSON closed. The constrained output is a call,
-        # never text for the user: it becomes a call whose arguments did not parse (raw_input
-        # set, no text), which the agent's loop answers as an argument error and the model
-        # can retry; the tool is the one named, else the pseudo-tool of the answer.
-        match = _NAME_RE.search(text)
-        name = match.group(1) if match and match.group(1) in plan.tools else plan.final_answer
+        # Cut off (max_tokens) before the JSON closed. The constrained output is never text
+        # for the user. A call of one of the offered tools becomes a call whose arguments did
+        # not parse (raw_input set, no text): the agent's toolkit answers it as an argument
+        # error and the model can retry. An answer (the pseudo-tool, which no toolkit knows)
+        # or a call not yet naming its tool cannot be retried that way: it raises.
+        name = _called_tool(plan, text)
+        if name is None or not text:  # an empty raw_input would not stop the call
+            raise ModelResponseError(
+                f"{self.model_name}: the answer was cut off by max_tokens before it was "
+                f"complete (finish_reason={finish_reason!r}); raise max_tokens (now "
+                f"{plan.kwargs.get('max_tokens')}) or ask for a shorter answer"
+            )
         logger.warning(
-            "%s: the tool call was cut off by max_tokens (finish_reason=%r); raise max_tokens "
+            "%s: the call of %r was cut off by max_tokens (finish_reason=%r); raise max_tokens "
             "(now %s)",
             self.model_name,
+            name,
             finish_reason,
             plan.kwargs.get("max_tokens"),
         )
-        return [ToolUseBlock(new_call_id(), name, {}, raw_input=text or "")], None
+        return [ToolUseBlock(new_call_id(), name, {}, raw_input=text)], None
+
+
+def _looks_like_a_call(text: str) -> bool:
+    """Whether *text* is, or begins like, JSON in the ``{"name": ...}`` call format."""
+    start = "".join(text[:24].split())
+    return start.startswith(_CALL_START) or (len(start) > 0 and _CALL_START.startswith(start))
+
+
+def _called_tool(plan: _Plan, text: str) -> str | None:
+    """The offered tool an unfinished constrained call is calling, or ``None`` when it is the
+    answer (the pseudo-tool) or does not name a tool yet.
+
+    With one tool required the grammar allows no other name, so that tool is the one called
+    even before its name is written.
+    """
+    match = _NAME_RE.search(text)
+    if match is not None:
+        return match.group(1) if match.group(1) in plan.names else None
+    if plan.mode == "tool" and len(plan.names) == 1:
+        return plan.names[0]
+    return None
 
 
 class _PromptTokenCounter(TokenCounterBase):
@@ -556,6 +638,8 @@ class _Plan:
         "kwargs",
         "messages",
         "mode",
+        "names",
+        "saw_calls",
         "schema",
         "structured_model",
         "tools",
@@ -576,4 +660,8 @@ class _Plan:
         self.schema = schema
         self.tools = tools
         self.final_answer = final_answer
+        # The tools the constrained output may call (the offered ones, or the one named).
+        self.names: list[str] = []
+        # Whether the conversation shows earlier tool calls (text mode only).
+        self.saw_calls = False
         self.structured_model: StructuredModel = {}

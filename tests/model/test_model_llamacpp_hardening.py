@@ -3,10 +3,12 @@ context window, and a constrained tool call cut off by ``max_tokens``."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from agentscope_rt.agent import ReActAgent
-from agentscope_rt.exception import ModelError
+from agentscope_rt.exception import ModelError, ModelResponseError
 from agentscope_rt.formatter import OpenAIChatFormatter
 from agentscope_rt.message import Msg, TextBlock, ToolUseBlock
 from agentscope_rt.model import ChatResponse, LlamaCppChatModel
@@ -31,22 +33,32 @@ async def test_a_prompt_beyond_the_context_window_says_what_to_do() -> None:
     assert isinstance(response, ChatResponse)
 
 
-@pytest.mark.parametrize("tool_choice", ["auto", "required"])
-async def test_a_tool_call_cut_off_by_max_tokens_is_never_text(tool_choice: str) -> None:
+async def test_a_tool_call_cut_off_by_max_tokens_is_never_text() -> None:
     model = LlamaCppChatModel(generate_kwargs={**GREEDY, "max_tokens": 6})
     messages = [{"role": "user", "content": "What is the weather in Paris?"}]
-    response = await model(messages, tools=[WEATHER_TOOL], tool_choice=tool_choice)
+    response = await model(messages, tools=[WEATHER_TOOL], tool_choice="required")
     assert isinstance(response, ChatResponse)
     assert not [b for b in response.content if isinstance(b, TextBlock)]
     (call,) = response.content
     assert isinstance(call, ToolUseBlock)
+    assert call.name == "get_weather"
     assert call.input == {} and call.raw_input and call.raw_input.startswith("{")
 
 
-async def test_a_cut_off_answer_does_not_reach_the_reply_or_the_console(
+async def test_an_answer_cut_off_by_max_tokens_raises() -> None:
+    # Under "auto" the output may be the answer (the pseudo-tool final_answer, which no
+    # toolkit could answer); cut off before it names a real tool, it is no call at all.
+    model = LlamaCppChatModel(generate_kwargs={**GREEDY, "max_tokens": 6})
+    messages = [{"role": "user", "content": "What is the weather in Paris?"}]
+    with pytest.raises(ModelResponseError, match=r"cut off by max_tokens.*now 6"):
+        await model(messages, tools=[WEATHER_TOOL], tool_choice="auto")
+
+
+async def test_a_cut_off_call_does_not_reach_the_reply_or_the_console(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     toolkit = Toolkit()
+    ran: list[str] = []
 
     def get_weather(city: str) -> ToolResponse:
         """Get the current weather of a city.
@@ -54,6 +66,7 @@ async def test_a_cut_off_answer_does_not_reach_the_reply_or_the_console(
         Args:
             city: the city.
         """
+        ran.append(city)
         return ToolResponse(content=f"Sunny in {city}")
 
     toolkit.register_tool_function(get_weather)
@@ -65,17 +78,32 @@ async def test_a_cut_off_answer_does_not_reach_the_reply_or_the_console(
         toolkit=toolkit,
         max_iters=2,
     )
-    reply = await agent(Msg("user", "What is the weather in Paris?", "user"))
+
+    async def call_the_tool(self: ReActAgent, kwargs: dict[str, Any]) -> dict[str, Any]:
+        return {"tool_choice": "required"}
+
+    agent.register_instance_hook("pre_reasoning", "call_the_tool", call_the_tool)
+    try:
+        answer = (
+            await agent(Msg("user", "What is the weather in Paris?", "user"))
+        ).get_text_content()
+    except ModelResponseError:
+        # The summary at max_iters imitated the calls (JSON) instead of answering: refused.
+        answer = None
     shown = capsys.readouterr().out
     memory = await agent.memory.get_memory()
     calls = [b for m in memory for b in m.get_content_blocks("tool_use")]
     assert calls and all(c.raw_input for c in calls)
     # The cut-off calls' text reached neither the reply nor the console.
     for call in calls:
-        assert call.raw_input not in (reply.get_text_content() or "")
+        assert call.raw_input not in (answer or "")
         assert call.raw_input not in shown
+    assert not (answer or "").lstrip().startswith("{")
+    # Each was answered as an argument error, for the model to try again; none ran.
     results = [b for m in memory for b in m.get_content_blocks("tool_result")]
     assert len(results) == len(calls)
+    assert all(r.output[0]["text"].startswith("InvalidArgumentsError") for r in results)
+    assert ran == []
     agent.state_dict()
 
 
