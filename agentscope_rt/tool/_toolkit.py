@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import json
 import logging
 import os
 import uuid
@@ -62,6 +63,7 @@ import attrs
 import jsonschema
 
 from .._schema import StructuredModel, structured_model_schema
+from .._serde import MAX_TOOL_INPUT_DEPTH, tool_input_problem
 from ..exception import MCPError, StateError, ToolError, ToolGroupError, ToolRegistrationError
 from ..message import ToolUseBlock
 from ..module import StateModule
@@ -1155,12 +1157,30 @@ def _admits_any_key(extension: dict[str, Any], func: Any) -> bool:
     return any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
 
 
+def _raw_input_problem(raw_input: str) -> str:
+    """What the model is told about arguments that were kept only as text: why they are not
+    usable when they are JSON beyond the tool-input rule, else that they are not JSON."""
+    problem: str | None = None
+    try:
+        value = json.loads(raw_input)
+    except RecursionError:
+        value = None
+        problem = f"nested deeper than {MAX_TOOL_INPUT_DEPTH} levels"
+    except ValueError:
+        value = None
+    if isinstance(value, dict):
+        problem = tool_input_problem(value)
+    if problem is not None:
+        return f"the arguments are not kept: {problem}"
+    return f"the arguments are not a valid JSON object: {raw_input[:200]!r}"
+
+
 def _check_arguments(tool: RegisteredToolFunction, args: Any, raw_input: str | None) -> str | None:
     """A description of what is wrong with *args*, or ``None`` if they are fine."""
     if not isinstance(args, dict):
         return f"the arguments must be a JSON object, got {type(args).__name__}"
     if raw_input and not args:
-        return f"the arguments are not a valid JSON object: {raw_input[:200]!r}"
+        return _raw_input_problem(raw_input)
     accepted = tool.accepted_names
     if accepted is not None and not accepted.issuperset(args):
         unexpected = sorted(set(args) - accepted)
