@@ -51,11 +51,13 @@ from .message._msg import _ROLES, Msg, now_timestamp
 
 __all__ = [
     "MAX_JSON_DEPTH",
+    "MAX_TOOL_INPUT_DEPTH",
     "check_json",
     "converter",
     "structure",
     "structure_block",
     "structure_msg",
+    "tool_input_problem",
     "unstructure",
     "unstructure_msg",
 ]
@@ -133,7 +135,15 @@ copies messages and providers' SDKs serialise them by recursion, one or two Pyth
 level, against a recursion limit of 1,000 frames by default: 200 levels leave room for the
 caller's own stack, and no real message or tool call comes near them."""
 
-_DEPTH_REASON = f"nested deeper than {MAX_JSON_DEPTH} levels"
+MAX_TOOL_INPUT_DEPTH = 100
+"""How deeply a tool call's arguments (``ToolUseBlock.input``) may nest: the one rule for the
+arguments a model writes, applied where they enter (the providers' parsing of tool-call text,
+and the ReAct agent's reasoning step for models that build their blocks themselves). Deeper
+arguments are not kept: the call becomes an argument error the model reads.
+
+It is half of :data:`MAX_JSON_DEPTH` because the arguments are saved inside a state (session,
+agent, memory, message, block, and a durable reply's checkpoint around those), and the whole
+state must stay within :data:`MAX_JSON_DEPTH`; no real tool call nests anywhere near it."""
 
 
 def _scalar_problem(value: Any) -> str | None:
@@ -155,15 +165,17 @@ def _members(value: Any) -> Iterator[tuple[Any, Any]] | None:
     return None
 
 
-def _json_problem(value: Any, path: str, levels_above: int = 0) -> tuple[str, str] | None:
+def _json_problem(
+    value: Any, path: str, levels_above: int = 0, max_depth: int = MAX_JSON_DEPTH
+) -> tuple[str, str] | None:
     """``(path, reason)`` of the first part of *value* that is not plain JSON data, or None.
 
     Depth first with a stack of iterators instead of recursion, so that any depth gets an
     answer; the path is rebuilt from the keys on the stack only when there is a problem.
     *levels_above* is how many objects and arrays enclose *value* in the document being
-    checked: they count towards :data:`MAX_JSON_DEPTH` as in a check of the whole document.
+    checked: they count towards *max_depth* as in a check of the whole document.
     """
-    limit = MAX_JSON_DEPTH - levels_above
+    limit = max_depth - levels_above
     members = _members(value)
     if members is None:
         reason = _scalar_problem(value)
@@ -187,7 +199,7 @@ def _json_problem(value: Any, path: str, levels_above: int = 0) -> tuple[str, st
                 return _path(path, [*keys, (key, in_object)]), reason
             keys.append((key, in_object))
             if len(stack) >= limit:
-                return _path(path, keys), _DEPTH_REASON
+                return _path(path, keys), f"nested deeper than {max_depth} levels"
             stack.append((members, isinstance(item, dict)))
             break
         else:
@@ -212,17 +224,27 @@ def _check_json_within(value: Any, path: str, levels_above: int) -> None:
         raise MessageFormatError(f"{where or 'value'}: {reason}", path=where or None)
 
 
-def check_json(value: Any, path: str = "") -> None:
+def check_json(value: Any, path: str = "", max_depth: int = MAX_JSON_DEPTH) -> None:
     """Check that *value* is plain JSON data (dict with str keys, list, str, number, bool, None)
-    nested at most :data:`MAX_JSON_DEPTH` levels deep.
+    nested at most *max_depth* levels deep.
 
     :raises MessageFormatError: naming the first offending path (any depth of nesting gets
         this error, never a ``RecursionError``).
     """
-    problem = _json_problem(value, path)
+    problem = _json_problem(value, path, max_depth=max_depth)
     if problem is not None:
         where, reason = problem
         raise MessageFormatError(f"{where or 'value'}: {reason}", path=where or None)
+
+
+def tool_input_problem(value: Any) -> str | None:
+    """Why *value* cannot be a tool call's arguments (:data:`MAX_TOOL_INPUT_DEPTH`, JSON data
+    only), as ``"<reason> (at <path>)"``, or ``None`` when it can."""
+    problem = _json_problem(value, "", max_depth=MAX_TOOL_INPUT_DEPTH)
+    if problem is None:
+        return None
+    where, reason = problem
+    return f"{reason} (at {where[:60]}{'...' if len(where) > 60 else ''})" if where else reason
 
 
 def _structure_json_dict(value: Any, _: Any) -> dict[str, Any]:

@@ -40,6 +40,7 @@ from .._schema import (
     is_structured_model,
     validate_structured_output,
 )
+from .._serde import tool_input_problem
 from ..exception import ModelError
 from ..formatter import FormatterBase, TruncatedFormatterBase
 from ..memory import InMemoryMemory, LongTermMemoryBase, MemoryBase, MemoryMark
@@ -113,6 +114,32 @@ def _structured_hint(finish_name: str) -> str:
         "<system-hint>Structured output is required, go on to finish your task or call "
         f"'{finish_name}' to generate the required structured output.</system-hint>"
     )
+
+
+def _drop_unkeepable_tool_inputs(msg: Msg) -> None:
+    """Replace, in *msg*'s content, each tool call whose arguments break the tool-input rule
+    (nested deeper than :data:`~agentscope_rt._serde.MAX_TOOL_INPUT_DEPTH` levels, or not
+    JSON data) with the same call without arguments and a ``raw_input`` saying why.
+
+    The toolkit answers such a call with an argument error the model reads, and the message
+    can always be copied and saved. Providers already parse to this rule; a model that builds
+    its blocks itself (a function or scripted model, a user's subclass) is checked only here.
+    """
+    content = msg.content
+    if isinstance(content, str):
+        return
+    for index, block in enumerate(content):
+        if block.__class__ is ToolUseBlock and block.input:
+            problem = tool_input_problem(block.input)
+            if problem is not None:
+                # A new block: the response's own may be shared with its caller.
+                content[index] = ToolUseBlock(
+                    block.id,
+                    block.name,
+                    {},
+                    raw_input=f"<tool arguments not kept: {problem}>",
+                    thought_signature=block.thought_signature,
+                )
 
 
 def _tool_calls(msg: Msg) -> list[ToolUseBlock]:
@@ -685,6 +712,8 @@ class ReActAgent(ReActAgentBase):
             self._run.recorded_reasoning = None
             raise
         finally:
+            if completed is not None:
+                _drop_unkeepable_tool_inputs(msg)
             if completed:
                 if not self._record_owned_now(msg):
                     await self._record_owned(msg)

@@ -14,7 +14,8 @@ different facts of the same shape, such as a sister's and a brother's city, 0.87
 
 **State.** The facts live in the store: a Qdrant folder (``QdrantStore(path, ...)``) or server
 keeps them across restarts, the default in-memory store does not. :meth:`state_dict` holds the
-settings only (user, agent, thresholds), never the facts.
+settings only (user, agent, thresholds), never the facts; a state of another user or agent is
+refused on load (the memory's user is the application's choice, not the saved state's).
 
 **Concurrency.** Records are serialised per memory (an ``anyio.Lock`` of the event loop in
 use; the memory may serve one ``anyio.run`` after another), so two replies
@@ -31,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.lowlevel
 
+from ..exception import StateError
 from ..message import Msg, TextBlock
 from ..tool import ToolResponse
 from ._long_term_memory import LongTermMemoryBase, LoopLock, query_texts
@@ -165,6 +167,27 @@ class VectorLongTermMemory(LongTermMemoryBase):
         # conversation on every reply: an old message must not be stored again, neither to
         # spare the embedding nor to undo a newer fact that replaced it (or a deletion).
         self._recorded: set[str] = set()
+
+    def load_state_dict(self, state_dict: dict[str, Any], strict: bool = True) -> None:
+        """Load the settings saved by :meth:`state_dict` (thresholds, ``record_roles``).
+
+        The user and agent a memory serves are fixed when it is built, not by saved state: a
+        state naming another ``user_id`` or ``agent_name`` (a session of another user) is
+        refused, so loading it cannot make this memory read and write that user's facts.
+
+        :raises StateError: for a state of another user or agent (naming both), or a
+            malformed state; nothing is changed then.
+        """
+        if isinstance(state_dict, dict):
+            for key, mine in (("user_id", self.user_id), ("agent_name", self.agent_name)):
+                if key in state_dict and state_dict[key] != mine:
+                    raise StateError(
+                        f"VectorLongTermMemory: the state is of {key}={state_dict[key]!r}, but "
+                        f"this memory serves {key}={mine!r}; whose facts a memory holds is "
+                        "fixed when it is built: build one with that "
+                        f"{key} to load this state"
+                    )
+        super().load_state_dict(state_dict, strict)
 
     def __repr__(self) -> str:
         return (

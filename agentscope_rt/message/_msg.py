@@ -11,6 +11,7 @@ import attrs
 
 from .._copy import copy_json
 from .._ids import new_id
+from ..exception import MessageFormatError
 from ._block import (
     BLOCK_TYPES,
     ContentBlock,
@@ -226,14 +227,26 @@ class Msg:
     # -- copying and serialising -----------------------------------------------------------
 
     def copy(self) -> Msg:
-        """An independent deep copy with the same id (blocks and metadata copied too)."""
+        """An independent deep copy with the same id (blocks and metadata copied too).
+
+        :raises MessageFormatError: when its content or metadata is nested too deeply to be
+            copied (never a ``RecursionError``; such data could not be saved either).
+        """
         new = object.__new__(Msg)
         new.name = self.name
         content = self.content
-        new.content = content if content.__class__ is str else list(map(_copy_block, content))
-        new.role = self.role
         metadata = self.metadata
-        new.metadata = copy_json(metadata) if metadata else {}
+        try:
+            new.content = content if content.__class__ is str else list(map(_copy_block, content))
+            new.metadata = copy_json(metadata) if metadata else {}
+        except RecursionError:
+            from .._serde import MAX_JSON_DEPTH  # here: _serde imports this module
+
+            raise MessageFormatError(
+                f"message {self.id!r} from {self.name!r}: its content or metadata is nested too "
+                f"deeply to be copied (JSON data may nest at most {MAX_JSON_DEPTH} levels)"
+            ) from None
+        new.role = self.role
         new.timestamp = self.timestamp
         new.invocation_id = self.invocation_id
         new.id = self.id

@@ -16,7 +16,7 @@ from .._schema import (
     structured_model_schema,
     validate_structured_output,
 )
-from .._serde import MAX_JSON_DEPTH, check_json
+from .._serde import MAX_JSON_DEPTH, MAX_TOOL_INPUT_DEPTH, check_json
 from ..exception import ModelResponseError
 from ..message import TextBlock, ThinkingBlock, ToolUseBlock
 
@@ -70,13 +70,16 @@ def _is_strict(value: Any) -> bool:
     return True
 
 
-def loads_strict(text: str) -> Any:
+def loads_strict(text: str, max_depth: int = MAX_JSON_DEPTH) -> Any:
     """Decode *text* as strict JSON (RFC 8259), the one parser for JSON a model wrote.
 
     Python's ``json.loads`` also accepts ``NaN``, ``Infinity`` and ``-Infinity`` and decodes
     ``"\\ud800"`` to a lone surrogate; neither can be sent to a provider or saved again
     (the JSON encoders refuse non-finite numbers in strict mode and UTF-8 has no lone
     surrogates), so a value holding one would break every later call of the agent.
+
+    :param max_depth: how deeply an object or array may nest (tool arguments:
+        :data:`~agentscope_rt._serde.MAX_TOOL_INPUT_DEPTH`).
 
     :raises ValueError: for text that is not strict JSON (``json.JSONDecodeError`` for
         syntax errors).
@@ -90,7 +93,7 @@ def loads_strict(text: str) -> Any:
     if value.__class__ is dict or value.__class__ is list:
         # A number too large for a float (1e999) decodes to inf, and data nested deeper than
         # a message may hold could not be saved or sent again: both are refused here too.
-        check_json(value)
+        check_json(value, max_depth=max_depth)
     return value
 
 
@@ -124,7 +127,8 @@ def scrub_surrogates(response: Any) -> Any:
 
 
 def parse_tool_input(text: str | None) -> tuple[dict[str, Any], str | None]:
-    """Parse complete tool-argument text (strictly, see :func:`loads_strict`).
+    """Parse complete tool-argument text (strictly, see :func:`loads_strict`, and nested at
+    most :data:`~agentscope_rt._serde.MAX_TOOL_INPUT_DEPTH` levels).
 
     :returns: ``(input, None)`` for a JSON object (empty text counts as ``{}``), otherwise
         ``({}, text)`` so the caller can keep the raw text in ``ToolUseBlock.raw_input`` (with
@@ -133,7 +137,7 @@ def parse_tool_input(text: str | None) -> tuple[dict[str, Any], str | None]:
     if text is None or not text.strip():
         return {}, None
     try:
-        value = loads_strict(text)
+        value = loads_strict(text, MAX_TOOL_INPUT_DEPTH)
     except ValueError:
         return {}, savable_text(text)
     if isinstance(value, dict):
@@ -166,7 +170,7 @@ def _is_json_object(value: dict[str, Any]) -> bool:
     """Whether decoded arguments are JSON a message may hold: checked without recursion first
     (nesting, finite numbers, string keys), then for lone surrogates."""
     try:
-        check_json(value)
+        check_json(value, max_depth=MAX_TOOL_INPUT_DEPTH)
     except ValueError:
         return False
     return _is_strict(value)

@@ -34,7 +34,7 @@ from typing import Any, Literal
 import anyio
 import attrs
 
-from ..exception import MessageFormatError
+from ..exception import MessageFormatError, StateError
 from ..message import Msg, TextBlock
 from ..module import StateModule
 from ..tool import ToolResponse
@@ -61,12 +61,15 @@ def _text(text: str) -> ToolResponse:
 
 
 def _as_index(value: Any) -> int | None:
-    """*value* as a subtask index (an int, or a string of one, as AgentScope accepts), or
-    ``None`` if it is neither."""
+    """*value* as a subtask index (an int, an integral float such as ``1.0``, which the tools'
+    ``integer`` schema accepts, or a string of an int, as AgentScope accepts), or ``None``."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
         return value
+    if isinstance(value, float) and value.is_integer():
+        # JSON Schema's "integer" (the tools' schema) includes 1.0: the same index.
+        return int(value)
     if isinstance(value, str):
         try:
             return int(value)
@@ -90,15 +93,17 @@ def _subtask_index(plan: Plan, value: Any) -> int | ToolResponse:
     return idx
 
 
-def _ordering_problem(subtasks: list[SubTask]) -> str | None:
+def _ordering_problem(subtasks: list[SubTask], *, as_is: bool = False) -> str | None:
     """Why *subtasks* break the plan's rules (at most one in progress, everything before it
-    done or abandoned), or ``None``."""
+    done or abandoned), or ``None``. Worded for a change that would break them, or with
+    *as_is* for subtasks that already do (a loaded state)."""
+    both, is_ = ("are both", "is") if as_is else ("would both be", "would be")
     in_progress = [idx for idx, subtask in enumerate(subtasks) if subtask.state == "in_progress"]
     if len(in_progress) > 1:
         first, second = in_progress[:2]
         return (
             f"subtasks at index {first} ('{subtasks[first].name}') and {second} "
-            f"('{subtasks[second].name}') would both be 'in_progress', but only one subtask can "
+            f"('{subtasks[second].name}') {both} 'in_progress', but only one subtask can "
             "be 'in_progress' at a time"
         )
     if in_progress:
@@ -106,12 +111,54 @@ def _ordering_problem(subtasks: list[SubTask]) -> str | None:
         for idx in range(current):
             if subtasks[idx].state not in _FINISHED:
                 return (
-                    f"the subtask at index {idx} ('{subtasks[idx].name}') would be "
+                    f"the subtask at index {idx} ('{subtasks[idx].name}') {is_} "
                     f"'{subtasks[idx].state}' before the subtask at index {current} "
                     f"('{subtasks[current].name}'), which is 'in_progress', but every subtask "
                     "before the one in progress must be done or abandoned"
                 )
     return None
+
+
+def _check_current_plan_state(state_dict: Any) -> bool:
+    """Check the current plan of a notebook state against the notebook's rules.
+
+    :returns: whether the plan is a finished one that AgentScope recovered (stored under the
+        same id), to be reopened once loaded.
+    :raises StateError: naming the broken rule. A state the converter cannot read passes
+        here, for :meth:`StateModule.load_state_dict` to report.
+    """
+    raw = state_dict.get("current_plan") if isinstance(state_dict, dict) else None
+    if raw is None:
+        return False
+    try:
+        plan = Plan.from_dict(raw)
+    except MessageFormatError:
+        return False
+    where = f"PlanNotebook: current_plan '{plan.name}'"
+    if not plan.subtasks:
+        raise StateError(f"{where} has no subtasks, but a plan needs at least one")
+    problem = _ordering_problem(plan.subtasks, as_is=True)
+    if problem is not None:
+        raise StateError(f"{where}: {problem}")
+    if plan.state not in _FINISHED:
+        return False
+    storage = state_dict.get("storage")
+    stored = storage.get("plans") if isinstance(storage, dict) else None
+    if isinstance(stored, dict) and plan.id in stored:
+        return True
+    raise StateError(
+        f"{where}: the current plan is '{plan.state}', but a finished plan belongs in the "
+        "storage, not in the notebook"
+    )
+
+
+def _reopen(plan: Plan) -> None:
+    """Make a finished plan current again (as :meth:`PlanNotebook.recover_historical_plan`)."""
+    if plan.state == "done" or plan.state == "abandoned":
+        plan.state = "todo"
+        plan.finished_at = None
+        plan.outcome = None
+    plan.refresh_plan_state()
 
 
 def _format_error(exc: Exception) -> str:
@@ -229,6 +276,25 @@ class PlanNotebook(StateModule):
         self._plan_change_hooks: dict[str, PlanChangeHook] = {}
         self._lock = _ChangeLock()
         self.register_state("current_plan", state_type=Plan | None)
+
+    def load_state_dict(self, state_dict: dict[str, Any], strict: bool = True) -> None:
+        """Load a state saved by :meth:`state_dict` (here or in AgentScope).
+
+        A current plan must keep the rules the tools keep: at least one subtask, at most one
+        in progress, every subtask before that one done or abandoned, and the plan itself not
+        finished. The one finished current plan accepted is AgentScope's recovered plan (its
+        ``recover_historical_plan`` leaves a finished plan current, and stored under the same
+        id): it is reopened, as :meth:`recover_historical_plan` reopens one here, while the
+        stored record keeps its outcome.
+
+        :raises StateError: naming the broken rule, or for a malformed state; nothing is
+            changed then.
+        """
+        reopen = _check_current_plan_state(state_dict)
+        super().load_state_dict(state_dict, strict)
+        plan = self.current_plan
+        if reopen and plan is not None:
+            _reopen(plan)
 
     @property
     def max_tasks(self) -> int | None:
@@ -646,6 +712,11 @@ class PlanNotebook(StateModule):
             plan_id (`str`):
                 The ID of the historical plan to be recovered.
         """
+        if not isinstance(plan_id, str):
+            return _text(
+                "Error: Invalid type for argument 'plan_id'. Expected 'str', but got "
+                f"'{type(plan_id)}'."
+            )
         async with self._lock:
             historical = await self.storage.get_plan(plan_id)
             if historical is None:
@@ -674,11 +745,7 @@ class PlanNotebook(StateModule):
             # A copy: working on the recovered plan does not rewrite its stored record. It is
             # reopened, so the model is not shown a plan marked done or abandoned to work on.
             recovered = historical.copy()
-            if recovered.state == "done" or recovered.state == "abandoned":
-                recovered.state = "todo"
-                recovered.finished_at = None
-                recovered.outcome = None
-            recovered.refresh_plan_state()
+            _reopen(recovered)
             self.current_plan = recovered
         await self._trigger_plan_change_hooks()
         return _text(result)

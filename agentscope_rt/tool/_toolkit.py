@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import json
 import logging
 import os
 import uuid
@@ -62,6 +63,7 @@ import attrs
 import jsonschema
 
 from .._schema import StructuredModel, structured_model_schema
+from .._serde import MAX_TOOL_INPUT_DEPTH, tool_input_problem
 from ..exception import MCPError, StateError, ToolError, ToolGroupError, ToolRegistrationError
 from ..message import ToolUseBlock
 from ..module import StateModule
@@ -493,7 +495,7 @@ class Toolkit(StateModule):
                 include_var_positional=include_var_positional,
                 include_var_keyword=include_var_keyword,
             )
-            accepted = _accepted_names(func, presets)
+            accepted = _accepted_names(func, presets, include_var_keyword)
         if func_description:
             schema["function"]["description"] = func_description
 
@@ -787,7 +789,11 @@ class Toolkit(StateModule):
         merged["function"]["parameters"] = params
         tool.extended_model = model
         tool.extended_json_schema = merged
-        if tool.base_accepted_names is not None:
+        if _admits_any_key(extension, tool.original_func):
+            # A model with extra fields allowed (pydantic's extra="allow") says so in its
+            # schema: then any key is the structured model's to judge.
+            tool.accepted_names = None
+        elif tool.base_accepted_names is not None:
             tool.accepted_names = tool.base_accepted_names | set(extension.get("properties", {}))
 
     # -- middleware --------------------------------------------------------------------------
@@ -1114,18 +1120,59 @@ def _schema_from_given(
     return {**json_schema, "function": function}
 
 
-def _accepted_names(func: Any, presets: dict[str, Any]) -> frozenset[str] | None:
+def _accepted_names(
+    func: Any, presets: dict[str, Any], include_var_keyword: bool
+) -> frozenset[str] | None:
+    """The argument names a model may send to *func*: the parameters its schema shows.
+
+    A ``**kwargs`` parameter left out of the schema (the default) accepts nothing from the
+    model: what it would collect is not in the schema, and the built-in tools hand it to
+    libraries (mem0, vector stores), so a model could set what the application fixed (a
+    ``user_id``, a search filter). Shown in the schema (*include_var_keyword*), only its own
+    name is accepted. ``None`` when the signature cannot be read (then the schema decides).
+    """
     try:
         parameters = inspect.signature(func).parameters.values()
     except (TypeError, ValueError):
         return None
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
-        return None
     return frozenset(
         p.name
         for p in parameters
-        if p.kind is not inspect.Parameter.VAR_POSITIONAL and p.name not in presets
+        if p.kind is not inspect.Parameter.VAR_POSITIONAL
+        and (p.kind is not inspect.Parameter.VAR_KEYWORD or include_var_keyword)
+        and p.name not in presets
     )
+
+
+def _admits_any_key(extension: dict[str, Any], func: Any) -> bool:
+    """Whether an extended model's schema explicitly admits keys it does not name (a bare
+    schema without ``additionalProperties`` does not count) and *func* takes ``**kwargs``."""
+    additional = extension.get("additionalProperties", False)
+    if additional is False or additional is None:
+        return False
+    try:
+        parameters = inspect.signature(func).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
+
+
+def _raw_input_problem(raw_input: str) -> str:
+    """What the model is told about arguments that were kept only as text: why they are not
+    usable when they are JSON beyond the tool-input rule, else that they are not JSON."""
+    problem: str | None = None
+    try:
+        value = json.loads(raw_input)
+    except RecursionError:
+        value = None
+        problem = f"nested deeper than {MAX_TOOL_INPUT_DEPTH} levels"
+    except ValueError:
+        value = None
+    if isinstance(value, dict):
+        problem = tool_input_problem(value)
+    if problem is not None:
+        return f"the arguments are not kept: {problem}"
+    return f"the arguments are not a valid JSON object: {raw_input[:200]!r}"
 
 
 def _check_arguments(tool: RegisteredToolFunction, args: Any, raw_input: str | None) -> str | None:
@@ -1133,7 +1180,7 @@ def _check_arguments(tool: RegisteredToolFunction, args: Any, raw_input: str | N
     if not isinstance(args, dict):
         return f"the arguments must be a JSON object, got {type(args).__name__}"
     if raw_input and not args:
-        return f"the arguments are not a valid JSON object: {raw_input[:200]!r}"
+        return _raw_input_problem(raw_input)
     accepted = tool.accepted_names
     if accepted is not None and not accepted.issuperset(args):
         unexpected = sorted(set(args) - accepted)

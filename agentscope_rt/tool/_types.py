@@ -66,7 +66,8 @@ class RegisteredToolFunction:
 
     :ivar json_schema: the OpenAI function schema shown to the model (preset kwargs removed).
     :ivar extended_json_schema: ``json_schema`` merged with the extended model, if one is set.
-    :ivar accepted_names: argument names the function takes (``None`` when it takes any).
+    :ivar accepted_names: the argument names a model may send, those the schema shows
+        (``None`` when the given ``json_schema`` decides, as for MCP tools).
     :ivar quick_check: a compiled conservative check of the arguments against the parameters
         schema (see :mod:`._quick_check`); ``None`` when the schema needs ``validator``.
     """

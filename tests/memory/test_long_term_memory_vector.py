@@ -247,7 +247,7 @@ async def test_facts_survive_a_restart_in_a_qdrant_folder(
         "record_roles": ["user"],
     }
     async with _store(embedding, folder) as store:
-        restored = VectorLongTermMemory(embedding, store)
+        restored = VectorLongTermMemory(embedding, store, user_id="ada")
         restored.load_state_dict(state)
         assert restored.user_id == "ada" and restored.score_threshold == 0.3
         assert await restored.retrieve(Msg("user", "Book me a flight", "user")) == (
