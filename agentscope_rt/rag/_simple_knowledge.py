@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import Any
 
 from ..embedding import EmbeddingModelBase
-from ..message import TextBlock
 from ._document import Document
 from ._knowledge_base import KnowledgeBase
 from ._store import VDBStoreBase
@@ -84,7 +83,9 @@ class SimpleKnowledge(KnowledgeBase):
         """
         if not isinstance(query, str) or not query.strip():
             raise ValueError(f"query must be a non-empty string, got {query!r}")
-        response = await self.embedding_model([TextBlock(text=query)])
+        # AgentScope's text block, which is a dict: see add_documents.
+        query_block: list[Any] = [{"type": "text", "text": query}]
+        response = await self.embedding_model(query_block)
         if len(response.embeddings) != 1:
             raise RuntimeError(
                 f"{self.embedding_model!r} returned {len(response.embeddings)} vectors for one "
@@ -97,6 +98,10 @@ class SimpleKnowledge(KnowledgeBase):
     async def add_documents(self, documents: list[Document], **kwargs: Any) -> None:
         """Embed *documents* (one call to the model for all of them), set each one's
         ``embedding``, and upsert them into the store.
+
+        The model is called with each chunk's content as AgentScope's JSON dict
+        (``{"type": "text", "text": ...}``, an image's ``source`` a dict too), as
+        :meth:`retrieve` calls it with the query's text block; the documents keep their blocks.
 
         Every chunk is checked before anything is embedded: a chunk the model cannot embed
         stores nothing. A chunk already stored (same document id, position and content) is
@@ -125,7 +130,9 @@ class SimpleKnowledge(KnowledgeBase):
                 )
         if not documents:
             return
-        contents: list[Any] = [doc.metadata.content for doc in documents]
+        # The model gets AgentScope's blocks, plain dicts (sources too): models written for
+        # AgentScope test ``isinstance(item, dict)``, and this package's models read both.
+        contents: list[Any] = [doc.metadata.content.to_dict() for doc in documents]
         response = await self.embedding_model(contents)
         if len(response.embeddings) != len(documents):
             raise RuntimeError(
