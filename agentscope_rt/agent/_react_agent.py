@@ -343,6 +343,7 @@ class ReActAgent(ReActAgentBase):
         self.max_iters = max_iters
         self.compression_config = compression_config
         self.memory = memory if memory is not None else InMemoryMemory()
+        _check_memory_compresses(self.memory, compression_config)
         self.toolkit = toolkit if toolkit is not None else Toolkit()
         self.parallel_tool_calls = bool(parallel_tool_calls)
         self.knowledge: list[KnowledgeLike] = list(knowledge or [])
@@ -1131,6 +1132,22 @@ def _check_type(
             f"ReActAgent {what} must be a {shown or kind.__name__}"
             + (" or None" if optional else "")
             + f", not {type(value).__name__}"
+        )
+
+
+def _check_memory_compresses(memory: Any, config: _CompressionConfig | None) -> None:
+    """Refuse, when the agent is built, a memory that compression could not mark.
+
+    :raises TypeError: if compression is on and *memory* keeps ``MemoryBase``'s
+        ``update_messages_mark``, which raises (AgentScope would fail at the first compression).
+    """
+    if config is None or not config.enable:
+        return
+    if getattr(type(memory), "update_messages_mark", None) is MemoryBase.update_messages_mark:
+        raise TypeError(
+            f"ReActAgent compression marks compressed messages with "
+            f"memory.update_messages_mark(), which {type(memory).__name__} does not implement: "
+            "implement it, or turn compression off"
         )
 
 

@@ -10,11 +10,22 @@ from __future__ import annotations
 
 import json
 import math
+from copy import deepcopy
+from pathlib import Path
 from typing import Any
 
+import pytest
+
+from agentscope_rt.agent import ReActAgent
 from agentscope_rt.embedding import EmbeddingModelBase, EmbeddingResponse
-from agentscope_rt.message import ImageBlock, TextBlock, URLSource
+from agentscope_rt.formatter import OpenAIChatFormatter
+from agentscope_rt.memory import MemoryBase
+from agentscope_rt.message import ImageBlock, Msg, TextBlock, ToolUseBlock, URLSource
+from agentscope_rt.model import ChatResponse, ScriptedChatModel
 from agentscope_rt.rag import DocMetadata, Document, QdrantStore, SimpleKnowledge
+from agentscope_rt.session import JSONSession
+from agentscope_rt.token import CharTokenCounter
+from agentscope_rt.tool import Toolkit, ToolResponse
 
 # -- embedding models ---------------------------------------------------------------------
 
@@ -121,3 +132,214 @@ async def test_an_agentscope_multimodal_model_gets_dict_blocks_with_dict_sources
     assert model.seen[-1] == {"type": "text", "text": "a caption"}
     # The package's own blocks are untouched: the store kept real blocks.
     assert isinstance(found[0].metadata.content, TextBlock)
+
+
+# -- short-term memory --------------------------------------------------------------------
+
+
+class AgentScopeListMemory(MemoryBase):
+    """AgentScope 1.0.21's ``InMemoryMemory``, written as a user's own memory (docstrings cut)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.content: list[tuple[Msg, list[str]]] = []
+        self.register_state("content")
+
+    async def get_memory(
+        self,
+        mark: str | None = None,
+        exclude_mark: str | None = None,
+        prepend_summary: bool = True,
+        **kwargs: Any,
+    ) -> list[Msg]:
+        filtered_content = [
+            (msg, marks) for msg, marks in self.content if mark is None or mark in marks
+        ]
+        if exclude_mark is not None:
+            filtered_content = [
+                (msg, marks) for msg, marks in filtered_content if exclude_mark not in marks
+            ]
+        if prepend_summary and self._compressed_summary:
+            return [
+                Msg("user", self._compressed_summary, "user"),
+                *[msg for msg, _ in filtered_content],
+            ]
+        return [msg for msg, _ in filtered_content]
+
+    async def add(
+        self,
+        memories: Msg | list[Msg] | None,
+        marks: str | list[str] | None = None,
+        allow_duplicates: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        if memories is None:
+            return
+        if isinstance(memories, Msg):
+            memories = [memories]
+        if marks is None:
+            marks = []
+        elif isinstance(marks, str):
+            marks = [marks]
+        if not allow_duplicates:
+            existing_ids = {msg.id for msg, _ in self.content}
+            memories = [msg for msg in memories if msg.id not in existing_ids]
+        for msg in memories:
+            self.content.append((deepcopy(msg), deepcopy(marks)))
+
+    async def delete(self, msg_ids: list[str], **kwargs: Any) -> int:
+        initial_size = len(self.content)
+        self.content = [(msg, marks) for msg, marks in self.content if msg.id not in msg_ids]
+        return initial_size - len(self.content)
+
+    async def delete_by_mark(self, mark: str | list[str], **kwargs: Any) -> int:
+        if isinstance(mark, str):
+            mark = [mark]
+        initial_size = len(self.content)
+        for m in mark:
+            self.content = [(msg, marks) for msg, marks in self.content if m not in marks]
+        return initial_size - len(self.content)
+
+    async def clear(self) -> None:
+        self.content.clear()
+
+    async def size(self) -> int:
+        return len(self.content)
+
+    def state_dict(self) -> dict:
+        return {
+            **super().state_dict(),
+            "content": [[msg.to_dict(), marks] for msg, marks in self.content],
+        }
+
+    def load_state_dict(self, state_dict: dict, strict: bool = True) -> None:
+        self._compressed_summary = state_dict.get("_compressed_summary", "")
+        self.content = []
+        for msg_dict, marks in state_dict.get("content", []):
+            self.content.append((Msg.from_dict(msg_dict), marks))
+
+
+class AgentScopeMarkingMemory(AgentScopeListMemory):
+    """The same memory with AgentScope's ``update_messages_mark`` (needed for compression)."""
+
+    async def update_messages_mark(
+        self,
+        new_mark: str | None,
+        old_mark: str | None = None,
+        msg_ids: list[str] | None = None,
+    ) -> int:
+        updated_count = 0
+        for idx, (msg, marks) in enumerate(self.content):
+            if msg_ids is not None and msg.id not in msg_ids:
+                continue
+            if old_mark is not None and old_mark not in marks:
+                continue
+            if new_mark is None:
+                if old_mark in marks:
+                    marks.remove(old_mark)
+                    updated_count += 1
+            else:
+                if old_mark is not None and old_mark in marks:
+                    marks.remove(old_mark)
+                if new_mark not in marks:
+                    marks.append(new_mark)
+                    updated_count += 1
+            self.content[idx] = (msg, marks)
+        return updated_count
+
+
+def get_weather(city: str) -> ToolResponse:
+    """Get the weather.
+
+    Args:
+        city: the city.
+    """
+    return ToolResponse(content=[TextBlock(type="text", text=f"sunny in {city}")])
+
+
+def quiet_agent(model: Any, **kwargs: Any) -> ReActAgent:
+    toolkit = Toolkit()
+    toolkit.register_tool_function(get_weather)
+    agent = ReActAgent(
+        name="Friday",
+        sys_prompt="You are a helpful assistant.",
+        model=model,
+        formatter=OpenAIChatFormatter(),
+        toolkit=toolkit,
+        **kwargs,
+    )
+    agent.set_console_output_enabled(False)
+    return agent
+
+
+def tool_call(call_id: str, city: str) -> ToolUseBlock:
+    return ToolUseBlock(type="tool_use", id=call_id, name="get_weather", input={"city": city})
+
+
+def answer(*blocks: Any) -> ChatResponse:
+    return ChatResponse(content=list(blocks))
+
+
+async def test_an_agentscope_memory_without_update_messages_mark_runs_a_react_agent(
+    tmp_path: Path,
+) -> None:
+    memory = AgentScopeListMemory()  # AgentScope's MemoryBase needs no update_messages_mark
+    model = ScriptedChatModel(
+        [answer(tool_call("c1", "Paris")), answer(TextBlock(type="text", text="Sunny."))]
+    )
+    agent = quiet_agent(model, memory=memory)
+    reply = await agent(Msg("user", "Weather in Paris?", "user"))
+    assert reply.get_text_content() == "Sunny."
+    msgs = await memory.get_memory()
+    assert [m.role for m in msgs] == ["user", "assistant", "system", "assistant"]
+    assert await memory.size() == 4
+    with pytest.raises(NotImplementedError, match="AgentScopeListMemory"):
+        await memory.update_messages_mark("x")
+    # Saved and loaded through a session, into a fresh agent with a fresh memory.
+    session = JSONSession(save_dir=str(tmp_path))
+    await session.save_session_state("s1", friday=agent)
+    again = AgentScopeListMemory()
+    other = quiet_agent(ScriptedChatModel([]), memory=again)
+    await session.load_session_state("s1", friday=other)
+    assert [m.to_dict() for m in await again.get_memory()] == [m.to_dict() for m in msgs]
+
+
+async def test_an_agentscope_memory_is_compressed_by_the_react_agent() -> None:
+    memory = AgentScopeMarkingMemory()
+    summary = {
+        "task_overview": "Weather in Paris.",
+        "current_state": "Sunny.",
+        "important_discoveries": "None.",
+        "next_steps": "None.",
+        "context_to_preserve": "None.",
+    }
+    model = ScriptedChatModel(
+        [
+            answer(tool_call("c1", "Paris")),
+            ChatResponse(content=[], metadata=summary),
+            answer(TextBlock(type="text", text="Sunny.")),
+        ]
+    )
+    agent = quiet_agent(
+        model,
+        memory=memory,
+        compression_config=ReActAgent.CompressionConfig(
+            enable=True,
+            agent_token_counter=CharTokenCounter(),
+            trigger_threshold=10,
+            keep_recent=2,
+        ),
+    )
+    reply = await agent(Msg("user", "Weather in Paris?", "user"))
+    assert reply.get_text_content() == "Sunny."
+    assert "Weather in Paris." in memory._compressed_summary
+    assert any("compressed" in marks for _, marks in memory.content)
+
+
+def test_compression_refuses_a_memory_without_update_messages_mark_when_built() -> None:
+    config = ReActAgent.CompressionConfig(
+        enable=True, agent_token_counter=CharTokenCounter(), trigger_threshold=10
+    )
+    with pytest.raises(TypeError, match=r"AgentScopeListMemory does not implement"):
+        quiet_agent(ScriptedChatModel([]), memory=AgentScopeListMemory(), compression_config=config)
+    quiet_agent(ScriptedChatModel([]), memory=AgentScopeMarkingMemory(), compression_config=config)
