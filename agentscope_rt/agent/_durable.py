@@ -118,6 +118,11 @@ class DurableReplies:
         self._lock: anyio.Lock | None = None
         self._install_hooks()
 
+    def _user(self) -> dict[str, str]:
+        """The ``user_id`` argument, only when one was given: a session written for AgentScope
+        may take none (its SQLite example's takes ``session_id`` and the modules only)."""
+        return {"user_id": self.user_id} if self.user_id else {}
+
     # -- saving ------------------------------------------------------------------------
 
     def _install_hooks(self) -> None:
@@ -152,7 +157,7 @@ class DurableReplies:
             with anyio.CancelScope(shield=True):
                 await self.session.save_session_state(
                     self.session_id,
-                    self.user_id,
+                    **self._user(),
                     **{AGENT_KEY: self.agent, PROGRESS_KEY: self.progress},
                 )
 
@@ -180,7 +185,9 @@ class DurableReplies:
         if not self.loaded:
             self.loaded = True
             modules: dict[str, StateModule] = {AGENT_KEY: self.agent, PROGRESS_KEY: self.progress}
-            await self.session.load_session_state(self.session_id, self.user_id, True, **modules)
+            await self.session.load_session_state(
+                self.session_id, **self._user(), allow_not_exist=True, **modules
+            )
             if self.progress.in_progress:
                 recorded = [_content_key(m) for m in self.progress.input]
                 given = [_content_key(m.to_dict()) for m in _as_list(msg)]

@@ -8,8 +8,11 @@ session without ``user_id``, ...) must hold here too.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
+import os
+import sqlite3
 from copy import deepcopy
 from pathlib import Path
 from typing import Any
@@ -19,11 +22,21 @@ import pytest
 from agentscope_rt.agent import ReActAgent
 from agentscope_rt.embedding import EmbeddingModelBase, EmbeddingResponse
 from agentscope_rt.formatter import OpenAIChatFormatter
-from agentscope_rt.memory import MemoryBase
+from agentscope_rt.memory import LongTermMemoryBase, MemoryBase
 from agentscope_rt.message import ImageBlock, Msg, TextBlock, ToolUseBlock, URLSource
 from agentscope_rt.model import ChatResponse, ScriptedChatModel
-from agentscope_rt.rag import DocMetadata, Document, QdrantStore, SimpleKnowledge
-from agentscope_rt.session import JSONSession
+from agentscope_rt.module import StateModule
+from agentscope_rt.plan import Plan, PlanNotebook, PlanStorageBase, SubTask
+from agentscope_rt.rag import (
+    DocMetadata,
+    Document,
+    KnowledgeBase,
+    QdrantStore,
+    ReaderBase,
+    SimpleKnowledge,
+    VDBStoreBase,
+)
+from agentscope_rt.session import JSONSession, SessionBase
 from agentscope_rt.token import CharTokenCounter
 from agentscope_rt.tool import Toolkit, ToolResponse
 
@@ -343,3 +356,340 @@ def test_compression_refuses_a_memory_without_update_messages_mark_when_built() 
     with pytest.raises(TypeError, match=r"AgentScopeListMemory does not implement"):
         quiet_agent(ScriptedChatModel([]), memory=AgentScopeListMemory(), compression_config=config)
     quiet_agent(ScriptedChatModel([]), memory=AgentScopeMarkingMemory(), compression_config=config)
+
+
+# -- sessions -----------------------------------------------------------------------------
+
+
+class SqliteSession(SessionBase):
+    """AgentScope's examples/functionality/session_with_sqlite/sqlite_session.py (logging cut)."""
+
+    def __init__(self, sqlite_path: str) -> None:
+        self.sqlite_path = sqlite_path
+
+    async def save_session_state(
+        self,
+        session_id: str,
+        **state_modules_mapping: StateModule,
+    ) -> None:
+        with sqlite3.connect(self.sqlite_path) as conn:
+            cursor = conn.cursor()
+            session_data = {
+                name: module.state_dict() for name, module in state_modules_mapping.items()
+            }
+            json_data = json.dumps(session_data)
+            cursor.execute(
+                """
+                CREATE TABLE IF NOT EXISTS as_session (
+                    session_id TEXT,
+                    session_data JSON,
+                    created_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP,
+                    updated_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP,
+                    PRIMARY KEY (session_id)
+                )
+                """,
+            )
+            cursor.execute(
+                """
+                INSERT INTO as_session (session_id, session_data, updated_at)
+                VALUES (?, json(?), CURRENT_TIMESTAMP)
+                ON CONFLICT(session_id) DO UPDATE SET
+                    session_data = excluded.session_data,
+                    updated_at = excluded.updated_at
+                """,
+                (session_id, json_data),
+            )
+            conn.commit()
+            cursor.close()
+
+    async def load_session_state(
+        self,
+        session_id: str,
+        allow_not_exist: bool = True,
+        **state_modules_mapping: StateModule,
+    ) -> None:
+        if not os.path.exists(self.sqlite_path):  # noqa: ASYNC240 - as AgentScope writes it
+            if allow_not_exist:
+                return
+            raise ValueError(f"{self.sqlite_path} does not exist.")
+        with sqlite3.connect(self.sqlite_path) as conn:
+            cursor = conn.cursor()
+            try:
+                cursor.execute(
+                    "SELECT name FROM sqlite_master WHERE type='table' AND name='as_session';"
+                )
+                if cursor.fetchone() is None:
+                    if allow_not_exist:
+                        return
+                    raise ValueError("no session table")
+                cursor.execute(
+                    "SELECT session_data FROM as_session WHERE session_id = ?",
+                    (session_id,),
+                )
+                row = cursor.fetchone()
+                if row is None:
+                    if allow_not_exist:
+                        return
+                    raise ValueError(f"session {session_id} does not exist.")
+                session_data = json.loads(row[0])
+                for name, module in state_modules_mapping.items():
+                    if name in session_data:
+                        module.load_state_dict(session_data[name])
+                    else:
+                        raise ValueError(f"State module '{name}' not found in session data.")
+            finally:
+                cursor.close()
+
+
+async def test_the_agentscope_sqlite_session_example_saves_and_loads_an_agent(
+    tmp_path: Path,
+) -> None:
+    session = SqliteSession(str(tmp_path / "session.db"))
+    agent = quiet_agent(ScriptedChatModel([answer(TextBlock(type="text", text="Washington."))]))
+    await session.load_session_state(session_id="alice", friday_of_user=agent)
+    await agent(Msg("user", "What's the capital of America?", "user"))
+    await session.save_session_state(session_id="alice", friday_of_user=agent)
+    again = quiet_agent(ScriptedChatModel([]))
+    await session.load_session_state(session_id="alice", friday_of_user=again)
+    texts = [m.get_text_content() for m in await again.memory.get_memory()]
+    assert texts == ["What's the capital of America?", "Washington."]
+
+
+async def test_durable_replies_work_with_a_session_without_user_id(tmp_path: Path) -> None:
+    session = SqliteSession(str(tmp_path / "session.db"))
+    agent = quiet_agent(
+        ScriptedChatModel(
+            [answer(tool_call("c1", "Paris")), answer(TextBlock(type="text", text="Sunny."))]
+        )
+    )
+    agent.checkpoint_to(session, "alice")
+    reply = await agent(Msg("user", "Weather in Paris?", "user"))
+    assert reply.get_text_content() == "Sunny."
+    # A new process's agent picks the conversation up from the session.
+    again = quiet_agent(ScriptedChatModel([answer(TextBlock(type="text", text="Yes."))]))
+    again.checkpoint_to(session, "alice")
+    await again(Msg("user", "Still sunny?", "user"))
+    texts = [m.get_text_content() for m in await again.memory.get_memory()]
+    assert texts[0] == "Weather in Paris?" and texts[-2:] == ["Still sunny?", "Yes."]
+
+
+# -- plan storage -------------------------------------------------------------------------
+
+
+class JSONFilePlanStorage(PlanStorageBase):
+    """A plan storage in AgentScope's style: pydantic's model_dump / model_validate."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.path = path
+
+    def _read(self) -> dict[str, Any]:
+        return json.loads(self.path.read_text()) if self.path.exists() else {}
+
+    async def add_plan(self, plan: Plan, override: bool = True) -> None:
+        plans = self._read()
+        plans[plan.id] = plan.model_dump()
+        self.path.write_text(json.dumps(plans))
+
+    async def delete_plan(self, plan_id: str) -> None:
+        plans = self._read()
+        plans.pop(plan_id, None)
+        self.path.write_text(json.dumps(plans))
+
+    async def get_plans(self) -> list[Plan]:
+        return [Plan.model_validate(p) for p in self._read().values()]
+
+    async def get_plan(self, plan_id: str) -> Plan | None:
+        data = self._read().get(plan_id)
+        return Plan.model_validate(data) if data else None
+
+
+async def test_an_agentscope_plan_storage_keeps_the_notebooks_history(tmp_path: Path) -> None:
+    storage = JSONFilePlanStorage(tmp_path / "plans.json")
+    notebook = PlanNotebook(storage=storage)
+    subtask = SubTask(name="look", description="look it up", expected_outcome="found")
+    await notebook.create_plan("Trip", "plan a trip", "a plan", [subtask])
+    plan_id = notebook.current_plan.id
+    await notebook.finish_subtask(subtask_idx=0, subtask_outcome="found")
+    await notebook.finish_plan(state="done", outcome="planned")
+    listed = await notebook.view_historical_plans()
+    assert plan_id in listed.content[0]["text"]
+    recovered = await notebook.recover_historical_plan(plan_id)
+    assert notebook.current_plan is not None and notebook.current_plan.name == "Trip", recovered
+    json.dumps(notebook.state_dict())
+
+
+# -- long-term memory ---------------------------------------------------------------------
+
+
+class ListLongTermMemory(LongTermMemoryBase):
+    """A long-term memory in AgentScope's style: texts from msgs, ToolResponses from tools."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[str] = []
+
+    async def record(self, msgs: list[Msg | None], **kwargs: Any) -> None:
+        for msg in msgs:
+            if msg is not None:
+                self.records.append(msg.get_text_content() or "")
+
+    async def retrieve(self, msg: Msg | list[Msg] | None, limit: int = 5, **kwargs: Any) -> str:
+        if isinstance(msg, Msg):
+            msg = [msg]
+        words = {w for m in msg or [] for w in (m.get_text_content() or "").lower().split()}
+        return "\n".join(r for r in self.records if words & set(r.lower().split()))
+
+    async def record_to_memory(
+        self, thinking: str, content: list[str], **kwargs: Any
+    ) -> ToolResponse:
+        self.records.extend(content)
+        return ToolResponse(content=[TextBlock(type="text", text="Success")])
+
+    async def retrieve_from_memory(
+        self, keywords: list[str], limit: int = 5, **kwargs: Any
+    ) -> ToolResponse:
+        found = [r for r in self.records if any(k in r for k in keywords)]
+        return ToolResponse(content=[TextBlock(type="text", text="\n".join(found))])
+
+
+async def test_an_agentscope_long_term_memory_in_both_modes() -> None:
+    ltm = ListLongTermMemory()
+    ltm.records.append("paris is rainy in november")
+    record = ToolUseBlock(
+        type="tool_use",
+        id="r1",
+        name="record_to_memory",
+        input={"thinking": "keep it", "content": ["the user likes paris"]},
+    )
+    model = ScriptedChatModel([answer(record), answer(TextBlock(type="text", text="Noted."))])
+    agent = quiet_agent(model, long_term_memory=ltm, long_term_memory_mode="both")
+    reply = await agent(Msg("user", "Weather in paris?", "user"))
+    assert reply.get_text_content() == "Noted."
+    assert "the user likes paris" in ltm.records
+    assert "Weather in paris?" in ltm.records  # recorded at the end of the reply
+    texts = [m.get_text_content() or "" for m in await agent.memory.get_memory()]
+    assert any("paris is rainy in november" in t for t in texts)
+
+
+# -- readers, stores and knowledge bases --------------------------------------------------
+
+
+class LineReader(ReaderBase):
+    """A reader in AgentScope's style: one chunk per line."""
+
+    async def __call__(self, text: str) -> list[Document]:
+        lines = [line for line in text.splitlines() if line.strip()]
+        doc_id = self.get_doc_id(text)
+        return [
+            Document(
+                metadata=DocMetadata(
+                    content=TextBlock(type="text", text=line),
+                    doc_id=doc_id,
+                    chunk_id=i,
+                    total_chunks=len(lines),
+                ),
+            )
+            for i, line in enumerate(lines)
+        ]
+
+    def get_doc_id(self, text: str) -> str:
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class ListStore(VDBStoreBase):
+    """A store in AgentScope's style: no ``super().__init__()`` (AgentScope's base has none),
+    payloads built from the metadata's fields, documents rebuilt with ``DocMetadata(**payload)``."""
+
+    def __init__(self) -> None:
+        self.rows: list[tuple[list[float], dict[str, Any]]] = []
+
+    async def add(self, documents: list[Document], **kwargs: Any) -> None:
+        for doc in documents:
+            payload = {
+                "doc_id": doc.metadata.doc_id,
+                "chunk_id": doc.metadata.chunk_id,
+                "total_chunks": doc.metadata.total_chunks,
+                "content": doc.metadata.content,
+            }
+            assert doc.embedding is not None
+            self.rows.append((list(doc.embedding), payload))
+
+    async def delete(self, *args: Any, **kwargs: Any) -> None:
+        self.rows.clear()
+
+    async def search(
+        self,
+        query_embedding: list[float],
+        limit: int,
+        score_threshold: float | None = None,
+        **kwargs: Any,
+    ) -> list[Document]:
+        def cosine(a: list[float], b: list[float]) -> float:
+            dot = sum(x * y for x, y in zip(a, b, strict=True))
+            return dot / (math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b)))
+
+        scored = sorted(
+            ((cosine(query_embedding, vector), payload) for vector, payload in self.rows),
+            key=lambda pair: pair[0],
+            reverse=True,
+        )
+        return [
+            Document(metadata=DocMetadata(**payload), score=score)
+            for score, payload in scored[:limit]
+            if score_threshold is None or score >= score_threshold
+        ]
+
+
+async def test_an_agentscope_reader_and_store_with_simple_knowledge_and_an_agent() -> None:
+    docs = await LineReader()("This is an apple\nThis is a banana\n")
+    knowledge = SimpleKnowledge(embedding_store=ListStore(), embedding_model=TestTextEmbedding())
+    await knowledge.add_documents(docs)
+    found = await knowledge.retrieve("apple", limit=1)
+    assert found[0].metadata.content["text"] == "This is an apple"
+    tool = await knowledge.retrieve_knowledge("apple", limit=1)
+    assert "This is an apple" in tool.content[0]["text"]
+    model = ScriptedChatModel([answer(TextBlock(type="text", text="An apple."))])
+    agent = quiet_agent(model, knowledge=knowledge, enable_rewrite_query=False)
+    await agent(Msg("user", "apple", "user"))
+    assert "This is an apple" in json.dumps(model.calls[0].messages)
+
+
+class KeywordKnowledge(KnowledgeBase):
+    """A knowledge base in AgentScope's style, with no store or model."""
+
+    def __init__(self, texts: list[str]) -> None:
+        super().__init__(embedding_store=None, embedding_model=None)  # type: ignore[arg-type]
+        self.texts = texts
+
+    async def retrieve(
+        self,
+        query: str,
+        limit: int = 5,
+        score_threshold: float | None = None,
+        **kwargs: Any,
+    ) -> list[Document]:
+        return [
+            Document(
+                metadata=DocMetadata(
+                    content=TextBlock(type="text", text=text),
+                    doc_id="kw",
+                    chunk_id=i,
+                    total_chunks=len(self.texts),
+                ),
+                score=1.0,
+            )
+            for i, text in enumerate(self.texts)
+            if query.lower() in text.lower()
+        ][:limit]
+
+    async def add_documents(self, documents: list[Document], **kwargs: Any) -> None:
+        self.texts.extend(doc.metadata.content["text"] for doc in documents)
+
+
+async def test_an_agentscope_knowledge_base_feeds_the_agent() -> None:
+    kb = KeywordKnowledge(["Lyon sits on the Rhone."])
+    model = ScriptedChatModel([answer(TextBlock(type="text", text="On the Rhone."))])
+    agent = quiet_agent(model, knowledge=kb, enable_rewrite_query=False)
+    await agent(Msg("user", "lyon", "user"))
+    assert "Lyon sits on the Rhone." in json.dumps(model.calls[0].messages)
