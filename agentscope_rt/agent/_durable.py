@@ -118,10 +118,11 @@ class DurableReplies:
         self._lock: anyio.Lock | None = None
         self._install_hooks()
 
-    def _user(self) -> dict[str, str]:
-        """The ``user_id`` argument, only when one was given: a session written for AgentScope
-        may take none (its SQLite example's takes ``session_id`` and the modules only)."""
-        return {"user_id": self.user_id} if self.user_id else {}
+    def _arguments(self, **arguments: Any) -> dict[str, Any]:
+        """*arguments* for a session call, with ``user_id`` only when one was given: a session
+        written for AgentScope may take none (its SQLite example's takes ``session_id`` and the
+        modules only)."""
+        return {"user_id": self.user_id, **arguments} if self.user_id else arguments
 
     # -- saving ------------------------------------------------------------------------
 
@@ -157,8 +158,7 @@ class DurableReplies:
             with anyio.CancelScope(shield=True):
                 await self.session.save_session_state(
                     self.session_id,
-                    **self._user(),
-                    **{AGENT_KEY: self.agent, PROGRESS_KEY: self.progress},
+                    **self._arguments(**{AGENT_KEY: self.agent, PROGRESS_KEY: self.progress}),
                 )
 
     async def finish(self) -> None:
@@ -186,7 +186,7 @@ class DurableReplies:
             self.loaded = True
             modules: dict[str, StateModule] = {AGENT_KEY: self.agent, PROGRESS_KEY: self.progress}
             await self.session.load_session_state(
-                self.session_id, **self._user(), allow_not_exist=True, **modules
+                self.session_id, **self._arguments(allow_not_exist=True, **modules)
             )
             if self.progress.in_progress:
                 recorded = [_content_key(m) for m in self.progress.input]
