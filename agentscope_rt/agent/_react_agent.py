@@ -45,7 +45,7 @@ from ..formatter import FormatterBase, TruncatedFormatterBase
 from ..memory import InMemoryMemory, LongTermMemoryBase, MemoryBase, MemoryMark
 from ..memory._long_term_memory import check_long_term_memory_mode
 from ..message import AudioBlock, Msg, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
-from ..message._msg import owned_msg
+from ..message._msg import _convert_content, owned_msg
 from ..model import ChatModelBase, ChatResponse, ChatUsage
 from ..tool import INTERRUPTED_TEXT, Toolkit, ToolResponse, ToolResponseStream
 from ._compression import CompressionConfig as _CompressionConfig
@@ -889,7 +889,9 @@ class ReActAgent(ReActAgentBase):
     def _take_response(self, res: ChatResponse, msg: Msg) -> None:
         # A whole (not streamed) response: its content and id go to msg, its usage is added.
         msg.invocation_id = res.id
-        msg.content = list(res.content)
+        # A copy, with AgentScope's dict blocks (a model written for it may return them) built
+        # into blocks: one class test per block for a model of this package.
+        msg.content = _convert_content(res.content)
         self._add_usage(res.usage)
 
     async def _receive(
@@ -906,7 +908,7 @@ class ReActAgent(ReActAgentBase):
                 async for chunk in stream:
                     last = chunk
                     msg.invocation_id = chunk.id
-                    msg.content = list(chunk.content)
+                    msg.content = _convert_content(chunk.content)  # as in _take_response
                     # Speech only when there is audio, so that a print override without the
                     # speech parameter keeps working for text.
                     speech = _speech(msg)
@@ -1092,7 +1094,9 @@ class ReActAgent(ReActAgentBase):
 def _summary_response(res: ChatResponse, fallback: str | None) -> ChatResponse:
     """*res* without its tool calls; with the text *fallback* appended when nothing but
     thinking is left (``None``: never)."""
-    content = [block for block in res.content if block.__class__ is not ToolUseBlock]
+    content: list[Any] = [
+        b for b in _convert_content(res.content) if b.__class__ is not ToolUseBlock
+    ]
     if fallback is not None and all(block.__class__ is ThinkingBlock for block in content):
         content.append(TextBlock(text=fallback))
     return attrs.evolve(res, content=content)
