@@ -13,19 +13,22 @@ import json
 import math
 import os
 import sqlite3
+from collections.abc import AsyncGenerator
 from copy import deepcopy
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
-from agentscope_rt.agent import ReActAgent
+from agentscope_rt.agent import AgentBase, ReActAgent
 from agentscope_rt.embedding import EmbeddingModelBase, EmbeddingResponse
 from agentscope_rt.formatter import OpenAIChatFormatter
-from agentscope_rt.memory import LongTermMemoryBase, MemoryBase
+from agentscope_rt.memory import InMemoryMemory, LongTermMemoryBase, MemoryBase
 from agentscope_rt.message import ImageBlock, Msg, TextBlock, ToolUseBlock, URLSource
-from agentscope_rt.model import ChatResponse, ScriptedChatModel
+from agentscope_rt.model import ChatModelBase, ChatResponse, ScriptedChatModel
 from agentscope_rt.module import StateModule
+from agentscope_rt.pipeline import MsgHub, sequential_pipeline
 from agentscope_rt.plan import Plan, PlanNotebook, PlanStorageBase, SubTask
 from agentscope_rt.rag import (
     DocMetadata,
@@ -37,7 +40,7 @@ from agentscope_rt.rag import (
     VDBStoreBase,
 )
 from agentscope_rt.session import JSONSession, SessionBase
-from agentscope_rt.token import CharTokenCounter
+from agentscope_rt.token import CharTokenCounter, TokenCounterBase
 from agentscope_rt.tool import Toolkit, ToolResponse
 
 # -- embedding models ---------------------------------------------------------------------
@@ -597,6 +600,11 @@ class LineReader(ReaderBase):
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def cosine(a: list[float], b: list[float]) -> float:
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
+    return dot / (math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b)))
+
+
 class ListStore(VDBStoreBase):
     """A store in AgentScope's style: no ``super().__init__()`` (AgentScope's base has none),
     payloads built from the metadata's fields, documents rebuilt with ``DocMetadata(**payload)``."""
@@ -625,10 +633,6 @@ class ListStore(VDBStoreBase):
         score_threshold: float | None = None,
         **kwargs: Any,
     ) -> list[Document]:
-        def cosine(a: list[float], b: list[float]) -> float:
-            dot = sum(x * y for x, y in zip(a, b, strict=True))
-            return dot / (math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b)))
-
         scored = sorted(
             ((cosine(query_embedding, vector), payload) for vector, payload in self.rows),
             key=lambda pair: pair[0],
@@ -693,3 +697,207 @@ async def test_an_agentscope_knowledge_base_feeds_the_agent() -> None:
     agent = quiet_agent(model, knowledge=kb, enable_rewrite_query=False)
     await agent(Msg("user", "lyon", "user"))
     assert "Lyon sits on the Rhone." in json.dumps(model.calls[0].messages)
+
+
+# -- chat models, formatters, token counters ----------------------------------------------
+
+
+class DictBlockModel(ChatModelBase):
+    """A chat model in AgentScope's style, whose blocks are dicts (AgentScope's ``TextBlock``
+    is a ``TypedDict``), streaming or not."""
+
+    def __init__(self, replies: list[list[dict[str, Any]]], stream: bool = False) -> None:
+        super().__init__("dict-model", stream=stream)
+        self.replies = replies
+        self.prompts: list[list[dict[str, Any]]] = []
+
+    async def __call__(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict] | None = None,
+        tool_choice: str | None = None,
+        structured_model: Any = None,
+        **kwargs: Any,
+    ) -> ChatResponse | AsyncGenerator[ChatResponse, None]:
+        json.dumps(messages)  # AgentScope's formatters give JSON data
+        self.prompts.append(messages)
+        content = self.replies.pop(0)
+        if not self.stream:
+            return ChatResponse(content=content)
+
+        async def generator() -> AsyncGenerator[ChatResponse, None]:
+            for end in range(1, len(content) + 1):
+                yield ChatResponse(content=content[:end])
+
+        return generator()
+
+
+class JSONLengthCounter(TokenCounterBase):
+    """A token counter in AgentScope's style: it reads the formatted dicts as JSON."""
+
+    async def count(
+        self, messages: list[dict[str, Any]], tools: list[dict] | None = None, **kwargs: Any
+    ) -> int:
+        return len(json.dumps(messages)) + len(json.dumps(tools or []))
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+async def test_a_chat_model_returning_dict_blocks_drives_the_react_loop(stream: bool) -> None:
+    call = {"type": "tool_use", "id": "c1", "name": "get_weather", "input": {"city": "Paris"}}
+    model = DictBlockModel(
+        [
+            [{"type": "text", "text": "Let me look."}, call],
+            [{"type": "text", "text": "Sunny."}],
+        ],
+        stream=stream,
+    )
+    agent = ReActAgent(
+        name="Friday",
+        sys_prompt="You are a helpful assistant.",
+        model=model,
+        formatter=OpenAIChatFormatter(token_counter=JSONLengthCounter(), max_tokens=100_000),
+        toolkit=quiet_agent(model).toolkit,
+    )
+    agent.set_console_output_enabled(False)
+    reply = await agent(Msg("user", "Weather in Paris?", "user"))
+    assert reply.get_text_content() == "Sunny."
+    msgs = await agent.memory.get_memory()
+    assert [type(b).__name__ for m in msgs for b in m.get_content_blocks()] == [
+        "TextBlock",
+        "TextBlock",
+        "ToolUseBlock",
+        "ToolResultBlock",
+        "TextBlock",
+    ]
+    assert "sunny in Paris" in json.dumps(model.prompts[1])
+
+
+async def test_a_dict_block_that_is_no_block_is_a_clear_error_and_nothing_is_recorded() -> None:
+    model = DictBlockModel([[{"type": "text"}]])
+    agent = quiet_agent(model)
+    with pytest.raises(ValueError, match=r"content\[0\]\.text"):
+        await agent(Msg("user", "hi", "user"))
+    assert [m.role for m in await agent.memory.get_memory()] == ["user"]
+
+
+# -- agents -------------------------------------------------------------------------------
+
+
+class EchoAgent(AgentBase):
+    """An agent in AgentScope's style: its own memory, reply / observe / handle_interrupt."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.name = name
+        self.memory = InMemoryMemory()
+        self.stalled: anyio.Event | None = None
+
+    async def reply(self, msg: Msg | list[Msg] | None = None) -> Msg:
+        await self.memory.add(msg)
+        if self.stalled is not None:
+            self.stalled.set()
+            await anyio.sleep_forever()
+        text = msg.get_text_content() if isinstance(msg, Msg) else ""
+        out = Msg(self.name, f"echo: {text}", "assistant")
+        await self.print(out)
+        await self.memory.add(out)
+        return out
+
+    async def observe(self, msg: Msg | list[Msg] | None) -> None:
+        await self.memory.add(msg)
+
+    async def handle_interrupt(self, *args: Any, **kwargs: Any) -> Msg:
+        out = Msg(self.name, "I was interrupted.", "assistant")
+        await self.print(out)
+        await self.memory.add(out)
+        return out
+
+
+async def test_an_agentscope_agent_replies_observes_and_is_interrupted() -> None:
+    echo = EchoAgent("Echo")
+    echo.set_console_output_enabled(False)
+    friday = quiet_agent(ScriptedChatModel([answer(TextBlock(type="text", text="Hello."))]))
+    async with MsgHub(participants=[echo, friday]):
+        await sequential_pipeline([echo, friday], Msg("user", "hi", "user"))
+    assert [m.get_text_content() for m in await echo.memory.get_memory()] == [
+        "hi",
+        "echo: hi",
+        "Hello.",
+    ]
+    json.dumps(echo.state_dict())
+    echo.stalled = anyio.Event()
+    replies: list[Msg] = []
+
+    async def ask() -> None:
+        replies.append(await echo(Msg("user", "wait", "user")))
+
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(ask)
+            await echo.stalled.wait()
+            await echo.interrupt()
+    assert replies[0].get_text_content() == "I was interrupted."
+
+
+class JSONRowStore(VDBStoreBase):
+    """A store written as AgentScope's own stores are (MongoDB, OceanBase, MySQL): the row id
+    is ``json.dumps`` of the doc id, chunk id and content, the content goes into the row as
+    it is, and the driver encodes the row (here ``json.dumps``, as a JSON column or BSON)."""
+
+    def __init__(self) -> None:
+        self.rows: dict[str, str] = {}
+
+    async def add(self, documents: list[Document], **kwargs: Any) -> None:
+        for doc in documents:
+            unique_string = json.dumps(
+                {
+                    "doc_id": doc.metadata.doc_id,
+                    "chunk_id": doc.metadata.chunk_id,
+                    "content": doc.metadata.content,
+                },
+                ensure_ascii=False,
+            )
+            row_id = hashlib.md5(unique_string.encode()).hexdigest()
+            self.rows[row_id] = json.dumps(
+                {
+                    "vector": doc.embedding,
+                    "payload": {
+                        "doc_id": doc.metadata.doc_id,
+                        "chunk_id": doc.metadata.chunk_id,
+                        "total_chunks": doc.metadata.total_chunks,
+                        "content": doc.metadata.content,
+                    },
+                }
+            )
+
+    async def delete(self, *args: Any, **kwargs: Any) -> None:
+        self.rows.clear()
+
+    async def search(
+        self,
+        query_embedding: list[float],
+        limit: int,
+        score_threshold: float | None = None,
+        **kwargs: Any,
+    ) -> list[Document]:
+        results = []
+        for row_id, row in self.rows.items():
+            data = json.loads(row)
+            score = cosine(query_embedding, data["vector"])
+            if score_threshold is None or score >= score_threshold:
+                doc = Document(metadata=DocMetadata(**data["payload"]), id=row_id, score=score)
+                results.append(doc)
+        return sorted(results, key=lambda d: d.score or 0.0, reverse=True)[:limit]
+
+
+async def test_a_store_written_like_agentscopes_gets_json_ready_documents() -> None:
+    store = JSONRowStore()
+    knowledge = SimpleKnowledge(embedding_store=store, embedding_model=TestTextEmbedding())
+    docs = [text_doc("This is an apple", 1), text_doc("This is a banana", 2)]
+    await knowledge.add_documents(docs)
+    assert len(store.rows) == 2
+    found = await knowledge.retrieve("apple", limit=1)
+    assert isinstance(found[0].metadata.content, TextBlock)
+    assert found[0].metadata.content.text == "This is an apple"
+    # The caller's documents keep their blocks, and get their embeddings.
+    assert isinstance(docs[0].metadata.content, TextBlock) and docs[0].embedding is not None
