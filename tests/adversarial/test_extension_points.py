@@ -23,7 +23,7 @@ import pytest
 
 from agentscope_rt.agent import AgentBase, ReActAgent
 from agentscope_rt.embedding import EmbeddingModelBase, EmbeddingResponse
-from agentscope_rt.formatter import OpenAIChatFormatter
+from agentscope_rt.formatter import FormatterBase, OpenAIChatFormatter
 from agentscope_rt.memory import InMemoryMemory, LongTermMemoryBase, MemoryBase
 from agentscope_rt.message import ImageBlock, Msg, TextBlock, ToolUseBlock, URLSource
 from agentscope_rt.model import ChatModelBase, ChatResponse, ScriptedChatModel
@@ -901,3 +901,46 @@ async def test_a_store_written_like_agentscopes_gets_json_ready_documents() -> N
     assert found[0].metadata.content.text == "This is an apple"
     # The caller's documents keep their blocks, and get their embeddings.
     assert isinstance(docs[0].metadata.content, TextBlock) and docs[0].embedding is not None
+
+
+class PlainTextFormatter(FormatterBase):
+    """A formatter in AgentScope's style: blocks read with ``block.get("type")`` and
+    ``block["..."]``, one text message per Msg."""
+
+    async def format(self, msgs: list[Msg], **kwargs: Any) -> list[dict[str, Any]]:
+        self.assert_list_of_msgs(msgs)
+        messages = []
+        for msg in msgs:
+            parts = []
+            for block in msg.get_content_blocks():
+                typ = block.get("type")
+                if typ == "text":
+                    parts.append(block["text"])
+                elif typ == "tool_use":
+                    parts.append(f"call {block['name']}({json.dumps(block['input'])})")
+                elif typ == "tool_result":
+                    output = block["output"]
+                    if not isinstance(output, str):
+                        output = "".join(b["text"] for b in output if b["type"] == "text")
+                    parts.append(f"result of {block['name']}: {output}")
+            messages.append({"role": msg.role, "content": "\n".join(parts)})
+        return messages
+
+
+async def test_an_agentscope_formatter_reads_the_agents_messages() -> None:
+    model = ScriptedChatModel(
+        [answer(tool_call("c1", "Paris")), answer(TextBlock(type="text", text="Sunny."))]
+    )
+    agent = ReActAgent(
+        name="Friday",
+        sys_prompt="You are a helpful assistant.",
+        model=model,
+        formatter=PlainTextFormatter(),
+        toolkit=quiet_agent(model).toolkit,
+    )
+    agent.set_console_output_enabled(False)
+    await agent(Msg("user", "Weather in Paris?", "user"))
+    assert model.calls[1].messages[-2:] == [
+        {"role": "assistant", "content": 'call get_weather({"city": "Paris"})'},
+        {"role": "system", "content": "result of get_weather: sunny in Paris"},
+    ]
