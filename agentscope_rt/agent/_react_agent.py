@@ -40,7 +40,7 @@ from .._schema import (
     is_structured_model,
     validate_structured_output,
 )
-from ..exception import ModelError
+from ..exception import MessageFormatError, ModelError
 from ..formatter import FormatterBase, TruncatedFormatterBase
 from ..memory import InMemoryMemory, LongTermMemoryBase, MemoryBase, MemoryMark
 from ..memory._long_term_memory import check_long_term_memory_mode
@@ -789,7 +789,7 @@ class ReActAgent(ReActAgentBase):
                 outcome = await toolkit._run_call(tool_call)
                 if isinstance(outcome, ToolResponse):
                     last = outcome
-                    block.output = list(outcome.content)
+                    block.output = _tool_blocks(outcome.content)
                     if is_finish and (metadata := _success_metadata(outcome)) is not None:
                         structured = metadata.get("structured_output")
                 else:
@@ -800,7 +800,7 @@ class ReActAgent(ReActAgentBase):
                 known_stream = isinstance(stream, ToolResponseStream)
                 async for chunk in stream:
                     last = chunk
-                    block.output = list(chunk.content)
+                    block.output = _tool_blocks(chunk.content)
                     if not self._print_does_nothing():
                         await self.print(res_msg, chunk.is_last)
                     if is_finish and (metadata := _success_metadata(chunk)) is not None:
@@ -889,9 +889,7 @@ class ReActAgent(ReActAgentBase):
     def _take_response(self, res: ChatResponse, msg: Msg) -> None:
         # A whole (not streamed) response: its content and id go to msg, its usage is added.
         msg.invocation_id = res.id
-        # A copy, with AgentScope's dict blocks (a model written for it may return them) built
-        # into blocks: one class test per block for a model of this package.
-        msg.content = _convert_content(res.content)
+        msg.content = _model_blocks(res.content)
         self._add_usage(res.usage)
 
     async def _receive(
@@ -908,7 +906,7 @@ class ReActAgent(ReActAgentBase):
                 async for chunk in stream:
                     last = chunk
                     msg.invocation_id = chunk.id
-                    msg.content = _convert_content(chunk.content)  # as in _take_response
+                    msg.content = _model_blocks(chunk.content)
                     # Speech only when there is audio, so that a print override without the
                     # speech parameter keeps working for text.
                     speech = _speech(msg)
@@ -1122,8 +1120,40 @@ def _interrupted_output(last: ToolResponse | None) -> list[Any]:
     """The output recorded for a tool call cut short: what it produced so far, then the
     interrupt notice."""
     if last is not None and last.is_interrupted:
-        return list(last.content)
-    return [*(last.content if last is not None else ()), TextBlock(text=INTERRUPTED_TEXT)]
+        return _tool_blocks(last.content)
+    return [*(_tool_blocks(last.content) if last else ()), TextBlock(text=INTERRUPTED_TEXT)]
+
+
+def _model_blocks(content: list[Any]) -> list[Any]:
+    """A copy of a model response's *content* for its message, with AgentScope's dict blocks
+    (a model written for it may return ``{"type": "text", "text": ...}``) built into blocks:
+    one class test per block otherwise.
+
+    :raises MessageFormatError: naming the position of a dict that is no valid block.
+    """
+    for item in content:
+        if item.__class__ is dict:
+            return _convert_content(content)  # type: ignore[return-value]
+    return list(content)
+
+
+def _tool_blocks(content: list[Any]) -> list[Any]:
+    """A copy of a tool response's *content* for its result block, with AgentScope's dict
+    blocks (a tool written for it may answer ``{"type": "text", "text": ...}``) built into
+    blocks: one class test per block otherwise.
+
+    A dict that is no valid block becomes an error text for the model, as a tool's other
+    failures do, rather than a block every later prompt would fail on.
+    """
+    for item in content:
+        if item.__class__ is dict:
+            break
+    else:
+        return list(content)
+    try:
+        return ToolResultBlock(id="", name="", output=list(content)).output  # type: ignore[return-value]
+    except MessageFormatError as exc:
+        return [TextBlock(text=f"Error: the tool returned an invalid content block: {exc}")]
 
 
 def _check_type(

@@ -23,7 +23,7 @@ import pytest
 
 from agentscope_rt.agent import AgentBase, ReActAgent
 from agentscope_rt.embedding import EmbeddingModelBase, EmbeddingResponse
-from agentscope_rt.formatter import FormatterBase, OpenAIChatFormatter
+from agentscope_rt.formatter import AnthropicChatFormatter, FormatterBase, OpenAIChatFormatter
 from agentscope_rt.memory import InMemoryMemory, LongTermMemoryBase, MemoryBase
 from agentscope_rt.message import ImageBlock, Msg, TextBlock, ToolUseBlock, URLSource
 from agentscope_rt.model import ChatModelBase, ChatResponse, ScriptedChatModel
@@ -944,3 +944,72 @@ async def test_an_agentscope_formatter_reads_the_agents_messages() -> None:
         {"role": "assistant", "content": 'call get_weather({"city": "Paris"})'},
         {"role": "system", "content": "result of get_weather: sunny in Paris"},
     ]
+
+
+# -- tool functions -----------------------------------------------------------------------
+
+
+def dict_weather(city: str) -> ToolResponse:
+    """Get the weather, answering with AgentScope's dict blocks.
+
+    Args:
+        city: the city.
+    """
+    return ToolResponse(content=[{"type": "text", "text": f"sunny in {city}"}])
+
+
+async def dict_weather_stream(city: str) -> AsyncGenerator[ToolResponse, None]:
+    """Get the weather in two chunks of dict blocks.
+
+    Args:
+        city: the city.
+    """
+    yield ToolResponse(content=[{"type": "text", "text": "sunny"}])
+    yield ToolResponse(content=[{"type": "text", "text": f"sunny in {city}"}], is_last=True)
+
+
+def broken_block() -> ToolResponse:
+    """Answer with a dict that is no block."""
+    return ToolResponse(content=[{"type": "text"}])
+
+
+@pytest.mark.parametrize("tool", [dict_weather, dict_weather_stream], ids=["whole", "stream"])
+async def test_a_tool_answering_with_dict_blocks_records_blocks(tool: Any) -> None:
+    toolkit = Toolkit()
+    toolkit.register_tool_function(tool)
+    use = ToolUseBlock(type="tool_use", id="c1", name=tool.__name__, input={"city": "Paris"})
+    model = ScriptedChatModel([answer(use), answer(TextBlock(type="text", text="Sunny."))])
+    agent = ReActAgent(
+        name="Friday",
+        sys_prompt="You are a helpful assistant.",
+        model=model,
+        formatter=AnthropicChatFormatter(),  # reads tool outputs as blocks
+        toolkit=toolkit,
+    )
+    agent.set_console_output_enabled(False)
+    reply = await agent(Msg("user", "Weather in Paris?", "user"))
+    assert reply.get_text_content() == "Sunny."
+    (result,) = (await agent.memory.get_memory())[2].get_content_blocks("tool_result")
+    assert result["output"] == [TextBlock(text="sunny in Paris")]
+    assert isinstance(result["output"][0], TextBlock)
+    assert "sunny in Paris" in json.dumps(model.calls[1].messages)
+
+
+async def test_a_tool_answering_with_a_dict_that_is_no_block_tells_the_model() -> None:
+    toolkit = Toolkit()
+    toolkit.register_tool_function(broken_block)
+    use = ToolUseBlock(type="tool_use", id="c1", name="broken_block", input={})
+    model = ScriptedChatModel([answer(use), answer(TextBlock(type="text", text="Sorry."))])
+    agent = ReActAgent(
+        name="Friday",
+        sys_prompt="You are a helpful assistant.",
+        model=model,
+        formatter=AnthropicChatFormatter(),
+        toolkit=toolkit,
+    )
+    agent.set_console_output_enabled(False)
+    assert (await agent(Msg("user", "go", "user"))).get_text_content() == "Sorry."
+    (result,) = (await agent.memory.get_memory())[2].get_content_blocks("tool_result")
+    (text,) = result["output"]
+    assert isinstance(text, TextBlock) and text.text.startswith("Error:")
+    assert "output[0].text: required field missing" in text.text
