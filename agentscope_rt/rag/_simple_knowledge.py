@@ -33,14 +33,14 @@ def _package_store(store: VDBStoreBase) -> bool:
     return isinstance(store, SyncClientStoreBase)
 
 
-def _agentscope_document(doc: Document, content: dict[str, Any]) -> Document:
-    """A copy of *doc* as AgentScope has it: its ``metadata.content`` is the block's JSON dict
-    *content* (AgentScope's blocks are dicts), so it can be ``json.dumps``-ed or put in a
-    database row as it is."""
+def _agentscope_document(doc: Document) -> Document:
+    """A copy of *doc* as AgentScope has it: its ``metadata.content`` is the block's own JSON
+    dict (AgentScope's blocks are dicts), so it can be ``json.dumps``-ed or put in a database
+    row as it is."""
     meta = doc.metadata
     copy = object.__new__(DocMetadata)
     # Set past DocMetadata's converter, which would build the dict back into a block.
-    object.__setattr__(copy, "content", content)
+    object.__setattr__(copy, "content", meta.content.to_dict())
     object.__setattr__(copy, "doc_id", meta.doc_id)
     object.__setattr__(copy, "chunk_id", meta.chunk_id)
     object.__setattr__(copy, "total_chunks", meta.total_chunks)
@@ -171,8 +171,6 @@ class SimpleKnowledge(KnowledgeBase):
         for doc, embedding in zip(documents, response.embeddings, strict=True):
             doc.embedding = embedding
         if not _package_store(self.embedding_store):
-            documents = [
-                _agentscope_document(d, c) for d, c in zip(documents, contents, strict=True)
-            ]
+            documents = [_agentscope_document(doc) for doc in documents]
         for start in range(0, len(documents), STORE_BATCH):
             await self.embedding_store.add(documents[start : start + STORE_BATCH], **kwargs)
