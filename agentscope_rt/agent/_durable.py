@@ -140,6 +140,12 @@ class DurableReplies:
         self._lock: anyio.Lock | None = None
         self._install_hooks()
 
+    def _arguments(self, **arguments: Any) -> dict[str, Any]:
+        """*arguments* for a session call, with ``user_id`` only when one was given: a session
+        written for AgentScope may take none (its SQLite example's takes ``session_id`` and the
+        modules only)."""
+        return {"user_id": self.user_id, **arguments} if self.user_id else arguments
+
     # -- saving ------------------------------------------------------------------------
 
     def _install_hooks(self) -> None:
@@ -174,8 +180,7 @@ class DurableReplies:
             with anyio.CancelScope(shield=True):
                 await self.session.save_session_state(
                     self.session_id,
-                    self.user_id,
-                    **{AGENT_KEY: self.agent, PROGRESS_KEY: self.progress},
+                    **self._arguments(**{AGENT_KEY: self.agent, PROGRESS_KEY: self.progress}),
                 )
 
     async def finish(self, answer: Msg | None = None) -> None:
@@ -217,7 +222,9 @@ class DurableReplies:
         if not self.loaded:
             self.loaded = True
             modules: dict[str, StateModule] = {AGENT_KEY: self.agent, PROGRESS_KEY: self.progress}
-            await self.session.load_session_state(self.session_id, self.user_id, True, **modules)
+            await self.session.load_session_state(
+                self.session_id, **self._arguments(allow_not_exist=True, **modules)
+            )
             progress = self.progress
             same_input = msg is None or self._is_recorded_input(msg)
             if progress.in_progress and same_input:

@@ -41,12 +41,12 @@ from .._schema import (
     validate_structured_output,
 )
 from .._serde import tool_input_problem
-from ..exception import ModelError
+from ..exception import MessageFormatError, ModelError
 from ..formatter import FormatterBase, TruncatedFormatterBase
 from ..memory import InMemoryMemory, LongTermMemoryBase, MemoryBase, MemoryMark
 from ..memory._long_term_memory import check_long_term_memory_mode
 from ..message import AudioBlock, Msg, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
-from ..message._msg import owned_msg
+from ..message._msg import _convert_content, owned_msg
 from ..model import ChatModelBase, ChatResponse, ChatUsage
 from ..tool import INTERRUPTED_TEXT, Toolkit, ToolResponse, ToolResponseStream
 from ._compression import CompressionConfig as _CompressionConfig
@@ -373,6 +373,7 @@ class ReActAgent(ReActAgentBase):
         self.max_iters = max_iters
         self.compression_config = compression_config
         self.memory = memory if memory is not None else InMemoryMemory()
+        _check_memory_compresses(self.memory, compression_config)
         self.toolkit = toolkit if toolkit is not None else Toolkit()
         self.parallel_tool_calls = bool(parallel_tool_calls)
         self.knowledge: list[KnowledgeLike] = list(knowledge or [])
@@ -822,7 +823,7 @@ class ReActAgent(ReActAgentBase):
                 outcome = await toolkit._run_call(tool_call)
                 if isinstance(outcome, ToolResponse):
                     last = outcome
-                    block.output = list(outcome.content)
+                    block.output = _tool_blocks(outcome.content)
                     if is_finish and (metadata := _success_metadata(outcome)) is not None:
                         structured = metadata.get("structured_output")
                 else:
@@ -833,7 +834,7 @@ class ReActAgent(ReActAgentBase):
                 known_stream = isinstance(stream, ToolResponseStream)
                 async for chunk in stream:
                     last = chunk
-                    block.output = list(chunk.content)
+                    block.output = _tool_blocks(chunk.content)
                     if not self._print_does_nothing():
                         await self.print(res_msg, chunk.is_last)
                     if is_finish and (metadata := _success_metadata(chunk)) is not None:
@@ -922,7 +923,7 @@ class ReActAgent(ReActAgentBase):
     def _take_response(self, res: ChatResponse, msg: Msg) -> None:
         # A whole (not streamed) response: its content and id go to msg, its usage is added.
         msg.invocation_id = res.id
-        msg.content = list(res.content)
+        msg.content = _model_blocks(res.content)
         self._add_usage(res.usage)
 
     async def _receive(
@@ -939,7 +940,7 @@ class ReActAgent(ReActAgentBase):
                 async for chunk in stream:
                     last = chunk
                     msg.invocation_id = chunk.id
-                    msg.content = list(chunk.content)
+                    msg.content = _model_blocks(chunk.content)
                     # Speech only when there is audio, so that a print override without the
                     # speech parameter keeps working for text.
                     speech = _speech(msg)
@@ -1152,7 +1153,9 @@ class ReActAgent(ReActAgentBase):
 def _summary_response(res: ChatResponse, fallback: str | None) -> ChatResponse:
     """*res* without its tool calls; with the text *fallback* appended when nothing but
     thinking is left (``None``: never)."""
-    content = [block for block in res.content if block.__class__ is not ToolUseBlock]
+    content: list[Any] = [
+        b for b in _convert_content(res.content) if b.__class__ is not ToolUseBlock
+    ]
     if fallback is not None and all(block.__class__ is ThinkingBlock for block in content):
         content.append(TextBlock(text=fallback))
     return attrs.evolve(res, content=content)
@@ -1183,8 +1186,40 @@ def _interrupted_output(last: ToolResponse | None) -> list[Any]:
     """The output recorded for a tool call cut short: what it produced so far, then the
     interrupt notice."""
     if last is not None and last.is_interrupted:
-        return list(last.content)
-    return [*(last.content if last is not None else ()), TextBlock(text=INTERRUPTED_TEXT)]
+        return _tool_blocks(last.content)
+    return [*(_tool_blocks(last.content) if last else ()), TextBlock(text=INTERRUPTED_TEXT)]
+
+
+def _model_blocks(content: list[Any]) -> list[Any]:
+    """A copy of a model response's *content* for its message, with AgentScope's dict blocks
+    (a model written for it may return ``{"type": "text", "text": ...}``) built into blocks:
+    one class test per block otherwise.
+
+    :raises MessageFormatError: naming the position of a dict that is no valid block.
+    """
+    for item in content:
+        if item.__class__ is dict:
+            return _convert_content(content)  # type: ignore[return-value]
+    return list(content)
+
+
+def _tool_blocks(content: list[Any]) -> list[Any]:
+    """A copy of a tool response's *content* for its result block, with AgentScope's dict
+    blocks (a tool written for it may answer ``{"type": "text", "text": ...}``) built into
+    blocks: one class test per block otherwise.
+
+    A dict that is no valid block becomes an error text for the model, as a tool's other
+    failures do, rather than a block every later prompt would fail on.
+    """
+    for item in content:
+        if item.__class__ is dict:
+            break
+    else:
+        return list(content)
+    try:
+        return ToolResultBlock(id="", name="", output=list(content)).output  # type: ignore[return-value]
+    except MessageFormatError as exc:
+        return [TextBlock(text=f"Error: the tool returned an invalid content block: {exc}")]
 
 
 def _check_type(
@@ -1197,6 +1232,22 @@ def _check_type(
             f"ReActAgent {what} must be a {shown or kind.__name__}"
             + (" or None" if optional else "")
             + f", not {type(value).__name__}"
+        )
+
+
+def _check_memory_compresses(memory: Any, config: _CompressionConfig | None) -> None:
+    """Refuse, when the agent is built, a memory that compression could not mark.
+
+    :raises TypeError: if compression is on and *memory* keeps ``MemoryBase``'s
+        ``update_messages_mark``, which raises (AgentScope would fail at the first compression).
+    """
+    if config is None or not config.enable:
+        return
+    if getattr(type(memory), "update_messages_mark", None) is MemoryBase.update_messages_mark:
+        raise TypeError(
+            f"ReActAgent compression marks compressed messages with "
+            f"memory.update_messages_mark(), which {type(memory).__name__} does not implement: "
+            "implement it, or turn compression off"
         )
 
 

@@ -41,7 +41,9 @@ class EmbeddingModelBase(ABC):
         """Embed *text*: one vector per item, in order.
 
         :param text: strings or text blocks (``TextBlock`` or a ``{"type": "text", "text": ...}``
-            dict).
+            dict). :class:`~agentscope_rt.rag.SimpleKnowledge` passes AgentScope's form,
+            plain dicts (``{"type": "text", "text": ...}``; an image's ``source`` a dict too),
+            so a subclass written for AgentScope, testing ``isinstance(item, dict)``, works.
         :param kwargs: provider-specific request arguments, sent as given.
         :raises ValueError: for an item that is neither a string nor a text block.
         :raises ModelAPIError: when the provider fails (after the configured retries).

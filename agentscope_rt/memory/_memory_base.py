@@ -34,8 +34,9 @@ class MemoryBase(StateModule, ABC):
     The compressed summary (``_compressed_summary``) is part of the state; when set,
     :meth:`get_memory` returns it first as a user message.
 
-    Subclasses implement :meth:`add`, :meth:`delete`, :meth:`get_memory`,
-    :meth:`update_messages_mark`, :meth:`size` and :meth:`clear`.
+    Subclasses implement :meth:`add`, :meth:`delete`, :meth:`get_memory`, :meth:`size` and
+    :meth:`clear`; :meth:`update_messages_mark` too for memory compression (as in AgentScope,
+    where it is optional).
     """
 
     _compressed_summary: str
@@ -101,7 +102,6 @@ class MemoryBase(StateModule, ABC):
         :raises TypeError: if *mark* or *exclude_mark* is neither a string nor ``None``.
         """
 
-    @abstractmethod
     async def update_messages_mark(
         self,
         new_mark: str | None,
@@ -113,7 +113,16 @@ class MemoryBase(StateModule, ABC):
         The messages considered are those with ids in *msg_ids* (all when ``None``) that carry
         *old_mark* (any when ``None``). With *new_mark* ``None``, *old_mark* is removed from
         them; otherwise *old_mark* (if given) is replaced by *new_mark*, or *new_mark* added.
+
+        Optional, as in AgentScope (a memory written for it need not have it): only memory
+        compression calls it, and a :class:`~agentscope_rt.agent.ReActAgent` with compression
+        refuses a memory without it when built.
+
+        :raises NotImplementedError: naming the class, unless a subclass implements it.
         """
+        raise NotImplementedError(
+            f"The update_messages_mark method is not implemented in {type(self).__name__} class."
+        )
 
     @abstractmethod
     async def size(self) -> int:

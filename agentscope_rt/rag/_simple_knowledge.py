@@ -13,10 +13,10 @@ from __future__ import annotations
 from typing import Any
 
 from ..embedding import EmbeddingModelBase
-from ..message import TextBlock
-from ._document import Document
+from ._document import DocMetadata, Document
 from ._knowledge_base import KnowledgeBase
 from ._store import VDBStoreBase
+from ._store._store_base import SyncClientStoreBase
 
 __all__ = ["STORE_BATCH", "SimpleKnowledge"]
 
@@ -26,6 +26,25 @@ which builds the slice's rows and writes them (about 1 ms for 32 chunks with Qdr
 embedded engine). While that thread holds the interpreter, a task of the event loop that
 wakes up waits for it, so the slice bounds how late other tasks run; a smaller slice pays a
 thread round trip more often (about 0.06 ms each)."""
+
+
+def _package_store(store: VDBStoreBase) -> bool:
+    """Whether *store* is one of this package's stores, which take documents with blocks."""
+    return isinstance(store, SyncClientStoreBase)
+
+
+def _agentscope_document(doc: Document) -> Document:
+    """A copy of *doc* as AgentScope has it: its ``metadata.content`` is the block's own JSON
+    dict (AgentScope's blocks are dicts), so it can be ``json.dumps``-ed or put in a database
+    row as it is."""
+    meta = doc.metadata
+    copy = object.__new__(DocMetadata)
+    # Set past DocMetadata's converter, which would build the dict back into a block.
+    object.__setattr__(copy, "content", meta.content.to_dict())
+    object.__setattr__(copy, "doc_id", meta.doc_id)
+    object.__setattr__(copy, "chunk_id", meta.chunk_id)
+    object.__setattr__(copy, "total_chunks", meta.total_chunks)
+    return Document(metadata=copy, id=doc.id, embedding=doc.embedding, score=doc.score)
 
 
 class SimpleKnowledge(KnowledgeBase):
@@ -84,19 +103,34 @@ class SimpleKnowledge(KnowledgeBase):
         """
         if not isinstance(query, str) or not query.strip():
             raise ValueError(f"query must be a non-empty string, got {query!r}")
-        response = await self.embedding_model([TextBlock(text=query)])
+        # AgentScope's text block, which is a dict: see add_documents.
+        query_block: list[Any] = [{"type": "text", "text": query}]
+        response = await self.embedding_model(query_block)
         if len(response.embeddings) != 1:
             raise RuntimeError(
                 f"{self.embedding_model!r} returned {len(response.embeddings)} vectors for one "
                 "query"
             )
-        return await self.embedding_store.search(
+        found = await self.embedding_store.search(
             response.embeddings[0], limit=limit, score_threshold=score_threshold, **kwargs
         )
+        if not _package_store(self.embedding_store):
+            for doc in found:
+                # Assigning runs DocMetadata's converter: a dict content becomes its block.
+                doc.metadata.content = doc.metadata.content
+        return found
 
     async def add_documents(self, documents: list[Document], **kwargs: Any) -> None:
         """Embed *documents* (one call to the model for all of them), set each one's
         ``embedding``, and upsert them into the store.
+
+        The model is called with each chunk's content as AgentScope's JSON dict
+        (``{"type": "text", "text": ...}``, an image's ``source`` a dict too), as
+        :meth:`retrieve` calls it with the query's text block; the documents keep their blocks.
+        A store that is not one of this package's (``QdrantStore``, ``MilvusLiteStore`` and
+        their subclasses) gets AgentScope's documents: copies whose ``metadata.content`` is
+        that dict, so a store written as AgentScope's are (``json.dumps`` of the content, the
+        content put in a database row) works; :meth:`retrieve` builds the blocks back.
 
         Every chunk is checked before anything is embedded: a chunk the model cannot embed
         stores nothing. A chunk already stored (same document id, position and content) is
@@ -125,7 +159,9 @@ class SimpleKnowledge(KnowledgeBase):
                 )
         if not documents:
             return
-        contents: list[Any] = [doc.metadata.content for doc in documents]
+        # The model gets AgentScope's blocks, plain dicts (sources too): models written for
+        # AgentScope test ``isinstance(item, dict)``, and this package's models read both.
+        contents: list[Any] = [doc.metadata.content.to_dict() for doc in documents]
         response = await self.embedding_model(contents)
         if len(response.embeddings) != len(documents):
             raise RuntimeError(
@@ -134,5 +170,7 @@ class SimpleKnowledge(KnowledgeBase):
             )
         for doc, embedding in zip(documents, response.embeddings, strict=True):
             doc.embedding = embedding
+        if not _package_store(self.embedding_store):
+            documents = [_agentscope_document(doc) for doc in documents]
         for start in range(0, len(documents), STORE_BATCH):
             await self.embedding_store.add(documents[start : start + STORE_BATCH], **kwargs)
