@@ -154,8 +154,9 @@ class ExcelReader(ReaderBase):
         # Chunking a large workbook takes long too: it runs in the worker thread as well.
         sheets = self._read_sheets(excel_path, stop)
         doc_id = self.get_doc_id(excel_path)
+        # Sentences as AgentScope's nltk splitter cuts them: the blocks are built its way.
         return chunk_groups(
-            sheets, doc_id, self.chunk_size, self.split_by, self.separate_sheet, stop
+            sheets, doc_id, self.chunk_size, self.split_by, self.separate_sheet, stop, as_punkt=True
         )
 
     def _read_sheets(

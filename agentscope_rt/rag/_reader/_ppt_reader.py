@@ -128,8 +128,10 @@ class PowerPointReader(ReaderBase):
         # Chunking a large deck takes long too: it runs in the worker thread as well.
         slides = self._read_slides(ppt_path, stop)
         doc_id = self.get_doc_id(ppt_path)
+        # Sentences as AgentScope's nltk splitter cuts them: the blank line after a table
+        # does not part the text below it from its slide.
         return chunk_groups(
-            slides, doc_id, self.chunk_size, self.split_by, self.separate_slide, stop
+            slides, doc_id, self.chunk_size, self.split_by, self.separate_slide, stop, as_punkt=True
         )
 
     def _read_slides(

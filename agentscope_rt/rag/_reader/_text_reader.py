@@ -10,7 +10,9 @@ Sentences are found by a dependency-free splitter (:func:`split_sentences`) that
 and Chinese/Japanese punctuation, instead of AgentScope's nltk ``punkt`` model (English only,
 downloaded at first use, which fails offline). Both keep abbreviations such as "Dr." or "e.g."
 inside a sentence; results can differ on unusual punctuation. The splitter also ends a sentence
-at a blank line, where nltk would join a heading to the sentence after it.
+at a blank line, where nltk would join a heading to the sentence after it. The Office readers
+split as nltk does there (``as_punkt``): their blocks join a table to the text below it with a
+blank line, which AgentScope's chunks do not cut.
 """
 
 from __future__ import annotations
@@ -36,16 +38,18 @@ def _windows(text: str, size: int) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)]
 
 
-def split_text(text: str, chunk_size: int, split_by: SplitBy) -> list[str]:
+def split_text(text: str, chunk_size: int, split_by: SplitBy, as_punkt: bool = False) -> list[str]:
     """Split *text* into chunks by TextReader's rules (see the module docstring).
 
+    :param as_punkt: split sentences as nltk's punkt does (see :func:`split_sentences`): the
+        Office readers' blocks are built for it.
     :raises ValueError: for a non-positive *chunk_size* or an unknown *split_by*.
     """
     check_chunking(chunk_size, split_by)
     if split_by == "char":
         return _windows(text, chunk_size)
     if split_by == "sentence":
-        pieces = split_sentences(text)
+        pieces = split_sentences(text, as_punkt=as_punkt)
     else:
         # Blank and whitespace-only lines carry nothing to retrieve.
         pieces = [line for line in text.split("\n") if line.strip()]

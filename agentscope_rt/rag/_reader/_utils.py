@@ -201,11 +201,10 @@ async def run_stoppable(function: Callable[..., T], *args: Any) -> T:
 # Chinese/Japanese full-width terminators wherever they stand (those scripts put no space after
 # them), and at a blank line (a heading or list item without a full stop is still a unit).
 # Closing quotes and brackets stay with the sentence they close.
-_BOUNDARY = re.compile(
-    r"""[.!?]+["'”’)\]]*(?=\s|$)"""
-    r"""|[。！？]+["'”’」』）)\]]*"""
-    r"""|\n[ \t]*\n"""
-)
+_TERMINATOR = r"""[.!?]+["'”’)\]]*(?=\s|$)|[。！？]+["'”’」』）)\]]*"""
+_BOUNDARY = re.compile(_TERMINATOR + r"|\n[ \t]*\n")
+# nltk's punkt, which AgentScope's Office readers split with, goes on across blank lines.
+_PUNKT_BOUNDARY = re.compile(_TERMINATOR)
 
 # Words after which a full stop does not end a sentence (compared in lower case, without it).
 # fmt: off
@@ -248,24 +247,35 @@ def _ends_with_abbreviation(text: str, dot: int) -> bool:
     return bool(following) and following[0].islower()
 
 
-def split_sentences(text: str) -> list[str]:
+def split_sentences(text: str, *, as_punkt: bool = False) -> list[str]:
     """Split *text* into sentences, for English and Chinese alike, without any model.
 
-    Sentences are stripped of surrounding white space; empty ones are dropped.
+    Sentences are stripped of surrounding white space; empty ones are dropped. A blank line
+    ends a sentence.
+
+    :param as_punkt: cut as nltk's punkt does (AgentScope's Office readers): a blank line does
+        not end a sentence (a table's trailing line break and the text after it stay together),
+        and the first sentence keeps the white space before it (a block of text that opens with
+        a line break keeps it, as in AgentScope's chunks).
     """
     sentences: list[str] = []
     start = 0
-    for match in _BOUNDARY.finditer(text):
+    boundary = _PUNKT_BOUNDARY if as_punkt else _BOUNDARY
+    for match in boundary.finditer(text):
         if match.group()[0] == "." and _ends_with_abbreviation(text, match.start()):
             continue
-        piece = text[start : match.end()].strip()
-        if piece:
-            sentences.append(piece)
+        _add_sentence(sentences, text[start : match.end()], as_punkt)
         start = match.end()
-    tail = text[start:].strip()
-    if tail:
-        sentences.append(tail)
+    _add_sentence(sentences, text[start:], as_punkt)
     return sentences
+
+
+def _add_sentence(sentences: list[str], piece: str, as_punkt: bool) -> None:
+    """Append *piece*, stripped, unless it is white space only; punkt leaves the white space
+    before the first sentence in place."""
+    if not piece.strip():
+        return
+    sentences.append(piece.rstrip() if as_punkt and not sentences else piece.strip())
 
 
 # -- tables and images --------------------------------------------------------------------------

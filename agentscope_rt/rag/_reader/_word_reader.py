@@ -64,6 +64,11 @@ def _table_rows(element: Any, qn: Any) -> list[list[str]]:
     return rows
 
 
+def _has_picture(element: Any, qn: Any) -> bool:
+    """Whether a paragraph holds a drawing or a legacy VML picture (embedded or not)."""
+    return any(True for _ in element.iter(qn("w:drawing"), qn("w:pict")))
+
+
 def _paragraph_images(element: Any, part: Any, qn: Any) -> list[ImageBlock]:
     """The images embedded in a paragraph (DrawingML blips and legacy VML image data)."""
     rel_ids = [blip.get(qn("r:embed")) for blip in element.iter(qn("a:blip"))]
@@ -137,7 +142,9 @@ class WordReader(ReaderBase):
         # Chunking a large document takes long too: it runs in the worker thread as well.
         blocks = self._read_blocks(word_path, stop)
         doc_id = self.get_doc_id(word_path)
-        return chunk_blocks(blocks, doc_id, self.chunk_size, self.split_by, stop)
+        # Sentences as AgentScope's nltk splitter cuts them: a blank line (an empty paragraph,
+        # a table's last line break) does not end one, and a block keeps its opening line break.
+        return chunk_blocks(blocks, doc_id, self.chunk_size, self.split_by, stop, as_punkt=True)
 
     def _read_blocks(
         self, word_path: str | os.PathLike[str], stop: threading.Event
@@ -159,12 +166,11 @@ class WordReader(ReaderBase):
             check_stop(stop)
             if element.tag == paragraph_tag:
                 text = _paragraph_text(element, qn)
-                images = _paragraph_images(element, document.part, qn) if self.include_image else []
-                if images:
-                    blocks.extend(images)
+                if self.include_image and _has_picture(element, qn):
+                    # The paragraph's text, even none, opens a new block after its pictures
+                    # (AgentScope's rule): the text after a picture starts with a line break.
+                    blocks.extend(_paragraph_images(element, document.part, qn))
                     last = "image"
-                    if not text:
-                        continue
                 if last == "text" or (last == "table" and not self.separate_table):
                     blocks[-1]["text"] += "\n" + text
                 else:

@@ -213,8 +213,8 @@ class MilvusLiteStore(SyncClientStoreBase["MilvusClient"]):
         :param kwargs: passed to ``MilvusClient.search`` (``filter``, ``output_fields``, ...;
             the metadata fields are always fetched, and a ``"vector"`` asked for becomes each
             document's ``embedding``).
-        :raises ValueError: for a query of the wrong size or with a non-finite value, a
-            non-positive *limit* or a *score_threshold* that is not a number.
+        :raises ValueError: for a query of the wrong size, with a non-finite value or a norm
+            beyond 9e18, a non-positive *limit* or a *score_threshold* that is not a number.
         """
         check_limit(limit)
         check_threshold(score_threshold)

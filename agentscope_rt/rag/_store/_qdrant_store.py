@@ -256,8 +256,8 @@ class QdrantStore(SyncClientStoreBase["QdrantClient"]):
         :param score_threshold: only chunks scoring at least this much (in those units).
         :param kwargs: passed to ``QdrantClient.query_points`` (``query_filter``,
             ``with_vectors``, ...).
-        :raises ValueError: for a query of the wrong size or with a non-finite value, a
-            non-positive *limit*, a *score_threshold* that is not a number, or
+        :raises ValueError: for a query of the wrong size, with a non-finite value or a norm
+            beyond 9e18, a non-positive *limit*, a *score_threshold* that is not a number, or
             ``with_payload`` other than ``True``.
         """
         check_limit(limit)

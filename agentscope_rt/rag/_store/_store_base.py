@@ -68,8 +68,9 @@ class VDBStoreBase(ABC):
     async def add(self, documents: list[Document], **kwargs: Any) -> None:
         """Store *documents* (with their embeddings); a chunk already stored is overwritten.
 
-        :raises ValueError: for a document without an embedding, one of the wrong size, or
-            one holding a value that is not a finite float32 number.
+        :raises ValueError: for a document without an embedding, one of the wrong size, one
+            holding a value that is not a finite float32 number, or one whose norm exceeds
+            :data:`NORM_MAX` (9e18).
         """
 
     async def delete(
@@ -106,8 +107,9 @@ class VDBStoreBase(ABC):
 
         :param score_threshold: when given, only chunks scoring at least this much.
         :param kwargs: passed to the database's search call.
-        :raises ValueError: for a query of the wrong size or with a non-finite value, a
-            non-positive *limit* or a *score_threshold* that is not a number.
+        :raises ValueError: for a query of the wrong size, with a non-finite value or a norm
+            beyond :data:`NORM_MAX`, a non-positive *limit* or a *score_threshold* that is
+            not a number.
         """
 
     def get_client(self) -> Any:
@@ -159,8 +161,9 @@ class SyncClientStoreBase(VDBStoreBase, Generic[C]):
     def _rows(self, documents: list[Document]) -> list[Any]:
         """The rows (points) for *documents*, every one checked (in a worker thread).
 
-        :raises ValueError: for a document without an embedding, one of the wrong size, or
-            one holding a value that is not a finite float32 number.
+        :raises ValueError: for a document without an embedding, one of the wrong size, one
+            holding a value that is not a finite float32 number, or one whose norm exceeds
+            :data:`NORM_MAX`.
         """
 
     @abstractmethod
@@ -176,9 +179,9 @@ class SyncClientStoreBase(VDBStoreBase, Generic[C]):
         """Upsert *documents*: each is stored under its chunk id (see the module docstring),
         its metadata beside it. The rows are built in the worker thread too.
 
-        :raises ValueError: for a document without an embedding, one of the wrong size, or one
-            holding a value that is not a finite float32 number (nothing of the batch is
-            stored then).
+        :raises ValueError: for a document without an embedding, one of the wrong size, one
+            holding a value that is not a finite float32 number, or one whose norm exceeds
+            :data:`NORM_MAX` (nothing of the batch is stored then).
         :raises TypeError: for an item that is not a :class:`Document`.
         """
         documents = list(documents)
@@ -276,8 +279,9 @@ def check_delete_args(ids: object, doc_ids: object, *others: object) -> None:
 def check_vector(vector: Any, dimensions: int, what: str) -> list[float]:
     """*vector* as a list of floats of length *dimensions*.
 
-    :raises ValueError: for a missing vector, a non-number, the wrong length, or a value
-        that is not a finite float32 number (naming *what* and the position).
+    :raises ValueError: for a missing vector, a non-number, the wrong length, a value that is
+        not a finite float32 number (naming *what* and the position), or a norm beyond
+        :data:`NORM_MAX` (see :func:`check_norm`).
     """
     if vector is None:
         raise ValueError(f"{what} has no embedding; embed the documents before adding them")
@@ -291,6 +295,7 @@ def check_vector(vector: Any, dimensions: int, what: str) -> list[float]:
             "vectors; use the embedding model the store was created for"
         )
     check_finite(values, what)
+    check_norm(values, what)
     return values
 
 
@@ -313,6 +318,27 @@ def check_finite(values: list[float], what: str) -> None:
                 f"{what} holds {value!r} at position {position}: vectors must be finite "
                 f"float32 numbers (at most {FLOAT32_MAX:.7g} in magnitude)"
             )
+
+
+# The largest norm a stored vector may have: twice it, squared, still fits float32, so every
+# sum the databases compute in float32 stays finite for any two vectors within it (a squared
+# norm for cosine normalisation, a dot product, a squared Euclidean distance). sqrt(FLOAT32_MAX)
+# / 2 is about 9.22e18; the bound leaves 5 % for float32's rounding of thousands of terms.
+NORM_MAX = 9e18
+
+
+def check_norm(values: list[float], what: str) -> None:
+    """:raises ValueError: when the Euclidean norm of *values* exceeds :data:`NORM_MAX`: its
+    square, or a distance to another vector, overflows the databases' float32 arithmetic, and
+    the vector is scored as a zero vector (cosine: 0.0 against everything) or at an infinite
+    distance (Euclidean)."""
+    norm = math.hypot(*values)
+    if norm > NORM_MAX:
+        raise ValueError(
+            f"{what} has a norm of {norm:.7g}: vectors must have a norm whose square stays "
+            f"finite in float32, with room for distances (at most {NORM_MAX:.7g}); the values "
+            "are finite, but their squares overflow the store's float32 arithmetic"
+        )
 
 
 def check_limit(limit: int) -> None:
