@@ -43,8 +43,13 @@ from .._schema import (
 from .._serde import tool_input_problem
 from ..exception import MessageFormatError, ModelError
 from ..formatter import FormatterBase, TruncatedFormatterBase
-from ..memory import InMemoryMemory, LongTermMemoryBase, MemoryBase, MemoryMark
-from ..memory._long_term_memory import check_long_term_memory_mode
+from ..memory import (
+    InMemoryMemory,
+    LongTermMemoryBase,
+    MemoryBase,
+    MemoryMark,
+    check_long_term_memory_mode,
+)
 from ..message import AudioBlock, Msg, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
 from ..message._msg import _convert_content, owned_msg
 from ..model import ChatModelBase, ChatResponse, ChatUsage

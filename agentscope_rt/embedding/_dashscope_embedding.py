@@ -14,10 +14,9 @@ import logging
 import os
 from typing import Any, ClassVar
 
+from .._provider import RetryConfig, resolve_api_key
 from ..exception import ModelAPIError
 from ..message import TextBlock
-from ..model import RetryConfig
-from ..model._common import resolve_api_key
 from ._cache_base import EmbeddingCacheBase
 from ._cached import cached_embed, timed
 from ._embedding_base import empty_response, gather_texts, merge_responses

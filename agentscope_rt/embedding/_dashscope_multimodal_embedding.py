@@ -18,11 +18,11 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
+from .._provider import RetryConfig
 from ..exception import ModelAPIError
 from ..formatter import FormatterError, LocalFileNotAllowedError
 from ..formatter._media import WEB_IMAGE_TYPES, local_path_of, read_local_bytes, sniff_media_type
 from ..message import ImageBlock, TextBlock, VideoBlock
-from ..model import RetryConfig
 from ._cache_base import EmbeddingCacheBase
 from ._cached import cached_embed, timed
 from ._dashscope_embedding import dashscope_connection

@@ -7,8 +7,8 @@ import os
 import re
 from typing import Any, ClassVar
 
+from .._provider import RetryConfig
 from ..message import TextBlock
-from ..model import RetryConfig
 from ._cache_base import EmbeddingCacheBase
 from ._cached import cached_embed, timed
 from ._embedding_base import check_count, empty_response, gather_texts, merge_responses

@@ -1,7 +1,7 @@
 """What the HTTP embedding models share: one httpx client per event loop, retries, redaction.
 
-The pieces are the chat models' own (:mod:`agentscope_rt.model`): :class:`LoopClients` keeps
-one ``httpx.AsyncClient`` per event loop, closed when that loop ends (or at :meth:`aclose` /
+The pieces are the chat models' own (:mod:`agentscope_rt._provider`): :class:`LoopClients`
+keeps one ``httpx.AsyncClient`` per event loop, closed when that loop ends (or at :meth:`aclose` /
 the end of ``async with model``), so a model works from asyncio and trio alike and never
 leaves a connection behind; every request runs under the shared retry policy (429, 408, 409,
 5xx, connection errors and timeouts retried with backoff, ``Retry-After`` honoured) and fails
@@ -17,11 +17,8 @@ from typing import Any, ClassVar, Self
 import anyio.to_thread
 import httpx
 
+from .._provider import LoopClients, RetryConfig, Secrets, call_with_retry, close_orphans
 from ..exception import ModelAPIError
-from ..model import RetryConfig
-from ..model._common import Secrets
-from ..model._loop_client import LoopClients, close_orphans
-from ..model._retry import call_with_retry
 from ._embedding_base import EmbeddingModelBase
 
 __all__ = ["HttpEmbeddingModel"]

@@ -7,12 +7,18 @@ from typing import Any, ClassVar, Self
 
 import anyio
 
+from .._provider import (
+    LoopClients,
+    RetryConfig,
+    Secrets,
+    call_with_retry,
+    close_orphans,
+    close_sdk_client,
+    loop_copy,
+    resolve_api_key,
+    sdk_owns_http_client,
+)
 from ..message import TextBlock
-from ..model import RetryConfig
-from ..model._common import Secrets, resolve_api_key
-from ..model._loop_client import LoopClients, close_orphans
-from ..model._retry import call_with_retry
-from ..model._sdk_stream import _loop_copy, _sdk_owns_http_client, close_sdk_client
 from ._cache_base import EmbeddingCacheBase
 from ._cached import cached_embed, timed
 from ._embedding_base import (
@@ -73,8 +79,8 @@ class OpenAITextEmbedding(EmbeddingModelBase):
         template = openai.AsyncClient(api_key=key or "unused", max_retries=0, **kwargs)
         self._client_template = template
         self._loop_clients: LoopClients[Any] | None = (
-            LoopClients(functools.partial(_loop_copy, template), close_sdk_client)
-            if _sdk_owns_http_client(template)
+            LoopClients(functools.partial(loop_copy, template), close_sdk_client)
+            if sdk_owns_http_client(template)
             else None
         )
         self._redact = Secrets((key,) if key else ())

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._provider import reasoning_input_item
 from ..message import ImageBlock, Msg, ThinkingBlock
-from ..model._openai_response_model import reasoning_input_item
 from ._formatter_base import (
     ImagePromotingChatFormatterBase,
     MediaPromotingMultiAgentFormatterBase,

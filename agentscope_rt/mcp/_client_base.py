@@ -15,7 +15,7 @@ import mcp
 import mcp.types
 from mcp import ClientSession
 
-from .._log_redaction import install_library_log_redaction
+from .._provider import install_library_log_redaction
 from ..exception import FunctionNotFoundError, MCPError
 from ._mcp_function import MCPToolFunction
 from ._session import list_all_tools

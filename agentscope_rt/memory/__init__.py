@@ -6,11 +6,12 @@ optional compressed summary); :class:`MemoryBase` is what other storages impleme
 messages and marks outside the process, in AgentScope's tables and keys.
 :class:`LongTermMemoryBase` is the interface a long-term memory offers the ReAct agent;
 :class:`VectorLongTermMemory` keeps facts per user in a vector store (offline by default) and
-:class:`Mem0LongTermMemory` adapts the mem0 library.
+:class:`Mem0LongTermMemory` adapts the mem0 library; :func:`check_long_term_memory_mode` tells
+whether a long-term memory implements what an agent's ``long_term_memory_mode`` calls.
 """
 
 from ._in_memory_memory import InMemoryMemory
-from ._long_term_memory import LongTermMemoryBase
+from ._long_term_memory import LongTermMemoryBase, check_long_term_memory_mode
 from ._mem0_long_term_memory import Mem0LongTermMemory
 from ._memory_base import MemoryBase, MemoryMark
 
@@ -31,4 +32,5 @@ __all__ = [
     "MemoryMark",
     "RedisMemory",
     "VectorLongTermMemory",
+    "check_long_term_memory_mode",
 ]

@@ -8,6 +8,7 @@
 * Test doubles for users' own tests: :class:`ScriptedChatModel`, :class:`FunctionChatModel`.
 """
 
+from .._provider import RetryConfig
 from ._anthropic_model import AnthropicChatModel
 from ._dashscope_model import DashScopeChatModel
 from ._gemini_model import GeminiChatModel
@@ -17,7 +18,6 @@ from ._model_response import ChatResponse, ChatUsage, ResponseBlock
 from ._ollama_model import OllamaChatModel
 from ._openai_model import OpenAIChatModel
 from ._openai_response_model import OpenAIResponseModel
-from ._retry import RetryConfig
 from ._testing import (
     FunctionChatModel,
     ModelCall,

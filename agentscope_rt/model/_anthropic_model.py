@@ -27,21 +27,18 @@ import time
 from collections.abc import AsyncGenerator
 from typing import Any, ClassVar
 
+from .._provider import BadResponse, RetryConfig, Secrets, excerpt, header_secrets, resolve_api_key
 from .._schema import StructuredModel
 from ..message import TextBlock, ThinkingBlock, ToolUseBlock
 from ._common import (
     STRUCTURED_TOOL_NAME,
-    Secrets,
     check_formatted_messages,
-    header_secrets,
     logger,
     parse_tool_value,
-    resolve_api_key,
     structured_tool,
 )
 from ._model_base import ToolChoice, validate_tool_choice
 from ._model_response import ChatResponse, ChatUsage, ResponseBlock
-from ._retry import BadResponse, RetryConfig, excerpt
 from ._sdk_stream import SdkClientModel, SdkEvents, route_extra_fields
 
 __all__ = ["AnthropicChatModel"]

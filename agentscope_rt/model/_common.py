@@ -1,13 +1,16 @@
-"""Small pieces shared by the providers: tool-argument parsing, structured output, API keys."""
+"""Small pieces shared by the chat models: tool-argument parsing, structured output, checks.
+
+API keys and secrets are the foundation's (:mod:`agentscope_rt._provider`): the embedding
+models and tools use them too.
+"""
 
 from __future__ import annotations
 
 import json
 import logging
 import math
-import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from .._schema import (
@@ -22,15 +25,11 @@ from ..message import TextBlock, ThinkingBlock, ToolUseBlock
 
 __all__ = [
     "STRUCTURED_TOOL_NAME",
-    "SecretHeaders",
-    "Secrets",
     "check_formatted_messages",
-    "header_secrets",
     "loads_strict",
     "parse_partial_json",
     "parse_tool_input",
     "parse_tool_value",
-    "resolve_api_key",
     "savable_text",
     "scrub_surrogates",
     "structured_from_blocks",
@@ -255,72 +254,6 @@ def validated_metadata(
             f"{provider}: the structured output does not match the requested model "
             f"({exc}); the model returned {shown}"
         ) from None
-
-
-def resolve_api_key(
-    api_key: str | None, env_var: str, model_class: str, *, required: bool = True
-) -> str | None:
-    """The key given, else the environment variable's value.
-
-    :raises ValueError: if *required* and neither is set (the message says how to fix it and
-        never contains a key).
-    """
-    if api_key:
-        return api_key
-    value = os.environ.get(env_var) or None
-    if value is None and required:
-        raise ValueError(
-            f"{model_class} needs an API key: pass api_key=... or set the {env_var} "
-            "environment variable"
-        )
-    return value
-
-
-class Secrets(tuple[str, ...]):
-    """Secrets to scrub from error messages; shows as ``Secrets(***)`` in any repr."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "Secrets(***)"
-
-    __str__ = __repr__
-
-
-_SENSITIVE_HEADER_WORDS = ("auth", "key", "token", "secret", "cookie", "password", "credential")
-
-
-def _is_sensitive_header(name: Any) -> bool:
-    lowered = str(name).lower()
-    return any(word in lowered for word in _SENSITIVE_HEADER_WORDS)
-
-
-def header_secrets(headers: Any) -> tuple[str, ...]:
-    """The secrets among the values of *headers* (a mapping, or ``None``): those of headers
-    named like credentials (``Authorization``, ``x-api-key``, ``Cookie``, ...), each also
-    without its scheme (``Bearer <token>`` gives the token too), to scrub from errors."""
-    if not isinstance(headers, Mapping):
-        return ()
-    found: list[str] = []
-    for name, value in headers.items():
-        if not _is_sensitive_header(name) or not isinstance(value, str) or not value:
-            continue
-        found.append(value)
-        scheme, _, token = value.partition(" ")
-        if token.strip() and scheme.isalpha():
-            found.append(token.strip())
-    return tuple(found)
-
-
-class SecretHeaders(dict[str, Any]):
-    """Request headers kept by a model; the values of credential headers (see
-    :func:`header_secrets`) show as ``***`` in any repr, so ``vars(model)`` shows no key."""
-
-    def __repr__(self) -> str:
-        shown = {k: "***" if _is_sensitive_header(k) else v for k, v in self.items()}
-        return f"SecretHeaders({shown!r})"
-
-    __str__ = __repr__
 
 
 def check_formatted_messages(

@@ -44,6 +44,16 @@ from typing import Any, ClassVar
 
 import httpx
 
+from .._provider import (
+    RETRYABLE_STATUS,
+    BadResponse,
+    LoopClients,
+    RetryConfig,
+    StreamErrorEvent,
+    close_shielded,
+    excerpt,
+    resolve_api_key,
+)
 from .._schema import StructuredModel
 from ..message import TextBlock, ThinkingBlock, ToolUseBlock
 from ._common import (
@@ -51,22 +61,12 @@ from ._common import (
     check_formatted_messages,
     logger,
     parse_tool_input,
-    resolve_api_key,
     structured_tool,
 )
 from ._http_model import response_lines
-from ._loop_client import LoopClients
 from ._model_base import ToolChoice, validate_tool_choice
 from ._model_response import ChatResponse, ChatUsage, ResponseBlock
 from ._openai_model import OpenAIChatModel
-from ._retry import (
-    RETRYABLE_STATUS,
-    BadResponse,
-    RetryConfig,
-    StreamErrorEvent,
-    close_shielded,
-    excerpt,
-)
 
 __all__ = [
     "DASHSCOPE_BASE_URL",

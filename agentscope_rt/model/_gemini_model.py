@@ -43,13 +43,21 @@ from typing import Any, ClassVar
 import anyio.to_thread
 import httpx
 
+from .._provider import (
+    RETRYABLE_STATUS,
+    BadResponse,
+    RetryConfig,
+    SecretHeaders,
+    Secrets,
+    StreamErrorEvent,
+    excerpt,
+    header_secrets,
+)
 from .._schema import StructuredModel, structured_model_schema
-from ._common import SecretHeaders, Secrets, header_secrets
 from ._http_model import HttpChatModel, response_lines
 from ._model_base import ToolChoice, validate_tool_choice
 from ._model_response import ChatResponse, ChatUsage
 from ._ollama_model import ChatAccumulator
-from ._retry import RETRYABLE_STATUS, BadResponse, RetryConfig, StreamErrorEvent, excerpt
 
 __all__ = ["GeminiChatModel"]
 

@@ -23,22 +23,23 @@ from typing import Any, ClassVar, Self
 import anyio
 import httpx
 
-from .._schema import StructuredModel
-from ._common import scrub_surrogates
-from ._loop_client import LoopClients, close_orphans
-from ._model_base import ChatModelBase
-from ._model_response import ChatResponse
-from ._retry import (
+from .._provider import (
     CLOSE_TIMEOUT,
     BadResponse,
+    LoopClients,
     RetryConfig,
     call_with_retry,
+    close_orphans,
     close_shielded,
     excerpt,
     parse_answer,
     shape_checked,
     stream_with_retry,
 )
+from .._schema import StructuredModel
+from ._common import scrub_surrogates
+from ._model_base import ChatModelBase
+from ._model_response import ChatResponse
 from ._sdk_stream import suspended_generator_chain
 
 __all__ = ["HttpChatModel", "response_lines"]

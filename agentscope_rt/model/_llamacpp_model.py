@@ -36,10 +36,10 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
+from .._provider import TokenCounterBase
 from .._schema import StructuredModel, structured_model_schema, validate_structured_output
 from ..exception import ModelError, ModelResponseError
 from ..message import TextBlock, ToolUseBlock
-from ..token import TokenCounterBase
 from ._common import loads_strict
 from ._model_base import ChatModelBase, ToolChoice, validate_tool_choice
 from ._model_response import ChatResponse, ChatUsage, ResponseBlock

@@ -14,8 +14,8 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator
 from typing import Any, Literal
 
+from .._provider import TokenCounterBase
 from .._schema import StructuredModel
-from ..token import TokenCounterBase
 from ._model_response import ChatResponse
 
 __all__ = ["ChatModelBase", "ToolChoice", "validate_tool_choice"]

@@ -21,21 +21,22 @@ from typing import Any, ClassVar
 
 import httpx
 
+from .._provider import (
+    BadResponse,
+    RetryConfig,
+    SecretHeaders,
+    Secrets,
+    StreamErrorEvent,
+    excerpt,
+    header_secrets,
+)
 from .._schema import StructuredModel, structured_model_schema, validate_structured_output
 from ..exception import ModelResponseError
 from ..message import TextBlock, ThinkingBlock, ToolUseBlock
-from ._common import (
-    SecretHeaders,
-    Secrets,
-    header_secrets,
-    loads_strict,
-    parse_tool_value,
-    savable_text,
-)
+from ._common import loads_strict, parse_tool_value, savable_text
 from ._http_model import HttpChatModel, response_lines
 from ._model_base import ToolChoice, validate_tool_choice
 from ._model_response import ChatResponse, ChatUsage, ResponseBlock
-from ._retry import BadResponse, RetryConfig, StreamErrorEvent, excerpt
 
 __all__ = ["OllamaChatModel"]
 

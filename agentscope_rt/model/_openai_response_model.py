@@ -33,7 +33,6 @@ Guarantees:
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from collections.abc import AsyncGenerator
@@ -41,15 +40,15 @@ from typing import Any, ClassVar, Literal
 
 import attrs
 
+from .._provider import RetryConfig, StreamErrorEvent, reasoning_signature, resolve_api_key
 from .._schema import StructuredModel, structured_model_schema
 from ..message import TextBlock, ThinkingBlock
-from ._common import check_formatted_messages, logger, resolve_api_key
+from ._common import check_formatted_messages, logger
 from ._model_base import ToolChoice, validate_tool_choice
 from ._model_response import ChatResponse, ChatUsage, ResponseBlock
-from ._retry import RetryConfig, StreamErrorEvent
 from ._sdk_stream import SdkClientModel, SdkEvents, route_extra_fields
 
-__all__ = ["OpenAIResponseModel", "reasoning_input_item", "reasoning_signature"]
+__all__ = ["OpenAIResponseModel"]
 
 _ENCRYPTED_REASONING = "reasoning.encrypted_content"
 
@@ -58,41 +57,6 @@ _ENCRYPTED_REASONING = "reasoning.encrypted_content"
 _RETRYABLE_CODES = {"rate_limit_exceeded": 429, "server_error": 500, "vector_store_timeout": 504}
 
 _SCHEMA_NAME = re.compile(r"[^a-zA-Z0-9_-]")
-
-
-def reasoning_signature(item_id: str | None, encrypted_content: str | None) -> str | None:
-    """The :attr:`ThinkingBlock.signature` that keeps a reasoning item's encrypted content.
-
-    ``None`` when there is no encrypted content to keep (the API then holds the reasoning
-    itself, or the server has none to give).
-    """
-    if not item_id or not encrypted_content:
-        return None
-    return json.dumps(
-        {"type": "reasoning", "id": item_id, "encrypted_content": encrypted_content},
-        separators=(",", ":"),
-    )
-
-
-def reasoning_input_item(block: ThinkingBlock) -> dict[str, Any] | None:
-    """The Responses API ``reasoning`` input item that sends *block* back, or ``None`` when
-    the block carries no encrypted reasoning from this API (a plain summary, or another
-    provider's signature), since the API accepts reasoning back only in encrypted form."""
-    signature = block.signature
-    if not signature or not signature.startswith('{"type":"reasoning"'):
-        return None
-    try:
-        data = json.loads(signature)
-    except ValueError:
-        return None
-    if not isinstance(data.get("id"), str) or not isinstance(data.get("encrypted_content"), str):
-        return None
-    return {
-        "type": "reasoning",
-        "id": data["id"],
-        "summary": [{"type": "summary_text", "text": block.thinking}] if block.thinking else [],
-        "encrypted_content": data["encrypted_content"],
-    }
 
 
 def _responses_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:

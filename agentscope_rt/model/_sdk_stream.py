@@ -15,7 +15,6 @@ import functools
 import gc
 import inspect
 import json
-import sys
 import time
 import types
 from abc import abstractmethod
@@ -24,34 +23,37 @@ from typing import Any, ClassVar, Self
 
 import anyio
 
+from .._provider import (
+    CLOSE_TIMEOUT,
+    BadResponse,
+    LoopClients,
+    RetryConfig,
+    Secrets,
+    call_with_retry,
+    close_orphans,
+    close_sdk_client,
+    excerpt,
+    loop_copy,
+    parse_answer,
+    sdk_owns_http_client,
+    shape_checked,
+    stream_with_retry,
+)
 from .._schema import StructuredModel
 from ..message import ToolUseBlock
 from ._common import (
-    Secrets,
     logger,
     parse_partial_json,
     parse_tool_input,
     scrub_surrogates,
     structured_from_blocks,
 )
-from ._loop_client import LoopClients, close_orphans
 from ._model_base import ChatModelBase, ToolChoice
 from ._model_response import ChatResponse
-from ._retry import (
-    CLOSE_TIMEOUT,
-    BadResponse,
-    RetryConfig,
-    call_with_retry,
-    excerpt,
-    parse_answer,
-    shape_checked,
-    stream_with_retry,
-)
 
 __all__ = [
     "SdkClientModel",
     "SdkEvents",
-    "close_sdk_client",
     "route_extra_fields",
     "suspended_generator_chain",
 ]
@@ -172,12 +174,6 @@ class SdkEvents:
             await self._stream.close()
 
 
-async def close_sdk_client(client: Any) -> None:
-    """Close an SDK client's connection pool, shielded; closing twice is harmless."""
-    with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_TIMEOUT):
-        await client.close()
-
-
 @functools.cache
 def _accepted_parameters(method: Any) -> frozenset[str]:
     # Computed once per SDK method: the overloads share one implementation signature.
@@ -201,19 +197,6 @@ def route_extra_fields(method: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
         extra_body.setdefault(key, kwargs[key])
     routed["extra_body"] = extra_body
     return routed
-
-
-def _loop_copy(template: Any) -> Any:
-    """A copy of the SDK client *template* with a connection pool of its own (the SDK's
-    default HTTP client), for one event loop."""
-    sdk = sys.modules[type(template).__module__.partition(".")[0]]
-    return template.copy(http_client=sdk.DefaultAsyncHttpxClient(timeout=template.timeout))
-
-
-def _sdk_owns_http_client(client: Any) -> bool:
-    # The SDKs wrap the HTTP client they make themselves in this class; one the user passed
-    # (``client_kwargs={"http_client": ...}``) is the user's to manage and is used as given.
-    return type(getattr(client, "_client", None)).__name__ == "AsyncHttpxClientWrapper"
 
 
 class SdkClientModel(ChatModelBase):
@@ -260,8 +243,8 @@ class SdkClientModel(ChatModelBase):
     def client(self, value: Any) -> None:
         self._client_template = value
         self._loop_clients = (
-            LoopClients(functools.partial(_loop_copy, value), close_sdk_client)
-            if _sdk_owns_http_client(value)
+            LoopClients(functools.partial(loop_copy, value), close_sdk_client)
+            if sdk_owns_http_client(value)
             else None
         )
 

@@ -183,7 +183,7 @@ class GeminiTokenCounter(EndpointTokenCounterBase):
             the retries (status and Gemini's message included, the key never).
         :raises ModelResponseError: when the answer is not a countTokens response.
         """
-        from ..model._retry import call_with_retry
+        from .._provider import call_with_retry
 
         system, settings = _split_config(config_kwargs)
         native_tools = [t for t in tools or [] if "function" not in t]

@@ -1,34 +1,17 @@
-"""The token counter interface."""
+"""What the counters that ask a provider's endpoint share.
+
+:class:`TokenCounterBase`, the interface itself, is the foundation's
+(:mod:`agentscope_rt._provider`): a chat model hands one out for its prompt budget.
+"""
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, Self
+from typing import Self
 
-__all__ = ["TokenCounterBase"]
+from .._provider import TokenCounterBase
 
-
-class TokenCounterBase(ABC):
-    """Counts the tokens a formatted prompt will cost.
-
-    Counters are async: some ask a provider's endpoint, and CPU-heavy local counting of large
-    prompts runs in a worker thread so it does not stall the event loop.
-    """
-
-    @abstractmethod
-    async def count(
-        self,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]] | None = None,
-        **kwargs: Any,
-    ) -> int:
-        """Count the tokens of *messages* (provider-shaped dicts, as a formatter returns them)
-        and of the tool schemas *tools*.
-
-        :param messages: the formatted messages; not modified.
-        :param tools: tool JSON schemas sent with the prompt.
-        :returns: the number of input tokens (an estimate where the counter says so).
-        """
+__all__ = ["EndpointTokenCounterBase", "TokenCounterBase"]
 
 
 class EndpointTokenCounterBase(TokenCounterBase, ABC):

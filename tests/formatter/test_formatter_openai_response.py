@@ -15,13 +15,13 @@ from typing import Any
 
 import pytest
 
+from agentscope_rt._provider import reasoning_signature
 from agentscope_rt.formatter import (
     OpenAIResponseChatFormatter,
     OpenAIResponseMultiAgentFormatter,
     UnsupportedBlockWarning,
 )
 from agentscope_rt.message import Msg, ThinkingBlock
-from agentscope_rt.model._openai_response_model import reasoning_signature
 from agentscope_rt.token import CharTokenCounter
 
 DATA = Path(__file__).parent / "data"

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from agentscope_rt._log_redaction import SecretRedactingFilter, install_library_log_redaction
+from agentscope_rt._provider import SecretRedactingFilter, install_library_log_redaction
 from agentscope_rt.mcp import HttpStatefulClient, HttpStatelessClient
 
 from .conftest import HttpServer

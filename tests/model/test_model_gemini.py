@@ -12,11 +12,11 @@ import anyio.to_thread
 import attrs
 import pytest
 
+from agentscope_rt._provider import RetryConfig
 from agentscope_rt.exception import ModelAPIError
 from agentscope_rt.message import TextBlock, ThinkingBlock
 from agentscope_rt.model import ChatResponse
 from agentscope_rt.model._gemini_model import GeminiChatModel, _clean_part
-from agentscope_rt.model._retry import RetryConfig
 
 from ._wire_servers_b import (
     Answer,

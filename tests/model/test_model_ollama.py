@@ -11,11 +11,11 @@ import anyio.to_thread
 import pydantic
 import pytest
 
+from agentscope_rt._provider import RetryConfig
 from agentscope_rt.exception import ModelAPIError, ModelResponseError
 from agentscope_rt.message import TextBlock, ThinkingBlock, ToolUseBlock
 from agentscope_rt.model import ChatResponse
 from agentscope_rt.model._ollama_model import OllamaChatModel
-from agentscope_rt.model._retry import RetryConfig
 
 from ._wire_servers_b import Answer, ScriptedServer, ndjson, ollama_chunk, running_server
 

@@ -13,15 +13,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentscope_rt.exception import ModelAPIError
-from agentscope_rt.model import RetryConfig
-from agentscope_rt.model._retry import (
+from agentscope_rt._provider import (
     StreamErrorEvent,
     call_with_retry,
     classify_error,
     parse_retry_after,
     stream_with_retry,
 )
+from agentscope_rt.exception import ModelAPIError
+from agentscope_rt.model import RetryConfig
 
 from ._wire_servers import Reply, WireServer, free_port_url
 

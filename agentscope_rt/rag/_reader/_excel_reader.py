@@ -26,8 +26,8 @@ from ._reader_base import (
     SplitBy,
     check_chunking,
     check_table_format,
-    chunk_groups,
 )
+from ._text_reader import chunk_groups
 from ._utils import (
     DEFAULT_MAX_UNZIPPED_SIZE,
     DEFAULT_MAX_ZIP_RATIO,

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import threading
 from abc import ABC, abstractmethod
 from typing import Any, Literal
 
-from ...message import ImageBlock, TextBlock
 from .._document import DocContent, DocMetadata, Document
-from ._utils import check_stop
 
-__all__ = ["ReaderBase", "SplitBy", "chunk_blocks", "chunk_groups", "number_chunks"]
+__all__ = ["ReaderBase", "SplitBy", "check_chunking", "check_table_format", "number_chunks"]
 
 SplitBy = Literal["char", "sentence", "paragraph"]
 _SPLIT_MODES = ("char", "sentence", "paragraph")
@@ -73,59 +70,3 @@ def number_chunks(doc_id: str, contents: list[DocContent]) -> list[Document]:
         Document(DocMetadata(content=content, doc_id=doc_id, chunk_id=index, total_chunks=total))
         for index, content in enumerate(contents)
     ]
-
-
-def chunk_blocks(
-    blocks: list[TextBlock | ImageBlock],
-    doc_id: str,
-    chunk_size: int,
-    split_by: SplitBy,
-    stop: threading.Event | None = None,
-    *,
-    as_punkt: bool = False,
-) -> list[Document]:
-    """The chunks of a document read as a sequence of blocks: each text block is split by
-    TextReader's rules, each image is a chunk of its own; all are numbered in order.
-
-    :param as_punkt: split sentences as nltk's punkt does (see
-        :func:`~agentscope_rt.rag.split_sentences`), as AgentScope's Office readers do.
-    :raises Stop: once *stop* is set, between blocks.
-    """
-    from ._text_reader import split_text
-
-    contents: list[DocContent] = []
-    for block in blocks:
-        if stop is not None:
-            check_stop(stop)
-        if isinstance(block, TextBlock):
-            pieces = split_text(block.text, chunk_size, split_by, as_punkt)
-            contents.extend(TextBlock(text=t) for t in pieces)
-        else:
-            contents.append(block)
-    return number_chunks(doc_id, contents)
-
-
-def chunk_groups(
-    groups: list[list[TextBlock | ImageBlock]],
-    doc_id: str,
-    chunk_size: int,
-    split_by: SplitBy,
-    separate: bool,
-    stop: threading.Event | None = None,
-    *,
-    as_punkt: bool = False,
-) -> list[Document]:
-    """The chunks of a document read as groups of blocks (sheets, slides): numbered through
-    the whole document, or, with *separate*, each group's chunks on their own (AgentScope's
-    ``separate_sheet`` / ``separate_slide`` numbering).
-
-    :param as_punkt: as for :func:`chunk_blocks`.
-    :raises Stop: once *stop* is set, between blocks.
-    """
-    if not separate:
-        blocks = [block for group in groups for block in group]
-        return chunk_blocks(blocks, doc_id, chunk_size, split_by, stop, as_punkt=as_punkt)
-    docs: list[Document] = []
-    for group in groups:
-        docs.extend(chunk_blocks(group, doc_id, chunk_size, split_by, stop, as_punkt=as_punkt))
-    return docs

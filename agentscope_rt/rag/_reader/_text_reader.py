@@ -19,16 +19,17 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 
 import anyio.to_thread
 
 from ...exception import ReaderError
-from ...message import TextBlock
+from ...message import ImageBlock, TextBlock
 from .._document import DocContent, Document
 from ._reader_base import ReaderBase, SplitBy, check_chunking, number_chunks
-from ._utils import split_sentences
+from ._utils import check_stop, split_sentences
 
-__all__ = ["TextReader", "split_text"]
+__all__ = ["TextReader", "chunk_blocks", "chunk_groups", "split_text"]
 
 # Longer than any path a file system accepts: such a string is text, not a file name.
 _MAX_PATH = 4096
@@ -61,6 +62,60 @@ def split_text(text: str, chunk_size: int, split_by: SplitBy, as_punkt: bool = F
             # A window of white space only (the tail of a padded line) carries nothing either.
             chunks.extend(w for w in _windows(piece, chunk_size) if w.strip())
     return chunks
+
+
+def chunk_blocks(
+    blocks: list[TextBlock | ImageBlock],
+    doc_id: str,
+    chunk_size: int,
+    split_by: SplitBy,
+    stop: threading.Event | None = None,
+    *,
+    as_punkt: bool = False,
+) -> list[Document]:
+    """The chunks of a document read as a sequence of blocks: each text block is split by
+    TextReader's rules, each image is a chunk of its own; all are numbered in order.
+
+    :param as_punkt: split sentences as nltk's punkt does (see
+        :func:`~agentscope_rt.rag.split_sentences`), as AgentScope's Office readers do.
+    :raises Stop: once *stop* is set, between blocks.
+    """
+    contents: list[DocContent] = []
+    for block in blocks:
+        if stop is not None:
+            check_stop(stop)
+        if isinstance(block, TextBlock):
+            pieces = split_text(block.text, chunk_size, split_by, as_punkt)
+            contents.extend(TextBlock(text=t) for t in pieces)
+        else:
+            contents.append(block)
+    return number_chunks(doc_id, contents)
+
+
+def chunk_groups(
+    groups: list[list[TextBlock | ImageBlock]],
+    doc_id: str,
+    chunk_size: int,
+    split_by: SplitBy,
+    separate: bool,
+    stop: threading.Event | None = None,
+    *,
+    as_punkt: bool = False,
+) -> list[Document]:
+    """The chunks of a document read as groups of blocks (sheets, slides): numbered through
+    the whole document, or, with *separate*, each group's chunks on their own (AgentScope's
+    ``separate_sheet`` / ``separate_slide`` numbering).
+
+    :param as_punkt: as for :func:`chunk_blocks`.
+    :raises Stop: once *stop* is set, between blocks.
+    """
+    if not separate:
+        blocks = [block for group in groups for block in group]
+        return chunk_blocks(blocks, doc_id, chunk_size, split_by, stop, as_punkt=as_punkt)
+    docs: list[Document] = []
+    for group in groups:
+        docs.extend(chunk_blocks(group, doc_id, chunk_size, split_by, stop, as_punkt=as_punkt))
+    return docs
 
 
 def _load(text: str | os.PathLike[str]) -> str:

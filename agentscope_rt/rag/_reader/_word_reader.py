@@ -15,7 +15,8 @@ from typing import Any, Literal
 
 from ...message import ImageBlock, TextBlock
 from .._document import Document
-from ._reader_base import ReaderBase, SplitBy, check_chunking, check_table_format, chunk_blocks
+from ._reader_base import ReaderBase, SplitBy, check_chunking, check_table_format
+from ._text_reader import chunk_blocks
 from ._utils import (
     DEFAULT_MAX_UNZIPPED_SIZE,
     DEFAULT_MAX_ZIP_RATIO,

@@ -29,7 +29,7 @@ from .._response import ToolResponse
 if TYPE_CHECKING:
     import httpx
 
-    from ...model._retry import FailureInfo, RetryConfig
+    from ..._provider import FailureInfo, RetryConfig
 
 __all__ = [
     "DOWNLOAD_TIMEOUT",
@@ -78,7 +78,7 @@ def retry_config() -> RetryConfig:
     timeouts, with exponential backoff from one second."""
     global _retry_config
     if _retry_config is None:
-        from ...model._retry import RetryConfig
+        from ..._provider import RetryConfig
 
         _retry_config = RetryConfig(max_retries=2, initial_delay=1.0, max_delay=20.0)
     return _retry_config
@@ -95,7 +95,7 @@ async def request(
     :raises ModelAPIError: after the last retryable failure or at once for another provider
         error, its message scrubbed of *secrets*.
     """
-    from ...model._retry import call_with_retry, classify_error
+    from ..._provider import call_with_retry, classify_error
 
     return await call_with_retry(
         provider, send, retry_config(), classify=classify or classify_error, redact=secrets

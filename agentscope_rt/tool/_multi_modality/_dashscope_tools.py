@@ -56,7 +56,7 @@ from ._common import (
 if TYPE_CHECKING:
     import httpx
 
-    from ...model._retry import FailureInfo
+    from ..._provider import FailureInfo
 
 __all__ = [
     "DASHSCOPE_HTTP_BASE_URL",
@@ -126,7 +126,7 @@ def _classify(exc: BaseException) -> FailureInfo | None:
     import attrs
     import httpx
 
-    from ...model._retry import classify_error
+    from ..._provider import classify_error
 
     info = classify_error(exc)
     if info is not None and isinstance(exc, httpx.HTTPStatusError):

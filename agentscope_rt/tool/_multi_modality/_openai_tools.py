@@ -53,7 +53,7 @@ async def _call(api_key: str, send: Callable[[openai.AsyncOpenAI], Awaitable[T]]
     """
     import openai
 
-    from ...model._sdk_stream import close_sdk_client
+    from ..._provider import close_sdk_client
 
     # The SDK's own retries are off: the project's policy is the only one.
     client = openai.AsyncOpenAI(api_key=api_key or None, max_retries=0)

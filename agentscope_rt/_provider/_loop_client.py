@@ -60,7 +60,7 @@ class LoopClients(Generic[C]):
 
     :param factory: makes a new client (called once per event loop, inside it).
     :param close: closes a client; it runs shielded and bounded by
-        :data:`~agentscope_rt.model._retry.CLOSE_TIMEOUT` seconds.
+        :data:`~._retry.CLOSE_TIMEOUT` seconds.
     """
 
     __slots__ = ("__weakref__", "_close", "_entries", "_factory")

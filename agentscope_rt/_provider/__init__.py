@@ -1,0 +1,89 @@
+"""What every package that talks to a model provider shares: the foundation under them.
+
+The chat models (:mod:`agentscope_rt.model`), the embedding models, the token counters, the
+multi-modality tools and the MCP clients reach providers and servers the same way, through
+what is here, so none of them imports another's private module:
+
+* the one retry policy (:class:`RetryConfig`, :func:`call_with_retry`,
+  :func:`stream_with_retry`, :func:`classify_error`), which raises
+  :class:`~agentscope_rt.exception.ModelAPIError` with every secret scrubbed;
+* one HTTP or SDK client per event loop, closed while that loop still runs
+  (:class:`LoopClients`, :func:`close_orphans`; for the SDKs :func:`loop_copy`,
+  :func:`sdk_owns_http_client`, :func:`close_sdk_client`);
+* API keys and the secrets that never show in a repr, an error or a log
+  (:func:`resolve_api_key`, :class:`Secrets`, :class:`SecretHeaders`,
+  :func:`install_library_log_redaction`);
+* the token counter interface (:class:`TokenCounterBase`) and the format of a Responses API
+  reasoning item kept in a thinking block (:func:`reasoning_signature`,
+  :func:`reasoning_input_item`).
+
+It imports only the foundation (:mod:`agentscope_rt.exception`); ``tests/test_imports.py`` pins
+that.
+"""
+
+from ._log_redaction import (
+    LIBRARY_LOGGERS,
+    SecretRedactingFilter,
+    install_library_log_redaction,
+    library_log_filter,
+    redact_text,
+)
+from ._loop_client import LoopClients, close_orphans
+from ._openai_reasoning import reasoning_input_item, reasoning_signature
+from ._retry import (
+    CLOSE_TIMEOUT,
+    RETRYABLE_STATUS,
+    BadResponse,
+    FailureInfo,
+    RedactedCause,
+    RetryConfig,
+    StreamErrorEvent,
+    call_with_retry,
+    classify_error,
+    close_shielded,
+    excerpt,
+    parse_answer,
+    parse_retry_after,
+    redacted_cause,
+    shape_checked,
+    stream_with_retry,
+)
+from ._sdk_client import close_sdk_client, loop_copy, sdk_owns_http_client
+from ._secrets import SecretHeaders, Secrets, header_secrets, resolve_api_key
+from ._token_counter import TokenCounterBase
+
+__all__ = [
+    "CLOSE_TIMEOUT",
+    "LIBRARY_LOGGERS",
+    "RETRYABLE_STATUS",
+    "BadResponse",
+    "FailureInfo",
+    "LoopClients",
+    "RedactedCause",
+    "RetryConfig",
+    "SecretHeaders",
+    "SecretRedactingFilter",
+    "Secrets",
+    "StreamErrorEvent",
+    "TokenCounterBase",
+    "call_with_retry",
+    "classify_error",
+    "close_orphans",
+    "close_sdk_client",
+    "close_shielded",
+    "excerpt",
+    "header_secrets",
+    "install_library_log_redaction",
+    "library_log_filter",
+    "loop_copy",
+    "parse_answer",
+    "parse_retry_after",
+    "reasoning_input_item",
+    "reasoning_signature",
+    "redact_text",
+    "redacted_cause",
+    "resolve_api_key",
+    "sdk_owns_http_client",
+    "shape_checked",
+    "stream_with_retry",
+]
