@@ -6,7 +6,8 @@ serialised calls, incremental printing and broadcasting to subscribers;
 brings a human into the conversation.
 """
 
-from ._agent_base import AgentBase, check_msg_input
+from ._agent_base import AgentBase
+from ._checks import check_msg_input
 from ._compression import CompressionConfig, SummarySchema
 from ._console import DISABLE_CONSOLE_ENV
 from ._generate_reason import GenerateReason

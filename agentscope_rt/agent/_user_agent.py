@@ -11,7 +11,8 @@ import anyio.to_thread
 
 from .._schema import StructuredModel, is_structured_model, validate_structured_output
 from ..message import Msg, TextBlock
-from ._agent_base import AgentBase, check_msg_input
+from ._agent_base import AgentBase
+from ._checks import check_msg_input
 from ._hooks import is_async_callable
 from ._user_input import TerminalUserInput, UserInputBase, UserInputData
 

@@ -12,6 +12,7 @@ its own.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import time
@@ -24,7 +25,7 @@ import anyio.lowlevel
 from ._cache_base import EmbeddingCacheBase
 from ._embedding_response import EmbeddingResponse, EmbeddingUsage
 
-__all__ = ["cached_embed", "timed"]
+__all__ = ["cached_embed", "embed_in_batches", "timed"]
 
 logger = logging.getLogger(__name__)
 
@@ -102,3 +103,35 @@ def _mismatch(cached: list[Any], count: int | None, dimensions: int | None) -> s
             if len(vector) != dimensions:
                 return f"vector {index} has {len(vector)} dimensions, not {dimensions}"
     return None
+
+
+async def embed_in_batches(
+    cache: EmbeddingCacheBase | None,
+    inputs: list[Any],
+    size: int,
+    fields: dict[str, Any],
+    embed: Callable[[dict[str, Any]], Awaitable[EmbeddingResponse]],
+    *,
+    dimension_key: str,
+) -> list[EmbeddingResponse]:
+    """*inputs* embedded *size* at a time, in order: one response per request
+    ``{"input": batch, **fields}``, each taken through :func:`cached_embed` (a hit must hold
+    one vector per input, each as long as the request's *dimension_key* field asks).
+
+    Requests run one after another; those answered before one fails stay in the cache.
+
+    :raises: whatever *embed* or the cache raises.
+    """
+    responses = []
+    for start in range(0, len(inputs), size):
+        request = {"input": inputs[start : start + size], **fields}
+        responses.append(
+            await cached_embed(
+                cache,
+                request,
+                functools.partial(embed, request),
+                count=len(request["input"]),
+                dimensions=request.get(dimension_key),
+            )
+        )
+    return responses

@@ -9,7 +9,6 @@ and ``usage.total_tokens``.
 
 from __future__ import annotations
 
-import functools
 import logging
 import os
 from typing import Any, ClassVar
@@ -18,7 +17,7 @@ from .._provider import RetryConfig, resolve_api_key
 from ..exception import ModelAPIError
 from ..message import TextBlock
 from ._cache_base import EmbeddingCacheBase
-from ._cached import cached_embed, timed
+from ._cached import embed_in_batches, timed
 from ._embedding_base import empty_response, gather_texts, merge_responses
 from ._embedding_response import EmbeddingResponse, EmbeddingUsage
 from ._http_embedding import HttpEmbeddingModel
@@ -113,23 +112,10 @@ class DashScopeTextEmbedding(HttpEmbeddingModel):
             )
         if not texts:
             return empty_response()
-        responses = []
-        for start in range(0, len(texts), size):
-            batch = {
-                "input": texts[start : start + size],
-                "model": self.model_name,
-                "dimension": self.dimensions,
-                **kwargs,
-            }
-            responses.append(
-                await cached_embed(
-                    self.embedding_cache,
-                    batch,
-                    functools.partial(self._embed_batch, batch),
-                    count=len(batch["input"]),
-                    dimensions=batch.get("dimension"),
-                )
-            )
+        fields = {"model": self.model_name, "dimension": self.dimensions, **kwargs}
+        responses = await embed_in_batches(
+            self.embedding_cache, texts, size, fields, self._embed_batch, dimension_key="dimension"
+        )
         return merge_responses(responses)
 
     async def _embed_batch(self, batch: dict[str, Any]) -> EmbeddingResponse:

@@ -12,7 +12,6 @@ The request is the one the ``dashscope`` SDK's ``MultiModalEmbedding.call`` send
 from __future__ import annotations
 
 import base64
-import functools
 import logging
 import os
 from collections.abc import Mapping, Sequence
@@ -24,7 +23,7 @@ from ..formatter import FormatterError, LocalFileNotAllowedError
 from ..formatter._media import WEB_IMAGE_TYPES, local_path_of, read_local_bytes, sniff_media_type
 from ..message import ImageBlock, TextBlock, VideoBlock
 from ._cache_base import EmbeddingCacheBase
-from ._cached import cached_embed, timed
+from ._cached import embed_in_batches, timed
 from ._dashscope_embedding import dashscope_connection
 from ._embedding_base import empty_response, merge_responses
 from ._embedding_response import EmbeddingResponse, EmbeddingUsage
@@ -150,18 +149,15 @@ class DashScopeMultiModalEmbedding(HttpEmbeddingModel):
             )
         if not contents:
             return empty_response()
-        responses = []
-        for start in range(0, len(contents), size):
-            batch = {"input": contents[start : start + size], "model": self.model_name, **kwargs}
-            responses.append(
-                await cached_embed(
-                    self.embedding_cache,
-                    batch,
-                    functools.partial(self._embed_batch, batch),
-                    count=len(batch["input"]),
-                    dimensions=batch.get("dimension"),
-                )
-            )
+        fields = {"model": self.model_name, **kwargs}
+        responses = await embed_in_batches(
+            self.embedding_cache,
+            contents,
+            size,
+            fields,
+            self._embed_batch,
+            dimension_key="dimension",
+        )
         return merge_responses(responses)
 
     async def _embed_batch(self, batch: dict[str, Any]) -> EmbeddingResponse:

@@ -20,7 +20,7 @@ from .._provider import (
 )
 from ..message import TextBlock
 from ._cache_base import EmbeddingCacheBase
-from ._cached import cached_embed, timed
+from ._cached import embed_in_batches, timed
 from ._embedding_base import (
     EmbeddingModelBase,
     check_count,
@@ -110,24 +110,15 @@ class OpenAITextEmbedding(EmbeddingModelBase):
         if not texts:
             return empty_response()
         size = self.batch_size_limit
-        responses = []
-        for begin in range(0, len(texts), size):
-            request = {
-                "input": texts[begin : begin + size],
-                "model": self.model_name,
-                "dimensions": self.dimensions,
-                "encoding_format": "float",
-                **kwargs,
-            }
-            responses.append(
-                await cached_embed(
-                    self.embedding_cache,
-                    request,
-                    functools.partial(self._embed, request),
-                    count=len(request["input"]),
-                    dimensions=request.get("dimensions"),
-                )
-            )
+        fields = {
+            "model": self.model_name,
+            "dimensions": self.dimensions,
+            "encoding_format": "float",
+            **kwargs,
+        }
+        responses = await embed_in_batches(
+            self.embedding_cache, texts, size, fields, self._embed, dimension_key="dimensions"
+        )
         return responses[0] if len(responses) == 1 else merge_responses(responses)
 
     async def _embed(self, request: dict[str, Any]) -> EmbeddingResponse:

@@ -93,6 +93,17 @@ def _subtask_index(plan: Plan, value: Any) -> int | ToolResponse:
     return idx
 
 
+def _plan_and_subtask(plan: Plan | None, value: Any) -> tuple[Plan, int] | ToolResponse:
+    """*plan* and *value* as the index of one of its subtasks, or the tool response telling the
+    model what is wrong (no current plan, *value* not an index, or out of range)."""
+    if plan is None:
+        return _text(_NO_PLAN)
+    idx = _subtask_index(plan, value)
+    if isinstance(idx, ToolResponse):
+        return idx
+    return plan, idx
+
+
 def _ordering_problem(subtasks: list[SubTask], *, as_is: bool = False) -> str | None:
     """Why *subtasks* break the plan's rules (at most one in progress, everything before it
     done or abandoned), or ``None``. Worded for a change that would break them, or with
@@ -507,12 +518,10 @@ class PlanNotebook(StateModule):
                 specific outcome.
         """
         async with self._lock:
-            plan = self.current_plan
-            if plan is None:
-                return _text(_NO_PLAN)
-            idx = _subtask_index(plan, subtask_idx)
-            if isinstance(idx, ToolResponse):
-                return idx
+            found = _plan_and_subtask(self.current_plan, subtask_idx)
+            if isinstance(found, ToolResponse):
+                return found
+            plan, idx = found
             if state not in ("todo", "in_progress", "abandoned"):
                 return _text(
                     f"Invalid state '{state}'. Must be one of 'todo', 'in_progress', 'abandoned'."
@@ -568,12 +577,10 @@ class PlanNotebook(StateModule):
                 "There are 5 articles about xxx, they are\n- xxx\n- xxx\n..."
         """
         async with self._lock:
-            plan = self.current_plan
-            if plan is None:
-                return _text(_NO_PLAN)
-            idx = _subtask_index(plan, subtask_idx)
-            if isinstance(idx, ToolResponse):
-                return idx
+            found = _plan_and_subtask(self.current_plan, subtask_idx)
+            if isinstance(found, ToolResponse):
+                return found
+            plan, idx = found
             if not isinstance(subtask_outcome, str):
                 return _text(
                     "Error: Invalid type for argument 'subtask_outcome'. Expected 'str', but "

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncIterator, Iterator
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import anyio
@@ -22,57 +21,24 @@ from ._wire_servers import (
     anthropic_message,
     anthropic_stream,
 )
+from .conftest import WEATHER_TOOL, collect, sdk_model
 
 # Every SDK async generator must be closed explicitly: under trio one left to the garbage
 # collector is reported as a ResourceWarning, which these tests turn into a failure.
 pytestmark = pytest.mark.filterwarnings("error::ResourceWarning")
 
 SECRET = "sk-ant-test-secret-987654"
-FAST = RetryConfig(max_retries=2, initial_delay=0.01, max_delay=0.05, jitter=0.0)
 MESSAGES = [
     {"role": "system", "content": "You are terse."},
     {"role": "user", "content": [{"type": "text", "text": "Weather in Paris and Oslo?"}]},
 ]
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "get_weather",
-            "description": "Weather of a city.",
-            "parameters": {
-                "type": "object",
-                "properties": {"city": {"type": "string"}},
-                "required": ["city"],
-            },
-        },
-    }
-]
+TOOLS = [WEATHER_TOOL]
 
 
-@pytest.fixture
-def server() -> Iterator[WireServer]:
-    with WireServer() as srv:
-        yield srv
-
-
-@contextlib.asynccontextmanager
-async def anthropic_model(
+def anthropic_model(
     server: WireServer, stream: bool, **kwargs: Any
-) -> AsyncIterator[AnthropicChatModel]:
-    model = AnthropicChatModel(
-        "claude-test",
-        api_key=SECRET,
-        stream=stream,
-        client_kwargs={"base_url": server.url},
-        retry_config=kwargs.pop("retry_config", FAST),
-        **kwargs,
-    )
-    async with model:
-        yield model
-
-
-async def collect(stream: Any) -> list[ChatResponse]:
-    return [chunk async for chunk in stream]
+) -> AbstractAsyncContextManager[AnthropicChatModel]:
+    return sdk_model(AnthropicChatModel, "claude-test", SECRET, server.url, stream, **kwargs)
 
 
 async def test_request_shape_system_tools_and_thinking(server: WireServer) -> None:

@@ -15,7 +15,6 @@ import os
 import pathlib
 import subprocess
 import sys
-from collections.abc import Iterator
 from typing import Any
 
 import anyio
@@ -38,7 +37,6 @@ from ._wire_servers_b import (
     ScriptedServer,
     gemini_response,
     ollama_chunk,
-    running_server,
 )
 
 pytestmark = pytest.mark.filterwarnings("error::ResourceWarning")
@@ -67,18 +65,6 @@ def test_unclosed_models_leave_nothing_behind(backend: str) -> None:
     assert result.returncode == 0, result.stderr
     assert result.stdout.split("\n")[:-1] == [f"ok {name}" for name in PROVIDERS]
     assert result.stderr == ""
-
-
-@pytest.fixture
-def wire() -> Iterator[WireServer]:
-    with WireServer() as server:
-        yield server
-
-
-@pytest.fixture
-def scripted() -> Iterator[ScriptedServer]:
-    with running_server() as server:
-        yield server
 
 
 def make_model(name: str, wire: WireServer, scripted: ScriptedServer) -> ChatModelBase:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -26,12 +25,6 @@ pytestmark = pytest.mark.filterwarnings("error::ResourceWarning")
 SECRET = "sk-dashscope-secret-42"
 FAST = RetryConfig(max_retries=1, initial_delay=0.01, max_delay=0.05, jitter=0.0)
 MESSAGES = [{"role": "user", "content": "1+1?"}]
-
-
-@pytest.fixture
-def server() -> Iterator[WireServer]:
-    with WireServer() as srv:
-        yield srv
 
 
 async def test_thinking_stream_with_key_from_environment(

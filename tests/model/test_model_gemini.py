@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator, Iterator
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from typing import Any
 
@@ -23,12 +23,12 @@ from ._wire_servers_b import (
     ScriptedServer,
     gemini_error,
     gemini_response,
-    running_server,
     sse,
 )
+from .conftest import FAST
+from .conftest import collect_closed as collect
 
 API_KEY = "test-gemini-key-5f3a9c"
-FAST_RETRY = RetryConfig(max_retries=2, initial_delay=0.01, max_delay=0.05)
 CONTENTS = [
     {"role": "system", "parts": [{"text": "You are terse."}]},
     {"role": "user", "parts": [{"text": "Weather in Paris and Oslo?"}]},
@@ -51,9 +51,8 @@ TOOLS = [
 
 
 @pytest.fixture
-def server() -> Iterator[ScriptedServer]:
-    with running_server() as srv:
-        yield srv
+def server(scripted: ScriptedServer) -> ScriptedServer:
+    return scripted
 
 
 def model(server: ScriptedServer, stream: bool = False, **kwargs: Any) -> GeminiChatModel:
@@ -62,19 +61,13 @@ def model(server: ScriptedServer, stream: bool = False, **kwargs: Any) -> Gemini
         api_key=API_KEY,
         stream=stream,
         client_kwargs={"base_url": server.url},
-        retry_config=FAST_RETRY,
+        retry_config=FAST,
         **kwargs,
     )
 
 
 def sse_answer(*events: dict[str, Any], pause_after: int | None = None) -> Answer:
     return Answer(content_type="text/event-stream", events=sse(*events), pause_after=pause_after)
-
-
-async def collect(stream: Any) -> list[ChatResponse]:
-    assert isinstance(stream, AsyncGenerator)
-    async with aclosing(stream):
-        return [chunk async for chunk in stream]
 
 
 async def test_text_reply_request_shape_and_usage(server: ScriptedServer) -> None:
@@ -509,7 +502,7 @@ def vertex_model(
             "base_url": server.url,
             **client_kwargs,
         },
-        retry_config=FAST_RETRY,
+        retry_config=FAST,
     )
 
 
@@ -638,7 +631,7 @@ async def test_vertex_ai_express_mode_uses_the_api_key(
         api_key=API_KEY,
         stream=False,
         client_kwargs={"vertexai": True, "base_url": server.url},
-        retry_config=FAST_RETRY,
+        retry_config=FAST,
     )
     await m(CONTENTS)
     request = server.requests[0]

@@ -9,7 +9,6 @@ sendable and savable, and the agent must stay usable after the failure.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import attrs
@@ -205,9 +204,11 @@ PROVIDERS = ["openai", "dashscope", "dashscope-native", "anthropic", "gemini", "
 
 
 @pytest.fixture
-def wire() -> Iterator[tuple[wa.WireServer, wb.ScriptedServer]]:
-    with wa.WireServer() as sdk_server, wb.running_server() as http_server:
-        yield sdk_server, http_server
+def wire(
+    wire: wa.WireServer, scripted: wb.ScriptedServer
+) -> tuple[wa.WireServer, wb.ScriptedServer]:
+    """Both servers: the SDK protocols' one and the plain HTTP one."""
+    return wire, scripted
 
 
 def _serve(provider: Provider, wire: Any, *answers: Any) -> Any:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Iterator
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from typing import Any
 
@@ -17,13 +17,11 @@ from agentscope_rt.message import TextBlock, ThinkingBlock, ToolUseBlock
 from agentscope_rt.model import ChatResponse
 from agentscope_rt.model._ollama_model import OllamaChatModel
 
-from ._wire_servers_b import Answer, ScriptedServer, ndjson, ollama_chunk, running_server
+from ._wire_servers_b import Answer, ScriptedServer, ndjson, ollama_chunk
+from .conftest import FAST, TERSE_CHAT
+from .conftest import collect_closed as collect
 
-FAST_RETRY = RetryConfig(max_retries=2, initial_delay=0.01, max_delay=0.05)
-MESSAGES = [
-    {"role": "system", "content": "You are terse."},
-    {"role": "user", "content": "Weather in Paris and Oslo?"},
-]
+MESSAGES = TERSE_CHAT
 TOOLS = [
     {
         "type": "function",
@@ -45,25 +43,18 @@ TOOLS = [
 
 
 @pytest.fixture
-def server() -> Iterator[ScriptedServer]:
-    with running_server() as srv:
-        yield srv
+def server(scripted: ScriptedServer) -> ScriptedServer:
+    return scripted
 
 
 def model(server: ScriptedServer, stream: bool = False, **kwargs: Any) -> OllamaChatModel:
     return OllamaChatModel(
-        "qwen3:0.6b", stream=stream, host=server.url, retry_config=FAST_RETRY, **kwargs
+        "qwen3:0.6b", stream=stream, host=server.url, retry_config=FAST, **kwargs
     )
 
 
 def call(name: str, arguments: Any) -> dict[str, Any]:
     return {"function": {"name": name, "arguments": arguments}}
-
-
-async def collect(stream: Any) -> list[ChatResponse]:
-    assert isinstance(stream, AsyncGenerator)
-    async with aclosing(stream):
-        return [chunk async for chunk in stream]
 
 
 async def test_text_reply_request_shape_and_usage(server: ScriptedServer) -> None:

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncIterator, Iterator
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import anyio
@@ -24,57 +23,21 @@ from ._wire_servers import (
     openai_tool_delta,
     sse,
 )
+from .conftest import FAST, TERSE_CHAT, WEATHER_TOOL, collect, sdk_model
 
 # Every SDK async generator must be closed explicitly: under trio one left to the garbage
 # collector is reported as a ResourceWarning, which these tests turn into a failure.
 pytestmark = pytest.mark.filterwarnings("error::ResourceWarning")
 
 SECRET = "sk-test-secret-0123456789"
-FAST = RetryConfig(max_retries=2, initial_delay=0.01, max_delay=0.05, jitter=0.0)
-MESSAGES = [
-    {"role": "system", "content": "You are terse."},
-    {"role": "user", "content": "Weather in Paris and Oslo?"},
-]
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "get_weather",
-            "description": "Weather of a city.",
-            "parameters": {
-                "type": "object",
-                "properties": {"city": {"type": "string"}},
-                "required": ["city"],
-            },
-        },
-    }
-]
+MESSAGES = TERSE_CHAT
+TOOLS = [WEATHER_TOOL]
 
 
-@pytest.fixture
-def server() -> Iterator[WireServer]:
-    with WireServer() as srv:
-        yield srv
-
-
-@contextlib.asynccontextmanager
-async def openai_model(
+def openai_model(
     server: WireServer, stream: bool, **kwargs: Any
-) -> AsyncIterator[OpenAIChatModel]:
-    model = OpenAIChatModel(
-        "gpt-test",
-        api_key=SECRET,
-        stream=stream,
-        client_kwargs={"base_url": server.url + "/v1"},
-        retry_config=kwargs.pop("retry_config", FAST),
-        **kwargs,
-    )
-    async with model:
-        yield model
-
-
-async def collect(stream: Any) -> list[ChatResponse]:
-    return [chunk async for chunk in stream]
+) -> AbstractAsyncContextManager[OpenAIChatModel]:
+    return sdk_model(OpenAIChatModel, "gpt-test", SECRET, server.url + "/v1", stream, **kwargs)
 
 
 async def test_text_response_with_usage_and_request_shape(server: WireServer) -> None:

@@ -12,14 +12,14 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
 from agentscope_rt.exception import ModelAPIError
 from agentscope_rt.message import TextBlock
-from agentscope_rt.model import ChatResponse, DashScopeChatModel, OpenAIChatModel, RetryConfig
+from agentscope_rt.model import ChatResponse, DashScopeChatModel, OpenAIChatModel
 
 from ._wire_servers import (
     Reply,
@@ -29,11 +29,11 @@ from ._wire_servers import (
     openai_tool_delta,
     sse,
 )
+from .conftest import FAST
 
 pytestmark = pytest.mark.filterwarnings("error::ResourceWarning")
 
 SECRET = "sk-compat-secret-31337"
-FAST = RetryConfig(max_retries=2, initial_delay=0.01, max_delay=0.05, jitter=0.0)
 MESSAGES = [{"role": "user", "content": "Weather in Oslo, as data?"}]
 SCHEMA = {
     "type": "object",
@@ -55,12 +55,6 @@ REFUSAL_BODY = {
 }
 FORCED = {"type": "function", "function": {"name": "generate_structured_output"}}
 ARGUMENTS = '{"city": "Oslo", "celsius": 3}'
-
-
-@pytest.fixture
-def server() -> Iterator[WireServer]:
-    with WireServer() as srv:
-        yield srv
 
 
 @pytest.fixture(params=["openai", "dashscope"])

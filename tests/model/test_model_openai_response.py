@@ -7,9 +7,9 @@ round trips, the Responses formatters) send what the API accepts.
 
 from __future__ import annotations
 
-import contextlib
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import anyio
@@ -20,7 +20,7 @@ from agentscope_rt.agent import ReActAgent
 from agentscope_rt.exception import ModelAPIError, ModelResponseError
 from agentscope_rt.formatter import OpenAIResponseChatFormatter
 from agentscope_rt.message import Msg, TextBlock, ThinkingBlock, ToolUseBlock
-from agentscope_rt.model import ChatResponse, OpenAIResponseModel, RetryConfig
+from agentscope_rt.model import ChatResponse, OpenAIResponseModel
 from agentscope_rt.tool import Toolkit, ToolResponse
 
 from ._wire_servers import Reply, sse
@@ -33,30 +33,19 @@ from ._wire_servers_responses import (
     reply_json,
     response_events,
 )
+from .conftest import WEATHER_TOOL, collect, sdk_model
 
 # Every SDK async generator must be closed explicitly: under trio one left to the garbage
 # collector is reported as a ResourceWarning, which these tests turn into a failure.
 pytestmark = pytest.mark.filterwarnings("error::ResourceWarning")
 
 SECRET = "sk-test-secret-0123456789"
-FAST = RetryConfig(max_retries=2, initial_delay=0.01, max_delay=0.05, jitter=0.0)
 INPUT = [
     {"role": "system", "content": [{"type": "input_text", "text": "You are terse."}]},
     {"role": "user", "content": [{"type": "input_text", "text": "Weather in Paris and Oslo?"}]},
 ]
 TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "get_weather",
-            "description": "Weather of a city.",
-            "parameters": {
-                "type": "object",
-                "properties": {"city": {"type": "string"}},
-                "required": ["city"],
-            },
-        },
-    },
+    WEATHER_TOOL,
     {
         "type": "function",
         "function": {
@@ -74,24 +63,10 @@ def server() -> Iterator[ResponsesServer]:
         yield srv
 
 
-@contextlib.asynccontextmanager
-async def response_model(
+def response_model(
     server: ResponsesServer, stream: bool, **kwargs: Any
-) -> AsyncIterator[OpenAIResponseModel]:
-    model = OpenAIResponseModel(
-        "o4-test",
-        api_key=SECRET,
-        stream=stream,
-        client_kwargs={"base_url": server.url + "/v1"},
-        retry_config=kwargs.pop("retry_config", FAST),
-        **kwargs,
-    )
-    async with model:
-        yield model
-
-
-async def collect(stream: Any) -> list[ChatResponse]:
-    return [chunk async for chunk in stream]
+) -> AbstractAsyncContextManager[OpenAIResponseModel]:
+    return sdk_model(OpenAIResponseModel, "o4-test", SECRET, server.url + "/v1", stream, **kwargs)
 
 
 async def final_of(result: ChatResponse | Any) -> ChatResponse:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import email.utils
 import time
-from collections.abc import AsyncGenerator, Iterator
+from collections.abc import AsyncGenerator
 
 import anyio
 import anyio.lowlevel
@@ -24,14 +24,7 @@ from agentscope_rt.exception import ModelAPIError
 from agentscope_rt.model import RetryConfig
 
 from ._wire_servers import Reply, WireServer, free_port_url
-
-FAST = RetryConfig(max_retries=2, initial_delay=0.01, max_delay=0.05, jitter=0.0)
-
-
-@pytest.fixture
-def server() -> Iterator[WireServer]:
-    with WireServer() as srv:
-        yield srv
+from .conftest import FAST
 
 
 @given(
