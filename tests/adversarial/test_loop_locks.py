@@ -36,6 +36,17 @@ async def _concurrently(*calls: Callable[[], Awaitable[Any]]) -> None:
             tg.start_soon(call)
 
 
+def _agent(*answers: str) -> ReActAgent:
+    agent = ReActAgent(
+        name="Friday",
+        sys_prompt="You are a helpful assistant.",
+        model=ScriptedChatModel(list(answers)),
+        formatter=OpenAIChatFormatter(),
+    )
+    agent.set_console_output_enabled(False)
+    return agent
+
+
 @pytest.mark.local_model
 def test_one_llamacpp_model_serves_asyncio_then_trio_under_contention() -> None:
     from agentscope_rt.model import LlamaCppChatModel
@@ -79,14 +90,7 @@ def test_one_sqlalchemy_memory_serves_asyncio_then_trio_under_contention(tmp_pat
 
 
 def test_one_agent_serves_asyncio_then_trio_under_contention() -> None:
-    agent = ReActAgent(
-        name="Friday",
-        sys_prompt="You are a helpful assistant.",
-        model=ScriptedChatModel([]),
-        formatter=OpenAIChatFormatter(),
-    )
-    agent.set_console_output_enabled(False)
-    agent.model.add(*["ok"] * 9)  # type: ignore[attr-defined]
+    agent = _agent(*["ok"] * 9)
 
     async def contend(tag: str) -> None:
         with anyio.fail_after(60):
@@ -99,13 +103,7 @@ def test_one_agent_serves_asyncio_then_trio_under_contention() -> None:
 
 
 def test_durable_checkpoints_serve_asyncio_then_trio_under_contention(tmp_path: Path) -> None:
-    agent = ReActAgent(
-        name="Friday",
-        sys_prompt="You are a helpful assistant.",
-        model=ScriptedChatModel([]),
-        formatter=OpenAIChatFormatter(),
-    )
-    agent.set_console_output_enabled(False)
+    agent = _agent()
     agent.checkpoint_to(SQLiteSession(tmp_path / "sessions.db"), "task")
     durable = agent._durable
     assert durable is not None
@@ -120,12 +118,7 @@ def test_durable_checkpoints_serve_asyncio_then_trio_under_contention(tmp_path: 
 @pytest.mark.parametrize("kind", ["json", "sqlite"])
 def test_one_session_serves_asyncio_then_trio_under_contention(tmp_path: Path, kind: str) -> None:
     session = JSONSession(tmp_path) if kind == "json" else SQLiteSession(tmp_path / "s.db")
-    agent = ReActAgent(
-        name="Friday",
-        sys_prompt="You are a helpful assistant.",
-        model=ScriptedChatModel([]),
-        formatter=OpenAIChatFormatter(),
-    )
+    agent = _agent()
 
     async def contend(_tag: str) -> None:
         with anyio.fail_after(60):
