@@ -23,7 +23,6 @@ import inspect
 import logging
 import threading
 import uuid
-from collections import deque
 from collections.abc import Callable, Generator, Sequence
 from typing import Any, ClassVar
 
@@ -34,6 +33,7 @@ from anyio.streams.memory import MemoryObjectSendStream
 
 from .._backend import ReplyScope, reply_scope
 from .._ids import new_id
+from .._locks import FairLock
 from .._serde import structure_block
 from ..message import AudioBlock, Msg
 from ..module import StateModule
@@ -98,45 +98,6 @@ class _InterruptRequested:
 
 
 _INTERRUPT_REQUESTED = _InterruptRequested()
-
-
-class _FairLock:
-    """The agent's call lock: one holder, waiters served in arrival order.
-
-    Taking a free lock is a flag test (an uncontended ``anyio.Lock`` costs 1-3 us per call,
-    per backend); a release hands the lock straight to the first waiter, so nobody can jump
-    the line. Waiting is a checkpoint and cancellable: a waiter cancelled after being handed
-    the lock passes it on.
-    """
-
-    __slots__ = ("held", "waiters")
-
-    def __init__(self) -> None:
-        self.held = False
-        self.waiters: deque[anyio.Event] = deque()
-
-    async def acquire(self) -> None:
-        """Take the lock, waiting in line if it is held (or others wait already)."""
-        if not self.held:
-            self.held = True
-            return
-        event = anyio.Event()
-        self.waiters.append(event)
-        try:
-            await event.wait()
-        except BaseException:
-            if event.is_set():
-                self.release()  # handed over while being cancelled: pass it on
-            else:
-                self.waiters.remove(event)
-            raise
-
-    def release(self) -> None:
-        """Release the lock, to the first waiter if there is one."""
-        if self.waiters:
-            self.waiters.popleft().set()
-        else:
-            self.held = False
 
 
 class _ReplyCall:
@@ -223,7 +184,7 @@ class AgentBase(StateModule, abc.ABC):
         # Per hook type, created on first registration: most agents never get one, and six
         # empty dicts per agent are most of a bare agent's memory.
         self._instance_hooks: dict[str, dict[str, HookEntry]] = {}
-        self._reply_lock = _FairLock()
+        self._reply_lock = FairLock()
         self._call = _ReplyCall()
         self._console = ConsolePrinter()
         self._console_output_enabled = True
@@ -287,12 +248,10 @@ class AgentBase(StateModule, abc.ABC):
             broadcast); a cancellation from outside the call propagates unchanged.
         """
         lock = self._reply_lock
-        if lock.held:
+        if not lock.try_acquire():
             # Wait in line (a checkpoint, cancellable); a free lock is taken with no await. A
             # hub refuses the wait when it could never end (an observer calling the speaker).
             await wait_for_lock(self, lock)
-        else:
-            lock.held = True
         try:
             call = self._call
             reply_id = new_id()

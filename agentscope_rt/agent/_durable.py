@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
+from .._locks import FairLock
 from ..message import Msg, ToolResultBlock, ToolUseBlock
 from ..message._msg import owned_msg
 from ..module import StateModule
@@ -137,7 +138,7 @@ class DurableReplies:
         self.user_id = user_id
         self.progress = ReplyProgress()
         self.loaded = False
-        self._lock: anyio.Lock | None = None
+        self._lock = FairLock()
         self._install_hooks()
 
     def _arguments(self, **arguments: Any) -> dict[str, Any]:
@@ -168,8 +169,6 @@ class DurableReplies:
 
     async def checkpoint(self) -> None:
         """Save the agent and the reply's progress, one save at a time and in order."""
-        if self._lock is None:
-            self._lock = anyio.Lock()
         async with self._lock:
             deferred = self.agent._run.deferred
             self.progress.completed_results = (

@@ -25,9 +25,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import anyio
-import anyio.lowlevel
-
 from ..message import Msg
 from ..module import StateModule
 from ..tool import ToolResponse
@@ -169,25 +166,3 @@ def check_long_term_memory_mode(memory: LongTermMemoryBase, mode: str) -> None:
         f"{name} does not implement {', '.join(missing)}, which long_term_memory_mode="
         f"{mode!r} calls: implement {'it' if len(missing) == 1 else 'them'} in {name}{hint}"
     )
-
-
-class LoopLock:
-    """An ``anyio.Lock`` for the event loop in use.
-
-    An anyio lock belongs to the first event loop that uses it; a memory may be built outside
-    any loop, or serve one ``anyio.run`` after another (asyncio, then trio). :meth:`get` makes
-    a new lock when the loop has changed.
-    """
-
-    __slots__ = ("_lock", "_token")
-
-    def __init__(self) -> None:
-        self._token: anyio.lowlevel.EventLoopToken | None = None
-        self._lock: anyio.Lock | None = None
-
-    def get(self) -> anyio.Lock:
-        """The lock of the current event loop."""
-        token = anyio.lowlevel.current_token()
-        if self._lock is None or token != self._token:
-            self._token, self._lock = token, anyio.Lock()
-        return self._lock

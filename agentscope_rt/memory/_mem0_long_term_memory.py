@@ -35,9 +35,10 @@ import anyio.from_thread
 import anyio.lowlevel
 import anyio.to_thread
 
+from .._locks import FairLock
 from ..message import Msg, TextBlock, ToolUseBlock
 from ..tool import ToolResponse
-from ._long_term_memory import LongTermMemoryBase, LoopLock, query_texts
+from ._long_term_memory import LongTermMemoryBase, query_texts
 
 if TYPE_CHECKING:
     from ..embedding import EmbeddingModelBase
@@ -349,7 +350,7 @@ class Mem0LongTermMemory(LongTermMemoryBase):
         # Nothing is registered as state, as in AgentScope: the names say whose memories
         # these are and come from the constructor; an agent saved by AgentScope holds
         # "long_term_memory": {} and loads as it is.
-        self._lock = LoopLock()
+        self._lock = FairLock()
         # Built in a worker thread on first use: it opens the vector store and the history
         # database, which blocks.
         self._config = mem0_config
@@ -367,7 +368,7 @@ class Mem0LongTermMemory(LongTermMemoryBase):
     async def _run(self, function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run ``function(memory, *args, **kwargs)`` in a worker thread, with the models
         reachable on this event loop."""
-        async with self._lock.get():
+        async with self._lock:
             token = anyio.lowlevel.current_token()
             for bridge in self._bridges:
                 bridge.token = token

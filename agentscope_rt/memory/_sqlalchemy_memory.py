@@ -50,8 +50,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import anyio
 import anyio.to_thread
 
+from .._locks import FairLock
 from ..message import Msg
-from ._long_term_memory import LoopLock
 from ._memory_base import MemoryBase, _allow_duplicates, _batch, _check_mark_arg, _check_marks
 
 if TYPE_CHECKING:
@@ -244,8 +244,8 @@ class AsyncSQLAlchemyMemory(MemoryBase):
         self._engine = self._make_engine(sa, engine_or_session, engine_kwargs)
         self._ready = False
         # Loop-agnostic: the same memory may serve asyncio.run, then trio.run.
-        self._init_lock = LoopLock()
-        self._write_lock = LoopLock()
+        self._init_lock = FairLock()
+        self._write_lock = FairLock()
 
     # -- engine ---------------------------------------------------------------------------
 
@@ -350,7 +350,7 @@ class AsyncSQLAlchemyMemory(MemoryBase):
         processes wait for it to commit.
         """
         if not self._ready:
-            async with self._init_lock.get():
+            async with self._init_lock:
                 if not self._ready:
                     await anyio.to_thread.run_sync(self._create_tables_or_refuse)
                     self._ready = True
@@ -365,7 +365,7 @@ class AsyncSQLAlchemyMemory(MemoryBase):
                 raise self._refused(exc) from None
 
         if write:
-            async with self._write_lock.get():
+            async with self._write_lock:
                 return await anyio.to_thread.run_sync(transaction)
         return await anyio.to_thread.run_sync(transaction)
 

@@ -32,10 +32,11 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.lowlevel
 
+from .._locks import FairLock
 from ..exception import StateError
 from ..message import Msg, TextBlock
 from ..tool import ToolResponse
-from ._long_term_memory import LongTermMemoryBase, LoopLock, query_texts
+from ._long_term_memory import LongTermMemoryBase, query_texts
 
 if TYPE_CHECKING:
     from ..embedding import EmbeddingModelBase
@@ -162,7 +163,7 @@ class VectorLongTermMemory(LongTermMemoryBase):
         self.register_state("score_threshold", state_type=float)
         self.register_state("dedup_threshold", state_type=float)
         self.register_state("record_roles", state_type=list[str])
-        self._lock = LoopLock()
+        self._lock = FairLock()
         # Ids of the message texts `record` has handled. The agent passes the whole
         # conversation on every reply: an old message must not be stored again, neither to
         # spare the embedding nor to undo a newer fact that replaced it (or a deletion).
@@ -285,7 +286,7 @@ class VectorLongTermMemory(LongTermMemoryBase):
         unique = list(dict.fromkeys(f for f in (_normalise(f) for f in facts) if f))
         if not unique:
             return result
-        async with self._lock.get():
+        async with self._lock:
             vectors = await self._embed(unique)
             for fact, vector in zip(unique, vectors, strict=True):
                 fact_id = self.fact_id(fact)
@@ -316,12 +317,12 @@ class VectorLongTermMemory(LongTermMemoryBase):
         """Remove these facts (by exact text, after normalising) from this memory's scope."""
         ids = [self.fact_id(f) for f in facts if _normalise(f)]
         if ids:
-            async with self._lock.get():
+            async with self._lock:
                 await self.store.delete(ids=ids)
 
     async def clear(self) -> None:
         """Remove every fact of this memory's scope (other users' facts are kept)."""
-        async with self._lock.get():
+        async with self._lock:
             await self.store.delete(doc_ids=[self.scope])
 
     async def close(self) -> None:

@@ -36,6 +36,7 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
+from .._locks import FairLock
 from .._provider import TokenCounterBase
 from .._schema import StructuredModel, structured_model_schema, validate_structured_output
 from ..exception import ModelError, ModelResponseError
@@ -221,7 +222,7 @@ class LlamaCppChatModel(ChatModelBase):
         self.llama_kwargs = dict(llama_kwargs or {})
         self._llama: Any = None
         self._formatter: Any = None
-        self._lock = anyio.Lock()
+        self._lock = FairLock()
 
     # -- loading -------------------------------------------------------------------------------
 

@@ -26,14 +26,12 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine
-from types import TracebackType
 from typing import Any, Literal
 
-import anyio
 import attrs
 
+from .._locks import FairLock
 from ..exception import MessageFormatError, StateError
 from ..message import Msg, TextBlock
 from ..module import StateModule
@@ -182,52 +180,6 @@ def _format_error(exc: Exception) -> str:
     return text.rstrip(".")
 
 
-class _ChangeLock:
-    """Serialises the notebook's changes: one holder, waiters served in arrival order.
-
-    ``anyio.Lock`` binds itself to the event loop of its first contended use, so a notebook
-    used under asyncio could not be used under trio afterwards (an agent saved and reused, a
-    test suite running both). This lock holds no loop object between uses: a waiter's event is
-    made while it waits. Waiting is cancellable; a waiter cancelled after being handed the lock
-    passes it on.
-    """
-
-    __slots__ = ("held", "waiters")
-
-    def __init__(self) -> None:
-        self.held = False
-        self.waiters: deque[anyio.Event] = deque()
-
-    async def __aenter__(self) -> None:
-        if not self.held:
-            self.held = True
-            return
-        event = anyio.Event()
-        self.waiters.append(event)
-        try:
-            await event.wait()
-        except BaseException:
-            if event.is_set():
-                self._release()
-            else:
-                self.waiters.remove(event)
-            raise
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self._release()
-
-    def _release(self) -> None:
-        if self.waiters:
-            self.waiters.popleft().set()  # handed over: stays held
-        else:
-            self.held = False
-
-
 class PlanNotebook(StateModule):
     """The plan notebook to manage the plan, providing hints and plan related tool functions
     to the agent.
@@ -285,7 +237,7 @@ class PlanNotebook(StateModule):
         self.storage: PlanStorageBase = storage if storage is not None else InMemoryPlanStorage()
         self.current_plan = None
         self._plan_change_hooks: dict[str, PlanChangeHook] = {}
-        self._lock = _ChangeLock()
+        self._lock = FairLock()
         self.register_state("current_plan", state_type=Plan | None)
 
     def load_state_dict(self, state_dict: dict[str, Any], strict: bool = True) -> None:

@@ -33,8 +33,8 @@ from pathlib import Path
 
 import anyio.to_thread
 
+from .._locks import FairLock
 from ..exception import SessionError
-from ..memory._long_term_memory import LoopLock
 from ..module import StateModule
 from ._session_base import (
     SessionBase,
@@ -161,7 +161,7 @@ class JSONSession(SessionBase):
         self.save_dir = os.fspath(save_dir)
         self.read_agentscope_names = read_agentscope_names
         # Per file: its lock and how many saves hold or wait for it (dropped at zero).
-        self._locks: dict[Path, tuple[LoopLock, int]] = {}
+        self._locks: dict[Path, tuple[FairLock, int]] = {}
 
     def __repr__(self) -> str:
         return f"JSONSession(save_dir={self.save_dir!r})"
@@ -183,10 +183,10 @@ class JSONSession(SessionBase):
         when the wait is cancelled."""
         loop_lock, users = self._locks.get(path, (None, 0))
         if loop_lock is None:
-            loop_lock = LoopLock()
+            loop_lock = FairLock()
         self._locks[path] = (loop_lock, users + 1)
         try:
-            async with loop_lock.get():
+            async with loop_lock:
                 yield
         finally:
             _, users = self._locks[path]

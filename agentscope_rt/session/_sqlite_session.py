@@ -25,8 +25,8 @@ from pathlib import Path
 import anyio
 import anyio.to_thread
 
+from .._locks import FairLock
 from ..exception import SessionError
-from ..memory._long_term_memory import LoopLock
 from ..module import StateModule
 from ._session_base import (
     SessionBase,
@@ -75,7 +75,7 @@ class SQLiteSession(SessionBase):
                 "after each operation; pass a path such as 'sessions.db'"
             )
         self._ready = False
-        self._init_lock = LoopLock()  # a session may serve asyncio, then trio
+        self._init_lock = FairLock()  # a session may serve asyncio, then trio
 
     def __repr__(self) -> str:
         return f"SQLiteSession(path={str(self.path)!r})"
@@ -90,7 +90,7 @@ class SQLiteSession(SessionBase):
     async def _ensure_schema(self) -> None:
         if self._ready:
             return
-        async with self._init_lock.get():
+        async with self._init_lock:
             if not self._ready:
                 await anyio.to_thread.run_sync(self._create)
                 self._ready = True
