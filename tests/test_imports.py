@@ -132,9 +132,7 @@ _PRIVATE_IMPORTS_ALLOWED = {
     ("agentscope_rt.pipeline._functional", "agentscope_rt.agent._agent_base"),
     ("agentscope_rt.pipeline._msghub", "agentscope_rt.agent._hooks"),
     ("agentscope_rt.pipeline._msghub", "agentscope_rt.agent._subscription"),
-    # Sessions share the memories' loop lock and Redis connection helpers.
-    ("agentscope_rt.session._json_session", "agentscope_rt.memory._long_term_memory"),
-    ("agentscope_rt.session._sqlite_session", "agentscope_rt.memory._long_term_memory"),
+    # Sessions share the memories' Redis connection helpers.
     ("agentscope_rt.session._redis_session", "agentscope_rt.memory._redis_memory"),
     # Local media files are the formatters' (the allow_local_files grants live there).
     ("agentscope_rt.embedding._dashscope_multimodal_embedding", "agentscope_rt.formatter._media"),
