@@ -61,8 +61,7 @@ def reply_scope() -> tuple[ReplyScope, object | None]:
 
     :raises sniffio.AsyncLibraryNotFoundError: outside an event loop.
     """
-    # sniffio's own first test, without its call: trio names itself in this thread-local.
-    library = _thread_library.name or sniffio.current_async_library()
+    library = sniffio.current_async_library()
     if library == "trio":
         trio = sys.modules["trio"]  # running, so imported
         return trio.CancelScope(), trio.lowlevel.current_trio_token()
@@ -74,7 +73,6 @@ def reply_scope() -> tuple[ReplyScope, object | None]:
     return scope_class(), None
 
 
-_thread_library = sniffio.thread_local
 _scope_classes: dict[str, Callable[[], ReplyScope]] = {}
 
 

@@ -160,12 +160,13 @@ class LockWaitWatcher(Protocol):
         ...
 
 
-_watcher: list[LockWaitWatcher | None] = [None]
+_watcher: LockWaitWatcher | None = None
 
 
 def set_lock_wait_watcher(watcher: LockWaitWatcher | None) -> None:
     """Install *watcher* (one per process; ``None`` removes it) for :func:`wait_for_lock`."""
-    _watcher[0] = watcher
+    global _watcher
+    _watcher = watcher
 
 
 async def wait_for_lock(agent: AgentBase, lock: _Lock) -> None:
@@ -174,7 +175,7 @@ async def wait_for_lock(agent: AgentBase, lock: _Lock) -> None:
     :raises Exception: whatever the watcher raises when the wait could never end (the lock is
         then not waited for).
     """
-    watcher = _watcher[0]
+    watcher = _watcher
     if watcher is None:
         await lock.acquire()
         return
