@@ -33,9 +33,10 @@ observer that takes longer than :data:`SLOW_OBSERVE_SECONDS` twice in a row is m
 slow: its messages are then left to its delivery task, woken as soon as they are enqueued,
 so it observes concurrently with the others instead of holding up the publisher. The
 delivery task clears the mark as soon as the observer is quick again. Before each inline
-delivery the helper also wakes one delivery task as a *relay* (see ``MsgHub._help``): an
-observer that blocks the first time it is met then delays the others by no more than a task
-switch.
+delivery the helper also wakes one delivery task as a *relay* (see ``MsgHub._unattended``):
+an observer that blocks the first time it is met then delays the others by no more than a
+task switch. Helpers, relays and delivery tasks all observe through one routine,
+``MsgHub._drain``.
 
 Exit closes every inbox once the publishers that had started are done enqueuing, lets the
 delivery tasks drain them, and only then leaves the task group; a cancellation from outside
@@ -64,7 +65,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Coroutine, Sequence
+from collections.abc import Coroutine, Iterable, Iterator, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final
 
@@ -490,10 +491,10 @@ class MsgHub:
             busy = sub.busy
             if busy:
                 if in_chain(busy, chain):
-                    await self._drain(sub, ticket)
+                    await self._drain((sub,), ticket)
             elif sub.slow and in_chain(sub.frame, chain):
                 # Left to its delivery task, which is this task, further up: not re-entrant.
-                await self._drain(sub, ticket)
+                await self._drain((sub,), ticket)
 
     def _enqueue_now(self, item: Item, targets: list[Subscriber], start: int) -> int:
         """Put *item* in the inboxes of ``targets[start:]`` in order, up to the first one that
@@ -527,7 +528,7 @@ class MsgHub:
                 in_chain(sub.busy, chain) or (not sub.busy and in_chain(sub.frame, chain))
             ):
                 # Full, and drained by a frame up this task's stack: nobody else can make room.
-                await self._drain(sub, item[1])
+                await self._drain((sub,), item[1])
                 start = self._enqueue_now(item, targets, start)
                 continue
             await self._enqueue_when_room(targets[start], item)
@@ -562,99 +563,14 @@ class MsgHub:
             return
 
     async def _help(self, ticket: Ticket, frame: Frame) -> None:
-        """Drain the inboxes of *ticket*'s recipients that nobody is draining, in turn.
-
-        Before each inline delivery one delivery task is woken as a *relay*: if the observer
-        blocks, the relay carries on with the next recipients (and wakes a relay of its own),
-        so a blocking observer never holds up the others. If nothing blocks, the relay finds
-        the work done: one wasted wake-up per message instead of one per recipient.
-        """
-        targets = ticket.targets
-        count = len(targets)
+        """Drain the inboxes of *ticket*'s recipients that nobody is draining, in turn (see
+        :meth:`_unattended`), as *frame*."""
         self._helping += 1
-        clock = time.perf_counter
-        hook_counts = HOOK_COUNTS
-        # Whether this helper still has to wake a relay (other helpers of the ticket only ever
-        # start after one was woken, so the ticket's flag need not be read again).
-        relay_pending = not ticket.relay
-        last = clock()
         try:
-            while True:
-                # The cursor lives on the ticket: a relay continues from where it stands.
-                cursor = ticket.cursor
-                if cursor >= count:
-                    break
-                sub = targets[cursor]
-                cursor += 1
-                ticket.cursor = cursor
-                if sub.busy or sub.slow or not sub.queued:
-                    continue  # its drainer or delivery task takes the message in order
-                if relay_pending and cursor < count:
-                    relay = targets[cursor]
-                    if relay.wake is not None and relay.help is None:
-                        relay_pending = False
-                        ticket.relay = True
-                        relay.help = ticket
-                        relay.wake.set()
-                if sub.queued == 1 and not sub.failed:
-                    # The usual case, one message, delivered without the _drain frame: same
-                    # steps as _drain, kept in step with it.
-                    sub.busy = frame
-                    slot = sub.slot
-                    if slot is not None:
-                        sub.slot = None
-                        msg, taken = slot
-                    else:
-                        msg, taken = sub.receive.receive_nowait()
-                    sub.current = taken
-                    sub.queued = 0
-                    if sub.room is not None:
-                        sub.room.set()
-                        sub.room = None
-                    try:
-                        observe = sub.observe
-                        if (
-                            observe is not None
-                            and taken.plain
-                            and not hook_counts[1]
-                            and not sub.instance_hooks
-                        ):
-                            await observe(sub.agent, msg)
-                        else:
-                            await sub.agent.observe(msg)
-                    except Exception as exc:
-                        taken.settle(False)
-                        self._observer_failed(sub, exc)
-                    except BaseException:
-                        taken.settle(False)
-                        self._wake(sub)  # messages queued meanwhile go to its delivery task
-                        raise
-                    else:
-                        remaining = taken.remaining - 1
-                        taken.remaining = remaining
-                        if not remaining and taken.event is not None:
-                            taken.event.set()
-                    finally:
-                        sub.busy = False
-                        if sub.closed:
-                            self._wake(sub)
-                    if sub.queued:
-                        # Queued by other publishers while this observe ran: they skipped
-                        # the busy inbox and count on this drainer.
-                        await self._drain(sub, frame)
-                else:
-                    await self._drain(sub, frame)
-                now = clock()
-                if now - last > SLOW_OBSERVE_SECONDS:
-                    # Twice in a row: once may be the process being paused, not the observer.
-                    sub.strikes += 1
-                    sub.slow = sub.strikes >= SLOW_STRIKES
-                elif sub.strikes:
-                    sub.strikes = 0
-                last = now
+            await self._drain(self._unattended(ticket), frame)
         except BaseException:
             # A cancelled helper hands what it did not reach to the delivery tasks.
-            for sub in targets[ticket.cursor :]:
+            for sub in ticket.targets[ticket.cursor :]:
                 self._wake(sub)
             raise
         finally:
@@ -664,6 +580,52 @@ class MsgHub:
                 if self._quiet is not None:
                     self._quiet.set()
 
+    def _unattended(self, ticket: Ticket) -> Iterator[Subscriber]:
+        """The recipients of *ticket* with messages queued that neither a drainer nor their
+        delivery task (slow observers) takes care of, one at a time, for a helper to drain.
+
+        Before each one a delivery task is woken as a *relay*: if the observer blocks, the
+        relay carries on with the next recipients (and wakes a relay of its own), so a
+        blocking observer never holds up the others. If nothing blocks, the relay finds the
+        work done: one wasted wake-up per message instead of one per recipient. After each
+        one, a drain that took longer than :data:`SLOW_OBSERVE_SECONDS` counts a strike.
+        """
+        # A generator, not a coroutine per recipient: resuming it costs a fraction of a
+        # coroutine call, and this runs once per delivery.
+        targets = ticket.targets
+        count = len(targets)
+        clock = time.perf_counter
+        # Whether this helper still has to wake a relay (other helpers of the ticket only ever
+        # start after one was woken, so the ticket's flag need not be read again).
+        relay_pending = not ticket.relay
+        last = clock()
+        while True:
+            # The cursor lives on the ticket: a relay continues from where it stands.
+            cursor = ticket.cursor
+            if cursor >= count:
+                return
+            sub = targets[cursor]
+            cursor += 1
+            ticket.cursor = cursor
+            if sub.busy or sub.slow or not sub.queued:
+                continue  # its drainer or delivery task takes the message in order
+            if relay_pending and cursor < count:
+                relay = targets[cursor]
+                if relay.wake is not None and relay.help is None:
+                    relay_pending = False
+                    ticket.relay = True
+                    relay.help = ticket
+                    relay.wake.set()
+            yield sub
+            now = clock()
+            if now - last > SLOW_OBSERVE_SECONDS:
+                # Twice in a row: once may be the process being paused, not the observer.
+                sub.strikes += 1
+                sub.slow = sub.strikes >= SLOW_STRIKES
+            elif sub.strikes:
+                sub.strikes = 0
+            last = now
+
     # -- delivering --------------------------------------------------------------------
 
     @staticmethod
@@ -672,69 +634,70 @@ class MsgHub:
         if wake is not None:
             wake.set()
 
-    async def _drain(self, sub: Subscriber, frame: Frame) -> None:
-        """Observe everything in *sub*'s inbox, in order, as *frame*.
+    async def _drain(self, subs: Iterable[Subscriber], frame: Frame) -> None:
+        """Observe everything in the inbox of each of *subs* in turn, in inbox order, as
+        *frame*; the next one is taken from *subs* once the inbox before it is empty.
 
-        The caller checked that the inbox is not busy, or that it is drained by a frame up
-        the caller's own stack (waiting for the caller): a re-entrant drain, which leaves the
-        inbox to that frame again when done.
+        For each, the caller checked that the inbox is not busy, or that it is drained by a
+        frame up the caller's own stack (waiting for the caller): a re-entrant drain, which
+        leaves the inbox to that frame again when done.
         """
-        outer, outer_current = sub.busy, sub.current
-        if outer:
-            sub.nested.append((outer, outer_current))
-        sub.busy = frame
-        receive = sub.receive
-        ticket: Ticket | None = None
-        try:
-            # Counting instead of draining to WouldBlock saves raising an exception per drain.
-            while sub.queued:
-                slot = sub.slot
-                if slot is not None:
-                    sub.slot = None
-                    msg, ticket = slot
-                else:
-                    msg, ticket = receive.receive_nowait()
-                sub.queued -= 1
-                sub.current = ticket
-                room = sub.room
-                if room is not None:
-                    sub.room = None
-                    room.set()
-                if sub.failed:
-                    ticket.settle(False)
-                    ticket = None
-                    continue
-                try:
-                    observe = sub.observe
-                    if (
-                        observe is not None
-                        and ticket.plain
-                        and not HOOK_COUNTS[1]
-                        and not sub.instance_hooks
-                    ):
-                        # No hook can apply: what the hook wrapper would call, directly.
-                        await observe(sub.agent, msg)
-                    else:
-                        await sub.agent.observe(msg)
-                except Exception as exc:
-                    ticket.settle(False)
-                    ticket = None
-                    self._observer_failed(sub, exc)
-                    continue
-                ticket.settle(True)
-                ticket = None
-        except BaseException:
-            # Cancelled mid-observe: the message in hand was not (fully) observed.
-            if ticket is not None:
-                ticket.settle(False)
-            self._wake(sub)
-            raise
-        finally:
-            sub.busy, sub.current = outer, outer_current
+        for sub in subs:
+            outer = sub.busy
             if outer:
-                sub.nested.pop()
-            elif sub.closed:
-                self._wake(sub)  # a sleeping delivery task may now end
+                sub.nested.append((outer, sub.current))
+            sub.busy = frame
+            try:
+                # Counting instead of draining to WouldBlock saves raising an exception per
+                # drain.
+                while sub.queued:
+                    slot = sub.slot
+                    if slot is not None:
+                        sub.slot = None
+                        msg, ticket = slot
+                    else:
+                        msg, ticket = sub.receive.receive_nowait()
+                    sub.queued -= 1
+                    sub.current = ticket
+                    room = sub.room
+                    if room is not None:
+                        sub.room = None
+                        room.set()
+                    if sub.failed:
+                        ticket.settle(False)
+                        continue
+                    try:
+                        observe = sub.observe
+                        if (
+                            observe is not None
+                            and ticket.plain
+                            and not HOOK_COUNTS[1]
+                            and not sub.instance_hooks
+                        ):
+                            # No hook can apply: what the hook wrapper would call, directly.
+                            await observe(sub.agent, msg)
+                        else:
+                            await sub.agent.observe(msg)
+                    except Exception as exc:
+                        ticket.settle(False)
+                        self._observer_failed(sub, exc)
+                        continue
+                    except BaseException:
+                        # Cancelled mid-observe: the message was not (fully) observed.
+                        ticket.settle(False)
+                        raise
+                    ticket.settle(True)
+            except BaseException:
+                self._wake(sub)  # what is still queued goes to its delivery task
+                raise
+            finally:
+                if outer:
+                    # Back to the observe this drain was nested in.
+                    sub.busy, sub.current = sub.nested.pop()
+                else:
+                    sub.busy = False
+                    if sub.closed:
+                        self._wake(sub)  # a sleeping delivery task may now end
 
     async def _run_delivery(self, sub: Subscriber) -> None:
         frame = sub.frame
@@ -756,12 +719,12 @@ class MsgHub:
                         # A pause of the whole process (GC, the OS scheduler) can make a fast
                         # observer look slow; a quick drain here makes it fast again.
                         started = time.perf_counter()
-                        await self._drain(sub, frame)
+                        await self._drain((sub,), frame)
                         if time.perf_counter() - started <= SLOW_OBSERVE_SECONDS:
                             sub.slow = False
                             sub.strikes = 0
                     else:
-                        await self._drain(sub, frame)
+                        await self._drain((sub,), frame)
                 if sub.help is not None:
                     continue
                 if sub.closed and not sub.queued:
