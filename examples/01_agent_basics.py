@@ -6,7 +6,6 @@ Run with ``python examples/01_agent_basics.py`` (add ``trio`` as an argument to 
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
 from typing import Any
 
 import anyio
@@ -53,26 +52,12 @@ class Storyteller(AgentBase):
         return Msg(self.name, "(stopped by the user)", "assistant")
 
 
-class Room:
-    """A minimal hub link: every member hears every other member's replies."""
-
-    def __init__(self, members: Sequence[AgentBase]) -> None:
-        self.members = list(members)
-
-    def recipients(self, sender: AgentBase) -> Sequence[AgentBase]:
-        return [member for member in self.members if member is not sender]
-
-    async def deliver(self, sender: AgentBase, msg: Msg, recipients: Sequence[AgentBase]) -> None:
-        async with anyio.create_task_group() as tg:
-            for agent in recipients:
-                tg.start_soon(agent.observe, msg)
-
-
 async def main() -> None:
     alice, bob = Storyteller("Alice"), Storyteller("Bob")
-    room = Room([alice, bob])
-    alice._attach_hub("room", room)
-    bob._attach_hub("room", room)
+    # Each hears the other's replies (AgentScope's subscriber interface; a MsgHub, see
+    # examples/20_msghub_debate.py, sets this up for a whole group).
+    alice.reset_subscribers("room", [bob])
+    bob.reset_subscribers("room", [alice])
 
     def shout(self: AgentBase, kwargs: dict[str, Any], output: Msg) -> Msg:
         return Msg(output.name, (output.get_text_content() or "").upper(), "assistant")

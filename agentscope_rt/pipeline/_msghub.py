@@ -33,9 +33,10 @@ observer that takes longer than :data:`SLOW_OBSERVE_SECONDS` twice in a row is m
 slow: its messages are then left to its delivery task, woken as soon as they are enqueued,
 so it observes concurrently with the others instead of holding up the publisher. The
 delivery task clears the mark as soon as the observer is quick again. Before each inline
-delivery the helper also wakes one delivery task as a *relay* (see ``MsgHub._help``): an
-observer that blocks the first time it is met then delays the others by no more than a task
-switch.
+delivery the helper also wakes one delivery task as a *relay* (see ``MsgHub._unattended``):
+an observer that blocks the first time it is met then delays the others by no more than a
+task switch. Helpers, relays and delivery tasks all observe through one routine,
+``MsgHub._drain``.
 
 Exit closes every inbox once the publishers that had started are done enqueuing, lets the
 delivery tasks drain them, and only then leaves the task group; a cancellation from outside
@@ -45,7 +46,7 @@ Re-entrancy. An observer may call another member (bob's ``observe`` awaits ``car
 alice speaks). Bob's inbox is then drained by a *frame* — alice's publisher, a relay or bob's
 delivery task — that is suspended in bob's ``observe`` until carol's call returns, so carol's
 reply could never reach bob through the inbox. The rule: a message published while frames run
-observers further up the publishing task (``_CHAIN``, a context variable set once per publish,
+observers further up the publishing task (``CHAIN``, a context variable set once per publish,
 which tasks started inside an observer inherit) is delivered to the recipients those frames
 drain re-entrantly, in the publishing task — everything queued for them, oldest first, then
 the message (``_reenter``); into a full inbox of such a recipient likewise, instead of waiting
@@ -53,14 +54,10 @@ for room. Every guarantee above still holds (inbox order of observe starts, exac
 to the sender, bounded inboxes, a call returns once its reply is observed); one agent's
 ``observe`` may just run inside itself.
 
-Waits that can never end. Calls on one agent run one at a time and hold the agent until their
-reply is observed, so an observer that calls the agent whose reply it observes, or observers
-in two tasks each calling an agent whose reply waits for the other, form a cycle of waits. The
-slow paths register their waits (a call waiting for a busy agent, through
-``agentscope_rt.agent._subscription.wait_for_lock``; a publisher waiting for its recipients;
-a publisher waiting for room) and, before one begins, follow the waits it depends on: if they
-lead back to the waiting task's own frames, the wait raises :class:`MsgHubError` naming the
-agents on the cycle instead of hanging.
+Waits that can never end (an observer calling the agent whose reply it observes, or observers
+in two tasks each calling an agent whose reply waits for the other) are refused with
+:class:`MsgHubError` naming the agents on the cycle instead of hanging: see ``._waits``. The
+frames, tickets and inboxes themselves are in ``._tickets``.
 """
 
 from __future__ import annotations
@@ -68,20 +65,29 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Coroutine, Iterator, Sequence
-from contextvars import ContextVar
+from collections.abc import Coroutine, Iterable, Iterator, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 import anyio.lowlevel
 from anyio.abc import TaskGroup
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from ..agent._hooks import HOOK_COUNTS, direct_method, instance_hooks
 from ..agent._subscription import set_lock_wait_watcher
 from ..exception import MsgHubError
 from ..message import Msg
+from ._tickets import (
+    CHAIN,
+    Frame,
+    Item,
+    Subscriber,
+    Ticket,
+    active_chain,
+    agent_name,
+    in_chain,
+)
+from ._waits import ROOM, LockWatcher, Wait, wait_for_ticket
 
 if TYPE_CHECKING:
     from ..agent import AgentBase
@@ -108,346 +114,7 @@ _NEW, _OPEN, _CLOSED = 0, 1, 2
 # and in larger hubs building the list is a small part of delivering to everyone on it).
 _CACHED_TARGETS_MAX: Final = 64
 
-_Item = tuple["Msg | list[Msg]", "_Ticket"]
-
-
-class _Frame:
-    """A place where observers run: a publisher helping its message along (its ticket) or a
-    delivery task. The frames of the current task, innermost first, are :data:`_CHAIN`."""
-
-    __slots__ = ("done", "parent", "sender")
-
-    def __init__(self, parent: _Frame | None, sender: AgentBase | None) -> None:
-        self.parent = parent
-        # The agent whose call runs this frame (a publisher's frame); its lock is held until
-        # the frame is done.
-        self.sender = sender
-        self.done = False
-
-
-_CHAIN: ContextVar[_Frame | None] = ContextVar("agentscope_rt_msghub_chain", default=None)
-"""The innermost frame of the current task (its ``parent`` the next one out), or None. Set
-once per publish, not per delivery, and not reset after it: a publish marks its frame done
-instead (resetting would cost a second context change per message), and frames that are done
-are skipped. Tasks started by an observer inherit it, so what they publish reaches that
-observer re-entrantly too."""
-
-
-def _active(chain: _Frame | None) -> _Frame | None:
-    """*chain* without its innermost frames that are done."""
-    while chain is not None and chain.done:
-        chain = chain.parent
-    return chain
-
-
-def _in_chain(frame: object, chain: _Frame | None) -> bool:
-    while chain is not None:
-        if chain is frame:
-            return True
-        chain = chain.parent
-    return False
-
-
-class _DeliveryFrame(_Frame):
-    """A delivery task's frame (the root of its task's chain)."""
-
-    __slots__ = ("helping", "hub", "sub")
-
-    def __init__(self, sub: _Subscriber, hub: MsgHub) -> None:
-        super().__init__(None, None)
-        self.sub = sub
-        self.hub = hub
-        self.helping: _Ticket | None = None  # the message it relays, while it does
-
-
-class _Ticket(_Frame):
-    """One published message: how many recipients have not finished observing it. Also the
-    publisher's frame while it helps deliver the message."""
-
-    __slots__ = ("cursor", "event", "failed", "plain", "relay", "remaining", "targets")
-
-    def __init__(
-        self,
-        targets: list[_Subscriber],
-        plain: bool,
-        sender: AgentBase | None,
-        parent: _Frame | None,
-    ) -> None:
-        self.parent = parent
-        self.sender = sender
-        self.done = False
-        self.targets = targets
-        # A Msg or a list of Msg: what observe's input check accepts, so a recipient without
-        # hooks can be called without the hook wrapper (and its check).
-        self.plain = plain
-        self.remaining = len(targets)
-        self.cursor = 0  # the next target a helper looks at
-        self.relay = False  # a delivery task has been woken to help if a helper blocks
-        self.failed = False
-        self.event: anyio.Event | None = None
-
-    def settle(self, delivered: bool) -> None:
-        if not delivered:
-            self.failed = True
-        self.remaining -= 1
-        if self.remaining == 0 and self.event is not None:
-            self.event.set()
-
-    async def wait(self) -> None:
-        # The event is created only when the publisher actually has to wait: most messages
-        # are fully delivered by the publisher's own help before it gets here.
-        if self.remaining:
-            self.event = anyio.Event()
-            await self.event.wait()
-
-
-class _Subscriber:
-    """A participant's inbox and the state of its delivery."""
-
-    __slots__ = (
-        "agent",
-        "busy",
-        "closed",
-        "current",
-        "failed",
-        "frame",
-        "help",
-        "instance_hooks",
-        "member",
-        "nested",
-        "observe",
-        "queued",
-        "receive",
-        "room",
-        "send",
-        "slot",
-        "slow",
-        "strikes",
-        "wake",
-    )
-
-    def __init__(self, agent: AgentBase, inbox_size: int, hub: MsgHub) -> None:
-        self.agent = agent
-        # For the inline delivery (see direct_method): the undecorated observe, used while the
-        # agent's live hook registry is empty (else the wrapper decides which hooks apply).
-        self.instance_hooks = instance_hooks(agent)
-        self.observe = direct_method(agent, "observe")
-        send, receive = anyio.create_memory_object_stream[_Item](inbox_size)
-        self.send: MemoryObjectSendStream[_Item] = send
-        self.receive: MemoryObjectReceiveStream[_Item] = receive
-        self.member = True  # False after delete(): its inbox is drained, nothing new is added
-        # The frame draining the inbox (observe runs one message at a time), or False (not
-        # None: False is the interpreter's fastest truth test, on the hot path); a frame in
-        # the chain of a publisher means that this observer is up the publisher's stack.
-        self.busy: _Frame | Literal[False] = False
-        self.current: _Ticket | None = None  # the message being observed, while busy
-        # While drained re-entrantly: the (frame, message) of each observe it is nested in.
-        self.nested: list[tuple[_Frame, _Ticket | None]] = []
-        self.frame = _DeliveryFrame(self, hub)
-        self.slow = False  # left to the delivery task; publishers do not help
-        self.strikes = 0  # consecutive slow inline deliveries
-        self.failed = False  # its observe raised; later messages are settled undelivered
-        self.closed = False  # the hub closed the inbox: no new messages
-        self.queued = 0  # messages in the inbox (slot and stream) not yet taken
-        # The first message put in an empty inbox: the common case (one message in flight)
-        # skips the stream's send and receive. Always older than what the stream holds.
-        self.slot: _Item | None = None
-        self.wake: anyio.Event | None = None  # set while the delivery task sleeps
-        self.room: anyio.Event | None = None  # set while publishers wait for a full inbox
-        self.help: _Ticket | None = None  # a message whose delivery its task should help with
-
-
-# -- waits and their cycles ------------------------------------------------------------
-#
-# A wait that can never end is a cycle of waits: an observer waits for an agent's call lock,
-# the call holding it waits for its reply to be observed, and that needs the very observer.
-# Every wait the hub knows of is registered while it lasts (these are all slow paths: a
-# publisher whose recipients are not done, a publisher facing a full inbox, a call waiting
-# for a busy agent); when one would begin, the waits it depends on are followed and, if they
-# lead back to a frame of the waiting task, the wait is refused with MsgHubError instead.
-
-_LOCK, _TICKET, _ROOM = 0, 1, 2
-
-
-class _Wait:
-    """A wait in progress: of the task whose innermost frame is *chain*, for an agent's call
-    lock (``_LOCK``, target an agent), for a message's recipients (``_TICKET``, target the
-    ticket) or for room in a full inbox (``_ROOM``, target the subscriber)."""
-
-    __slots__ = ("chain", "kind", "target")
-
-    def __init__(self, chain: _Frame, kind: int, target: Any) -> None:
-        self.chain = chain
-        self.kind = kind
-        self.target = target
-
-    def begin(self) -> None:
-        """Register the wait.
-
-        :raises MsgHubError: when the wait closes a cycle (it is then not registered).
-        """
-        cycle = _find_cycle(self)
-        if cycle is not None:
-            hub_name, names = cycle
-            path = " -> ".join(names)
-            raise MsgHubError(
-                f"MsgHub {hub_name!r}: wait cycle {path}: each waits for the next (an "
-                "observer for the agent it calls, a call for the observers of its reply), so "
-                "none could finish. An observer may call other members, but not an agent "
-                "whose reply is waiting for that observer (such as the speaker it observes): "
-                "call that agent once the hub has delivered the reply"
-            )
-        _WAITS[self] = None
-
-    def end(self) -> None:
-        """Unregister the wait (it ended, or was cancelled)."""
-        _WAITS.pop(self, None)
-
-
-# Waits in progress, in every hub and every thread (frames of different event loops never
-# meet, so their waits never form a cycle); a dict for its ordered, atomic snapshot.
-_WAITS: dict[_Wait, None] = {}
-
-
-def _queued_in(sub: _Subscriber, ticket: _Ticket) -> bool:
-    slot = sub.slot
-    if slot is not None and slot[1] is ticket:
-        return True
-    # The stream's buffer, read only here (slow path); if anyio hides it one day, a recipient
-    # with anything queued counts as one the message still waits for.
-    buffer = getattr(getattr(sub.receive, "_state", None), "buffer", None)
-    if buffer is None:
-        return sub.queued > 0
-    return any(item[1] is ticket for item in buffer)
-
-
-def _observer_of(frame: _Frame) -> _Subscriber | None:
-    """The subscriber whose observe *frame* is running, if any."""
-    if isinstance(frame, _Ticket):
-        candidates: Sequence[_Subscriber] = frame.targets
-    elif isinstance(frame, _DeliveryFrame):
-        helping = frame.helping
-        candidates = [frame.sub, *(helping.targets if helping is not None else ())]
-    else:
-        return None
-    for sub in candidates:
-        if sub.busy is frame:
-            return sub
-    return None
-
-
-def _frames(chain: _Frame | None) -> Iterator[_Frame]:
-    """The frames of *chain* that are not done, innermost first."""
-    while chain is not None:
-        if not chain.done:
-            yield chain
-        chain = chain.parent
-
-
-def _needs(wait: _Wait) -> Iterator[tuple[Any, bool, str]]:
-    """What *wait* waits for, as ``(x, by_sender, name)``: a frame that must finish (or, when
-    *by_sender*, an agent whose call must finish) and the agent that stands for it."""
-    target = wait.target
-    if wait.kind == _LOCK:
-        yield target, True, _agent_name(target)
-        return
-    if wait.kind == _ROOM:
-        yield target.busy or target.frame, False, _agent_name(target.agent)
-        return
-    for sub in target.targets:
-        name = _agent_name(sub.agent)
-        if sub.busy and sub.current is target:
-            yield sub.busy, False, name
-        for frame, observed in sub.nested:
-            if observed is target:
-                # An observe of it that has been re-entered: it ends after the inner one.
-                yield frame, False, name
-        if _queued_in(sub, target):
-            yield sub.busy or sub.frame, False, name
-
-
-def _blocks(chain: _Frame, x: Any, by_sender: bool) -> _Frame | None:
-    """The frame of *chain* that is (or runs the call of) *x*, if any."""
-    for frame in _frames(chain):
-        if (frame.sender is x) if by_sender else (frame is x):
-            return frame
-    return None
-
-
-def _find_cycle(start: _Wait) -> tuple[str, list[str]] | None:
-    """If *start* would close a cycle of waits: the hub to name and the agents on it."""
-    waits = list(_WAITS)
-    visited: set[int] = set()
-    pending: list[tuple[_Wait, list[str]]] = [(start, [])]
-    while pending:
-        wait, path = pending.pop()
-        for x, by_sender, name in _needs(wait):
-            step = [*path, name]
-            closing = _blocks(start.chain, x, by_sender)
-            if closing is not None:
-                return _describe(start, closing, step)
-            for other in waits:
-                if id(other) not in visited and _blocks(other.chain, x, by_sender) is not None:
-                    visited.add(id(other))
-                    pending.append((other, step))
-    return None
-
-
-def _describe(start: _Wait, closing: _Frame, step: list[str]) -> tuple[str, list[str]]:
-    # The cycle starts (and ends) with the waiting task's innermost observer, or with the
-    # agent whose message it publishes.
-    first: str | None = None
-    for frame in _frames(start.chain):
-        sub = _observer_of(frame)
-        if sub is not None:
-            first = _agent_name(sub.agent)
-            break
-        if frame.sender is not None:
-            first = _agent_name(frame.sender)
-            break
-    names = step if first is None else [first, *step]
-    if names[-1] != names[0]:
-        names.append(names[0])
-    return _hub_of(closing).name, names
-
-
-def _hub_of(frame: _Frame) -> MsgHub:
-    if isinstance(frame, _DeliveryFrame):
-        return frame.hub
-    assert isinstance(frame, _Ticket) and frame.targets  # a frame drains its targets' inboxes
-    return frame.targets[0].frame.hub
-
-
-async def _wait_for_ticket(ticket: _Ticket) -> None:
-    """Wait until every recipient has finished observing *ticket*'s message.
-
-    :raises MsgHubError: when a recipient waits for this publisher (a wait cycle).
-    """
-    wait = _Wait(ticket, _TICKET, ticket)
-    wait.begin()
-    try:
-        await ticket.wait()
-    finally:
-        wait.end()
-
-
-class _LockWatcher:
-    """Refuses a call's wait for a busy agent when it closes a cycle of waits."""
-
-    def begin(self, agent: AgentBase) -> _Wait | None:
-        chain = _active(_CHAIN.get())
-        if chain is None:
-            return None  # not under any observer: nothing of the hub waits for this task
-        wait = _Wait(chain, _LOCK, agent)
-        wait.begin()
-        return wait
-
-    def end(self, token: _Wait | None) -> None:
-        if token is not None:
-            token.end()
-
-
-set_lock_wait_watcher(_LockWatcher())
+set_lock_wait_watcher(LockWatcher())
 
 
 class _HubLink:
@@ -462,11 +129,13 @@ class _HubLink:
         return [agent for agent in self._hub._members if agent is not sender]
 
     async def deliver(self, sender: AgentBase, msg: Msg, recipients: Sequence[AgentBase]) -> None:
-        await self._hub._deliver(sender, msg, recipients)
+        hub = self._hub
+        await hub._deliver(sender, msg, hub._targets_among(sender, recipients))
 
     def publish(self, sender: AgentBase, msg: Msg) -> Coroutine[Any, Any, None]:
         # The hub's coroutine itself, not one wrapping it: one frame less per reply.
-        return self._hub._deliver_to_members(sender, msg)
+        hub = self._hub
+        return hub._deliver(sender, msg, hub._targets_of(sender))
 
 
 def _as_agent_list(agents: Any, what: str) -> list[AgentBase]:
@@ -491,12 +160,6 @@ def _check_message(msg: Any, what: str) -> None:
     if isinstance(msg, list) and all(isinstance(m, Msg) for m in msg):
         return
     raise TypeError(f"{what} must be a Msg or a list of Msg, not {type(msg).__name__}")
-
-
-def _agent_name(agent: AgentBase | None) -> str:
-    if agent is None:
-        return "the hub"
-    return repr(getattr(agent, "name", type(agent).__name__))
 
 
 class MsgHub:
@@ -557,12 +220,12 @@ class MsgHub:
         # link on an agent that is in both.
         self._key = f"msghub:{self.name}:{uuid.uuid4().hex[:8]}"
         self._link = _HubLink(self)
-        self._subs: dict[int, _Subscriber] = {}
+        self._subs: dict[int, Subscriber] = {}
         # The subscribers of the current members, in member order (publishing reads it).
-        self._member_subs: list[_Subscriber] = []
+        self._member_subs: list[Subscriber] = []
         # Per speaker (by id), the member subscribers other than it, for hubs of up to
         # _CACHED_TARGETS_MAX members; emptied whenever membership changes.
-        self._targets_cache: dict[int, list[_Subscriber]] = {}
+        self._targets_cache: dict[int, list[Subscriber]] = {}
         self._state = _NEW
         self._task_group: TaskGroup | None = None
         self._body_scope: anyio.CancelScope | None = None
@@ -616,7 +279,7 @@ class MsgHub:
                 logger.warning(
                     "MsgHub %r: %s is not a participant; skipping its deletion",
                     self.name,
-                    _agent_name(agent),
+                    agent_name(agent),
                 )
                 continue
             agent._detach_hub(self._key)
@@ -643,7 +306,7 @@ class MsgHub:
             raise MsgHubError(
                 f"MsgHub {self.name!r} {state}; broadcast inside 'async with MsgHub(...) as hub:'"
             )
-        await self._deliver(None, msg, self._members)
+        await self._deliver(None, msg, self._targets_among(None, self._members))
 
     def set_auto_broadcast(self, enable: bool) -> None:
         """Turn automatic broadcasting of the participants' replies on or off.
@@ -695,7 +358,7 @@ class MsgHub:
 
     def __repr__(self) -> str:
         state = ("new", "open", "closed")[self._state]
-        names = ", ".join(_agent_name(agent) for agent in self._members)
+        names = ", ".join(agent_name(agent) for agent in self._members)
         return f"MsgHub(name={self.name!r}, {state}, participants=[{names}])"
 
     # -- membership --------------------------------------------------------------------
@@ -705,7 +368,13 @@ class MsgHub:
         if sub is None:
             # A subscriber outlives delete(): re-adding an agent reuses its inbox and delivery
             # task, so what it was sent before still comes first.
-            sub = _Subscriber(agent, self.inbox_size, self)
+            sub = Subscriber(
+                agent,
+                self.inbox_size,
+                self,
+                direct_method(agent, "observe"),
+                instance_hooks(agent),
+            )
             self._subs[id(agent)] = sub
             assert self._task_group is not None
             self._task_group.start_soon(self._run_delivery, sub, name=f"{self._key} delivery")
@@ -718,39 +387,42 @@ class MsgHub:
 
     # -- publishing --------------------------------------------------------------------
 
-    async def _deliver(
-        self, sender: AgentBase | None, msg: Msg | list[Msg], recipients: Sequence[AgentBase]
-    ) -> None:
-        if self._state != _OPEN:
-            return  # the hub has exited: nothing is delivered to its former members
-        if self._errors:
-            await self._fail_publisher(sender)
+    def _targets_among(
+        self, sender: AgentBase | None, recipients: Sequence[AgentBase]
+    ) -> list[Subscriber]:
+        """The subscribers of *recipients* that are members, other than *sender*."""
         get = self._subs.get
-        targets: list[_Subscriber] = []
+        targets: list[Subscriber] = []
         add = targets.append
         for agent in recipients:
             sub = get(id(agent))
             if sub is not None and sub.member and agent is not sender:
                 add(sub)
-        if not targets:
-            return
-        ticket = await self._publish(msg, targets, sender)
-        if ticket.failed:
-            await self._fail_publisher(sender)
+        return targets
 
-    async def _deliver_to_members(self, sender: AgentBase, msg: Msg | list[Msg]) -> None:
-        # _deliver to every current member: the member list needs no per-agent lookups.
-        if self._state != _OPEN:
-            return
-        if self._errors:
-            await self._fail_publisher(sender)
-        # A member speaks (only members have the hub's link), so its id stays its own while
-        # the cached list, which membership changes clear, is in use. Tickets only read it.
+    def _targets_of(self, sender: AgentBase) -> list[Subscriber]:
+        """The subscribers of every current member other than *sender* (a member: only members
+        have the hub's link): from the member list, with no per-agent lookups."""
+        # The speaker's id stays its own while the cached list, which membership changes
+        # clear, is in use. Tickets only read it.
         targets = self._targets_cache.get(id(sender))
         if targets is None:
             targets = [sub for sub in self._member_subs if sub.agent is not sender]
             if len(self._member_subs) <= _CACHED_TARGETS_MAX:
                 self._targets_cache[id(sender)] = targets
+        return targets
+
+    async def _deliver(
+        self, sender: AgentBase | None, msg: Msg | list[Msg], targets: list[Subscriber]
+    ) -> None:
+        """Publish *msg* from *sender* to *targets*; return once each has observed it.
+
+        :raises MsgHubError: when an observer raised (before or during this delivery).
+        """
+        if self._state != _OPEN:
+            return  # the hub has exited: nothing is delivered to its former members
+        if self._errors:
+            await self._fail_publisher(sender)
         if not targets:
             return
         ticket = await self._publish(msg, targets, sender)
@@ -771,24 +443,22 @@ class MsgHub:
         else:
             reason = "the hub was closed or cancelled while delivering"
         raise MsgHubError(
-            f"MsgHub {self.name!r}: the message from {_agent_name(sender)} did not reach every "
+            f"MsgHub {self.name!r}: the message from {agent_name(sender)} did not reach every "
             f"recipient: {reason}"
         )
 
     async def _publish(
-        self, msg: Msg | list[Msg], targets: list[_Subscriber], sender: AgentBase | None
-    ) -> _Ticket:
+        self, msg: Msg | list[Msg], targets: list[Subscriber], sender: AgentBase | None
+    ) -> Ticket:
         plain = isinstance(msg, Msg) or (
             isinstance(msg, list) and all(isinstance(m, Msg) for m in msg)
         )
-        chain = _CHAIN.get()
-        while chain is not None and chain.done:
-            chain = chain.parent
-        ticket = _Ticket(targets, plain, sender, chain)
+        chain = active_chain(CHAIN.get())
+        ticket = Ticket(targets, plain, sender, chain)
         item = (msg, ticket)
         # Observers run below here (inline) see this ticket as their frame. No reset after:
-        # the ticket is marked done, and done frames are skipped (see _CHAIN).
-        _CHAIN.set(ticket)
+        # the ticket is marked done, and done frames are skipped (see CHAIN).
+        CHAIN.set(ticket)
         try:
             # With room in every inbox (the usual case) enqueuing does not await.
             stopped = self._enqueue_now(item, targets, 0)
@@ -806,12 +476,12 @@ class MsgHub:
                 # drain their inboxes until this returns, so they observe it here.
                 await self._reenter(ticket, chain)
             if ticket.remaining:
-                await _wait_for_ticket(ticket)
+                await wait_for_ticket(ticket)
         finally:
             ticket.done = True
         return ticket
 
-    async def _reenter(self, ticket: _Ticket, chain: _Frame) -> None:
+    async def _reenter(self, ticket: Ticket, chain: Frame) -> None:
         """Deliver to the recipients whose inbox is drained by a frame of *chain* (so it waits
         for this publisher): in this task, re-entrantly, everything queued for them in order —
         what was queued before this message, then this message."""
@@ -820,13 +490,13 @@ class MsgHub:
                 continue
             busy = sub.busy
             if busy:
-                if _in_chain(busy, chain):
-                    await self._drain(sub, ticket)
-            elif sub.slow and _in_chain(sub.frame, chain):
+                if in_chain(busy, chain):
+                    await self._drain((sub,), ticket)
+            elif sub.slow and in_chain(sub.frame, chain):
                 # Left to its delivery task, which is this task, further up: not re-entrant.
-                await self._drain(sub, ticket)
+                await self._drain((sub,), ticket)
 
-    def _enqueue_now(self, item: _Item, targets: list[_Subscriber], start: int) -> int:
+    def _enqueue_now(self, item: Item, targets: list[Subscriber], start: int) -> int:
         """Put *item* in the inboxes of ``targets[start:]`` in order, up to the first one that
         is full; return that one's index (``len(targets)`` when none was full)."""
         ticket = item[1]
@@ -848,23 +518,23 @@ class MsgHub:
         return len(targets)
 
     async def _enqueue(
-        self, item: _Item, targets: list[_Subscriber], start: int, chain: _Frame | None
+        self, item: Item, targets: list[Subscriber], start: int, chain: Frame | None
     ) -> None:
         """Put *item* in the inboxes of ``targets[start:]`` in order, waiting for room in full
         ones (backpressure)."""
         while start < len(targets):
             sub = targets[start]
             if chain is not None and (
-                _in_chain(sub.busy, chain) or (not sub.busy and _in_chain(sub.frame, chain))
+                in_chain(sub.busy, chain) or (not sub.busy and in_chain(sub.frame, chain))
             ):
                 # Full, and drained by a frame up this task's stack: nobody else can make room.
-                await self._drain(sub, item[1])
+                await self._drain((sub,), item[1])
                 start = self._enqueue_now(item, targets, start)
                 continue
             await self._enqueue_when_room(targets[start], item)
             start = self._enqueue_now(item, targets, start + 1)
 
-    async def _enqueue_when_room(self, sub: _Subscriber, item: _Item) -> None:
+    async def _enqueue_when_room(self, sub: Subscriber, item: Item) -> None:
         """Backpressure: wait until *sub*'s delivery has taken something from its full inbox.
 
         :raises MsgHubError: when *sub*'s observer waits for this publisher (a wait cycle).
@@ -874,13 +544,9 @@ class MsgHub:
             self._wake(sub)
             if sub.room is None:
                 sub.room = anyio.Event()
-            wait = _Wait(ticket, _ROOM, sub)
             try:
-                wait.begin()
-                try:
+                with Wait(ticket, ROOM, sub):
                     await sub.room.wait()
-                finally:
-                    wait.end()
             except BaseException:
                 ticket.settle(False)
                 raise
@@ -896,100 +562,15 @@ class MsgHub:
                 self._wake(sub)
             return
 
-    async def _help(self, ticket: _Ticket, frame: _Frame) -> None:
-        """Drain the inboxes of *ticket*'s recipients that nobody is draining, in turn.
-
-        Before each inline delivery one delivery task is woken as a *relay*: if the observer
-        blocks, the relay carries on with the next recipients (and wakes a relay of its own),
-        so a blocking observer never holds up the others. If nothing blocks, the relay finds
-        the work done: one wasted wake-up per message instead of one per recipient.
-        """
-        targets = ticket.targets
-        count = len(targets)
+    async def _help(self, ticket: Ticket, frame: Frame) -> None:
+        """Drain the inboxes of *ticket*'s recipients that nobody is draining, in turn (see
+        :meth:`_unattended`), as *frame*."""
         self._helping += 1
-        clock = time.perf_counter
-        hook_counts = HOOK_COUNTS
-        # Whether this helper still has to wake a relay (other helpers of the ticket only ever
-        # start after one was woken, so the ticket's flag need not be read again).
-        relay_pending = not ticket.relay
-        last = clock()
         try:
-            while True:
-                # The cursor lives on the ticket: a relay continues from where it stands.
-                cursor = ticket.cursor
-                if cursor >= count:
-                    break
-                sub = targets[cursor]
-                cursor += 1
-                ticket.cursor = cursor
-                if sub.busy or sub.slow or not sub.queued:
-                    continue  # its drainer or delivery task takes the message in order
-                if relay_pending and cursor < count:
-                    relay = targets[cursor]
-                    if relay.wake is not None and relay.help is None:
-                        relay_pending = False
-                        ticket.relay = True
-                        relay.help = ticket
-                        relay.wake.set()
-                if sub.queued == 1 and not sub.failed:
-                    # The usual case, one message, delivered without the _drain frame: same
-                    # steps as _drain, kept in step with it.
-                    sub.busy = frame
-                    slot = sub.slot
-                    if slot is not None:
-                        sub.slot = None
-                        msg, taken = slot
-                    else:
-                        msg, taken = sub.receive.receive_nowait()
-                    sub.current = taken
-                    sub.queued = 0
-                    if sub.room is not None:
-                        sub.room.set()
-                        sub.room = None
-                    try:
-                        observe = sub.observe
-                        if (
-                            observe is not None
-                            and taken.plain
-                            and not hook_counts[1]
-                            and not sub.instance_hooks
-                        ):
-                            await observe(sub.agent, msg)
-                        else:
-                            await sub.agent.observe(msg)
-                    except Exception as exc:
-                        taken.settle(False)
-                        self._observer_failed(sub, exc)
-                    except BaseException:
-                        taken.settle(False)
-                        self._wake(sub)  # messages queued meanwhile go to its delivery task
-                        raise
-                    else:
-                        remaining = taken.remaining - 1
-                        taken.remaining = remaining
-                        if not remaining and taken.event is not None:
-                            taken.event.set()
-                    finally:
-                        sub.busy = False
-                        if sub.closed:
-                            self._wake(sub)
-                    if sub.queued:
-                        # Queued by other publishers while this observe ran: they skipped
-                        # the busy inbox and count on this drainer.
-                        await self._drain(sub, frame)
-                else:
-                    await self._drain(sub, frame)
-                now = clock()
-                if now - last > SLOW_OBSERVE_SECONDS:
-                    # Twice in a row: once may be the process being paused, not the observer.
-                    sub.strikes += 1
-                    sub.slow = sub.strikes >= SLOW_STRIKES
-                elif sub.strikes:
-                    sub.strikes = 0
-                last = now
+            await self._drain(self._unattended(ticket), frame)
         except BaseException:
             # A cancelled helper hands what it did not reach to the delivery tasks.
-            for sub in targets[ticket.cursor :]:
+            for sub in ticket.targets[ticket.cursor :]:
                 self._wake(sub)
             raise
         finally:
@@ -999,84 +580,128 @@ class MsgHub:
                 if self._quiet is not None:
                     self._quiet.set()
 
+    def _unattended(self, ticket: Ticket) -> Iterator[Subscriber]:
+        """The recipients of *ticket* with messages queued that neither a drainer nor their
+        delivery task (slow observers) takes care of, one at a time, for a helper to drain.
+
+        Before each one a delivery task is woken as a *relay*: if the observer blocks, the
+        relay carries on with the next recipients (and wakes a relay of its own), so a
+        blocking observer never holds up the others. If nothing blocks, the relay finds the
+        work done: one wasted wake-up per message instead of one per recipient. After each
+        one, a drain that took longer than :data:`SLOW_OBSERVE_SECONDS` counts a strike.
+        """
+        # A generator, not a coroutine per recipient: resuming it costs a fraction of a
+        # coroutine call, and this runs once per delivery.
+        targets = ticket.targets
+        count = len(targets)
+        clock = time.perf_counter
+        # Whether this helper still has to wake a relay (other helpers of the ticket only ever
+        # start after one was woken, so the ticket's flag need not be read again).
+        relay_pending = not ticket.relay
+        last = clock()
+        while True:
+            # The cursor lives on the ticket: a relay continues from where it stands.
+            cursor = ticket.cursor
+            if cursor >= count:
+                return
+            sub = targets[cursor]
+            cursor += 1
+            ticket.cursor = cursor
+            if sub.busy or sub.slow or not sub.queued:
+                continue  # its drainer or delivery task takes the message in order
+            if relay_pending and cursor < count:
+                relay = targets[cursor]
+                if relay.wake is not None and relay.help is None:
+                    relay_pending = False
+                    ticket.relay = True
+                    relay.help = ticket
+                    relay.wake.set()
+            yield sub
+            now = clock()
+            if now - last > SLOW_OBSERVE_SECONDS:
+                # Twice in a row: once may be the process being paused, not the observer.
+                sub.strikes += 1
+                sub.slow = sub.strikes >= SLOW_STRIKES
+            elif sub.strikes:
+                sub.strikes = 0
+            last = now
+
     # -- delivering --------------------------------------------------------------------
 
     @staticmethod
-    def _wake(sub: _Subscriber) -> None:
+    def _wake(sub: Subscriber) -> None:
         wake = sub.wake
         if wake is not None:
             wake.set()
 
-    async def _drain(self, sub: _Subscriber, frame: _Frame) -> None:
-        """Observe everything in *sub*'s inbox, in order, as *frame*.
+    async def _drain(self, subs: Iterable[Subscriber], frame: Frame) -> None:
+        """Observe everything in the inbox of each of *subs* in turn, in inbox order, as
+        *frame*; the next one is taken from *subs* once the inbox before it is empty.
 
-        The caller checked that the inbox is not busy, or that it is drained by a frame up
-        the caller's own stack (waiting for the caller): a re-entrant drain, which leaves the
-        inbox to that frame again when done.
+        For each, the caller checked that the inbox is not busy, or that it is drained by a
+        frame up the caller's own stack (waiting for the caller): a re-entrant drain, which
+        leaves the inbox to that frame again when done.
         """
-        outer, outer_current = sub.busy, sub.current
-        if outer:
-            sub.nested.append((outer, outer_current))
-        sub.busy = frame
-        receive = sub.receive
-        ticket: _Ticket | None = None
-        try:
-            # Counting instead of draining to WouldBlock saves raising an exception per drain.
-            while sub.queued:
-                slot = sub.slot
-                if slot is not None:
-                    sub.slot = None
-                    msg, ticket = slot
-                else:
-                    msg, ticket = receive.receive_nowait()
-                sub.queued -= 1
-                sub.current = ticket
-                room = sub.room
-                if room is not None:
-                    sub.room = None
-                    room.set()
-                if sub.failed:
-                    ticket.settle(False)
-                    ticket = None
-                    continue
-                try:
-                    observe = sub.observe
-                    if (
-                        observe is not None
-                        and ticket.plain
-                        and not HOOK_COUNTS[1]
-                        and not sub.instance_hooks
-                    ):
-                        # No hook can apply: what the hook wrapper would call, directly.
-                        await observe(sub.agent, msg)
-                    else:
-                        await sub.agent.observe(msg)
-                except Exception as exc:
-                    ticket.settle(False)
-                    ticket = None
-                    self._observer_failed(sub, exc)
-                    continue
-                # ticket.settle(True), inlined: this is the hot path.
-                ticket.remaining -= 1
-                if not ticket.remaining and ticket.event is not None:
-                    ticket.event.set()
-                ticket = None
-        except BaseException:
-            # Cancelled mid-observe: the message in hand was not (fully) observed.
-            if ticket is not None:
-                ticket.settle(False)
-            self._wake(sub)
-            raise
-        finally:
-            sub.busy, sub.current = outer, outer_current
+        for sub in subs:
+            outer = sub.busy
             if outer:
-                sub.nested.pop()
-            elif sub.closed:
-                self._wake(sub)  # a sleeping delivery task may now end
+                sub.nested.append((outer, sub.current))
+            sub.busy = frame
+            try:
+                # Counting instead of draining to WouldBlock saves raising an exception per
+                # drain.
+                while sub.queued:
+                    slot = sub.slot
+                    if slot is not None:
+                        sub.slot = None
+                        msg, ticket = slot
+                    else:
+                        msg, ticket = sub.receive.receive_nowait()
+                    sub.queued -= 1
+                    sub.current = ticket
+                    room = sub.room
+                    if room is not None:
+                        sub.room = None
+                        room.set()
+                    if sub.failed:
+                        ticket.settle(False)
+                        continue
+                    try:
+                        observe = sub.observe
+                        if (
+                            observe is not None
+                            and ticket.plain
+                            and not HOOK_COUNTS[1]
+                            and not sub.instance_hooks
+                        ):
+                            # No hook can apply: what the hook wrapper would call, directly.
+                            await observe(sub.agent, msg)
+                        else:
+                            await sub.agent.observe(msg)
+                    except Exception as exc:
+                        ticket.settle(False)
+                        self._observer_failed(sub, exc)
+                        continue
+                    except BaseException:
+                        # Cancelled mid-observe: the message was not (fully) observed.
+                        ticket.settle(False)
+                        raise
+                    ticket.settle(True)
+            except BaseException:
+                self._wake(sub)  # what is still queued goes to its delivery task
+                raise
+            finally:
+                if outer:
+                    # Back to the observe this drain was nested in.
+                    sub.busy, sub.current = sub.nested.pop()
+                else:
+                    sub.busy = False
+                    if sub.closed:
+                        self._wake(sub)  # a sleeping delivery task may now end
 
-    async def _run_delivery(self, sub: _Subscriber) -> None:
+    async def _run_delivery(self, sub: Subscriber) -> None:
         frame = sub.frame
-        _CHAIN.set(frame)  # this task's own context: observers run here are below its frame
+        CHAIN.set(frame)  # this task's own context: observers run here are below its frame
         try:
             while True:
                 ticket, sub.help = sub.help, None
@@ -1094,12 +719,12 @@ class MsgHub:
                         # A pause of the whole process (GC, the OS scheduler) can make a fast
                         # observer look slow; a quick drain here makes it fast again.
                         started = time.perf_counter()
-                        await self._drain(sub, frame)
+                        await self._drain((sub,), frame)
                         if time.perf_counter() - started <= SLOW_OBSERVE_SECONDS:
                             sub.slow = False
                             sub.strikes = 0
                     else:
-                        await self._drain(sub, frame)
+                        await self._drain((sub,), frame)
                 if sub.help is not None:
                     continue
                 if sub.closed and not sub.queued:
@@ -1111,7 +736,7 @@ class MsgHub:
             sub.wake = None
             sub.help = None
 
-    def _observer_failed(self, sub: _Subscriber, exc: Exception) -> None:
+    def _observer_failed(self, sub: Subscriber, exc: Exception) -> None:
         self._errors.append(exc)
         sub.failed = True
         if sub.member:
@@ -1133,11 +758,11 @@ class MsgHub:
         tb: TracebackType | None,
     ) -> bool:
         stopping = exc is not None and not isinstance(exc, Exception)
-        chain = _CHAIN.get()
+        chain = CHAIN.get()
         if chain is not None and chain.done:
             # The last message this task published is done: its ticket must not keep this
             # hub's inboxes alive in the task's context after the exit.
-            _CHAIN.set(_active(chain))
+            CHAIN.set(active_chain(chain))
         self._state = _CLOSED
         for sub in self._subs.values():
             sub.agent._detach_hub(self._key)
@@ -1190,15 +815,4 @@ class MsgHub:
         # After a cancellation some inboxes may still hold messages: release their publishers
         # (they raise MsgHubError instead of waiting forever) and close the streams.
         for sub in self._subs.values():
-            if sub.slot is not None:
-                sub.slot[1].settle(False)
-                sub.slot = None
-                sub.queued -= 1
-            while True:
-                try:
-                    _, ticket = sub.receive.receive_nowait()
-                except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
-                    break
-                sub.queued -= 1
-                ticket.settle(False)
-            sub.receive.close()
+            sub.settle_queued()
