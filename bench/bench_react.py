@@ -28,7 +28,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -48,7 +48,7 @@ from agentscope_rt.agent import ReActAgent  # noqa: E402
 from agentscope_rt.formatter import FormatterBase, OpenAIChatFormatter  # noqa: E402
 from agentscope_rt.message import Msg, TextBlock, ToolUseBlock  # noqa: E402
 from agentscope_rt.model import ChatModelBase, ChatResponse  # noqa: E402
-from agentscope_rt.tool import Toolkit, ToolResponse  # noqa: E402
+from agentscope_rt.tool import Toolkit, ToolResponse, ToolResponseStream  # noqa: E402
 
 REPLIES = 1_000
 RUNS = 11
@@ -121,11 +121,15 @@ def rt_workload() -> Callable[[], Awaitable[None]]:
 
 class _PassThroughToolkit(Toolkit):
     """Diagnostic: calls the tool function directly (no validation, timeout or interrupt
-    handling), to show how much of a reply the toolkit costs. It replaces what an agent that
-    prints nothing calls for a tool call, the whole single-chunk call."""
+    handling), to show how much of a reply the toolkit costs. It overrides the public
+    ``call_tool_function``, the one route of every call the agent makes."""
 
-    async def _run_call(self, tool_call: ToolUseBlock) -> ToolResponse:
-        return await get_weather(**tool_call.input)
+    def call_tool_function(self, tool_call: ToolUseBlock) -> ToolResponseStream:
+        return ToolResponseStream(_pass_through(tool_call))
+
+
+async def _pass_through(tool_call: ToolUseBlock) -> AsyncGenerator[ToolResponse, None]:
+    yield await get_weather(**tool_call.input)
 
 
 class _PassThroughFormatter(FormatterBase):

@@ -53,7 +53,7 @@ from ..memory import (
 from ..message import AudioBlock, Msg, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
 from ..message._msg import _convert_content, owned_msg
 from ..model import ChatModelBase, ChatResponse, ChatUsage
-from ..tool import INTERRUPTED_TEXT, Toolkit, ToolResponse, ToolResponseStream
+from ..tool import INTERRUPTED_TEXT, Toolkit, ToolResponse
 from ._compression import CompressionConfig as _CompressionConfig
 from ._compression import compression_cut
 from ._durable import DurableReplies, SessionLike, unanswered_calls
@@ -819,33 +819,13 @@ class ReActAgent(ReActAgentBase):
         last: ToolResponse | None = None
         completed = False
         try:
-            toolkit = self.toolkit
-            stream: Any = None
-            if toolkit._calls_plainly() and self._print_does_nothing():
-                # Nothing to print chunk by chunk: a single-chunk call (the common case) comes
-                # back whole, without a stream; a cancellation in the tool propagates at once
-                # and is recorded below, as the stream's interrupted chunk would be.
-                outcome = await toolkit._run_call(tool_call)
-                if isinstance(outcome, ToolResponse):
-                    last = outcome
-                    block.output = _tool_blocks(outcome.content)
-                    if is_finish and (metadata := _success_metadata(outcome)) is not None:
-                        structured = metadata.get("structured_output")
-                else:
-                    stream = outcome
-            else:
-                stream = toolkit.call_tool_function(tool_call)
-            if stream is not None:
-                known_stream = isinstance(stream, ToolResponseStream)
-                async for chunk in stream:
-                    last = chunk
-                    block.output = _tool_blocks(chunk.content)
-                    if not self._print_does_nothing():
-                        await self.print(res_msg, chunk.is_last)
-                    if is_finish and (metadata := _success_metadata(chunk)) is not None:
-                        structured = metadata.get("structured_output")
-                    if known_stream and stream.exhausted:
-                        break  # saves asking for the end of a single-chunk call
+            async for chunk in self.toolkit.call_tool_function(tool_call):
+                last = chunk
+                block.output = _tool_blocks(chunk.content)
+                if not self._print_does_nothing():
+                    await self.print(res_msg, chunk.is_last)
+                if is_finish and (metadata := _success_metadata(chunk)) is not None:
+                    structured = metadata.get("structured_output")
             completed = True
         finally:
             if completed:

@@ -47,39 +47,30 @@ once with its final chunk, and the thread finishes in the background (its result
 
 from __future__ import annotations
 
-import functools
-import inspect
-import json
 import logging
 import os
 import uuid
-from collections.abc import AsyncGenerator, Awaitable, Callable, Generator
-from contextlib import aclosing
+from collections.abc import Callable
 from types import TracebackType
-from typing import Any, Literal, Protocol, Self
+from typing import Any, Self
 
 import anyio
-import attrs
-import jsonschema
+import anyio.abc
 
-from .._schema import StructuredModel, structured_model_schema
-from .._serde import MAX_TOOL_INPUT_DEPTH, tool_input_problem
-from ..exception import MCPError, StateError, ToolError, ToolGroupError, ToolRegistrationError
+from .._schema import StructuredModel
+from ..exception import StateError, ToolError, ToolGroupError, ToolRegistrationError
 from ..message import ToolUseBlock
 from ..module import StateModule
-from ._execution import (
-    execute_tool,
-    failure_response,
-    interrupted_response,
-    text_response,
-    timeout_text,
+from ._background import BackgroundTasks
+from ._calling import (
+    MCP_ERROR_PREFIX,
+    CallStream,
+    Middleware,
+    ToolResponseStream,
+    through_middlewares,
 )
-from ._function_schema import (
-    arguments_validator,
-    build_function_schema,
-    normalize_parameters_schema,
-)
-from ._quick_check import compile_quick_check
+from ._execution import interrupted_response, text_response
+from ._registration import MCPClientLike, NamesakeStrategy, extend_schema, registered_tool
 from ._response import ToolResponse
 from ._skill import (
     DEFAULT_AGENT_SKILL_INSTRUCTION,
@@ -88,166 +79,18 @@ from ._skill import (
     check_agent_skill_template,
     read_agent_skill,
 )
-from ._types import PostprocessFunc, RegisteredToolFunction, ToolGroup, ToolKind, tool_kind
+from ._types import PostprocessFunc, RegisteredToolFunction, ToolGroup
 
-__all__ = ["MCP_ERROR_PREFIX", "Middleware", "ToolResponseStream", "Toolkit"]
+__all__ = [
+    "MCP_ERROR_PREFIX",
+    "MCPClientLike",
+    "Middleware",
+    "NamesakeStrategy",
+    "ToolResponseStream",
+    "Toolkit",
+]
 
 logger = logging.getLogger(__name__)
-
-MCP_ERROR_PREFIX = "Error occurred when calling MCP tool: "
-"""How the model sees an MCP tool call that failed with an MCPError (AgentScope's text)."""
-
-NamesakeStrategy = Literal["override", "skip", "raise", "rename"]
-
-Middleware = Callable[..., AsyncGenerator[ToolResponse, None] | Awaitable[Any]]
-"""``middleware(kwargs, next_handler)``: an async generator of ToolResponse chunks.
-
-``kwargs`` holds ``tool_call``; ``await next_handler(**kwargs)`` returns the inner stream."""
-
-
-class MCPClientLike(Protocol):
-    """What :meth:`Toolkit.register_mcp_client` needs from an MCP client."""
-
-    name: str
-
-    async def list_tools(self) -> list[Any]:
-        """The server's tools (``mcp.types.Tool``)."""
-
-    async def get_callable_function(
-        self,
-        func_name: str,
-        wrap_tool_result: bool = True,
-        execution_timeout: float | None = None,
-    ) -> Any:
-        """A callable with ``name``, ``description``, ``json_schema`` for *func_name*.
-
-        The toolkit passes ``execution_timeout=`` only when one is given to
-        :meth:`Toolkit.register_mcp_client`, so clients without that parameter still work.
-        """
-
-
-class ToolResponseStream:
-    """The chunks of one tool call: iterate with ``async for``; awaiting returns itself.
-
-    Awaiting is supported so that AgentScope code (``async for c in await tk.call_tool_
-    function(tc)``) and middlewares (``await next_handler(**kwargs)``) work unchanged.
-    """
-
-    __slots__ = ("_agen",)
-
-    def __init__(self, agen: AsyncGenerator[ToolResponse, None]) -> None:
-        self._agen = agen
-
-    def __await__(self) -> Generator[Any, None, ToolResponse | Self]:
-        return self
-        yield  # makes this a generator; awaiting never suspends
-
-    def __aiter__(self) -> Self:
-        return self
-
-    async def __anext__(self) -> ToolResponse:
-        return await self._agen.__anext__()
-
-    @property
-    def exhausted(self) -> bool:
-        """Whether the stream is known to hold no more chunks: a caller that sees ``True``
-        may stop iterating (the next ``__anext__`` would only raise ``StopAsyncIteration``).
-        ``False`` means there may be more."""
-        return False
-
-    async def aclose(self) -> None:
-        """Stop the call early (the tool is cancelled and its generator closed)."""
-        await self._agen.aclose()
-
-
-class _CallStream(ToolResponseStream):
-    """The chunks of one call, without middleware.
-
-    A coroutine tool with no postprocess function — the common case — is awaited right in
-    the first ``__anext__``: no generator layers, and a cancel scope only when a timeout is
-    set. Any other tool runs through :func:`execute_tool`. Both follow the same contract (see
-    the module doc): failures and timeouts become the final chunk, and a cancellation landing
-    in the tool yields the ``is_interrupted`` chunk and is re-raised on the next iteration.
-    """
-
-    # ``_inner`` (not the base class's ``_agen``) holds the execute_tool stream, when used.
-    __slots__ = ("_inner", "_pending", "_started", "_tool_call", "_toolkit")
-
-    def __init__(self, toolkit: Toolkit, tool_call: ToolUseBlock) -> None:
-        self._inner: AsyncGenerator[ToolResponse, None] | None = None
-        self._toolkit = toolkit
-        self._tool_call = tool_call
-        self._started = False
-        self._pending: BaseException | None = None
-
-    async def __anext__(self) -> ToolResponse:
-        agen = self._inner
-        if agen is not None:
-            return await agen.__anext__()
-        if self._started:
-            pending = self._pending
-            if pending is not None:
-                self._pending = None
-                raise pending
-            raise StopAsyncIteration
-        self._started = True
-        try:
-            outcome = await self._toolkit._run_call(self._tool_call)
-        except anyio.get_cancelled_exc_class() as exc:
-            # Landed in a coroutine tool (the general path handles its own).
-            self._pending = exc
-            return interrupted_response(None)
-        if outcome.__class__ is ToolResponse or isinstance(outcome, ToolResponse):
-            return outcome
-        agen = self._inner = outcome
-        return await agen.__anext__()
-
-    @property
-    def exhausted(self) -> bool:
-        """True once a single-chunk call has given its chunk and has no cancellation left to
-        re-raise."""
-        return self._started and self._inner is None and self._pending is None
-
-    async def aclose(self) -> None:
-        """Stop the call early (a streaming tool is cancelled and its generator closed)."""
-        self._started = True
-        self._pending = None
-        agen = self._inner
-        if agen is not None:
-            await agen.aclose()
-
-
-@attrs.define(eq=False)
-class _BackgroundTask:
-    scope: anyio.CancelScope
-    done: anyio.Event
-    result: ToolResponse | None = None
-
-
-def _function_name(func: Any) -> str:
-    return str(getattr(func, "__name__", None) or type(func).__name__)
-
-
-def _is_mcp_function(func: Any) -> bool:
-    return (
-        not inspect.isroutine(func)
-        and not isinstance(func, functools.partial)
-        and isinstance(getattr(func, "json_schema", None), dict)
-        and isinstance(getattr(func, "name", None), str)
-    )
-
-
-def _describe_validation_errors(validator: jsonschema.protocols.Validator, args: Any) -> str:
-    parts = []
-    for error in sorted(validator.iter_errors(args), key=lambda e: [str(p) for p in e.path]):
-        path = ".".join(str(p) for p in error.path)
-        if error.validator == "required" and not path:
-            parts.append(error.message.replace("property", "argument"))
-        elif path:
-            parts.append(f"argument '{path}': {error.message}")
-        else:
-            parts.append(error.message)
-    return "; ".join(parts)
 
 
 class Toolkit(StateModule):
@@ -305,7 +148,7 @@ class Toolkit(StateModule):
         self._groups_version = 0
         self._meta_schema_version = -1
         self._task_group: anyio.abc.TaskGroup | None = None
-        self._background: dict[str, _BackgroundTask] = {}
+        self._background = BackgroundTasks()
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -459,76 +302,22 @@ class Toolkit(StateModule):
             )
         if timeout is not None and timeout <= 0:
             raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
-        if json_schema is not None:
-            _check_function_schema(json_schema)
-
-        presets = dict(preset_kwargs or {})
-        func: Any = tool_func
-        mcp_name: str | None = None
-        source: Literal["function", "mcp_server"] = "function"
-        if _is_mcp_function(tool_func):
-            input_name = str(tool_func.name)  # type: ignore[attr-defined]
-            json_schema = json_schema or tool_func.json_schema  # type: ignore[attr-defined]
-            mcp_name = getattr(tool_func, "mcp_name", None)
-            source = "mcp_server"
-        elif isinstance(tool_func, functools.partial):
-            func = tool_func.func
-            bound: dict[str, Any] = dict(tool_func.keywords)
-            if tool_func.args:
-                names = list(inspect.signature(func).parameters)
-                bound.update(zip(names, tool_func.args, strict=False))
-            presets = {**bound, **presets}
-            input_name = _function_name(func)
-        else:
-            input_name = _function_name(func)
-
-        name = func_name or input_name
-        if json_schema is not None:
-            schema = _schema_from_given(json_schema, name, presets)
-            accepted: frozenset[str] | None = None
-        else:
-            schema = build_function_schema(
-                func,
-                name=name,
-                skip=presets,
-                include_long_description=include_long_description,
-                include_var_positional=include_var_positional,
-                include_var_keyword=include_var_keyword,
-            )
-            accepted = _accepted_names(func, presets, include_var_keyword)
-        if func_description:
-            schema["function"]["description"] = func_description
-
-        parameters = schema["function"]["parameters"]
-        try:
-            # A validator in which a number is finite: Python's json reads NaN and Infinity.
-            validator = arguments_validator(parameters)
-        except jsonschema.SchemaError as exc:
-            raise ToolRegistrationError(
-                f"the parameters schema of tool {name!r} is not a valid JSON schema: {exc.message}"
-            ) from None
-
-        kind = tool_kind(func)
-        if kind is ToolKind.SYNC and getattr(func, "__self__", None) is self:
-            kind = ToolKind.INLINE  # the toolkit's own meta tool: quick, touches toolkit state
-        registered = RegisteredToolFunction(
-            name=name,
-            group=group_name,
-            source=source,
-            original_func=func,
-            json_schema=schema,
-            kind=kind,
-            validator=validator,
-            quick_check=compile_quick_check(parameters),
-            preset_kwargs=presets,
-            accepted_names=accepted,
-            original_name=input_name if func_name else None,
-            mcp_name=mcp_name,
+        registered = registered_tool(
+            tool_func,
+            self,
+            group_name=group_name,
+            preset_kwargs=preset_kwargs,
+            func_name=func_name,
+            func_description=func_description,
+            json_schema=json_schema,
+            include_long_description=include_long_description,
+            include_var_positional=include_var_positional,
+            include_var_keyword=include_var_keyword,
             postprocess_func=postprocess_func,
             async_execution=async_execution,
             timeout=timeout,
         )
-
+        name = registered.name
         if name in self.tools:
             if namesake_strategy == "raise":
                 raise ToolRegistrationError(
@@ -543,7 +332,7 @@ class Toolkit(StateModule):
                     new_name = f"{name}_{uuid.uuid4().hex[:5]}"
                 registered.original_name = registered.original_name or name
                 registered.name = new_name
-                schema["function"]["name"] = new_name
+                registered.json_schema["function"]["name"] = new_name
                 name = new_name
         self.tools[name] = registered
         if async_execution:
@@ -755,46 +544,7 @@ class Toolkit(StateModule):
         tool = self.tools.get(func_name)
         if tool is None:
             raise ValueError(f"Tool function '{func_name}' not found in the toolkit.")
-        if model is None:
-            tool.extended_model = None
-            tool.extended_json_schema = tool.json_schema
-            tool.accepted_names = tool.base_accepted_names
-            return
-        extension = normalize_parameters_schema(structured_model_schema(model))
-        merged = {**tool.json_schema, "function": dict(tool.json_schema["function"])}
-        params = dict(merged["function"]["parameters"])
-        properties = dict(params.get("properties", {}))
-        required = list(params.get("required", []))
-        for key, value in extension.get("properties", {}).items():
-            if key in properties:
-                raise ValueError(
-                    f"The field `{key}` already exists in the original function schema of "
-                    f"`{func_name}`. Try to use a different name."
-                )
-            properties[key] = value
-        required += [key for key in extension.get("required", []) if key not in required]
-        params["properties"] = properties
-        if required:
-            params["required"] = required
-        if extension.get("$defs"):
-            defs = dict(params.get("$defs", {}))
-            for key, value in extension["$defs"].items():
-                if key in defs and defs[key] != value:
-                    raise ValueError(
-                        f"The $defs key `{key}` conflicts with an existing definition in the "
-                        f"function schema of `{func_name}`."
-                    )
-                defs[key] = value
-            params["$defs"] = defs
-        merged["function"]["parameters"] = params
-        tool.extended_model = model
-        tool.extended_json_schema = merged
-        if _admits_any_key(extension, tool.original_func):
-            # A model with extra fields allowed (pydantic's extra="allow") says so in its
-            # schema: then any key is the structured model's to judge.
-            tool.accepted_names = None
-        elif tool.base_accepted_names is not None:
-            tool.accepted_names = tool.base_accepted_names | set(extension.get("properties", {}))
+        extend_schema(tool, func_name, model)
 
     # -- middleware --------------------------------------------------------------------------
 
@@ -821,157 +571,15 @@ class Toolkit(StateModule):
     def call_tool_function(self, tool_call: ToolUseBlock) -> ToolResponseStream:
         """Call the tool named by *tool_call*; iterate the result for its chunks.
 
-        Never raises for tool failures: each becomes a final chunk (see the module doc).
+        This is the one route of every call (the ReAct agent's included), so a subclass that
+        overrides it sees them all. Never raises for tool failures: each becomes a final
+        chunk (see the module doc).
         """
         if self._middlewares:
-            return ToolResponseStream(self._through_middlewares(tool_call))
-        return _CallStream(self, tool_call)
-
-    async def _through_middlewares(
-        self, tool_call: ToolUseBlock
-    ) -> AsyncGenerator[ToolResponse, None]:
-        # Every stream a layer opens, outermost first. A middleware's `async for` does not
-        # close the inner stream when the call stops early, so they are all closed here.
-        opened: list[Any] = []
-
-        async def innermost(tool_call: ToolUseBlock) -> ToolResponseStream:
-            stream = _CallStream(self, tool_call)
-            opened.append(stream)
-            return stream
-
-        handler: Callable[..., Awaitable[Any]] = innermost
-        for middleware in reversed(self._middlewares):
-            handler = _layer(middleware, handler, opened)
-        try:
-            stream = await handler(tool_call=tool_call)
-            async for chunk in stream:
-                yield chunk
-        finally:
-            for opened_stream in opened:
-                await opened_stream.aclose()
-
-    def _calls_plainly(self) -> bool:
-        """Whether a call is just :meth:`_run_call`: no middleware, and
-        :meth:`call_tool_function` not overridden."""
-        return not self._middlewares and type(self).call_tool_function is _CALL_TOOL_FUNCTION
-
-    async def _run_call(
-        self, tool_call: ToolUseBlock
-    ) -> ToolResponse | AsyncGenerator[ToolResponse, None]:
-        """Run *tool_call* without middleware: the call's one chunk when it has one (a call
-        that cannot run, a background start, a coroutine tool with no postprocess function),
-        else the generator of its chunks, not started yet.
-
-        Unlike a stream, this lets a cancellation landing in a coroutine tool propagate: the
-        caller records the interrupt. The ReAct agent calls it directly on its hot path, which
-        saves the stream's frames for the common single-chunk call.
-        """
-        prepared = self._prepare(tool_call)
-        if prepared.__class__ is ToolResponse:
-            return prepared
-        tool, kwargs = prepared  # type: ignore[misc]
-        if tool.async_execution:
-            return self._start_background(tool, kwargs, tool_call)
-        limit = tool.timeout if tool.timeout is not None else self.timeout
-        postprocess = tool.postprocess_func
-        if tool.kind is not ToolKind.COROUTINE or (
-            # MCP tools are awaited here even then, so their MCPError reads the same.
-            postprocess is not None and tool.source != "mcp_server"
-        ):
-            return execute_tool(tool, kwargs, tool_call, limit)
-        deadline: float | None = None
-        try:
-            if limit is None:
-                result = await tool.original_func(**kwargs)
-            else:
-                deadline = anyio.current_time() + limit
-                with anyio.CancelScope(deadline=deadline) as scope:
-                    result = await tool.original_func(**kwargs)
-                if scope.cancelled_caught:
-                    result = text_response(timeout_text(tool.name, limit), is_last=True)
-        except MCPError as exc:
-            # AgentScope's wording for a failed MCP call (timeouts included).
-            result = text_response(f"{MCP_ERROR_PREFIX}{exc}", is_last=True)
-        except Exception as exc:
-            result = failure_response(exc)
-        if postprocess is None and isinstance(result, ToolResponse):
-            return result
-        # A coroutine that hands back a stream or another awaitable (or a wrong type): the
-        # general path takes it from here, under the same deadline.
-        return execute_tool(tool, kwargs, tool_call, limit, initial=result, deadline=deadline)
-
-    def _prepare(
-        self, tool_call: ToolUseBlock
-    ) -> ToolResponse | tuple[RegisteredToolFunction, dict[str, Any]]:
-        """The tool and the arguments to call it with, or the chunk saying why it cannot run."""
-        if tool_call.__class__ is ToolUseBlock:
-            # Attribute reads: the mapping view (for dict-style callers) costs more.
-            name = tool_call.name
-            args: Any = tool_call.input or {}
-            raw_input = tool_call.raw_input
-        else:
-            name = tool_call["name"]
-            args = tool_call.get("input") or {}
-            raw_input = tool_call.get("raw_input")
-        tool = self.tools.get(name)
-        if tool is None:
-            return text_response(f"FunctionNotFoundError: Cannot find the function named {name}")
-        if tool.group != "basic" and not self.groups[tool.group].active:
-            return text_response(
-                f"FunctionInactiveError: The function '{name}' is in the inactive group "
-                f"'{tool.group}'. Activate the tool group by calling 'reset_equipped_tools' "
-                "first to use this tool."
-            )
-        problem = _check_arguments(tool, args, raw_input)
-        if problem is not None:
-            return text_response(
-                f"InvalidArgumentsError: Invalid arguments for '{name}': {problem}"
-            )
-        presets = tool.preset_kwargs
-        return tool, {**args, **presets} if presets else dict(args)
+            return ToolResponseStream(through_middlewares(self, tool_call))
+        return CallStream(self, tool_call)
 
     # -- background execution ----------------------------------------------------------------
-
-    def _start_background(
-        self, tool: RegisteredToolFunction, kwargs: dict[str, Any], tool_call: ToolUseBlock
-    ) -> ToolResponse:
-        if self._task_group is None:
-            raise ToolError(
-                f"tool '{tool.name}' runs in the background (async_execution=True), which "
-                "needs an open toolkit: use `async with toolkit:` around the calls"
-            )
-        task_id = uuid.uuid4().hex[:12]
-        task = _BackgroundTask(scope=anyio.CancelScope(), done=anyio.Event())
-        self._background[task_id] = task
-        self._task_group.start_soon(self._run_background, task, tool, kwargs, tool_call)
-        return text_response(
-            f"<system-reminder>Tool '{tool.name}' is executing asynchronously. Task ID: "
-            f"{task_id}. Use view_task('{task_id}') to check status, wait_task('{task_id}') "
-            f"to wait for completion, or cancel_task('{task_id}') to cancel the task."
-            "</system-reminder>"
-        )
-
-    async def _run_background(
-        self,
-        task: _BackgroundTask,
-        tool: RegisteredToolFunction,
-        kwargs: dict[str, Any],
-        tool_call: ToolUseBlock,
-    ) -> None:
-        last: ToolResponse | None = None
-        timeout = tool.timeout if tool.timeout is not None else self.timeout
-        try:
-            with task.scope:
-                async with aclosing(execute_tool(tool, kwargs, tool_call, timeout)) as chunks:
-                    async for chunk in chunks:
-                        last = chunk
-        finally:
-            final = last if last is not None else interrupted_response(None)
-            task.result = attrs.evolve(final, stream=False, is_last=True)
-            task.done.set()
-
-    def _unknown_task(self, task_id: str) -> ToolResponse:
-        return text_response(f"InvalidTaskIdError: Cannot find async task with ID {task_id}.")
 
     async def view_task(self, task_id: str) -> ToolResponse:
         """View the status of an async tool task by its task ID.
@@ -980,12 +588,7 @@ class Toolkit(StateModule):
             task_id (`str`):
                 The ID of the async tool task.
         """
-        task = self._background.get(task_id)
-        if task is None:
-            return self._unknown_task(task_id)
-        if not task.done.is_set():
-            return text_response(f"Task {task_id} is still running.")
-        return self._take_result(task_id, task)
+        return self._background.view(task_id)
 
     async def cancel_task(self, task_id: str) -> ToolResponse:
         """Cancel an async tool task by its task ID.
@@ -994,14 +597,7 @@ class Toolkit(StateModule):
             task_id (`str`):
                 The ID of the async tool task.
         """
-        task = self._background.get(task_id)
-        if task is None:
-            return self._unknown_task(task_id)
-        if task.done.is_set():
-            return text_response(f"Task {task_id} has already completed and cannot be cancelled.")
-        task.scope.cancel()
-        await task.done.wait()
-        return text_response(f"Task {task_id} has been cancelled.")
+        return await self._background.cancel(task_id)
 
     async def wait_task(self, task_id: str, timeout: float = 10) -> ToolResponse:  # noqa: ASYNC109
         """Wait for an async tool execution to complete by its task ID. Note
@@ -1014,23 +610,7 @@ class Toolkit(StateModule):
             timeout (`float`, defaults to `10`):
                 The maximum time to wait for the task to complete, in seconds.
         """
-        task = self._background.get(task_id)
-        if task is None:
-            return self._unknown_task(task_id)
-        with anyio.move_on_after(timeout):
-            await task.done.wait()
-        if not task.done.is_set():
-            return text_response(
-                f"Task {task_id} is still running after waiting for {timeout} seconds."
-            )
-        return self._take_result(task_id, task)
-
-    def _take_result(self, task_id: str, task: _BackgroundTask) -> ToolResponse:
-        # A finished task's id is forgotten once its result is handed out; callers already
-        # waiting on it (parallel wait_task calls) still get the result.
-        self._background.pop(task_id, None)
-        assert task.result is not None
-        return task.result
+        return await self._background.wait(task_id, timeout)
 
     # -- state -------------------------------------------------------------------------------
 
@@ -1062,137 +642,3 @@ class Toolkit(StateModule):
         active = set(state_dict["active_groups"])
         for name, group in self.groups.items():
             group.active = name in active
-
-
-def _layer(
-    middleware: Middleware, inner: Callable[..., Awaitable[Any]], opened: list[Any]
-) -> Callable[..., Awaitable[Any]]:
-    async def handler(**kwargs: Any) -> Any:
-        result = middleware(kwargs, inner)
-        if inspect.isawaitable(result) and not hasattr(result, "__aiter__"):
-            result = await result
-        if hasattr(result, "aclose"):
-            opened.append(result)
-        return result
-
-    return handler
-
-
-def _check_function_schema(json_schema: Any) -> None:
-    if not (
-        isinstance(json_schema, dict)
-        and json_schema.get("type") == "function"
-        and isinstance(json_schema.get("function"), dict)
-    ):
-        raise ToolRegistrationError(
-            "json_schema must be an OpenAI function schema: {'type': 'function', 'function': "
-            f"{{'name': ..., 'description': ..., 'parameters': {{...}}}}}}, got {json_schema!r}"
-        )
-    parameters = json_schema["function"].get("parameters")
-    if parameters is not None and (
-        not isinstance(parameters, dict)
-        or parameters.get("type", "object") != "object"
-        or not isinstance(parameters.get("properties", {}), dict)
-        or not isinstance(parameters.get("required", []), list)
-    ):
-        raise ToolRegistrationError(
-            "json_schema['function']['parameters'] must be an object schema with a "
-            f"'properties' dict, got {parameters!r}"
-        )
-
-
-def _schema_from_given(
-    json_schema: dict[str, Any], name: str, presets: dict[str, Any]
-) -> dict[str, Any]:
-    function = dict(json_schema["function"])
-    params = dict(function.get("parameters") or {"type": "object", "properties": {}})
-    params.setdefault("type", "object")
-    params["properties"] = {
-        k: v for k, v in (params.get("properties") or {}).items() if k not in presets
-    }
-    required = [r for r in params.get("required", []) if r not in presets]
-    if required:
-        params["required"] = required
-    else:
-        params.pop("required", None)
-    function["name"] = name
-    function["parameters"] = params
-    return {**json_schema, "function": function}
-
-
-def _accepted_names(
-    func: Any, presets: dict[str, Any], include_var_keyword: bool
-) -> frozenset[str] | None:
-    """The argument names a model may send to *func*: the parameters its schema shows.
-
-    A ``**kwargs`` parameter left out of the schema (the default) accepts nothing from the
-    model: what it would collect is not in the schema, and the built-in tools hand it to
-    libraries (mem0, vector stores), so a model could set what the application fixed (a
-    ``user_id``, a search filter). Shown in the schema (*include_var_keyword*), only its own
-    name is accepted. ``None`` when the signature cannot be read (then the schema decides).
-    """
-    try:
-        parameters = inspect.signature(func).parameters.values()
-    except (TypeError, ValueError):
-        return None
-    return frozenset(
-        p.name
-        for p in parameters
-        if p.kind is not inspect.Parameter.VAR_POSITIONAL
-        and (p.kind is not inspect.Parameter.VAR_KEYWORD or include_var_keyword)
-        and p.name not in presets
-    )
-
-
-def _admits_any_key(extension: dict[str, Any], func: Any) -> bool:
-    """Whether an extended model's schema explicitly admits keys it does not name (a bare
-    schema without ``additionalProperties`` does not count) and *func* takes ``**kwargs``."""
-    additional = extension.get("additionalProperties", False)
-    if additional is False or additional is None:
-        return False
-    try:
-        parameters = inspect.signature(func).parameters.values()
-    except (TypeError, ValueError):
-        return False
-    return any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
-
-
-def _raw_input_problem(raw_input: str) -> str:
-    """What the model is told about arguments that were kept only as text: why they are not
-    usable when they are JSON beyond the tool-input rule, else that they are not JSON."""
-    problem: str | None = None
-    try:
-        value = json.loads(raw_input)
-    except RecursionError:
-        value = None
-        problem = f"nested deeper than {MAX_TOOL_INPUT_DEPTH} levels"
-    except ValueError:
-        value = None
-    if isinstance(value, dict):
-        problem = tool_input_problem(value)
-    if problem is not None:
-        return f"the arguments are not kept: {problem}"
-    return f"the arguments are not a valid JSON object: {raw_input[:200]!r}"
-
-
-def _check_arguments(tool: RegisteredToolFunction, args: Any, raw_input: str | None) -> str | None:
-    """A description of what is wrong with *args*, or ``None`` if they are fine."""
-    if not isinstance(args, dict):
-        return f"the arguments must be a JSON object, got {type(args).__name__}"
-    if raw_input and not args:
-        return _raw_input_problem(raw_input)
-    accepted = tool.accepted_names
-    if accepted is not None and not accepted.issuperset(args):
-        unexpected = sorted(set(args) - accepted)
-        allowed = ", ".join(sorted(accepted)) or "none"
-        return f"unexpected argument(s) {unexpected} (accepted: {allowed})"
-    quick_check = tool.quick_check
-    if quick_check is not None and quick_check(args):
-        return None
-    # Invalid, or beyond what the quick check models: jsonschema decides and explains.
-    if not tool.validator.is_valid(args):
-        return _describe_validation_errors(tool.validator, args)
-    return None
-
-
-_CALL_TOOL_FUNCTION = Toolkit.call_tool_function

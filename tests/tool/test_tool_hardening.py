@@ -134,11 +134,6 @@ async def test_a_tool_failure_inside_a_task_group_names_the_real_cause(
     chunks = await _call(toolkit, func.__name__)
     assert chunks[-1].is_last
     assert chunks[-1].get_text().endswith(expected), chunks[-1].get_text()
-    # The same text on the path that hands back whole single-chunk results.
-    outcome = await toolkit._run_call(ToolUseBlock(id="c2", name=func.__name__, input={}))
-    chunks = [outcome] if isinstance(outcome, ToolResponse) else [c async for c in outcome]
-    last = chunks[-1]
-    assert last.get_text().endswith(expected)
 
 
 # -- numbers that are not JSON --------------------------------------------------------------

@@ -406,20 +406,17 @@ async def test_timeouts_per_tool_and_per_toolkit() -> None:
     assert anyio.current_time() - start < 5
 
 
-async def test_exhausted_says_when_a_call_has_no_more_chunks() -> None:
+async def test_a_call_ends_after_its_last_chunk() -> None:
     toolkit = Toolkit()
     for func in (async_add, countdown, add, broken):
         toolkit.register_tool_function(func)
 
     single = toolkit.call_tool_function(call("async_add", a=1, b=2))
-    assert not single.exhausted  # not started yet
     assert (await single.__anext__()).get_text() == "3"
-    assert single.exhausted
     with pytest.raises(StopAsyncIteration):
         await single.__anext__()
 
-    # Streams, sync tools (run in a worker thread) and failures go through the general path:
-    # whether more chunks follow is not known in advance, so they never claim to be done.
+    # Streams, sync tools (run in a worker thread) and failures go through the general path.
     for tool_call, expected in (
         (call("countdown", n=2), 2),
         (call("add", a=1), 1),
@@ -429,11 +426,10 @@ async def test_exhausted_says_when_a_call_has_no_more_chunks() -> None:
         chunks = []
         async for chunk in stream:
             chunks.append(chunk)
-            assert not stream.exhausted
         assert len(chunks) == expected
 
 
-async def test_exhausted_stays_false_while_a_cancellation_is_pending() -> None:
+async def test_a_cancellation_in_a_tool_is_reraised_after_the_interrupted_chunk() -> None:
     toolkit = Toolkit()
     toolkit.register_tool_function(forever)
     stream = toolkit.call_tool_function(call("forever"))
@@ -450,7 +446,6 @@ async def test_exhausted_stays_false_while_a_cancellation_is_pending() -> None:
             assert chunk.is_interrupted
             # The cancellation is re-raised by the next __anext__: a caller that stopped
             # here would lose it.
-            assert not stream.exhausted
             await stream.__anext__()
             went_on = True
     assert scope.cancelled_caught and not went_on

@@ -1,0 +1,285 @@
+"""Turning a function into a :class:`RegisteredToolFunction`: its name, JSON schema, the
+argument names a model may send, and the validator; and merging an extended model into it.
+
+What :meth:`Toolkit.register_tool_function` and :meth:`Toolkit.set_extended_model` check
+and build lives here; the toolkit keeps the tables (tools, groups) and the naming rules.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Any, Literal, Protocol
+
+import jsonschema
+
+from .._schema import StructuredModel, structured_model_schema
+from ..exception import ToolRegistrationError
+from ._function_schema import (
+    arguments_validator,
+    build_function_schema,
+    normalize_parameters_schema,
+)
+from ._quick_check import compile_quick_check
+from ._types import PostprocessFunc, RegisteredToolFunction, ToolKind, tool_kind
+
+__all__ = ["MCPClientLike", "NamesakeStrategy", "extend_schema", "registered_tool"]
+
+NamesakeStrategy = Literal["override", "skip", "raise", "rename"]
+
+
+class MCPClientLike(Protocol):
+    """What :meth:`Toolkit.register_mcp_client` needs from an MCP client."""
+
+    name: str
+
+    async def list_tools(self) -> list[Any]:
+        """The server's tools (``mcp.types.Tool``)."""
+
+    async def get_callable_function(
+        self,
+        func_name: str,
+        wrap_tool_result: bool = True,
+        execution_timeout: float | None = None,
+    ) -> Any:
+        """A callable with ``name``, ``description``, ``json_schema`` for *func_name*.
+
+        The toolkit passes ``execution_timeout=`` only when one is given to
+        :meth:`Toolkit.register_mcp_client`, so clients without that parameter still work.
+        """
+
+
+def registered_tool(
+    tool_func: Callable[..., Any],
+    owner: object,
+    *,
+    group_name: str,
+    preset_kwargs: dict[str, Any] | None,
+    func_name: str | None,
+    func_description: str | None,
+    json_schema: dict[str, Any] | None,
+    include_long_description: bool,
+    include_var_positional: bool,
+    include_var_keyword: bool,
+    postprocess_func: PostprocessFunc | None,
+    async_execution: bool,
+    timeout: float | None,
+) -> RegisteredToolFunction:
+    """*tool_func* as a tool (see :meth:`Toolkit.register_tool_function` for the arguments);
+    a bound method of *owner* (the toolkit) is one of its own meta tools, called inline.
+
+    :raises ToolRegistrationError: for an invalid *json_schema*, a parameters schema that is
+        not valid JSON schema, or a parameter type with no JSON schema.
+    """
+    if json_schema is not None:
+        _check_function_schema(json_schema)
+    presets = dict(preset_kwargs or {})
+    func: Any = tool_func
+    mcp_name: str | None = None
+    source: Literal["function", "mcp_server"] = "function"
+    if _is_mcp_function(tool_func):
+        input_name = str(tool_func.name)  # type: ignore[attr-defined]
+        json_schema = json_schema or tool_func.json_schema  # type: ignore[attr-defined]
+        mcp_name = getattr(tool_func, "mcp_name", None)
+        source = "mcp_server"
+    elif isinstance(tool_func, functools.partial):
+        func = tool_func.func
+        bound: dict[str, Any] = dict(tool_func.keywords)
+        if tool_func.args:
+            names = list(inspect.signature(func).parameters)
+            bound.update(zip(names, tool_func.args, strict=False))
+        presets = {**bound, **presets}
+        input_name = _function_name(func)
+    else:
+        input_name = _function_name(func)
+
+    name = func_name or input_name
+    if json_schema is not None:
+        schema = _schema_from_given(json_schema, name, presets)
+        accepted: frozenset[str] | None = None
+    else:
+        schema = build_function_schema(
+            func,
+            name=name,
+            skip=presets,
+            include_long_description=include_long_description,
+            include_var_positional=include_var_positional,
+            include_var_keyword=include_var_keyword,
+        )
+        accepted = _accepted_names(func, presets, include_var_keyword)
+    if func_description:
+        schema["function"]["description"] = func_description
+
+    parameters = schema["function"]["parameters"]
+    try:
+        # A validator in which a number is finite: Python's json reads NaN and Infinity.
+        validator = arguments_validator(parameters)
+    except jsonschema.SchemaError as exc:
+        raise ToolRegistrationError(
+            f"the parameters schema of tool {name!r} is not a valid JSON schema: {exc.message}"
+        ) from None
+
+    kind = tool_kind(func)
+    if kind is ToolKind.SYNC and getattr(func, "__self__", None) is owner:
+        kind = ToolKind.INLINE  # the toolkit's own meta tool: quick, touches toolkit state
+    return RegisteredToolFunction(
+        name=name,
+        group=group_name,
+        source=source,
+        original_func=func,
+        json_schema=schema,
+        kind=kind,
+        validator=validator,
+        quick_check=compile_quick_check(parameters),
+        preset_kwargs=presets,
+        accepted_names=accepted,
+        original_name=input_name if func_name else None,
+        mcp_name=mcp_name,
+        postprocess_func=postprocess_func,
+        async_execution=async_execution,
+        timeout=timeout,
+    )
+
+
+def extend_schema(
+    tool: RegisteredToolFunction, func_name: str, model: StructuredModel | None
+) -> None:
+    """Merge *model*'s fields into the schema of *tool*, registered as *func_name*
+    (``None`` removes the extension).
+
+    :raises ValueError: if a field or a ``$defs`` entry clashes with the tool's own.
+    :raises TypeError: if *model* is not a structured model.
+    """
+    if model is None:
+        tool.extended_model = None
+        tool.extended_json_schema = tool.json_schema
+        tool.accepted_names = tool.base_accepted_names
+        return
+    extension = normalize_parameters_schema(structured_model_schema(model))
+    merged = {**tool.json_schema, "function": dict(tool.json_schema["function"])}
+    params = dict(merged["function"]["parameters"])
+    properties = dict(params.get("properties", {}))
+    required = list(params.get("required", []))
+    for key, value in extension.get("properties", {}).items():
+        if key in properties:
+            raise ValueError(
+                f"The field `{key}` already exists in the original function schema of "
+                f"`{func_name}`. Try to use a different name."
+            )
+        properties[key] = value
+    required += [key for key in extension.get("required", []) if key not in required]
+    params["properties"] = properties
+    if required:
+        params["required"] = required
+    if extension.get("$defs"):
+        defs = dict(params.get("$defs", {}))
+        for key, value in extension["$defs"].items():
+            if key in defs and defs[key] != value:
+                raise ValueError(
+                    f"The $defs key `{key}` conflicts with an existing definition in the "
+                    f"function schema of `{func_name}`."
+                )
+            defs[key] = value
+        params["$defs"] = defs
+    merged["function"]["parameters"] = params
+    tool.extended_model = model
+    tool.extended_json_schema = merged
+    if _admits_any_key(extension, tool.original_func):
+        # A model with extra fields allowed (pydantic's extra="allow") says so in its
+        # schema: then any key is the structured model's to judge.
+        tool.accepted_names = None
+    elif tool.base_accepted_names is not None:
+        tool.accepted_names = tool.base_accepted_names | set(extension.get("properties", {}))
+
+
+def _function_name(func: Any) -> str:
+    return str(getattr(func, "__name__", None) or type(func).__name__)
+
+
+def _is_mcp_function(func: Any) -> bool:
+    return (
+        not inspect.isroutine(func)
+        and not isinstance(func, functools.partial)
+        and isinstance(getattr(func, "json_schema", None), dict)
+        and isinstance(getattr(func, "name", None), str)
+    )
+
+
+def _check_function_schema(json_schema: Any) -> None:
+    if not (
+        isinstance(json_schema, dict)
+        and json_schema.get("type") == "function"
+        and isinstance(json_schema.get("function"), dict)
+    ):
+        raise ToolRegistrationError(
+            "json_schema must be an OpenAI function schema: {'type': 'function', 'function': "
+            f"{{'name': ..., 'description': ..., 'parameters': {{...}}}}}}, got {json_schema!r}"
+        )
+    parameters = json_schema["function"].get("parameters")
+    if parameters is not None and (
+        not isinstance(parameters, dict)
+        or parameters.get("type", "object") != "object"
+        or not isinstance(parameters.get("properties", {}), dict)
+        or not isinstance(parameters.get("required", []), list)
+    ):
+        raise ToolRegistrationError(
+            "json_schema['function']['parameters'] must be an object schema with a "
+            f"'properties' dict, got {parameters!r}"
+        )
+
+
+def _schema_from_given(
+    json_schema: dict[str, Any], name: str, presets: dict[str, Any]
+) -> dict[str, Any]:
+    function = dict(json_schema["function"])
+    params = dict(function.get("parameters") or {"type": "object", "properties": {}})
+    params.setdefault("type", "object")
+    params["properties"] = {
+        k: v for k, v in (params.get("properties") or {}).items() if k not in presets
+    }
+    required = [r for r in params.get("required", []) if r not in presets]
+    if required:
+        params["required"] = required
+    else:
+        params.pop("required", None)
+    function["name"] = name
+    function["parameters"] = params
+    return {**json_schema, "function": function}
+
+
+def _accepted_names(
+    func: Any, presets: dict[str, Any], include_var_keyword: bool
+) -> frozenset[str] | None:
+    """The argument names a model may send to *func*: the parameters its schema shows.
+
+    A ``**kwargs`` parameter left out of the schema (the default) accepts nothing from the
+    model: what it would collect is not in the schema, and the built-in tools hand it to
+    libraries (mem0, vector stores), so a model could set what the application fixed (a
+    ``user_id``, a search filter). Shown in the schema (*include_var_keyword*), only its own
+    name is accepted. ``None`` when the signature cannot be read (then the schema decides).
+    """
+    try:
+        parameters = inspect.signature(func).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    return frozenset(
+        p.name
+        for p in parameters
+        if p.kind is not inspect.Parameter.VAR_POSITIONAL
+        and (p.kind is not inspect.Parameter.VAR_KEYWORD or include_var_keyword)
+        and p.name not in presets
+    )
+
+
+def _admits_any_key(extension: dict[str, Any], func: Any) -> bool:
+    """Whether an extended model's schema explicitly admits keys it does not name (a bare
+    schema without ``additionalProperties`` does not count) and *func* takes ``**kwargs``."""
+    additional = extension.get("additionalProperties", False)
+    if additional is False or additional is None:
+        return False
+    try:
+        parameters = inspect.signature(func).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
