@@ -12,7 +12,6 @@ import anyio.to_thread
 import attrs
 import pytest
 
-from agentscope_rt._provider import RetryConfig
 from agentscope_rt.exception import ModelAPIError
 from agentscope_rt.message import TextBlock, ThinkingBlock
 from agentscope_rt.model import ChatResponse

@@ -11,7 +11,6 @@ import anyio.to_thread
 import pydantic
 import pytest
 
-from agentscope_rt._provider import RetryConfig
 from agentscope_rt.exception import ModelAPIError, ModelResponseError
 from agentscope_rt.message import TextBlock, ThinkingBlock, ToolUseBlock
 from agentscope_rt.model import ChatResponse
