@@ -28,8 +28,8 @@ they also behave like those dicts where AgentScope code relies on it:
 * **Hashing.** Blocks are mutable and equal to (unhashable) dicts, so they are unhashable, as
   attrs made them before they compared with dicts: ``hash(block)`` raises ``TypeError``.
 
-Each class carries its wire tag in the class variable ``type``; the shared cattrs converter in
-:mod:`agentscope_rt._serde` uses it as the tag of the content-block union.
+Each class carries its wire tag in the class variable ``type``; the shared cattrs converter
+(:mod:`._convert`) uses it as the tag of the content-block union.
 
 The ``__init__`` and ``__eq__`` methods are written by hand, field by field, as attrs would
 generate them: blocks are built for every reply. An omitted ``type`` costs under 200 machine
@@ -158,7 +158,7 @@ class _MappingView:
 
     def to_dict(self) -> dict[str, Any]:
         """The block as AgentScope's JSON dict."""
-        from .._serde import converter
+        from ._convert import converter
 
         result: dict[str, Any] = converter.unstructure(self)
         return result
@@ -189,7 +189,7 @@ def _source(block: _MappingView, source: Any) -> Source:
     if isinstance(source, URLSource | Base64Source):
         return source
     if isinstance(source, dict):
-        from .._serde import structure
+        from ._convert import structure
 
         return structure(source, Source, what=f"{block.__class__.__name__} source", path="source")
     raise TypeError(
@@ -208,7 +208,7 @@ def _tool_output(output: Any) -> Any:
                 break
         else:
             return output  # blocks only (or something the converter would refuse): as given
-    from .._serde import structure
+    from ._convert import structure
 
     return structure(output, ToolOutput, what="tool result output", path="output")
 

@@ -62,8 +62,8 @@ import anyio
 import attrs
 import jsonschema
 
+from .._json import MAX_TOOL_INPUT_DEPTH, tool_input_problem
 from .._schema import StructuredModel, structured_model_schema
-from .._serde import MAX_TOOL_INPUT_DEPTH, tool_input_problem
 from ..exception import MCPError, StateError, ToolError, ToolGroupError, ToolRegistrationError
 from ..message import ToolUseBlock
 from ..module import StateModule
