@@ -275,7 +275,7 @@ class InMemoryMemory(MemoryBase):
     ) -> list[Msg]:
         """:meth:`get_memory` without the coroutine (for the agents of this package)."""
         if mark is None and exclude_mark is None:
-            msgs = list(map(_first, self._entries))  # no comprehension frame per call
+            msgs = list(map(_first, self._entries))  # in C: no bytecode per entry
         else:
             _check_mark_arg(mark, "mark")
             _check_mark_arg(exclude_mark, "exclude_mark")
