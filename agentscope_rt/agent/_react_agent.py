@@ -34,13 +34,13 @@ import anyio
 import anyio.lowlevel
 import attrs
 
+from .._json import tool_input_problem
 from .._schema import (
     StructuredModel,
     StructuredOutputError,
     is_structured_model,
     validate_structured_output,
 )
-from .._serde import tool_input_problem
 from ..exception import MessageFormatError, ModelError
 from ..formatter import FormatterBase, TruncatedFormatterBase
 from ..memory import (

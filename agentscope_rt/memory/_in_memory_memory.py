@@ -11,8 +11,8 @@ from __future__ import annotations
 import operator
 from typing import Any
 
+from .._json import check_json_within
 from .._serde import (
-    _check_json_within,
     checked_msg_json,
     fast_structure_msg,
     structure,
@@ -51,7 +51,7 @@ def _content_to_json(entries: list[_Entry]) -> list[list[Any]]:
                     break
         if msg_json is None:
             entry = [unstructure_msg(msg), list(marks)]
-            _check_json_within(entry, f"content[{index}]", 1)
+            check_json_within(entry, f"content[{index}]", 1)
         else:
             entry = [msg_json, list(marks) if marks else []]
         data.append(entry)
@@ -275,7 +275,7 @@ class InMemoryMemory(MemoryBase):
     ) -> list[Msg]:
         """:meth:`get_memory` without the coroutine (for the agents of this package)."""
         if mark is None and exclude_mark is None:
-            msgs = list(map(_first, self._entries))  # no comprehension frame per call
+            msgs = list(map(_first, self._entries))  # in C: no bytecode per entry
         else:
             _check_mark_arg(mark, "mark")
             _check_mark_arg(exclude_mark, "exclude_mark")

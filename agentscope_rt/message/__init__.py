@@ -41,6 +41,3 @@ __all__ = [
     "VideoBlock",
     "now_timestamp",
 ]
-
-# Importing the converter registers the message hooks; it must follow the classes above.
-from .. import _serde as _serde

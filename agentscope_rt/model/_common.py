@@ -13,13 +13,13 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from .._json import MAX_JSON_DEPTH, MAX_TOOL_INPUT_DEPTH, check_json
 from .._schema import (
     StructuredModel,
     StructuredOutputError,
     structured_model_schema,
     validate_structured_output,
 )
-from .._serde import MAX_JSON_DEPTH, MAX_TOOL_INPUT_DEPTH, check_json
 from ..exception import ModelResponseError
 from ..message import TextBlock, ThinkingBlock, ToolUseBlock
 

@@ -24,7 +24,8 @@ from typing import Any
 
 import attrs
 
-from .._serde import MAX_JSON_DEPTH, check_json, converter, structure
+from .._json import MAX_JSON_DEPTH, check_json
+from .._serde import converter, structure
 from ..exception import MessageFormatError, StateError
 
 __all__ = ["StateModule"]
@@ -46,7 +47,7 @@ class _StateAttr:
 
 def _declare_json_checked(module: StateModule, attr_name: str) -> None:
     """Declare that *attr_name*'s registered ``custom_to_json`` returns only JSON data within
-    :data:`~agentscope_rt._serde.MAX_JSON_DEPTH` levels, and raises
+    :data:`~agentscope_rt._json.MAX_JSON_DEPTH` levels, and raises
     :class:`~agentscope_rt.exception.MessageFormatError` naming the path (from *attr_name*)
     of anything else: :meth:`StateModule.state_dict` then trusts its output.
 
@@ -153,7 +154,7 @@ class StateModule:
         :param custom_from_json: turns that JSON data back into the value when loading.
         :raises StateError: if the attribute does not exist, is itself a StateModule (those
             are tracked automatically), or cannot be serialised to JSON (also when it is nested
-            deeper than :data:`~agentscope_rt._serde.MAX_JSON_DEPTH` levels).
+            deeper than :data:`~agentscope_rt._json.MAX_JSON_DEPTH` levels).
         """
         if not hasattr(self, attr_name):
             raise StateError(
@@ -191,7 +192,7 @@ class StateModule:
 
         :raises StateError: if a registered attribute now holds a value that is not JSON
             serialisable (or is nested deeper than
-            :data:`~agentscope_rt._serde.MAX_JSON_DEPTH` levels).
+            :data:`~agentscope_rt._json.MAX_JSON_DEPTH` levels).
         """
         state: dict[str, Any] = {}
         for key, module in self._module_dict.items():

@@ -25,7 +25,7 @@ import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from .._serde import _json_problem
+from .._json import json_problem
 from ..exception import SessionError, StateError
 from ..module import StateModule
 
@@ -148,7 +148,7 @@ def _state_is_json(module: StateModule, state: Any) -> bool:
     return anything, so that part is walked here.
     """
     if type(module).state_dict is not StateModule.state_dict:
-        return _json_problem(state, "") is None
+        return json_problem(state, "") is None
     for key, sub_module in module._module_dict.items():
         if not _state_is_json(sub_module, state.get(key)):
             return False

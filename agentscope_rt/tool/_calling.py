@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Self
 import anyio
 import jsonschema
 
-from .._serde import MAX_TOOL_INPUT_DEPTH, tool_input_problem
+from .._json import MAX_TOOL_INPUT_DEPTH, tool_input_problem
 from ..exception import MCPError
 from ..message import ToolUseBlock
 from ._execution import (
