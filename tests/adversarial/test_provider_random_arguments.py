@@ -11,6 +11,7 @@ in memory has exactly one result, and the agent's state saves as strict JSON.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -29,7 +30,16 @@ from ..model.test_model_hardening import (
     wa,
     wb,
 )
-from ..model.test_model_hardening import wire as wire  # the servers' fixture
+
+
+@pytest.fixture
+def wire() -> Iterator[tuple[wa.WireServer, wb.ScriptedServer]]:
+    """Both servers, as the hardening tests' fixture gives them: the SDK protocols' one and
+    the plain HTTP one (those tests build theirs from tests/model/conftest.py's fixtures,
+    which this folder does not see)."""
+    with wa.WireServer() as sdk_server, wb.running_server() as http_server:
+        yield sdk_server, http_server
+
 
 TEXT_PROVIDERS = {"openai", "dashscope", "dashscope-native"}
 
