@@ -161,12 +161,14 @@ async def _memory_row(memory: Any, msgs: list[Msg]) -> tuple[float, float]:
 async def rt_round(folder: str, port: int, round_no: int) -> dict[str, Any]:
     msgs = build_messages(MESSAGES)
     result: dict[str, Any] = {}
-    save, load = await _session_row(JSONSession(f"{folder}/json"), msgs)
+    save, load = await _session_row(JSONSession(f"{folder}/json", pause_gc=True), msgs)
     result["json_session"] = {"save": save, "load": load}
     result["json_bytes"] = (await anyio.Path(f"{folder}/json/u_bench.json").stat()).st_size
-    save, load = await _session_row(SQLiteSession(f"{folder}/sessions_{round_no}.db"), msgs)
+    save, load = await _session_row(
+        SQLiteSession(f"{folder}/sessions_{round_no}.db", pause_gc=True), msgs
+    )
     result["sqlite_session"] = {"save": save, "load": load}
-    async with RedisSession(host="127.0.0.1", port=port) as redis_session:
+    async with RedisSession(host="127.0.0.1", port=port, pause_gc=True) as redis_session:
         save, load = await _session_row(redis_session, msgs)
     result["redis_session"] = {"save": save, "load": load}
     for name, factory in _memory_classes().items():
@@ -269,8 +271,8 @@ async def durable_rows(folder: str, round_no: int) -> dict[str, float]:
     plain, encode = await _durable_reply(None, "")
     result = {"reply": plain, "encode": encode}
     sessions = {
-        "sqlite": SQLiteSession(f"{folder}/durable_{round_no}.db"),
-        "json": JSONSession(f"{folder}/durable_json"),
+        "sqlite": SQLiteSession(f"{folder}/durable_{round_no}.db", pause_gc=True),
+        "json": JSONSession(f"{folder}/durable_json", pause_gc=True),
     }
     for name, session in sessions.items():
         elapsed, saves = await _durable_reply(session, f"job{round_no}")

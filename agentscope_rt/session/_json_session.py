@@ -153,13 +153,22 @@ class JSONSession(SessionBase):
         user-less ``john_doe_chat1`` all ``john_doe_chat1.json``). Only for a folder whose ids
         are known not to collide; by default such a file is not read (a load says so). Saves
         always go to the pair's own file.
+    :param pause_gc: hold off Python's cyclic garbage collector while a state is encoded or
+        decoded (off by default). It makes saving and loading a large session several times
+        faster (the collector would walk the many containers being built, freeing nothing),
+        but the switch is process-wide: meanwhile no thread of the program collects cycles.
     """
 
     def __init__(
-        self, save_dir: str | os.PathLike[str] = "./", *, read_agentscope_names: bool = False
+        self,
+        save_dir: str | os.PathLike[str] = "./",
+        *,
+        read_agentscope_names: bool = False,
+        pause_gc: bool = False,
     ) -> None:
         self.save_dir = os.fspath(save_dir)
         self.read_agentscope_names = read_agentscope_names
+        self.pause_gc = pause_gc
         # Per file: its lock and how many saves hold or wait for it (dropped at zero).
         self._locks: dict[Path, tuple[FairLock, int]] = {}
 
@@ -206,7 +215,7 @@ class JSONSession(SessionBase):
         :raises StateError: when a module's state cannot be saved.
         """
         path = self.get_save_path(session_id, user_id)
-        data = encode_session_state(state_modules_mapping)
+        data = encode_session_state(state_modules_mapping, pause_gc=self.pause_gc)
         async with self._file_lock(path):
             await anyio.to_thread.run_sync(self._write, path, data)
         logger.info("Saved session state to %s.", path)
@@ -244,7 +253,8 @@ class JSONSession(SessionBase):
             self._missing(path, not_read, allow_not_exist)
             return
         where = f"session {session_id!r} (file {path})"
-        load_modules(decode_session_state(data, where), state_modules_mapping, where)
+        states = decode_session_state(data, where, pause_gc=self.pause_gc)
+        load_modules(states, state_modules_mapping, where, pause_gc=self.pause_gc)
         logger.info("Loaded session state from %s.", path)
 
     def _missing(self, path: Path, not_read: Path | None, allow_not_exist: bool) -> None:

@@ -116,10 +116,13 @@ _gc_was_enabled = False
 
 
 @contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Hold off the cyclic garbage collector while a whole session state is built or read.
+def _gc_paused(pause: bool) -> Iterator[None]:
+    """With *pause*, hold off the cyclic garbage collector while a whole session state is built
+    or read (the sessions' ``pause_gc`` option); without, do nothing.
 
-    Turning thousands of messages into JSON data (or back) allocates hundreds of thousands of
+    The collector's switch is process-wide: while it is off, every thread of the program runs
+    without it, which is why this is an option a program chooses. Turning thousands of
+    messages into JSON data (or back) allocates hundreds of thousands of
     containers that are all alive until the end: each collection the allocations trigger walks
     them (and, when it is a full one, every object of the program) and frees nothing, which
     costs more than the work itself. Nothing here makes reference cycles, so nothing is
@@ -127,6 +130,9 @@ def _gc_paused() -> Iterator[None]:
     counted; a collector the program had disabled stays disabled.
     """
     global _gc_pausers, _gc_was_enabled
+    if not pause:
+        yield
+        return
     with _gc_lock:
         if _gc_pausers == 0:
             _gc_was_enabled = gc.isenabled()
@@ -155,14 +161,15 @@ def _state_is_json(module: StateModule, state: Any) -> bool:
     return True
 
 
-def encode_session_state(modules: Mapping[str, StateModule]) -> bytes:
+def encode_session_state(modules: Mapping[str, StateModule], *, pause_gc: bool = False) -> bytes:
     """The saved form of *modules*: AgentScope's one-line JSON object ``{name: state_dict}``.
 
+    :param pause_gc: hold off the garbage collector meanwhile (see :func:`_gc_paused`).
     :raises TypeError: when a value is not a StateModule.
     :raises StateError: when a module's state cannot be saved.
     """
     _check_modules(modules)
-    with _gc_paused():
+    with _gc_paused(pause_gc):
         return _encode(modules)
 
 
@@ -225,15 +232,18 @@ def _json_loads(raw: bytes, where: str) -> Any:
         raise SessionError(f"{where} cannot be read: {exc}") from None
 
 
-def decode_session_state(data: bytes | str, where: str) -> dict[str, Any]:
+def decode_session_state(
+    data: bytes | str, where: str, *, pause_gc: bool = False
+) -> dict[str, Any]:
     """Parse a stored session state.
 
     :param where: names the session and its storage location in error messages.
+    :param pause_gc: hold off the garbage collector meanwhile (see :func:`_gc_paused`).
     :raises SessionError: when *data* is not UTF-8 JSON holding an object of objects, or is
         nested too deeply or holds an integer too long for Python to read.
     """
     raw = data if isinstance(data, bytes) else data.encode("utf-8", errors="surrogatepass")
-    with _gc_paused():
+    with _gc_paused(pause_gc):
         states = _NOT_READ if _may_hold_a_long_integer(raw) else _orjson_loads(raw)
         if states is _NOT_READ:
             states = _json_loads(raw, where)
@@ -250,8 +260,17 @@ def decode_session_state(data: bytes | str, where: str) -> dict[str, Any]:
     return states
 
 
-def load_modules(states: dict[str, Any], modules: Mapping[str, StateModule], where: str) -> None:
+def load_modules(
+    states: dict[str, Any],
+    modules: Mapping[str, StateModule],
+    where: str,
+    *,
+    pause_gc: bool = False,
+) -> None:
     """Load each module whose name is in *states* (others are left alone), all or nothing.
+
+    With *pause_gc*, the garbage collector is held off while each module loads (see
+    :func:`_gc_paused`).
 
     Whatever a module raises from its ``load_state_dict``, the modules loaded before it are
     put back as they were.
@@ -268,7 +287,7 @@ def load_modules(states: dict[str, Any], modules: Mapping[str, StateModule], whe
             continue
         before = module.state_dict()
         try:
-            with _gc_paused():
+            with _gc_paused(pause_gc):
                 module.load_state_dict(states[name])
         except BaseException as exc:
             _put_back(loaded, exc)
