@@ -145,6 +145,8 @@ def check_json(value: Any, path: str = "", max_depth: int = MAX_JSON_DEPTH) -> N
 def tool_input_problem(value: Any) -> str | None:
     """Why *value* cannot be a tool call's arguments (:data:`MAX_TOOL_INPUT_DEPTH`, JSON data
     only), as ``"<reason> (at <path>)"``, or ``None`` when it can."""
+    if value.__class__ is dict and flat_json_object(value):
+        return None  # the usual arguments: one level of scalars, checked without the walk
     problem = json_problem(value, "", max_depth=MAX_TOOL_INPUT_DEPTH)
     if problem is None:
         return None
