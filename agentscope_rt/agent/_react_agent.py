@@ -121,30 +121,28 @@ def _structured_hint(finish_name: str) -> str:
     )
 
 
-def _drop_unkeepable_tool_inputs(msg: Msg) -> None:
-    """Replace, in *msg*'s content, each tool call whose arguments break the tool-input rule
-    (nested deeper than :data:`~agentscope_rt._serde.MAX_TOOL_INPUT_DEPTH` levels, or not
-    JSON data) with the same call without arguments and a ``raw_input`` saying why.
+def _keepable(blocks: list[Any]) -> list[Any]:
+    """*blocks* with each tool call whose arguments break the tool-input rule (nested deeper
+    than :data:`~agentscope_rt._json.MAX_TOOL_INPUT_DEPTH` levels, or not JSON data) replaced
+    by the same call without arguments and a ``raw_input`` saying why.
 
     The toolkit answers such a call with an argument error the model reads, and the message
     can always be copied and saved. Providers already parse to this rule; a model that builds
     its blocks itself (a function or scripted model, a user's subclass) is checked only here.
     """
-    content = msg.content
-    if isinstance(content, str):
-        return
-    for index, block in enumerate(content):
+    for index, block in enumerate(blocks):
         if block.__class__ is ToolUseBlock and block.input:
             problem = tool_input_problem(block.input)
             if problem is not None:
                 # A new block: the response's own may be shared with its caller.
-                content[index] = ToolUseBlock(
+                blocks[index] = ToolUseBlock(
                     block.id,
                     block.name,
                     {},
                     raw_input=f"<tool arguments not kept: {problem}>",
                     thought_signature=block.thought_signature,
                 )
+    return blocks
 
 
 def _tool_calls(msg: Msg) -> list[ToolUseBlock]:
@@ -718,8 +716,6 @@ class ReActAgent(ReActAgentBase):
             self._run.recorded_reasoning = None
             raise
         finally:
-            if completed is not None:
-                _drop_unkeepable_tool_inputs(msg)
             if completed:
                 if not self._record_owned_now(msg):
                     await self._record_owned(msg)
@@ -1177,14 +1173,19 @@ def _interrupted_output(last: ToolResponse | None) -> list[Any]:
 
 def _model_blocks(content: list[Any]) -> list[Any]:
     """A copy of a model response's *content* for its message, with AgentScope's dict blocks
-    (a model written for it may return ``{"type": "text", "text": ...}``) built into blocks:
-    one class test per block otherwise.
+    (a model written for it may return ``{"type": "text", "text": ...}``) built into blocks,
+    and tool calls whose arguments break the tool-input rule made harmless (:func:`_keepable`):
+    one class test per block, and a scalar check per tool call, otherwise. Every reasoning
+    step's content, streamed or whole, is made here.
 
     :raises MessageFormatError: naming the position of a dict that is no valid block.
     """
     for item in content:
-        if item.__class__ is dict:
-            return _convert_content(content)  # type: ignore[return-value]
+        cls = item.__class__
+        if cls is dict:
+            return _keepable(_convert_content(content))  # type: ignore[arg-type]
+        if cls is ToolUseBlock and item.input and tool_input_problem(item.input) is not None:
+            return _keepable(list(content))
     return list(content)
 
 
