@@ -25,8 +25,6 @@ from agentscope_rt.message import Msg, TextBlock, ToolUseBlock
 from agentscope_rt.model import LlamaCppChatModel
 from agentscope_rt.tool import Toolkit, ToolResponse
 
-pytest.importorskip("llama_cpp")
-
 GREEDY = {"temperature": 0.0, "seed": 7}
 MESSAGES = [{"role": "user", "content": "What is the weather in Paris?"}]
 

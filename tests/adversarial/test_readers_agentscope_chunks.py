@@ -23,9 +23,6 @@ from agentscope_rt.rag import PowerPointReader, WordReader, split_sentences
 
 from ..rag._files import png_bytes
 
-pytest.importorskip("docx")
-pytest.importorskip("pptx")
-
 IMAGE = "<image>"
 
 # Recorded from AgentScope 1.0.21 on the files write_word and write_deck make (chunk_size=200),
