@@ -23,6 +23,7 @@ to a constructor). Other packages use it through :mod:`agentscope_rt._serde`.
 from __future__ import annotations
 
 import typing
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import attrs
@@ -192,26 +193,21 @@ _register_exact(MediaBlock, _tagged_union(MEDIA_TYPES, "tool output block"))
 _register_exact(Source, _tagged_union(SOURCE_TYPES, "source"))
 
 
-def _structure_tool_output(value: Any, _: Any) -> str | list[Any]:
-    if isinstance(value, str):
-        return value
-    if not isinstance(value, list):
-        raise _FieldError(f"expected a string or a list of blocks, got {type_name(value)}")
-    return converter.structure(value, list[MediaBlock])
+def _string_or_blocks(block_type: Any) -> Callable[[Any, Any], str | list[Any]]:
+    """The hook of a field that holds a string or a list of *block_type* (a tagged union)."""
+
+    def structure(value: Any, _: Any) -> str | list[Any]:
+        if isinstance(value, str):
+            return value
+        if not isinstance(value, list):
+            raise _FieldError(f"expected a string or a list of blocks, got {type_name(value)}")
+        return converter.structure(value, list[block_type])
+
+    return structure
 
 
-_register_exact(ToolOutput, _structure_tool_output)
-
-
-def _structure_content(value: Any, _: Any) -> str | list[Any]:
-    if isinstance(value, str):
-        return value
-    if not isinstance(value, list):
-        raise _FieldError(f"expected a string or a list of blocks, got {type_name(value)}")
-    return converter.structure(value, list[ContentBlock])
-
-
-_register_exact(MsgContent, _structure_content)
+_register_exact(ToolOutput, _string_or_blocks(MediaBlock))
+_register_exact(MsgContent, _string_or_blocks(ContentBlock))
 
 # After the unions: generated block functions look up their field hooks when built.
 for _cls in (*BLOCK_TYPES.values(), *SOURCE_TYPES.values()):
