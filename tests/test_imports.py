@@ -129,7 +129,6 @@ _PRIVATE_IMPORTS_ALLOWED = {
     ("agentscope_rt.memory._in_memory_memory", "agentscope_rt.module._state_module"),
     # The hub drives the agents' hook and subscription internals.
     ("agentscope_rt.pipeline._functional", "agentscope_rt.agent._agent_base"),
-    ("agentscope_rt.pipeline._msghub", "agentscope_rt.agent._hooks"),
     ("agentscope_rt.pipeline._msghub", "agentscope_rt.agent._subscription"),
     # Sessions share the memories' Redis connection helpers.
     ("agentscope_rt.session._redis_session", "agentscope_rt.memory._redis_memory"),

@@ -97,7 +97,7 @@ def load_reference(content: Any) -> list[tuple[Msg, list[str]]]:
 
 def memory_of(*messages: Msg) -> InMemoryMemory:
     memory = InMemoryMemory()
-    memory._store(list(messages))
+    memory.content = [(msg, []) for msg in messages]
     return memory
 
 

@@ -41,13 +41,11 @@ from ._checks import INPUT_CHECKS, check_msg_input
 from ._console import ConsolePrinter, console_disabled_globally
 from ._generate_reason import GenerateReason
 from ._hooks import (
-    HOOK_COUNTS,
     HookEntry,
     check_hook,
     check_hook_type,
     class_hooks_changed,
     copy_hook_value,
-    direct_method,
     next_sequence,
     wrap_hooked_method,
     wrapped_function,
@@ -267,17 +265,7 @@ class AgentBase(StateModule, abc.ABC):
             reply_msg: Any = None
             try:
                 with scope:
-                    # No hook can apply: skip the wrapper (resolved per call, as hooks come
-                    # and go).
-                    reply = (
-                        None
-                        if self._instance_hooks or HOOK_COUNTS[1]
-                        else direct_method(self, "reply")
-                    )
-                    if reply is not None:
-                        reply_msg = await reply(self, *args, **kwargs)
-                    else:
-                        reply_msg = await self.reply(*args, **kwargs)
+                    reply_msg = await self.reply(*args, **kwargs)
             finally:
                 call.scope = None
                 call.token = None
@@ -396,18 +384,6 @@ class AgentBase(StateModule, abc.ABC):
         if self._console_output_enabled and not console_disabled_globally():
             self._console.write(msg, last)
 
-    def _print_does_nothing(self) -> bool:
-        """Whether :meth:`print` would have no effect at all right now: no message queue, no
-        console output, no hook and ``print`` not overridden. Agents may skip calling it on a
-        hot path then (it is awaited per streamed chunk and per tool result)."""
-        return (
-            self.msg_queue is None
-            and not self._console_output_enabled
-            and not self._instance_hooks
-            and not HOOK_COUNTS[1]
-            and type(self).print is _BASE_PRINT
-        )
-
     def set_console_output_enabled(self, enabled: bool) -> None:
         """Enable or disable this agent's console output.
 
@@ -518,6 +494,9 @@ class AgentBase(StateModule, abc.ABC):
                 f"{type(self).__name__}; registered: {sorted(hooks) or 'none'}"
             )
         del hooks[hook_name]
+        if not hooks:
+            # No empty buckets: an empty registry is what tells every wrapper "no hook here".
+            del self._instance_hooks[hook_type]
 
     def clear_instance_hooks(self, hook_type: str | None = None) -> None:
         """Remove this agent's hooks of *hook_type*, or all of them.
@@ -525,11 +504,10 @@ class AgentBase(StateModule, abc.ABC):
         :raises ValueError: for an unknown hook type.
         """
         if hook_type is None:
-            for hooks in self._instance_hooks.values():
-                hooks.clear()
+            self._instance_hooks.clear()
             return
         check_hook_type(type(self).__name__, type(self).supported_hook_types, hook_type)
-        self._instance_hooks.get(hook_type, {}).clear()
+        self._instance_hooks.pop(hook_type, None)
 
     @classmethod
     def register_class_hook(cls, hook_type: str, hook_name: str, hook: Callable[..., Any]) -> None:
@@ -610,4 +588,3 @@ def _prepare_agent_class(cls: Any) -> None:
 
 
 _prepare_agent_class(AgentBase)
-_BASE_PRINT = AgentBase.print

@@ -2,8 +2,8 @@
 
 The checks raise :class:`TypeError` naming the method, what was expected and what was given,
 before the method (or any hook) runs. ``observe`` and ``print`` inputs are checked by the hook
-wrappers through :data:`INPUT_CHECKS`; agents check their own ``reply`` arguments with
-:func:`check_msg_input`.
+wrappers through :data:`INPUT_CHECKS` (an :class:`InputCheck` per hook kind, compiled into each
+wrapper); agents check their own ``reply`` arguments with :func:`check_msg_input`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,24 @@ from typing import Any
 
 from ..message import AudioBlock, Msg
 
-__all__ = ["INPUT_CHECKS", "check_msg_input"]
+__all__ = ["INPUT_CHECKS", "InputCheck", "check_msg_input"]
+
+
+class InputCheck:
+    """How a hook wrapper checks a method's ``msg`` (and ``speech``) argument.
+
+    :param fine_when: a Python expression with the placeholders ``{msg}``, ``{speech}`` and
+        ``{Msg}``, true when the input is certainly fine; it is compiled into the wrapper, so
+        the common case costs no call.
+    :param check: ``check(agent, msg, speech)``, called otherwise; raises :class:`TypeError`
+        for a bad input.
+    """
+
+    __slots__ = ("check", "fine_when")
+
+    def __init__(self, fine_when: str, check: Callable[[Any, Any, Any], None]) -> None:
+        self.fine_when = fine_when
+        self.check = check
 
 
 def check_msg_input(
@@ -43,18 +60,13 @@ def check_msg_input(
     )
 
 
-def _check_observe_input(self: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-    msg = args[0] if args else kwargs.get("msg")
-    if msg is None or msg.__class__ is Msg:
-        return
+def _check_observe_input(self: Any, msg: Any, speech: Any) -> None:
     check_msg_input(msg, f"{type(self).__name__}.observe")
 
 
-def _check_print_input(self: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-    msg = args[0] if args else kwargs.get("msg")
+def _check_print_input(self: Any, msg: Any, speech: Any) -> None:
     if msg.__class__ is not Msg:
         check_msg_input(msg, f"{type(self).__name__}.print", allow_list=False, allow_none=False)
-    speech = args[2] if len(args) > 2 else kwargs.get("speech") if kwargs else None
     if speech is not None:
         _check_speech(speech, f"{type(self).__name__}.print")
 
@@ -84,7 +96,7 @@ def _check_speech(speech: Any, where: str) -> None:
     )
 
 
-INPUT_CHECKS: dict[str, Callable[[Any, tuple[Any, ...], dict[str, Any]], None]] = {
-    "observe": _check_observe_input,
-    "print": _check_print_input,
+INPUT_CHECKS: dict[str, InputCheck] = {
+    "observe": InputCheck("{msg} is None or {msg}.__class__ is {Msg}", _check_observe_input),
+    "print": InputCheck("{msg}.__class__ is {Msg} and {speech} is None", _check_print_input),
 }

@@ -5,10 +5,13 @@ every call, and keeps one class-hook registry shared by every agent class. Here:
 
 * each hooked method (``reply``, ``observe``, ``print``; ``_reasoning`` and ``_acting`` on
   ReAct agents) is wrapped once, when its class is created (``AgentBase.__init_subclass__``).
-  The wrapper knows in advance how positional arguments map to parameter names
-  (:class:`_CallSpec`), so binding arguments costs one dict build;
-* with no hook of a kind registered, the wrapper calls the method directly: no binding, no
-  copies;
+  The wrapper is generated with the method's own signature (as attrs generates ``__init__``),
+  so a call passes its arguments straight through: no ``*args`` / ``**kwargs`` packing,
+  which on Python 3.11 costs several times the wrapper itself. Every caller — the agent's own
+  loop, a message hub, user code — goes through it: there is one route per method;
+* with no hook registered anywhere (one attribute test and one counter test), the wrapper
+  awaits the method directly: no binding, no copies. Only with hooks does it bind the
+  arguments to names (:class:`_CallSpec`, computed once per method) and copy them;
 * when a subclass's ``reply`` calls ``super().reply()``, only the outermost wrapper (the one
   ``type(self)`` resolves to) runs hooks, so each hook fires once per call. Because the check
   is "which wrapper is outermost for this class", it holds under concurrency without any
@@ -30,16 +33,15 @@ from typing import TYPE_CHECKING, Any
 
 from ..exception import AgentError
 from ..message import Msg
+from ._checks import InputCheck
 
 if TYPE_CHECKING:
     from ._agent_base import AgentBase
 
 __all__ = [
-    "HOOK_COUNTS",
     "HookEntry",
     "check_hook",
     "copy_hook_value",
-    "direct_method",
     "instance_hooks",
     "resolved_class_hooks",
     "wrap_hooked_method",
@@ -51,15 +53,24 @@ HookEntry = tuple[str, Callable[..., Any], bool]
 
 _NO_HOOKS: tuple[HookEntry, ...] = ()
 
-# Bumped whenever any class hook is registered or removed; a class's cached resolution is
-# valid only for the version it was built at. ``_state[1]`` counts live class hooks so the
-# common case (none at all) skips resolution entirely.
-_state = [0, 0]
-_sequence = [0]
 
-HOOK_COUNTS = _state
-"""``HOOK_COUNTS[1]`` is the number of class hooks registered anywhere (read-only outside this
-module); with :func:`direct_method` it lets a hot caller see at a glance that no hook applies."""
+class _ClassHookRegistry:
+    """Global facts about class hooks, read by every hook wrapper on every call."""
+
+    __slots__ = ("live", "sequence", "version")
+
+    def __init__(self) -> None:
+        # Bumped whenever any class hook is registered or removed; a class's cached
+        # resolution is valid only for the version it was built at.
+        self.version = 0
+        # Class hooks registered anywhere: with none (the common case) a wrapper skips
+        # resolution entirely.
+        self.live = 0
+        # Orders class-hook registrations globally.
+        self.sequence = 0
+
+
+_class_hooks = _ClassHookRegistry()
 
 
 def check_hook(
@@ -101,14 +112,14 @@ def check_hook_type(owner: str, supported: Sequence[str], hook_type: Any) -> Non
 
 def next_sequence() -> int:
     """A number ordering class-hook registrations globally."""
-    _sequence[0] += 1
-    return _sequence[0]
+    _class_hooks.sequence += 1
+    return _class_hooks.sequence
 
 
 def class_hooks_changed(delta: int) -> None:
     """Invalidate every class's resolved hooks; *delta* is the change in live class hooks."""
-    _state[0] += 1
-    _state[1] += delta
+    _class_hooks.version += 1
+    _class_hooks.live += delta
 
 
 def resolved_class_hooks(cls: type) -> dict[str, tuple[HookEntry, ...]]:
@@ -117,7 +128,7 @@ def resolved_class_hooks(cls: type) -> dict[str, tuple[HookEntry, ...]]:
     Hooks registered on *cls* or any base class apply; hooks on subclasses or siblings do not.
     """
     cache: list[Any] = cls._class_hook_cache  # type: ignore[attr-defined]
-    if cache[0] == _state[0]:
+    if cache[0] == _class_hooks.version:
         resolved: dict[str, tuple[HookEntry, ...]] = cache[1]
         return resolved
     gathered: dict[str, list[tuple[int, HookEntry]]] = {}
@@ -136,7 +147,7 @@ def resolved_class_hooks(cls: type) -> dict[str, tuple[HookEntry, ...]]:
         for hook_type, bucket in gathered.items()
         if bucket
     }
-    cache[0] = _state[0]
+    cache[0] = _class_hooks.version
     cache[1] = resolved
     return resolved
 
@@ -317,23 +328,6 @@ def _missing_init(self: AgentBase) -> AgentError:
     )
 
 
-def direct_method(agent: AgentBase, method_name: str) -> Callable[..., Any] | None:
-    """The function *agent*'s hooked method *method_name* wraps, for callers that resolve it
-    once and call it often (a message hub, once per delivery); ``None`` when the method is not
-    a hook wrapper (replaced on the instance or the class), in which case callers must call
-    ``getattr(agent, method_name)``.
-
-    Calling ``func(agent, ...)`` is exactly what the wrapper does when no hook applies: no
-    instance hook on the agent (its registry, :func:`instance_hooks`, is empty) and no class
-    hook anywhere (``not HOOK_COUNTS[1]``); callers check that before every call.
-    """
-    if method_name in agent.__dict__:  # replaced on the instance
-        return None
-    # One attribute tells both whether the class attribute is a hook wrapper and what it
-    # wraps (this runs on the hot path of every reply).
-    return getattr(getattr(agent.__class__, method_name, None), _WRAPS, None)
-
-
 # Set on every hook wrapper: the function it wraps.
 _WRAPS = "__agentscope_rt_wraps__"
 
@@ -361,38 +355,35 @@ def wrap_hooked_method(
     method_name: str,
     kind: str,
     owner: str,
-    check_input: Callable[[Any, tuple[Any, ...], dict[str, Any]], None] | None = None,
+    check_input: InputCheck | None = None,
 ) -> Callable[..., Coroutine[Any, Any, Any]]:
     """Wrap *func* so that ``pre_<kind>`` and ``post_<kind>`` hooks run around it.
 
+    The wrapper is an ``async def`` with *func*'s own parameters (defaults included), so
+    ``inspect.signature`` and ``inspect.iscoroutinefunction`` see what they would see on
+    *func*, and a bad call fails as a call of *func* would.
+
     :param method_name: the attribute name (``"reply"``, ``"_reasoning"``).
     :param kind: the hook kind (``"reply"``, ``"reasoning"``).
-    :param check_input: ``check_input(self, args, kwargs)`` validates the caller's arguments
-        before anything runs.
+    :param check_input: how to validate the caller's ``msg`` (and ``speech``) before
+        anything runs.
     """
     spec = _CallSpec(func, f"{owner}.{method_name}")
     pre_type = "pre_" + kind
     post_type = "post_" + kind
+    hooked: Callable[..., Coroutine[Any, Any, Any]]
 
-    @functools.wraps(func)
-    async def hooked(self: AgentBase, *args: Any, **kwargs: Any) -> Any:
-        if check_input is not None:
-            check_input(self, args, kwargs)
-        try:
-            instance = self._instance_hooks
-        except AttributeError:
-            raise _missing_init(self) from None
+    async def with_hooks(self: AgentBase, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        # Some hook is registered somewhere: find out whether one applies to this call.
+        instance = self._instance_hooks
         inst_pre = instance.get(pre_type)
         inst_post = instance.get(post_type)
-        if not (inst_pre or inst_post or _state[1]):
-            # No hook anywhere (the common case): whichever wrapper this is, call straight in.
-            return await func(self, *args, **kwargs)
         top = getattr(type(self), method_name)
         if top is not hooked and wrapped_function(top) is not None:
             # Reached through super() from a more derived hooked method: its wrapper runs
             # the hooks, so they fire once per call.
             return await func(self, *args, **kwargs)
-        if _state[1]:
+        if _class_hooks.live:
             resolved = resolved_class_hooks(type(self))
             cls_pre = resolved.get(pre_type, _NO_HOOKS)
             cls_post = resolved.get(post_type, _NO_HOOKS)
@@ -404,5 +395,115 @@ def wrap_hooked_method(
         post = (*inst_post.values(), *cls_post) if inst_post else cls_post
         return await _run_with_hooks(self, func, spec, args, kwargs, pre, post)
 
+    hooked = _generate_wrapper(func, with_hooks, check_input)
+    functools.update_wrapper(hooked, func)
     setattr(hooked, _WRAPS, func)
     return hooked
+
+
+_PREFIX = "_hw_"
+
+
+def _generate_wrapper(
+    func: Callable[..., Coroutine[Any, Any, Any]],
+    with_hooks: Callable[..., Coroutine[Any, Any, Any]],
+    check_input: InputCheck | None,
+) -> Callable[..., Coroutine[Any, Any, Any]]:
+    """The source of the wrapper, with *func*'s parameters, compiled once per method."""
+    params = list(inspect.signature(func).parameters.values())
+    if not params or params[0].kind not in (
+        inspect.Parameter.POSITIONAL_ONLY,
+        inspect.Parameter.POSITIONAL_OR_KEYWORD,
+    ):
+        raise TypeError(f"{func.__qualname__} must take the agent as its first argument")
+    self_name = params[0].name
+    if any(p.name.startswith(_PREFIX) for p in params):
+        raise TypeError(
+            f"{func.__qualname__}: parameter names starting with {_PREFIX!r} are reserved"
+        )
+    namespace: dict[str, Any] = {
+        f"{_PREFIX}func": func,
+        f"{_PREFIX}with_hooks": with_hooks,
+        f"{_PREFIX}registry": _class_hooks,
+        f"{_PREFIX}missing_init": _missing_init,
+    }
+    signature: list[str] = []
+    forward: list[str] = []  # the call of func, after self
+    packed_args: list[str] = []  # the call's positional arguments, for with_hooks
+    packed_kwargs: list[str] = []  # and its keyword arguments
+    has_star = any(p.kind is p.VAR_POSITIONAL for p in params)
+    for index, p in enumerate(params):
+        text = p.name
+        if p.default is not p.empty:
+            namespace[f"{_PREFIX}d_{p.name}"] = p.default
+            text += f"={_PREFIX}d_{p.name}"
+        if p.kind is p.VAR_POSITIONAL:
+            text, passed = "*" + p.name, "*" + p.name
+        elif p.kind is p.VAR_KEYWORD:
+            text, passed = "**" + p.name, "**" + p.name
+        elif p.kind is p.KEYWORD_ONLY:
+            passed = f"{p.name}={p.name}"
+        else:
+            passed = p.name
+        if p.kind is p.KEYWORD_ONLY and not has_star:
+            signature.append("*")
+            has_star = True
+        signature.append(text)
+        if p.kind is p.POSITIONAL_ONLY and (
+            index + 1 == len(params) or params[index + 1].kind is not p.POSITIONAL_ONLY
+        ):
+            signature.append("/")
+        if index == 0:
+            continue
+        forward.append(passed)
+        if p.kind in (p.KEYWORD_ONLY, p.VAR_KEYWORD):
+            packed_kwargs.append(f"{p.name!r}: {p.name}" if p.kind is p.KEYWORD_ONLY else passed)
+        else:
+            packed_args.append(passed)
+    params = params[1:]
+    lines = [f"async def {func.__name__}({', '.join(signature)}):"]
+    if check_input is not None:
+        namespace[f"{_PREFIX}check"] = check_input.check
+        namespace[f"{_PREFIX}Msg"] = Msg
+        msg_expr = _argument_expr(params, "msg", 0)
+        speech_expr = _argument_expr(params, "speech", 2)
+        guard = check_input.fine_when.format(
+            msg=f"{_PREFIX}m", speech=f"{_PREFIX}s", Msg=f"{_PREFIX}Msg"
+        )
+        lines += [
+            f"    {_PREFIX}m = {msg_expr}",
+            f"    {_PREFIX}s = {speech_expr}",
+            f"    if not ({guard}):",
+            f"        {_PREFIX}check({self_name}, {_PREFIX}m, {_PREFIX}s)",
+        ]
+    packed = "".join(f"{arg}, " for arg in packed_args)
+    lines += [
+        "    try:",
+        f"        {_PREFIX}instance = {self_name}._instance_hooks",
+        "    except AttributeError:",
+        f"        raise {_PREFIX}missing_init({self_name}) from None",
+        f"    if not {_PREFIX}instance and not {_PREFIX}registry.live:",
+        f"        return await {_PREFIX}func({', '.join([self_name, *forward])})",
+        f"    return await {_PREFIX}with_hooks({self_name}, ({packed}), "
+        f"{{{', '.join(packed_kwargs)}}})",
+    ]
+    exec(compile("\n".join(lines), f"<hook wrapper of {func.__qualname__}>", "exec"), namespace)
+    wrapper: Callable[..., Coroutine[Any, Any, Any]] = namespace[func.__name__]
+    return wrapper
+
+
+def _argument_expr(params: list[inspect.Parameter], name: str, position: int) -> str:
+    """An expression giving the argument *name* (else the one at *position*) inside the
+    generated wrapper, or ``None`` when the method cannot receive it."""
+    for p in params:
+        if p.name == name and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            return p.name
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if position < len(positional):
+        return positional[position].name
+    star = next((p.name for p in params if p.kind is p.VAR_POSITIONAL), None)
+    stars = next((p.name for p in params if p.kind is p.VAR_KEYWORD), None)
+    index = position - len(positional)
+    from_star = f"{star}[{index}] if len({star}) > {index} else " if star else ""
+    from_kwargs = f"{stars}.get({name!r})" if stars else "None"
+    return f"({from_star}{from_kwargs})"

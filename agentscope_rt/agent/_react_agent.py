@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from typing import Any, ClassVar, Literal
 
@@ -59,7 +59,6 @@ from ._compression import compression_cut
 from ._durable import DurableReplies, SessionLike, unanswered_calls
 from ._extensions import KnowledgeLike, PlanNotebookLike
 from ._generate_reason import GenerateReason
-from ._hooks import HOOK_COUNTS, direct_method
 from ._react_agent_base import ReActAgentBase
 
 __all__ = ["ReActAgent"]
@@ -477,24 +476,19 @@ class ReActAgent(ReActAgentBase):
         self._call.reason = reason
         return msg
 
-    async def _record_owned(self, msg: Msg) -> None:
-        """Record a message this agent built and does not hand out (no copy needed).
+    async def _record(self, msg: Msg) -> None:
+        """Record a message of a step (a reasoning answer, a tool result).
 
-        A storage that awaits (I/O) is written in a shielded scope: a step's record must not
-        be cut in half by an interrupt, or a tool call could end up with no result or two.
+        A memory whose ``add`` may wait (:attr:`MemoryBase.add_may_wait`: I/O) is written in a
+        shielded scope: a step's record must not be cut short by an interrupt, or a tool call
+        could end up with no result or two.
         """
-        if not self._record_owned_now(msg):
-            with anyio.CancelScope(shield=True):
-                await self.memory.add(msg)
-
-    def _record_owned_now(self, msg: Msg) -> bool:
-        """:meth:`_record_owned` without a coroutine when the memory is an InMemoryMemory
-        (the hot path); ``False`` when it must be awaited instead."""
         memory = self.memory
-        if memory.__class__ is InMemoryMemory:
-            memory._add_owned(msg)
-            return True
-        return False
+        if memory.add_may_wait:
+            with anyio.CancelScope(shield=True):
+                await memory.add(msg)
+        else:
+            await memory.add(msg)
 
     # -- the reply ---------------------------------------------------------------------------
 
@@ -564,11 +558,7 @@ class ReActAgent(ReActAgentBase):
                 await self.memory.add(_result_msg(call, _SKIPPED_OUTPUT))
             pending = None
 
-        memory = self.memory
-        if memory.__class__ is InMemoryMemory:
-            memory._store(msg)  # add() without its coroutine
-        else:
-            await memory.add(msg)
+        await self.memory.add(msg)
         if self._static_control:
             await self._retrieve_from_long_term_memory(msg)
         if self.knowledge:
@@ -589,22 +579,13 @@ class ReActAgent(ReActAgentBase):
         structured_output: dict[str, Any] | None = None
         reply_msg: Msg | None = None
         compress = self.compression_config is not None and self.compression_config.enable
-        # The steps' own functions, resolved once per reply (None when replaced): while no
-        # hook applies — checked before every step, as a hook may be added mid-reply — they are
-        # called without the hook wrapper's frame.
-        reasoning = direct_method(self, "_reasoning")
-        acting = direct_method(self, "_acting")
-        instance_hooks = self._instance_hooks
         for _ in range(self.max_iters):
             if pending is not None:
                 msg_reasoning, pending = pending, None
             else:
                 if compress:
                     await self._compress_memory_if_needed()
-                if reasoning is not None and not instance_hooks and not HOOK_COUNTS[1]:
-                    msg_reasoning = await reasoning(self, tool_choice=tool_choice)
-                else:
-                    msg_reasoning = await self._reasoning(tool_choice=tool_choice)
+                msg_reasoning = await self._reasoning(tool_choice=tool_choice)
                 if msg_reasoning is not run.recorded_reasoning:
                     await self._replace_reasoning(msg_reasoning)
                 if run.stop_requested:
@@ -613,7 +594,7 @@ class ReActAgent(ReActAgentBase):
                     return self._finish(msg_reasoning.copy(), _REASONING_STOP, structured_output)
 
             calls = _tool_calls(msg_reasoning)
-            outputs = await self._act(calls, acting) if calls else []
+            outputs = await self._act(calls) if calls else []
             if run.stop_requested:
                 return self._finish(msg_reasoning.copy(), _ACTING_STOP, structured_output)
 
@@ -668,6 +649,7 @@ class ReActAgent(ReActAgentBase):
         recorded = self._run.recorded_reasoning
         if recorded is not None:
             await self.memory.delete([recorded.id])
+        _tool_calls(msg_reasoning)  # repeated call ids made unique before they are recorded
         await self.memory.add(msg_reasoning)
         self._run.recorded_reasoning = msg_reasoning
 
@@ -687,16 +669,12 @@ class ReActAgent(ReActAgentBase):
                     await self.print(plan_hint, True)
                 await memory.add(plan_hint, marks=_HINT)
 
-        if memory.__class__ is InMemoryMemory:
-            history = memory._select(None, self._exclude_mark())  # get_memory(), no coroutine
-        else:
-            history = await memory.get_memory(exclude_mark=self._exclude_mark())
+        history = await memory.get_memory(exclude_mark=self._exclude_mark())
         if self._fit_to_context:
             prompt = await self._format_within_context([self._system_msg(), *history])
         else:
             prompt = await self.formatter.format([self._system_msg(), *history])
-        if memory.__class__ is not InMemoryMemory or memory._any_marked():
-            await memory.delete_by_mark(_HINT)
+        await memory.delete_by_mark(_HINT)
 
         schemas = self.toolkit.get_json_schemas()
         res = await self.model(prompt, tools=schemas or None, tool_choice=tool_choice)
@@ -704,10 +682,7 @@ class ReActAgent(ReActAgentBase):
         msg = owned_msg(self.name, [], "assistant")
         completed: bool | None = False
         try:
-            if res.__class__ is ChatResponse and self._print_does_nothing():
-                self._take_response(res, msg)  # what _receive does, without a coroutine
-            else:
-                await self._receive(res, msg)
+            await self._receive(res, msg)
             completed = True
         except ModelError:
             # The provider failed mid-answer (a stream cut or broken after output): what
@@ -717,8 +692,8 @@ class ReActAgent(ReActAgentBase):
             raise
         finally:
             if completed:
-                if not self._record_owned_now(msg):
-                    await self._record_owned(msg)
+                _tool_calls(msg)  # repeated call ids made unique before they are recorded
+                await self._record(msg)
                 self._run.recorded_reasoning = msg
             elif completed is False:
                 with anyio.CancelScope(shield=True):
@@ -739,38 +714,32 @@ class ReActAgent(ReActAgentBase):
         self._run.recorded_reasoning = None
         if msg.content.__class__ is str or not msg.content:
             return
-        await self._record_owned(msg)
+        calls = _tool_calls(msg)  # repeated call ids made unique before they are recorded
+        await self._record(msg)
         self._run.recorded_reasoning = msg
-        for call in _tool_calls(msg):
+        for call in calls:
             result = _result_msg(call, _REASONING_INTERRUPTED_OUTPUT)
-            await self._record_owned(result)
+            await self._record(result)
             await self.print(result, True)
 
     # -- acting ------------------------------------------------------------------------------
 
-    async def _act(
-        self, calls: list[ToolUseBlock], acting: Callable[..., Any] | None
-    ) -> list[dict[str, Any] | None]:
+    async def _act(self, calls: list[ToolUseBlock]) -> list[dict[str, Any] | None]:
         """Run *calls* (one acting step each) and make sure each ends with a result in memory,
-        in call order, whatever happens. *acting* is ``direct_method(self, "_acting")``,
-        resolved once per reply."""
+        in call order, whatever happens."""
         run = self._run
         recorded: set[str] = set()
         run.recorded_ids = recorded
         if not self.parallel_tool_calls or len(calls) == 1:
             outputs: list[dict[str, Any] | None] = []
             try:
-                hooks = self._instance_hooks
                 for call in calls:
-                    if acting is not None and not hooks and not HOOK_COUNTS[1]:
-                        outputs.append(await acting(self, tool_call=call))
-                    else:
-                        outputs.append(await self._acting(tool_call=call))
+                    outputs.append(await self._acting(tool_call=call))
             except BaseException:
                 with anyio.CancelScope(shield=True):
                     for call in calls:
                         if call.id not in recorded:
-                            await self._record_owned(_interrupted_result(call))
+                            await self._record(_interrupted_result(call))
                 raise
             return outputs
 
@@ -799,7 +768,7 @@ class ReActAgent(ReActAgentBase):
     async def _record_in_order(self, calls: list[ToolUseBlock], deferred: dict[str, Msg]) -> None:
         for call in calls:
             result = deferred.get(call.id)
-            await self._record_owned(result if result is not None else _interrupted_result(call))
+            await self._record(result if result is not None else _interrupted_result(call))
 
     async def _acting(self, tool_call: ToolUseBlock) -> dict[str, Any] | None:
         """Run one tool call, print its result chunks and record the result (also when the
@@ -818,8 +787,7 @@ class ReActAgent(ReActAgentBase):
             async for chunk in self.toolkit.call_tool_function(tool_call):
                 last = chunk
                 block.output = _tool_blocks(chunk.content)
-                if not self._print_does_nothing():
-                    await self.print(res_msg, chunk.is_last)
+                await self.print(res_msg, chunk.is_last)
                 if is_finish and (metadata := _success_metadata(chunk)) is not None:
                     structured = metadata.get("structured_output")
             completed = True
@@ -841,8 +809,8 @@ class ReActAgent(ReActAgentBase):
         deferred = run.deferred
         if deferred is not None:
             deferred[tool_call.id] = res_msg
-        elif not self._record_owned_now(res_msg):
-            await self._record_owned(res_msg)
+        else:
+            await self._record(res_msg)
         run.recorded_ids.add(tool_call.id)
 
     # -- the finish function -------------------------------------------------------------
@@ -937,8 +905,7 @@ class ReActAgent(ReActAgentBase):
                 if speech is not None:
                     await self.print(msg, True, speech=speech)
                     return
-        if not self._print_does_nothing():
-            await self.print(msg, True)
+        await self.print(msg, True)
 
     async def handle_interrupt(
         self,

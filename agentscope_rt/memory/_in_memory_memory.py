@@ -9,7 +9,7 @@ from :meth:`InMemoryMemory.get_memory` (as AgentScope does): treat them as read-
 from __future__ import annotations
 
 import operator
-from typing import Any
+from typing import Any, ClassVar
 
 from .._json import check_json_within
 from .._serde import (
@@ -98,6 +98,8 @@ class InMemoryMemory(MemoryBase):
     id index used for de-duplication up to date (assigning ``content`` as a whole is fine too).
     """
 
+    add_may_wait: ClassVar[bool] = False  # add() never awaits
+
     def __init__(self) -> None:
         super().__init__()
         self._entries: list[_Entry] = []
@@ -163,16 +165,6 @@ class InMemoryMemory(MemoryBase):
         :raises TypeError: for an item that is not a Msg, or marks that are not strings
             (checked for the whole batch first: then nothing is stored).
         """
-        self._store(memories, marks, allow_duplicates)
-
-    def _store(
-        self,
-        memories: Msg | list[Msg] | None,
-        marks: str | list[str] | None = None,
-        allow_duplicates: bool = False,
-    ) -> None:
-        """:meth:`add` without the coroutine (the agents of this package call it on their hot
-        path). The whole batch is checked before anything is stored."""
         if memories is None:
             return
         if memories.__class__ is Msg:
@@ -202,26 +194,6 @@ class InMemoryMemory(MemoryBase):
             else:
                 ids[msg_id] = 1
             entries.append((msg.copy(), [] if mark_list is None else list(mark_list)))
-
-    def _add_owned(self, msg: Msg) -> None:
-        """Store *msg* itself, not a copy, unless its id is already stored.
-
-        For the agents of this package only: they hand over messages they built themselves
-        and never expose, which saves a copy per message on the reply's hot path.
-        """
-        msg_id = msg.id
-        if msg_id in self._ids:
-            return
-        self._ids[msg_id] = 1
-        self._entries.append((msg, []))
-
-    def _any_marked(self) -> bool:
-        """Whether any stored message carries a mark (for the agents of this package: lets the
-        reply's hot path skip a ``delete_by_mark`` that would remove nothing)."""
-        for _, marks in self._entries:  # noqa: SIM110 - a plain loop beats any() + genexpr here
-            if marks:
-                return True
-        return False
 
     async def delete(self, msg_ids: list[str], **kwargs: Any) -> int:
         """Remove every stored message whose id is in *msg_ids*; return how many."""
@@ -268,12 +240,6 @@ class InMemoryMemory(MemoryBase):
 
         :raises TypeError: if *mark* or *exclude_mark* is neither a string nor ``None``.
         """
-        return self._select(mark, exclude_mark, prepend_summary)
-
-    def _select(
-        self, mark: str | None = None, exclude_mark: str | None = None, prepend_summary: bool = True
-    ) -> list[Msg]:
-        """:meth:`get_memory` without the coroutine (for the agents of this package)."""
         if mark is None and exclude_mark is None:
             msgs = list(map(_first, self._entries))  # in C: no bytecode per entry
         else:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 from abc import ABC, abstractmethod
-from typing import Any
+from typing import Any, ClassVar
 
 from ..message import Msg
 from ..module import StateModule
@@ -40,6 +40,19 @@ class MemoryBase(StateModule, ABC):
     """
 
     _compressed_summary: str
+
+    add_may_wait: ClassVar[bool] = True
+    """Whether :meth:`add` may suspend (wait on I/O, a lock, a thread). Agents record the
+    messages of a reasoning or acting step in a shielded cancel scope when it may, so that an
+    interrupt cannot cut a step's record short; a memory whose ``add`` never awaits anything
+    (:class:`InMemoryMemory`) says ``False`` and saves that scope on every record. A subclass
+    of such a memory that overrides ``add`` is set back to ``True`` automatically unless it
+    declares ``add_may_wait`` itself."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "add" in cls.__dict__ and "add_may_wait" not in cls.__dict__:
+            cls.add_may_wait = True
 
     def __init__(self) -> None:
         super().__init__()

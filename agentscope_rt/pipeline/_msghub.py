@@ -73,7 +73,6 @@ import anyio
 import anyio.lowlevel
 from anyio.abc import TaskGroup
 
-from ..agent._hooks import HOOK_COUNTS, direct_method, instance_hooks
 from ..agent._subscription import set_lock_wait_watcher
 from ..exception import MsgHubError
 from ..message import Msg
@@ -368,13 +367,7 @@ class MsgHub:
         if sub is None:
             # A subscriber outlives delete(): re-adding an agent reuses its inbox and delivery
             # task, so what it was sent before still comes first.
-            sub = Subscriber(
-                agent,
-                self.inbox_size,
-                self,
-                direct_method(agent, "observe"),
-                instance_hooks(agent),
-            )
+            sub = Subscriber(agent, self.inbox_size, self)
             self._subs[id(agent)] = sub
             assert self._task_group is not None
             self._task_group.start_soon(self._run_delivery, sub, name=f"{self._key} delivery")
@@ -450,11 +443,8 @@ class MsgHub:
     async def _publish(
         self, msg: Msg | list[Msg], targets: list[Subscriber], sender: AgentBase | None
     ) -> Ticket:
-        plain = isinstance(msg, Msg) or (
-            isinstance(msg, list) and all(isinstance(m, Msg) for m in msg)
-        )
         chain = active_chain(CHAIN.get())
-        ticket = Ticket(targets, plain, sender, chain)
+        ticket = Ticket(targets, sender, chain)
         item = (msg, ticket)
         # Observers run below here (inline) see this ticket as their frame. No reset after:
         # the ticket is marked done, and done frames are skipped (see CHAIN).
@@ -667,17 +657,7 @@ class MsgHub:
                         ticket.settle(False)
                         continue
                     try:
-                        observe = sub.observe
-                        if (
-                            observe is not None
-                            and ticket.plain
-                            and not HOOK_COUNTS[1]
-                            and not sub.instance_hooks
-                        ):
-                            # No hook can apply: what the hook wrapper would call, directly.
-                            await observe(sub.agent, msg)
-                        else:
-                            await sub.agent.observe(msg)
+                        await sub.agent.observe(msg)
                     except Exception as exc:
                         ticket.settle(False)
                         self._observer_failed(sub, exc)

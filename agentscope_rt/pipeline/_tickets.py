@@ -11,9 +11,8 @@ cycle checks of ``._waits`` read it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
@@ -93,20 +92,16 @@ class Ticket(Frame):
     """One published message: how many recipients have not finished observing it. Also the
     publisher's frame while it helps deliver the message."""
 
-    __slots__ = ("cursor", "event", "failed", "plain", "relay", "remaining", "targets")
+    __slots__ = ("cursor", "event", "failed", "relay", "remaining", "targets")
 
     def __init__(
         self,
         targets: list[Subscriber],
-        plain: bool,
         sender: AgentBase | None,
         parent: Frame | None,
     ) -> None:
         super().__init__(parent, sender)
         self.targets = targets
-        # A Msg or a list of Msg: what observe's input check accepts, so a recipient without
-        # hooks can be called without the hook wrapper (and its check).
-        self.plain = plain
         self.remaining = len(targets)
         self.cursor = 0  # the next target a helper looks at
         self.relay = False  # a delivery task has been woken to help if a helper blocks
@@ -142,10 +137,8 @@ class Subscriber:
         "failed",
         "frame",
         "help",
-        "instance_hooks",
         "member",
         "nested",
-        "observe",
         "queued",
         "receive",
         "room",
@@ -161,15 +154,8 @@ class Subscriber:
         agent: AgentBase,
         inbox_size: int,
         hub: MsgHub,
-        observe: Callable[..., Any] | None,
-        hooks: Mapping[str, Mapping[str, Any]],
     ) -> None:
         self.agent = agent
-        # For the inline delivery: *observe* is the undecorated observe (None when the agent
-        # replaced it), used while the agent's live instance-hook registry *hooks* is empty
-        # (else the wrapper decides which hooks apply).
-        self.instance_hooks = hooks
-        self.observe = observe
         send, receive = anyio.create_memory_object_stream[Item](inbox_size)
         self.send: MemoryObjectSendStream[Item] = send
         self.receive: MemoryObjectReceiveStream[Item] = receive
