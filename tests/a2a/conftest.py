@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
@@ -29,7 +30,7 @@ def _spawn(*args: str) -> subprocess.Popen[bytes]:
         cwd=_ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
-        env={**__import__("os").environ, "PYTHONPATH": str(_ROOT)},
+        env={**os.environ, "PYTHONPATH": str(_ROOT)},
     )
 
 
