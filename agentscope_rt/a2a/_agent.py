@@ -11,7 +11,7 @@ import dataclasses
 import inspect
 import logging
 from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager
+from contextlib import aclosing, asynccontextmanager
 from typing import Any
 
 import anyio
@@ -182,11 +182,18 @@ class A2AAgent(AgentBase):
     async def _exchange(self, request: SendMessageRequest) -> Msg:
         view = _TaskView()
         response: Msg | None = None
+        shown: Any = None  # the content printed last: a repeat is not printed again
         async with self._client() as client:
             try:
-                async for event in client.send_message(request):
-                    await self._consume(event)
-                    response = await self._answer(event, view) or response
+                # aclosing: an interrupted stream is closed here, not left to the collector.
+                async with aclosing(client.send_message(request)) as events:
+                    async for event in events:
+                        await self._consume(event)
+                        for msg in await self._answer(event, view):
+                            if msg.content != shown:
+                                await self.print(msg)
+                                shown = msg.content
+                            response = msg
             except anyio.get_cancelled_exc_class():
                 await self._cancel_remote(client, view.task)
                 raise
@@ -205,19 +212,14 @@ class A2AAgent(AgentBase):
             )
         raise A2AError("No response received from remote agent")
 
-    async def _answer(self, event: StreamResponse, view: _TaskView) -> Msg | None:
-        """The message *event* brings (printed), if any."""
+    async def _answer(self, event: StreamResponse, view: _TaskView) -> list[Msg]:
+        """The messages *event* brings: a message, or what the task now says."""
         if event.WhichOneof("payload") == "message":
-            msg = await self.formatter.format_a2a_message(self.name, event.message)
-            await self.print(msg)
-            return msg
+            return [await self.formatter.format_a2a_message(self.name, event.message)]
         task = view.apply(event)
         if task is None:
-            return None
-        msgs = await self.formatter.format_a2a_task(self.name, task)
-        for item in msgs:
-            await self.print(item)
-        return msgs[-1] if msgs else None
+            return []
+        return await self.formatter.format_a2a_task(self.name, task)
 
     async def _consume(self, event: StreamResponse) -> None:
         for consumer in self._consumers:

@@ -119,6 +119,8 @@ class ServedTask:
         ends = self.is_final or self.is_waiting
         self.publish(event, close=ends)
         if self.is_final:
+            for end in self.answers:
+                end.close()
             self.finished.set()
 
     def publish(self, event: StreamResponse, *, close: bool = False) -> None:

@@ -60,6 +60,8 @@ def served_url() -> Iterator[Callable[[str], str]]:
     yield url
     for process, _ in processes.values():
         _stop(process, 15)
+        assert process.stdout is not None
+        process.stdout.close()
 
 
 @pytest.fixture(scope="session")
@@ -69,3 +71,5 @@ def sdk_url() -> Iterator[str]:
     _wait_listening(process, port, "a2a-sdk server", lambda: _stop(process, 9))
     yield f"http://127.0.0.1:{port}/"
     _stop(process, 15)
+    assert process.stdout is not None
+    process.stdout.close()

@@ -6,6 +6,7 @@ the test (asyncio or trio)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import aclosing
 from typing import Any
 
 import anyio
@@ -96,12 +97,13 @@ async def test_sdk_client_reads_and_cancels_tasks_on_our_server(our_url: str) ->
         )
         task_id = ""
         with anyio.fail_after(TIMEOUT_S):
-            async for event in client.send_message(request):
-                if event.HasField("task"):
-                    task_id = event.task.id
-                message = event.status_update.status.message
-                if message.parts and message.parts[0].text == "working on it":
-                    break  # the agent is in its reply
+            async with aclosing(client.send_message(request)) as events:
+                async for event in events:
+                    if event.HasField("task"):
+                        task_id = event.task.id
+                    message = event.status_update.status.message
+                    if message.parts and message.parts[0].text == "working on it":
+                        break  # the agent is in its reply
             cancelled = await client.cancel_task(CancelTaskRequest(id=task_id))
             assert cancelled.status.state == TaskState.TASK_STATE_CANCELED
             # The interrupted reply's answer is the task's status message.
