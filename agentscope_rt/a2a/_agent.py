@@ -10,9 +10,9 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import logging
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from contextlib import aclosing, asynccontextmanager
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import httpx
@@ -186,7 +186,8 @@ class A2AAgent(AgentBase):
         async with self._client() as client:
             try:
                 # aclosing: an interrupted stream is closed here, not left to the collector.
-                async with aclosing(client.send_message(request)) as events:
+                stream = cast(AsyncGenerator[StreamResponse, None], client.send_message(request))
+                async with aclosing(stream) as events:
                     async for event in events:
                         await self._consume(event)
                         for msg in await self._answer(event, view):
