@@ -32,6 +32,7 @@ from ..exception import A2AError
 from ..message import Msg
 from ._card import to_agent_card
 from ._formatter import A2AChatFormatter
+from ._http import new_http_client
 
 __all__ = ["A2AAgent", "Consumer"]
 
@@ -245,7 +246,7 @@ class A2AAgent(AgentBase):
         config = self._client_config
         own_http: httpx.AsyncClient | None = None
         if config.httpx_client is None:
-            own_http = httpx.AsyncClient(timeout=httpx.Timeout(_HTTP_TIMEOUT_S))
+            own_http = await new_http_client(_HTTP_TIMEOUT_S)
             config = dataclasses.replace(config, httpx_client=own_http)
         try:
             factory = ClientFactory(config)

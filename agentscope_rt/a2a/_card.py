@@ -15,7 +15,6 @@ from typing import Any
 from urllib.parse import urlparse
 
 import anyio
-import httpx
 from a2a.client import A2ACardResolver
 from a2a.client.card_resolver import parse_agent_card
 from a2a.compat.v0_3 import types as types_v03
@@ -26,6 +25,7 @@ from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH, TransportProtocol
 from google.protobuf.json_format import ParseError
 
 from ..exception import A2AError
+from ._http import new_http_client
 
 __all__ = [
     "AgentCardResolverBase",
@@ -203,7 +203,7 @@ class WellKnownAgentCardResolver(AgentCardResolverBase):
             else AGENT_CARD_WELL_KNOWN_PATH
         )
         try:
-            async with httpx.AsyncClient(timeout=httpx.Timeout(_HTTP_TIMEOUT_S)) as http:
+            async with await new_http_client(_HTTP_TIMEOUT_S) as http:
                 resolver = A2ACardResolver(
                     httpx_client=http, base_url=base_url, agent_card_path=path
                 )
