@@ -114,17 +114,24 @@ async def test_sdk_client_reads_and_cancels_tasks_on_our_server(our_url: str) ->
         assert [m.parts[0].text for m in fetched.history][:2] == ["slow", "working on it"]
 
 
-async def test_interrupting_our_agent_cancels_the_task_on_our_server(our_url: str) -> None:
-    await _interrupt_cancels_remote_task(await _card(our_url))
+@pytest.mark.parametrize("protocol", ["1.0", "0.3"])
+async def test_interrupting_our_agent_cancels_the_task_on_our_server(
+    our_url: str, protocol: str
+) -> None:
+    card = await _card(our_url)
+    await _interrupt_cancels_remote_task(card, card if protocol == "1.0" else _legacy(card))
 
 
 async def test_interrupting_our_agent_cancels_the_task_on_the_sdk_server(sdk_url: str) -> None:
-    await _interrupt_cancels_remote_task(await _card(sdk_url))
+    card = await _card(sdk_url)
+    await _interrupt_cancels_remote_task(card, card)
 
 
-async def _interrupt_cancels_remote_task(card: AgentCard) -> None:
+async def _interrupt_cancels_remote_task(card: AgentCard, called: Any) -> None:
+    """Interrupt an A2AAgent built from *called* (a card of either version) mid-reply; the
+    remote task is then cancelled (read with a 1.0 client from *card*)."""
     seen: list[StreamResponse] = []
-    agent = A2AAgent(card, consumers=[lambda event, _card: seen.append(event)])
+    agent = A2AAgent(called, consumers=[lambda event, _card: seen.append(event)])
     working = anyio.Event()
 
     async def watch(event: StreamResponse, _card: AgentCard) -> None:

@@ -190,3 +190,61 @@ async def test_a2a_user_input_outside_a_served_task_is_an_error() -> None:
 def test_the_server_refuses_what_is_not_an_agent() -> None:
     with pytest.raises(TypeError, match="AgentBase or a callable"):
         A2AServer(42)  # type: ignore[arg-type]
+
+
+class Sleeper(AgentBase):
+    """Prints that it started, then waits until interrupted."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.name = "Sleeper"
+        self.started = 0
+
+    async def observe(self, msg: Msg | list[Msg] | None) -> None:
+        return None
+
+    async def reply(self, msg: Msg | list[Msg] | None = None, **kwargs: Any) -> Msg:
+        self.started += 1
+        await self.print(Msg(self.name, "started", "assistant"))
+        await anyio.sleep_forever()
+        raise AssertionError("not reached")
+
+
+def _call(method: str, **params: Any) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": 3, "method": method, "params": params}
+
+
+async def test_cancel_a_waiting_task_then_a_running_one_seen_by_a_subscriber() -> None:
+    sleeper = Sleeper()
+    async for url in _serve(A2AServer(sleeper)):
+        with anyio.fail_after(TIMEOUT_S):
+            first, second = await _start_two(url)
+            # The second task waits for the agent the first one holds.
+            assert second["status"]["state"] == "TASK_STATE_SUBMITTED"
+            cancelled = await _rpc(url, _call("CancelTask", id=second["id"]))
+            assert cancelled["result"]["status"]["state"] == "TASK_STATE_CANCELED"
+            assert "message" not in cancelled["result"]["status"]
+
+            async with (
+                httpx.AsyncClient(timeout=TIMEOUT_S) as http,
+                http.stream("POST", url, json=_call("SubscribeToTask", id=first["id"])) as stream,
+            ):
+                lines = stream.aiter_lines()
+                head = await anext(lines)
+                assert '"task"' in head and first["id"] in head
+                await _rpc(url, _call("CancelTask", id=first["id"]))
+                rest = [line async for line in lines if line.startswith("data:")]
+            assert "TASK_STATE_CANCELED" in rest[-1]
+            assert "interrupted" in rest[-1]
+        assert sleeper.started == 1
+
+
+def _immediately(body: dict[str, Any]) -> dict[str, Any]:
+    body["params"]["configuration"] = {"returnImmediately": True}
+    return body
+
+
+async def _start_two(url: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    first = (await _rpc(url, _immediately(_send("SendMessage", "one"))))["result"]["task"]
+    second = (await _rpc(url, _immediately(_send("SendMessage", "two"))))["result"]["task"]
+    return first, second
