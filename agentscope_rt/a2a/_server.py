@@ -164,11 +164,12 @@ class A2AServer:
         return JSONResponse(card_to_dict(self._card_for(str(request.base_url))))
 
     def _card_for(self, url: str) -> AgentCard:
-        if self._card is None:
-            source = self._agent_source
-            name = getattr(source, "name", None) or getattr(source, "__name__", "agent")
-            self._card = build_agent_card(str(name), url, description=self._description)
-        return self._card
+        if self._card is not None:
+            return self._card
+        # Made per request: a server reached under several names gives each its own URL.
+        source = self._agent_source
+        name = getattr(source, "name", None) or getattr(source, "__name__", "agent")
+        return build_agent_card(str(name), url, description=self._description)
 
     async def _rpc(self, request: Request) -> Response:
         try:
@@ -227,9 +228,13 @@ class A2AServer:
                     f"task {task.id} is {TaskState.Name(task.state)}: it takes no more "
                     "messages (only a task waiting for input does)",
                 )
-            events = task.subscribe()
-            task.answer(message)
-            return task, events
+            try:
+                task.answer(message)
+            except anyio.WouldBlock:
+                raise RpcError.unsupported(
+                    None, f"task {task.id} already has an answer it has not taken up yet"
+                ) from None
+            return task, task.subscribe()
         if self._task_group is None:
             raise RpcError.internal("the server is not running (its lifespan has not started)")
         task = ServedTask(id=uuid.uuid4().hex, context_id=message.context_id or uuid.uuid4().hex)

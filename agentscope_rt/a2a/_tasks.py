@@ -136,9 +136,12 @@ class ServedTask:
             self.listeners.clear()
 
     def answer(self, message: Message) -> None:
-        """Give the client's *message* to the reply waiting for input."""
-        self.history.append(message)
+        """Give the client's *message* to the reply waiting for input.
+
+        :raises anyio.WouldBlock: when an earlier answer has not been taken up yet.
+        """
         self.answers[0].send_nowait(message)
+        self.history.append(message)
 
     async def ask(self, agent_name: str) -> Message:
         """Wait for the client's input (the task is ``input-required`` meanwhile; its status
