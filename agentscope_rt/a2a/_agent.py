@@ -277,10 +277,3 @@ class A2AAgent(AgentBase):
         await self.print(response, True)
         self._observed_msgs.append(response)
         return response
-
-    def load_state_dict(self, state_dict: dict[str, Any], strict: bool = True) -> None:
-        """Load AgentScope's state layout, ``{"_observed_msgs": [msg dicts]}``.
-
-        :raises StateError: when the key is missing, or (with *strict*) another key is present.
-        """
-        super().load_state_dict(state_dict, strict)

@@ -13,7 +13,6 @@ import json
 import logging
 import mimetypes
 import uuid
-from collections.abc import Sequence
 from typing import Any, Literal
 
 from a2a.compat.v0_3 import types as types_v03
@@ -223,8 +222,3 @@ def _core_task(task: Any) -> Task:
     if isinstance(task, types_v03.Task):
         return to_core_task(task)
     raise TypeError(f"task must be an a2a-sdk Task, not {type(task).__name__}")
-
-
-def text_parts(parts: Sequence[Part]) -> str:
-    """The text of *parts*' text parts, one per line."""
-    return "\n".join(part.text for part in parts if part.WhichOneof("content") == "text")
