@@ -152,7 +152,8 @@ class A2AServer:
 
         async with anyio.create_task_group() as group:
             group.start_soon(run)
-            task_status.started(f"http://{host}:{bound_port}/")
+            shown_host = f"[{host}]" if ":" in host else host
+            task_status.started(f"http://{shown_host}:{bound_port}/")
             try:
                 await anyio.sleep_forever()
             finally:
@@ -176,10 +177,13 @@ class A2AServer:
             body = json.loads(await request.body())
         except ValueError:
             body = None
+        rpc: Rpc | None = None
         try:
             rpc = parse_rpc(body)
             return await self._dispatch(rpc)
         except RpcError as exc:
+            if exc.request_id is None and rpc is not None:
+                exc.request_id = rpc.id
             return JSONResponse(exc.response())
 
     async def _dispatch(self, rpc: Rpc) -> Response:

@@ -122,6 +122,8 @@ async def test_bad_requests_get_json_rpc_errors(url: str, body: Any, code: int) 
         answer = await _rpc(url, body)
     assert answer["error"]["code"] == code
     assert answer["error"]["message"]
+    # The answer names the request it answers, when the request had an id to name.
+    assert answer["id"] == (body.get("id") if isinstance(body, dict) else None)
 
 
 async def test_an_ended_task_takes_no_message_and_cannot_be_cancelled(url: str) -> None:
