@@ -7,7 +7,8 @@ The package is layered; each layer depends only on those below it:
   checks), :mod:`.exception`, :mod:`.types`;
 * core — :mod:`.agent`, :mod:`.model`, :mod:`.formatter`, :mod:`.tool`, :mod:`.memory`,
   :mod:`.token`;
-* framework — :mod:`.pipeline` (MsgHub and pipelines), :mod:`.mcp`, :mod:`.plan`, :mod:`.rag`.
+* framework — :mod:`.pipeline` (MsgHub and pipelines), :mod:`.mcp`, :mod:`.plan`, :mod:`.rag`,
+  :mod:`.a2a` (needs the ``a2a`` extra).
 
 Public names live in each sub-package's ``__init__``; modules named ``_x.py`` are private.
 Everything runs on anyio, so applications may use trio or asyncio.
@@ -26,6 +27,7 @@ from ._version import __version__
 
 SUBPACKAGES = frozenset(
     {
+        "a2a",
         "agent",
         "embedding",
         "exception",

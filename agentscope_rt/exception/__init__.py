@@ -5,6 +5,7 @@ derived from it) are part of the same hierarchy.
 """
 
 from ._exception import (
+    A2AError,
     AgentError,
     AgentOrientedExceptionBase,
     AgentScopeRTError,
@@ -28,6 +29,7 @@ from ._exception import (
 )
 
 __all__ = [
+    "A2AError",
     "AgentError",
     "AgentOrientedExceptionBase",
     "AgentScopeRTError",

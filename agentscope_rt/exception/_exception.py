@@ -160,6 +160,15 @@ class MCPError(ToolError):
 # -- framework ------------------------------------------------------------------------------
 
 
+class A2AError(AgentScopeRTError, RuntimeError, ValueError):
+    """An A2A exchange failed: an agent card that cannot be read or resolved, a remote agent
+    that answers with an error or with nothing, or a request an A2A server refuses.
+
+    It is a ``RuntimeError`` and a ``ValueError`` too, because AgentScope raises those two for
+    the same failures (an unresolvable card, "No response received from remote agent").
+    """
+
+
 class SessionError(AgentScopeRTError, ValueError):
     """A session could not be saved or loaded.
 
