@@ -7,7 +7,8 @@ The package is layered; each layer depends only on those below it:
   checks), :mod:`.exception`, :mod:`.types`;
 * core — :mod:`.agent`, :mod:`.model`, :mod:`.formatter`, :mod:`.tool`, :mod:`.memory`,
   :mod:`.token`;
-* framework — :mod:`.pipeline` (MsgHub and pipelines), :mod:`.mcp`, :mod:`.plan`, :mod:`.rag`.
+* framework — :mod:`.pipeline` (MsgHub and pipelines), :mod:`.mcp`, :mod:`.plan`, :mod:`.rag`,
+  :mod:`.evaluate`.
 
 Public names live in each sub-package's ``__init__``; modules named ``_x.py`` are private.
 Everything runs on anyio, so applications may use trio or asyncio.
@@ -28,6 +29,7 @@ SUBPACKAGES = frozenset(
     {
         "agent",
         "embedding",
+        "evaluate",
         "exception",
         "formatter",
         "mcp",
