@@ -111,3 +111,19 @@ async def solution(task: Task, pre_print_hook: Any) -> SolutionOutput:
         ],
         meta={"attempt": 1},
     )
+
+
+async def solution_with_pid(task: Task, pre_print_hook: Any) -> SolutionOutput:
+    """:func:`solution`, with the process that ran it in ``meta["pid"]``."""
+    import os
+
+    output = await solution(task, pre_print_hook)
+    output.meta = {**(output.meta or {}), "pid": os.getpid()}
+    return output
+
+
+async def failing_on_t2(task: Task, pre_print_hook: Any) -> SolutionOutput:
+    """:func:`solution`, except that task t2 raises."""
+    if task.id == "t2":
+        raise ValueError("t2 is broken")
+    return await solution(task, pre_print_hook)
