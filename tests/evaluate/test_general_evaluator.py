@@ -167,7 +167,7 @@ async def test_a_cancelled_run_keeps_what_finished_and_the_next_run_does_only_th
     done = _stored_pairs(tmp_path)
     assert done and "t4/0" not in done
     assert not list(tmp_path.rglob("error.json"))  # a cancelled pair did not fail
-    assert not list(tmp_path.rglob(".tmp-*"))  # no half-written file
+    assert not list(tmp_path.rglob("*.tmp"))  # no half-written file
     assert not (tmp_path / "evaluation_result.json").exists()
 
     second: list[str] = []

@@ -34,7 +34,7 @@ def test_ctrl_c_stops_the_run_and_the_next_run_resumes(tmp_path: Path, backend: 
     assert "KeyboardInterrupt" in interrupted.stderr
     done = {p.parent.parent.name for p in tmp_path.rglob("solution.json")}
     assert done and "t5" not in done
-    assert not list(tmp_path.rglob("error.json")) and not list(tmp_path.rglob(".tmp-*"))
+    assert not list(tmp_path.rglob("error.json")) and not list(tmp_path.rglob("*.tmp"))
 
     finished = _run(tmp_path, backend, "finish")
     assert finished.returncode == 0, finished.stderr
