@@ -132,7 +132,8 @@ def main() -> str:
         f"{TASKS:,} scripted tasks, one simulated model call of {LATENCY_S * 1000:.0f} ms each, "
         f"one metric, results in a `FileEvaluatorStorage` folder, `n_workers={N_WORKERS}` "
         f"(at best {best:.0f} tasks/s). Ray: a local cluster with {RAY_CPUS} CPUs, timed from "
-        "`run()` (actors included), after `ray.init`. One process per row, one run each.",
+        "`run()` (actors included), after `ray.init`. One process per row, one run each (on "
+        "this shared machine, repeated runs differed by up to 20%).",
         "",
         "| evaluator | seconds | tasks/s | share of the best possible |",
         "|---|---|---|---|",

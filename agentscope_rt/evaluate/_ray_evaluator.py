@@ -154,8 +154,13 @@ class RayEvaluator(EvaluatorBase):
                         progress,
                     )
         finally:
-            for actor in actors:
-                self._ray.kill(actor)
+            # Also when cancelled: actors left alive would hold their processes.
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(self._kill, actors)
+
+    def _kill(self, actors: list[Any]) -> None:
+        for actor in actors:
+            self._ray.kill(actor)
 
     def _start_actors(self, solution: SolutionFunction, n_pairs: int) -> list[Any]:
         ray = self._ray

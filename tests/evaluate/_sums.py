@@ -127,3 +127,12 @@ async def failing_on_t2(task: Task, pre_print_hook: Any) -> SolutionOutput:
     if task.id == "t2":
         raise ValueError("t2 is broken")
     return await solution(task, pre_print_hook)
+
+
+async def hanging_on_t3(task: Task, pre_print_hook: Any) -> SolutionOutput:
+    """:func:`solution`, except that task t3 never finishes."""
+    if task.id == "t3":
+        import anyio
+
+        await anyio.sleep_forever()
+    return await solution(task, pre_print_hook)

@@ -1,6 +1,6 @@
 """GeneralEvaluator: bounded concurrency, failures recorded and retried, resume, progress."""
 
-# The tests inspect the results folder between runs: small reads, no event loop to spare.
+# The tests read the results folder between runs: small blocking reads are fine there.
 # ruff: noqa: ASYNC230, ASYNC240
 
 from __future__ import annotations

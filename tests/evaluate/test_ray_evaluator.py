@@ -1,8 +1,9 @@
 """RayEvaluator on a local Ray cluster: same results as GeneralEvaluator, spread over actors,
 failures recorded, resume. Kept few and small (each run starts actors)."""
 
-# The tests inspect the results folder between runs: small reads, no event loop to spare.
-# ruff: noqa: ASYNC240
+# The tests read the results folder between runs and watch it during one (to cancel at a
+# known point): small blocking reads are fine there.
+# ruff: noqa: ASYNC110, ASYNC240
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import anyio
 
 from agentscope_rt.evaluate import FileEvaluatorStorage, GeneralEvaluator, RayEvaluator
 
-from ._sums import Sums, failing_on_t2, solution_with_pid
+from ._sums import Sums, failing_on_t2, hanging_on_t3, solution_with_pid
 
 TASKS = [(f"t{i}", i, 2 * i) for i in range(1, 9)]
 
@@ -75,3 +76,30 @@ async def test_ray_records_a_failure_goes_on_and_the_next_run_resumes(
     assert not (tmp_path / "t2" / "0" / "error.json").exists()
     assert all(p.stat().st_mtime_ns == t for p, t in before.items())  # finished pairs untouched
     assert len(list(tmp_path.rglob("solution.json"))) == 4
+
+
+async def test_cancelling_a_ray_run_stops_it_and_the_next_run_does_the_rest(
+    tmp_path: Path, ray_cluster: Any
+) -> None:
+    storage = FileEvaluatorStorage(tmp_path)
+    evaluator = RayEvaluator("e", Sums(TASKS[:4]), 1, storage, n_workers=2, progress=False)
+
+    async def cancel_when_three_are_stored(scope: anyio.CancelScope) -> None:
+        while len(list(tmp_path.rglob("solution.json"))) < 3:
+            await anyio.sleep(0.05)
+        scope.cancel()
+
+    with anyio.fail_after(120):  # a Ray task that ignored cancellation would hang here
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(cancel_when_three_are_stored, tg.cancel_scope)
+            await evaluator.run(hanging_on_t3)
+    done = {p.parent.parent.name for p in tmp_path.rglob("solution.json")}
+    assert done == {"t1", "t2", "t4"}
+    assert not list(tmp_path.rglob("error.json"))
+
+    with anyio.fail_after(120):
+        await evaluator.run(solution_with_pid)
+    pids = {
+        json.loads(p.read_text("utf-8"))["meta"].get("pid") for p in tmp_path.rglob("solution.json")
+    }
+    assert len(pids - {None}) == 1  # only t3 ran again (the others have no pid in meta)
