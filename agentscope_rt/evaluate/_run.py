@@ -14,6 +14,7 @@ from typing import Any
 
 import anyio
 
+from .._serde import check_json
 from ..exception import EvaluationError
 from ..message import now_timestamp
 from ._metric import MetricBase, MetricResult
@@ -100,20 +101,23 @@ def describe_error(exc: BaseException, stage: str, attempts: int) -> dict[str, A
 
 async def _attempt(
     solution: SolutionFunction, task: Task, hook: PrintHook, time_limit: float | None
-) -> dict[str, Any]:
+) -> tuple[dict[str, Any], SolutionOutput]:
+    """One run of the solution: its output as stored, and as read back from that (what the
+    metrics see, whether the pair runs now or resumes)."""
     if time_limit is None:
         output = await solution(task, hook)
     else:
-        try:
-            with anyio.fail_after(time_limit):
-                output = await solution(task, hook)
-        except TimeoutError:
-            raise TimeoutError(f"the solution took longer than {time_limit} s") from None
+        with anyio.move_on_after(time_limit) as scope:
+            output = await solution(task, hook)
+        # Only our own limit is a timeout here; a TimeoutError the solution raised is its own.
+        if scope.cancelled_caught:
+            raise TimeoutError(f"the solution took longer than {time_limit} s")
     if not isinstance(output, SolutionOutput):
         raise EvaluationError(
             f"the solution returned {type(output).__name__}, not a SolutionOutput"
         )
-    return output.to_dict()
+    data = output.to_dict()
+    return data, SolutionOutput.from_dict(data)
 
 
 async def _solve(
@@ -124,13 +128,14 @@ async def _solve(
     time_limit: float | None,
     retry: RetryPolicy,
     outcome: PairOutcome,
-) -> None:
+) -> SolutionOutput | None:
     attempt = 0
+    restored = None
     with solution_span(task.id, repeat_id) as stats:
         while True:
             attempt += 1
             try:
-                outcome.solution = await _attempt(solution, task, hook, time_limit)
+                outcome.solution, restored = await _attempt(solution, task, hook, time_limit)
                 break
             # Cancellation and KeyboardInterrupt are BaseExceptions: they stop the run.
             except Exception as exc:
@@ -140,6 +145,7 @@ async def _solve(
                 outcome.error = describe_error(exc, "solution", attempt)
                 break
     outcome.stats = stats
+    return restored
 
 
 async def _measure(
@@ -152,7 +158,9 @@ async def _measure(
                 raise EvaluationError(
                     f"metric {metric.name!r} returned {type(result).__name__}, not a MetricResult"
                 )
-            outcome.metric_results.append(result.to_dict())
+            data = result.to_dict()
+            check_json(data, "metric result")
+            outcome.metric_results.append(data)
         except Exception as exc:
             outcome.error = describe_error(exc, f"metric {metric.name}", 1)
             return
@@ -177,9 +185,8 @@ async def run_pair(
     """
     outcome = PairOutcome(task.id, repeat_id)
     if stored is None:
-        await _solve(task, repeat_id, solution, hook, time_limit, retry, outcome)
-        if outcome.solution is None:
+        stored = await _solve(task, repeat_id, solution, hook, time_limit, retry, outcome)
+        if stored is None:
             return outcome
-        stored = SolutionOutput.from_dict(outcome.solution)
     await _measure(stored, missing_metrics, outcome)
     return outcome

@@ -198,6 +198,20 @@ async def test_a_stored_solution_missing_a_metric_result_is_measured_not_solved_
     assert not list(tmp_path.rglob("error.json"))
 
 
+def _read_all(fd: int) -> str:
+    """Everything written to the terminal so far (a pty hands it over in pieces)."""
+    os.set_blocking(fd, False)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:  # nothing more: would block, or EIO once the terminal side is closed
+            return b"".join(chunks).decode()
+        if not chunk:
+            return b"".join(chunks).decode()
+        chunks.append(chunk)
+
+
 async def test_the_progress_bar_draws_on_a_terminal_and_nowhere_else(tmp_path: Path) -> None:
     async def solution(task: Task, hook: Any) -> SolutionOutput:
         if task.id == "t1":
@@ -212,7 +226,7 @@ async def test_the_progress_bar_draws_on_a_terminal_and_nowhere_else(tmp_path: P
     try:
         with open(terminal, "w", encoding="utf-8") as stream:
             await _evaluator(tmp_path / "b", progress=stream).run(solution)
-        drawn = os.read(controller, 65536).decode()
+        drawn = _read_all(controller)
     finally:
         os.close(controller)
     assert drawn.rstrip().endswith("done 7 failed 1 remaining 0")
@@ -294,3 +308,45 @@ async def test_a_corrupt_stored_solution_is_named_and_left_alone(tmp_path: Path)
     with pytest.raises(EvaluationError, match=r"t1/0/solution\.json is not valid JSON"):
         await _evaluator(tmp_path).run(solution)
     assert broken.read_text("utf-8") == '{"success": true, "out'
+
+
+async def test_outputs_and_results_that_cannot_be_stored_are_failures_not_crashes(
+    tmp_path: Path,
+) -> None:
+    from agentscope_rt.evaluate import MetricBase, MetricResult
+
+    class Unstorable(MetricBase):
+        def __init__(self) -> None:
+            super().__init__("unstorable", "numerical")
+
+        async def __call__(self, solution: SolutionOutput) -> MetricResult:
+            return MetricResult("unstorable", 1.0, metadata={"set": {1, 2}})
+
+    bench = Sums(TASKS[:4])
+    bench.tasks[3].metrics.append(Unstorable())
+
+    async def solution(task: Task, hook: Any) -> SolutionOutput:
+        if task.id == "t0":
+            return SolutionOutput(True, object(), [])
+        if task.id == "t1":
+            return SolutionOutput(True, 1, [{"type": "text"}])  # type: ignore[list-item]
+        if task.id == "t2":
+            raise TimeoutError("the provider's own timeout")
+        return _answer(task)
+
+    storage = FileEvaluatorStorage(tmp_path)
+    evaluator = GeneralEvaluator("e", bench, 1, storage, n_workers=2, timeout=60, progress=False)
+    await evaluator.run(solution)
+    errors = {
+        p.parent.parent.name: json.loads(p.read_text("utf-8")) for p in tmp_path.rglob("error.json")
+    }
+    assert {k: (e["stage"], e["type"]) for k, e in errors.items()} == {
+        "t0": ("solution", "MessageFormatError"),
+        "t1": ("solution", "EvaluationError"),
+        "t2": ("solution", "TimeoutError"),
+        "t3": ("metric unstorable", "MessageFormatError"),
+    }
+    assert errors["t2"]["message"] == "the provider's own timeout"
+    assert "trajectory[0]" in errors["t1"]["message"]
+    # t3's solution and its first two metric results are kept; only the metrics run again.
+    assert (tmp_path / "t3" / "0" / "solution.json").exists()
