@@ -142,8 +142,12 @@ async def general(folder: Path) -> None:
     await evaluator.run(counting)
     print(f"   resumed: solved the {len(again)} left in {time.perf_counter() - start:.2f} s")
     print(f"   {summary(folder)}")
-    log = (folder / "arith-00" / "0" / "logging.txt").read_text(encoding="utf-8")
+    pair = folder / "arith-00" / "0"
+    log = (pair / "logging.txt").read_text(encoding="utf-8")
     print(f"   what the agent printed for arith-00: {log.splitlines()[-1]!r}")
+    # Filled from the runtime's spans when tracing is on (docs/evaluate.md), else zeros.
+    stats = json.loads((pair / "stats.json").read_text(encoding="utf-8"))
+    print(f"   its statistics: {stats}")
 
 
 async def on_ray(folder: Path, reference: Path) -> None:
