@@ -128,12 +128,9 @@ class EvaluatorBase:
         stored = None
         if storage.solution_result_exists(task.id, repeat_id):
             stored = storage.get_solution_result(task.id, repeat_id)
-        missing = [
-            m
-            for m in task.metrics
-            if stored is None or not storage.evaluation_result_exists(task.id, repeat_id, m.name)
-        ]
-        if stored is not None and not missing:
+        if stored is not None and all(
+            storage.evaluation_result_exists(task.id, repeat_id, m.name) for m in task.metrics
+        ):
             return None
         # As in AgentScope: when one metric result is missing, every metric runs again.
         return PendingPair(task, repeat_id, stored, list(task.metrics))
@@ -163,10 +160,7 @@ class EvaluatorBase:
 
     def _progress_bar(self, total: int, finished: int) -> Progress:
         stream = None if isinstance(self.progress, bool) else self.progress
-        bar = Progress(self.name, total, finished, stream)
-        if self.progress is False:
-            bar._enabled = False
-        return bar
+        return Progress(self.name, total, finished, stream, enabled=self.progress is not False)
 
     @staticmethod
     def _start_statistics() -> None:

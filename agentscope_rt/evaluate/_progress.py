@@ -17,15 +17,23 @@ class Progress:
     nothing at all. Redraws at most ten times a second, and once more on :meth:`close`.
 
     :param stream: where to draw; ``None`` for standard error.
+    :param enabled: ``False`` draws nothing, even on a terminal.
     """
 
-    def __init__(self, name: str, total: int, done: int = 0, stream: TextIO | None = None):
+    def __init__(
+        self,
+        name: str,
+        total: int,
+        done: int = 0,
+        stream: TextIO | None = None,
+        enabled: bool = True,
+    ) -> None:
         self.name = name
         self.total = total
         self.done = done
         self.failed = 0
         self._stream = sys.stderr if stream is None else stream
-        self._enabled = _is_terminal(self._stream)
+        self._enabled = enabled and _is_terminal(self._stream)
         self._last = 0.0
 
     def advance(self, failed: bool) -> None:
