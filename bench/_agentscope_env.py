@@ -20,13 +20,15 @@ FAST_VERSION = "1.0.4"
 NEWEST_VERSION = "1.0.21"
 
 
-def agentscope_python(version: str) -> pathlib.Path:
+def agentscope_python(version: str, extra: tuple[str, ...] = ()) -> pathlib.Path:
     """The interpreter of a venv with ``agentscope==version`` installed (created on first use).
 
+    :param extra: more packages to install beside it (e.g. ``("ray",)`` for its RayEvaluator);
+        such a venv is kept apart from the plain one, named after them.
     :raises RuntimeError: if the venv cannot be created or the install fails (the message holds
         pip's output).
     """
-    venv = VENVS / f"agentscope-{version}"
+    venv = VENVS / "+".join([f"agentscope-{version}", *extra])
     python = venv / "bin" / "python"
     marker = venv / ".installed"
     if marker.exists() and python.exists():
@@ -35,7 +37,16 @@ def agentscope_python(version: str) -> pathlib.Path:
     base = os.environ.get("PYTHON_FOR_AGENTSCOPE", sys.executable)
     steps = [
         [base, "-m", "venv", str(venv)],
-        [str(python), "-m", "pip", "install", "-q", f"agentscope=={version}", *EXTRA_PACKAGES],
+        [
+            str(python),
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            f"agentscope=={version}",
+            *EXTRA_PACKAGES,
+            *extra,
+        ],
     ]
     for step in steps:
         result = subprocess.run(step, capture_output=True, text=True)

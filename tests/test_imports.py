@@ -27,6 +27,7 @@ _SDKS = ("anthropic", "openai", "google.genai", "dashscope", "ollama", "llama_cp
         "agentscope_rt.pipeline",
         "agentscope_rt.embedding",
         "agentscope_rt.rag",
+        "agentscope_rt.evaluate",
     ],
 )
 def test_importing_loads_no_provider_sdk(module: str) -> None:
@@ -78,7 +79,7 @@ def test_an_unknown_attribute_of_the_package_is_an_attribute_error() -> None:
         agentscope_rt.agents  # noqa: B018
 
 
-_FRAMEWORK = ("pipeline", "mcp", "plan", "rag", "session", "a2a")
+_FRAMEWORK = ("pipeline", "mcp", "plan", "rag", "session", "a2a", "evaluate")
 _CORE = ("agent", "model", "formatter", "tool", "memory", "token", "embedding")
 
 

@@ -191,3 +191,13 @@ class ReaderError(AgentScopeRTError, ValueError):
     def __init__(self, message: str, *, path: str | None = None) -> None:
         super().__init__(message)
         self.path = path
+
+
+class EvaluationError(AgentScopeRTError, ValueError):
+    """An evaluation was set up wrongly or its stored results could not be read.
+
+    Raised for evaluator arguments out of range (``n_repeat``, ``n_workers``, ``timeout``), a
+    benchmark that is not a :class:`~agentscope_rt.evaluate.BenchmarkBase`, task ids or metric
+    names that cannot name a file, two tasks with one id, and stored files that are not the JSON
+    the storage wrote (the message names the file). Nothing already stored is overwritten.
+    """

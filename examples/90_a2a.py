@@ -3,7 +3,7 @@ A2AAgent (protocol 1.0, then 0.3 as an AgentScope 1.x client would), and an inte
 that cancels the remote task.
 
 Offline (the served agent's model is a FunctionChatModel double that calls an ``add`` tool);
-run with ``python examples/80_a2a.py`` (add ``trio`` to run both processes on trio). It starts
+run with ``python examples/90_a2a.py`` (add ``trio`` to run both processes on trio). It starts
 the server process itself and stops it at the end.
 """
 

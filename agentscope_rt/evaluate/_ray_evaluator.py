@@ -1,0 +1,207 @@
+"""An evaluator that spreads the pairs over a Ray cluster (the ``ray`` extra)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, TextIO
+
+import anyio
+import anyio.from_thread
+
+from ._evaluator import EvaluatorBase, PendingPair, _positive_int
+from ._progress import Progress
+from ._run import PairOutcome, RetryPolicy, SolutionFunction, run_pair
+from ._storage import EvaluatorStorageBase
+from ._task import BenchmarkBase
+
+# How long a worker thread blocks in ray.get before it looks whether its task was cancelled.
+_POLL_S = 0.25
+
+
+class _PairWorker:
+    """The body of one Ray actor: runs pairs with the solution it was built with, up to its
+    ``max_concurrency`` at once on the actor's event loop, and returns their outcomes."""
+
+    def __init__(
+        self,
+        solution: SolutionFunction,
+        storage: EvaluatorStorageBase,
+        timeout: float | None,
+        retry: RetryPolicy,
+    ) -> None:
+        self._solution = solution
+        self._storage = storage
+        self._timeout = timeout
+        self._retry = retry
+        EvaluatorBase._start_statistics()
+
+    async def run(self, pair: PendingPair) -> PairOutcome:
+        hook = self._storage.get_agent_pre_print_hook(pair.task.id, pair.repeat_id)
+        return await run_pair(
+            pair.task,
+            pair.repeat_id,
+            self._solution,
+            hook,
+            stored=pair.stored,
+            missing_metrics=pair.missing_metrics,
+            time_limit=self._timeout,
+            retry=self._retry,
+        )
+
+
+def _import_ray() -> Any:
+    try:
+        import ray
+    except ImportError as exc:
+        raise ImportError("RayEvaluator needs Ray: pip install 'agentscope-rt[ray]'") from exc
+    return ray
+
+
+def _wait(ray: Any, ref: Any) -> Any:
+    """``ray.get(ref)`` in a worker thread that gives up when its task is cancelled."""
+    while True:
+        try:
+            return ray.get(ref, timeout=_POLL_S)
+        except ray.exceptions.GetTimeoutError:
+            anyio.from_thread.check_cancelled()
+
+
+class RayEvaluator(EvaluatorBase):
+    """Runs the pairs on Ray actors spread over the cluster, up to ``n_workers`` at once.
+
+    ``n_actors`` actors are created (by default as many as the cluster has CPUs, at most
+    ``n_workers``), placed with Ray's ``SPREAD`` strategy; each runs up to
+    ``ceil(n_workers / n_actors)`` pairs concurrently on its own event loop, and each pair goes
+    to the actor with the fewest in flight. The actors return each pair's outcome as JSON
+    data and this process writes the storage, so results are the same as
+    :class:`GeneralEvaluator`'s; only what the agents print (``logging.txt``) is written by the
+    actors, through the storage they were given (a shared folder on a multi-node cluster).
+    The solution, the tasks and the storage must be picklable (Ray uses cloudpickle).
+
+    The caller may run on asyncio or trio: Ray's object references are awaited with
+    ``ray.get`` in worker threads. Cancelling the run cancels the Ray tasks in flight. Ray is
+    started (``ray.init()``) when not already running.
+
+    :param n_workers: how many pairs run at once over the cluster.
+    :param n_actors: how many actors to create (default: the cluster's CPUs, at most
+        ``n_workers``).
+    :param actor_options: more ``.options(...)`` for the actors (e.g. ``num_cpus``).
+    :raises ImportError: when Ray is not installed.
+    :raises EvaluationError: for ``n_workers`` or ``n_actors`` below 1 (and see
+        :class:`EvaluatorBase`).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        benchmark: BenchmarkBase,
+        n_repeat: int,
+        storage: EvaluatorStorageBase,
+        n_workers: int,
+        *,
+        n_actors: int | None = None,
+        actor_options: dict[str, Any] | None = None,
+        timeout: float | None = None,
+        retry: RetryPolicy | None = None,
+        progress: bool | TextIO = True,
+    ) -> None:
+        super().__init__(
+            name, benchmark, n_repeat, storage, timeout=timeout, retry=retry, progress=progress
+        )
+        self._ray = _import_ray()
+        self.n_workers = _positive_int(n_workers, "n_workers")
+        self.n_actors = None if n_actors is None else _positive_int(n_actors, "n_actors")
+        self.actor_options = dict(actor_options or {})
+
+    async def run(self, solution: SolutionFunction) -> None:
+        """Solve and evaluate every unfinished pair on the cluster, then aggregate.
+
+        :raises EvaluationError: when the benchmark has two tasks with one id, or a stored file
+            cannot be read.
+        :raises ray.exceptions.RayError: when an actor dies or Ray fails (the outcomes that
+            arrived before are stored).
+        """
+        pending, finished = await anyio.to_thread.run_sync(self._prepare)
+        progress = self._progress_bar(finished + len(pending), finished)
+        try:
+            if pending:
+                await self._run_on_cluster(pending, solution, progress)
+        finally:
+            progress.close()
+        await self.aggregate()
+
+    async def _run_on_cluster(
+        self, pending: list[PendingPair], solution: SolutionFunction, progress: Progress
+    ) -> None:
+        actors = await anyio.to_thread.run_sync(self._start_actors, solution, len(pending))
+        in_flight = [0] * len(actors)
+        limiter = anyio.CapacityLimiter(self.n_workers)
+        # One blocked thread per pair in flight (the default pool has 40 threads).
+        threads = anyio.CapacityLimiter(self.n_workers)
+        try:
+            async with anyio.create_task_group() as tg:
+                for pair in pending:
+                    borrower = object()
+                    await limiter.acquire_on_behalf_of(borrower)
+                    index = in_flight.index(min(in_flight))
+                    in_flight[index] += 1
+                    tg.start_soon(
+                        self._run_remote,
+                        actors[index],
+                        pair,
+                        (in_flight, index),
+                        (limiter, borrower, threads),
+                        progress,
+                    )
+        finally:
+            # Also when cancelled: actors left alive would hold their processes.
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(self._kill, actors)
+
+    def _kill(self, actors: list[Any]) -> None:
+        for actor in actors:
+            self._ray.kill(actor)
+
+    def _start_actors(self, solution: SolutionFunction, n_pairs: int) -> list[Any]:
+        ray = self._ray
+        if not ray.is_initialized():
+            ray.init()
+        cpus = int(ray.cluster_resources().get("CPU", 1)) or 1
+        n_actors = min(self.n_actors or cpus, self.n_workers, n_pairs)
+        options = {
+            "max_concurrency": math.ceil(self.n_workers / n_actors),
+            "scheduling_strategy": "SPREAD",
+            # The actors wait on models and tools; they hold no CPU a task scheduler could use.
+            "num_cpus": 0,
+            **self.actor_options,
+        }
+        actor_class = ray.remote(_PairWorker)
+        return [
+            actor_class.options(**options).remote(solution, self.storage, self.timeout, self.retry)
+            for _ in range(n_actors)
+        ]
+
+    async def _run_remote(
+        self,
+        actor: Any,
+        pair: PendingPair,
+        slot: tuple[list[int], int],
+        capacity: tuple[anyio.CapacityLimiter, object, anyio.CapacityLimiter],
+        progress: Progress,
+    ) -> None:
+        in_flight, index = slot
+        limiter, borrower, threads = capacity
+        try:
+            ref = actor.run.remote(pair)
+            try:
+                outcome: PairOutcome = await anyio.to_thread.run_sync(
+                    _wait, self._ray, ref, limiter=threads
+                )
+            except BaseException:
+                self._ray.cancel(ref)
+                raise
+            await anyio.to_thread.run_sync(self._store, outcome)
+            progress.advance(failed=outcome.error is not None)
+        finally:
+            in_flight[index] -= 1
+            limiter.release_on_behalf_of(borrower)

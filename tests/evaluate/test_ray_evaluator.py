@@ -1,0 +1,105 @@
+"""RayEvaluator on a local Ray cluster: same results as GeneralEvaluator, spread over actors,
+failures recorded, resume. Kept few and small (each run starts actors)."""
+
+# The tests read the results folder between runs and watch it during one (to cancel at a
+# known point): small blocking reads are fine there.
+# ruff: noqa: ASYNC110, ASYNC240
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from agentscope_rt.evaluate import FileEvaluatorStorage, GeneralEvaluator, RayEvaluator
+
+from ._sums import Sums, failing_on_t2, hanging_on_t3, solution_with_pid
+
+TASKS = [(f"t{i}", i, 2 * i) for i in range(1, 9)]
+
+
+def _read(folder: Path) -> dict[str, Any]:
+    """Every stored JSON file without timestamps and pids (which differ run to run)."""
+    tree: dict[str, Any] = {}
+    for path in sorted(folder.rglob("*.json")):
+        data = json.loads(path.read_text("utf-8"))
+        if isinstance(data, dict):
+            data.pop("created_at", None)
+            if isinstance(data.get("meta"), dict):
+                data["meta"].pop("pid", None)
+        tree[path.relative_to(folder).as_posix()] = data
+    return tree
+
+
+def _pids(folder: Path) -> set[int]:
+    return {json.loads(p.read_text("utf-8"))["meta"]["pid"] for p in folder.rglob("solution.json")}
+
+
+async def test_ray_spreads_pairs_over_actors_and_matches_the_general_evaluator(
+    tmp_path: Path, ray_cluster: Any
+) -> None:
+    bench = Sums(TASKS)
+    general = GeneralEvaluator(
+        "e", bench, 2, FileEvaluatorStorage(tmp_path / "g"), n_workers=4, progress=False
+    )
+    await general.run(solution_with_pid)
+    ray_eval = RayEvaluator(
+        "e", bench, 2, FileEvaluatorStorage(tmp_path / "r"), n_workers=4, progress=False
+    )
+    with anyio.fail_after(120):
+        await ray_eval.run(solution_with_pid)
+
+    assert _read(tmp_path / "r") == _read(tmp_path / "g")
+    pids = _pids(tmp_path / "r")
+    assert len(pids) == 2 and os.getpid() not in pids  # two actors (two CPUs), not this process
+    stats = json.loads((tmp_path / "r" / "t3" / "1" / "stats.json").read_text("utf-8"))
+    assert stats["llm"] == {"scripted-model": 1} and stats["tool"] == {"add": 1}
+
+
+async def test_ray_records_a_failure_goes_on_and_the_next_run_resumes(
+    tmp_path: Path, ray_cluster: Any
+) -> None:
+    storage = FileEvaluatorStorage(tmp_path)
+    evaluator = RayEvaluator("e", Sums(TASKS[:4]), 1, storage, n_workers=2, progress=False)
+    with anyio.fail_after(120):
+        await evaluator.run(failing_on_t2)
+    error = json.loads((tmp_path / "t2" / "0" / "error.json").read_text("utf-8"))
+    assert (error["type"], error["message"]) == ("ValueError", "t2 is broken")
+    assert len(list(tmp_path.rglob("solution.json"))) == 3
+
+    before = {p: p.stat().st_mtime_ns for p in tmp_path.rglob("solution.json")}
+    with anyio.fail_after(120):
+        await evaluator.run(solution_with_pid)
+    assert not (tmp_path / "t2" / "0" / "error.json").exists()
+    assert all(p.stat().st_mtime_ns == t for p, t in before.items())  # finished pairs untouched
+    assert len(list(tmp_path.rglob("solution.json"))) == 4
+
+
+async def test_cancelling_a_ray_run_stops_it_and_the_next_run_does_the_rest(
+    tmp_path: Path, ray_cluster: Any
+) -> None:
+    storage = FileEvaluatorStorage(tmp_path)
+    evaluator = RayEvaluator("e", Sums(TASKS[:4]), 1, storage, n_workers=2, progress=False)
+
+    async def cancel_when_three_are_stored(scope: anyio.CancelScope) -> None:
+        while len(list(tmp_path.rglob("solution.json"))) < 3:
+            await anyio.sleep(0.05)
+        scope.cancel()
+
+    with anyio.fail_after(120):  # a Ray task that ignored cancellation would hang here
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(cancel_when_three_are_stored, tg.cancel_scope)
+            await evaluator.run(hanging_on_t3)
+    done = {p.parent.parent.name for p in tmp_path.rglob("solution.json")}
+    assert done == {"t1", "t2", "t4"}
+    assert not list(tmp_path.rglob("error.json"))
+
+    with anyio.fail_after(120):
+        await evaluator.run(solution_with_pid)
+    pids = {
+        json.loads(p.read_text("utf-8"))["meta"].get("pid") for p in tmp_path.rglob("solution.json")
+    }
+    assert len(pids - {None}) == 1  # only t3 ran again (the others have no pid in meta)
