@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import shutil
 
 import nox
 
@@ -18,13 +19,28 @@ ROOT = pathlib.Path(__file__).parent
 # llama-cpp-python compiles from source where no wheel fits; use both cores for it.
 BUILD_ENV = {"CMAKE_BUILD_PARALLEL_LEVEL": str(os.cpu_count() or 2)}
 EXAMPLE_TIMEOUT_S = 600
+CHROMIUM = "/usr/bin/chromium"
 
 
 @nox.session
 def tests(session: nox.Session) -> None:
     """Run the test suite on both anyio backends (asyncio and trio), local model included."""
+    _install_chromium(session)
+    # playwright drives Debian's Chromium; it must never download a browser of its own.
+    session.env["PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD"] = "1"
     session.install("-e", ".[dev,local]", env=BUILD_ENV)
     session.run("pytest", *session.posargs)
+
+
+def _install_chromium(session: nox.Session) -> None:
+    """The studio's browser tests run Debian's Chromium: install it when it is missing and we
+    may (root on a Debian-like machine, as in CI)."""
+    if pathlib.Path(CHROMIUM).exists() or not hasattr(os, "geteuid") or os.geteuid() != 0:
+        return
+    if shutil.which("apt-get") is None:
+        return
+    session.run("apt-get", "update", external=True)
+    session.run("apt-get", "install", "-y", "--no-install-recommends", "chromium", external=True)
 
 
 @nox.session
