@@ -13,7 +13,24 @@ Needs the ``studio`` extra (``pip install agentscope-rt[studio]``).
 """
 
 from ._page_input import PageUserInput
+from ._remote import (
+    StudioLink,
+    StudioUserInput,
+    as_studio_forward_message_pre_print_hook,
+    connect_studio,
+    disconnect_studio,
+)
 from ._server import Studio, serve
 from ._spans import StudioSpanProcessor
 
-__all__ = ["PageUserInput", "Studio", "StudioSpanProcessor", "serve"]
+__all__ = [
+    "PageUserInput",
+    "Studio",
+    "StudioLink",
+    "StudioSpanProcessor",
+    "StudioUserInput",
+    "as_studio_forward_message_pre_print_hook",
+    "connect_studio",
+    "disconnect_studio",
+    "serve",
+]
