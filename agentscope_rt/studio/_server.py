@@ -29,7 +29,7 @@ from ..agent import AgentBase
 from ._observe import AgentObserver
 from ._page_input import PageUserInput
 from ._spans import StudioSpanProcessor
-from ._state import EventBus, StudioState
+from ._state import PAGE_BUFFER, EventBus, StudioState
 
 __all__ = ["Studio", "serve"]
 
@@ -231,7 +231,11 @@ def _enable_tracing(studio: Studio) -> Callable[[], None] | None:
 
 @contextlib.asynccontextmanager
 async def serve(
-    host: str = "127.0.0.1", port: int = 0, *, token: str | None = None
+    host: str = "127.0.0.1",
+    port: int = 0,
+    *,
+    token: str | None = None,
+    page_buffer: int = PAGE_BUFFER,
 ) -> AsyncIterator[Studio]:
     """Serve the studio page while the block runs: ``async with serve() as studio:``.
 
@@ -244,14 +248,18 @@ async def serve(
         whoever has the token).
     :param port: the TCP port; 0 picks a free one (read it from ``studio.port``).
     :param token: the token the URL carries (a random one by default).
+    :param page_buffer: events held for one page that is slow to read; beyond it the page's
+        events are dropped (counted) and it is sent a fresh snapshot when it reads again.
     :raises OSError: when the address cannot be bound.
-    :raises ValueError: for an empty token.
+    :raises ValueError: for an empty token or a page buffer below 1.
     """
     if token is not None and not token:
         raise ValueError("the studio token must not be empty")
+    if isinstance(page_buffer, bool) or not isinstance(page_buffer, int) or page_buffer < 1:
+        raise ValueError(f"page_buffer must be a positive int, not {page_buffer!r}")
     sock = _listening_socket(host, port)
     bound_port = int(sock.getsockname()[1])
-    bus = EventBus(StudioState())
+    bus = EventBus(StudioState(), page_buffer)
     studio = Studio(host, bound_port, token or secrets.token_urlsafe(16), bus)
     config = Config()
     config.bind = [f"fd://{sock.detach()}"]

@@ -104,11 +104,13 @@ class EventBus:
     thread (a span ended in a worker thread); it never waits for a page.
     """
 
-    def __init__(self, state: StudioState, page_buffer: int = PAGE_BUFFER) -> None:
+    def __init__(
+        self, state: StudioState, page_buffer: int = PAGE_BUFFER, intake_size: int = INTAKE_SIZE
+    ) -> None:
         self.state = state
         self._send, self._receive = anyio.create_memory_object_stream[
             tuple[str, str, dict[str, Any]]
-        ](INTAKE_SIZE)
+        ](intake_size)
         self._feeds: set[PageFeed] = set()
         self._page_buffer = page_buffer
         self._thread = threading.get_ident()
