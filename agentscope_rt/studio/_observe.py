@@ -72,7 +72,9 @@ class AgentObserver:
 
     def agent_entity(self, agent: AgentBase, state: str | None = None) -> dict[str, Any]:
         """Publish *agent* (with *state*, or its last known state) and return its data."""
-        self.agents[agent.id] = agent
+        if agent.id not in self.agents:
+            self.agents[agent.id] = agent
+            self._forget_gone_agents()
         if state is None:
             state = self._states.get(agent.id) or ("replying" if agent.is_replying else "idle")
         self._states[agent.id] = state
@@ -88,6 +90,18 @@ class AgentObserver:
         }
         self.bus.publish("agent", agent.id, data)
         return data
+
+    def _forget_gone_agents(self) -> None:
+        # Per-agent bookkeeping is keyed by id: drop what belongs to agents that no longer
+        # exist, once it outgrows the page's own agent history (amortised over new agents).
+        if len(self._states) <= 2 * HISTORY_LIMITS["agent"]:
+            return
+        alive = set(self.agents.keys())
+        for table in (self._states, self._usage_seen, self._pending_input):
+            for agent_id in [k for k in table if k not in alive]:
+                del table[agent_id]
+        for key in [k for k in self._usage_totals if k.partition(":")[0] not in alive]:
+            del self._usage_totals[key]
 
     def set_input(self, agent: AgentBase, request: dict[str, Any] | None) -> None:
         """Show (or, with ``None``, clear) a pending request for *agent*'s user input."""

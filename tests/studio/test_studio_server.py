@@ -312,3 +312,16 @@ async def test_hub_observers_see_membership_changes_and_cannot_break_a_hub(
     assert "observer bug" in caplog.text
     with pytest.raises(TypeError, match="callable"):
         add_hub_observer("nope")  # type: ignore[arg-type]
+
+
+async def test_bookkeeping_of_agents_that_are_gone_is_bounded() -> None:
+    import gc
+
+    async with serve() as studio:
+        for n in range(2_500):
+            studio.watch(UserAgent(f"u{n}"))  # each one is garbage right after
+        gc.collect()
+        studio.watch(UserAgent("last"))
+        await settle(studio)
+        assert len(studio.observer._states) <= 2_001
+        assert len(studio.bus.state.entities["agent"]) == 1_000
