@@ -163,6 +163,19 @@ class AgentObserver:
     def post_acting(self, agent: AgentBase, tool_call: Any) -> None:
         self._finish_tool(_tool_key(agent, str(getattr(tool_call, "id", ""))), "done")
 
+    def reconcile(self) -> None:
+        """Show as ended the replies that ended without a hook seeing it (``post_reply`` does
+        not run when a reply raises or is interrupted)."""
+        for agent_id, state in list(self._states.items()):
+            if state != "replying":
+                continue
+            agent = self.agents.get(agent_id)
+            if agent is None or agent.is_replying:
+                continue
+            self._end_tools(agent, "interrupted")
+            ended = "interrupted" if agent.generate_reason == "interrupted" else "idle"
+            self.agent_entity(agent, ended)
+
     def interrupted(self, agent: AgentBase) -> None:
         """The page interrupted *agent*: it is shown as interrupted at once."""
         self._end_tools(agent, "interrupted")

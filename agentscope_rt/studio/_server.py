@@ -35,6 +35,9 @@ __all__ = ["Studio", "serve"]
 
 logger = logging.getLogger("agentscope_rt.studio")
 
+RECONCILE_SECONDS = 0.5
+"""How often agents shown as replying are checked against ``agent.is_replying``."""
+
 KEEPALIVE_SECONDS = 15.0
 """A comment line is sent on an idle event stream this often, so proxies keep it open."""
 
@@ -270,18 +273,37 @@ async def serve(
     serve_fn = _hypercorn_serve()
     studio.observer.start()
     disable_tracing = _enable_tracing(studio)
+    body_error: BaseException | None = None
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(bus.run)
             tg.start_soon(lambda: serve_fn(_app(studio), config, shutdown_trigger=stopped.wait))
+            tg.start_soon(_reconcile_until, studio, stopped)
             try:
                 yield studio
+            except BaseException as exc:
+                body_error = exc
+                raise
             finally:
                 studio.observer.stop()
                 studio.user_input.close()
                 bus.close()
                 stopped.set()
+    except BaseExceptionGroup as group:
+        # The block's own error comes out as itself, not wrapped by the server's task group.
+        if body_error is not None and list(group.exceptions) == [body_error]:
+            raise body_error from None
+        raise
     finally:
         if disable_tracing is not None:
             disable_tracing()
         studio.observer.stop()
+
+
+async def _reconcile_until(studio: Studio, stopped: anyio.Event) -> None:
+    """Every :data:`RECONCILE_SECONDS` until *stopped*, show as ended the replies no hook saw
+    end (a reply that raised, or an interrupted agent that printed nothing)."""
+    while not stopped.is_set():
+        with anyio.move_on_after(RECONCILE_SECONDS):
+            await stopped.wait()
+        studio.observer.reconcile()

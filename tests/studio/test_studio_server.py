@@ -325,3 +325,30 @@ async def test_bookkeeping_of_agents_that_are_gone_is_bounded() -> None:
         await settle(studio)
         assert len(studio.observer._states) <= 2_001
         assert len(studio.bus.state.entities["agent"]) == 1_000
+
+
+async def test_the_block_s_own_error_comes_out_unwrapped() -> None:
+    with pytest.raises(ZeroDivisionError):
+        async with serve():
+            1 / 0  # noqa: B018
+
+
+async def test_a_reply_that_raised_is_shown_as_ended() -> None:
+    class Failing(AgentBase):
+        name = "Flaky"
+
+        async def reply(self, *args: Any, **kwargs: Any) -> Msg:
+            raise RuntimeError("model down")
+
+        async def observe(self, msg: Msg | list[Msg] | None) -> None:
+            return None
+
+    flaky = Failing()
+    async with serve() as studio:
+        with pytest.raises(RuntimeError):
+            await flaky()
+        await settle(studio)
+        assert studio.bus.state.get("agent", flaky.id)["state"] == "replying"  # type: ignore[index]
+        with anyio.fail_after(30):
+            while studio.bus.state.get("agent", flaky.id)["state"] != "idle":  # type: ignore[index]  # noqa: ASYNC110
+                await anyio.sleep(0.05)
