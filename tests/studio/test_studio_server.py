@@ -352,3 +352,32 @@ async def test_a_reply_that_raised_is_shown_as_ended() -> None:
         with anyio.fail_after(30):
             while studio.bus.state.get("agent", flaky.id)["state"] != "idle":  # type: ignore[index]  # noqa: ASYNC110
                 await anyio.sleep(0.05)
+
+
+async def test_several_open_pages_each_get_every_event() -> None:
+    ada = talker("Ada", "Hello both.")
+    async with serve() as studio, httpx.AsyncClient(base_url=studio.base_url) as client:
+        params = {"token": studio.token}
+        async with (
+            client.stream("GET", "/events", params=params) as first,
+            client.stream("GET", "/events", params=params) as second,
+        ):
+            pages = [first.aiter_lines(), second.aiter_lines()]
+            for lines in pages:  # each page's snapshot
+                async for line in lines:
+                    if line.startswith("data: "):
+                        assert json.loads(line[6:])["type"] == "snapshot"
+                        break
+            said = await ada()
+            for lines in pages:
+                with anyio.fail_after(30):
+                    async for line in lines:
+                        if not line.startswith("data: "):
+                            continue
+                        event = json.loads(line[6:])
+                        if event.get("kind") == "msg" and event["data"]["last"]:
+                            assert event["key"] == said.id
+                            break
+        with anyio.fail_after(30):  # the server notices both pages closing
+            while studio.bus.pages:  # noqa: ASYNC110 (the server's tasks change it)
+                await anyio.sleep(0.01)
