@@ -24,6 +24,7 @@ import inspect
 import logging
 import os
 import threading
+import urllib.parse
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable
@@ -68,6 +69,15 @@ FLUSH_TIMEOUT: Final = 3.0
 HOOK_NAME: Final = "as_studio_forward_message_pre_print_hook"
 
 
+def _without_credentials(url: str) -> str:
+    parts = urllib.parse.urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
+
+
 class _Waiter:
     """A :class:`StudioUserInput` call waiting in the agent's loop for its answer."""
 
@@ -87,6 +97,8 @@ class StudioLink:
 
     def __init__(self, studio_url: str, run_id: str) -> None:
         self.studio_url = studio_url.rstrip("/")
+        self.shown_url = _without_credentials(self.studio_url)
+        """The URL as logs and errors show it (no user or password)."""
         self.run_id = run_id
         self.dropped = 0
         """Posts dropped because too many were waiting."""
@@ -108,7 +120,7 @@ class StudioLink:
         self._done = self._portal.start_task_soon(self._main)
 
     def __repr__(self) -> str:
-        return f"StudioLink({self.studio_url!r}, run_id={self.run_id!r})"
+        return f"StudioLink({self.shown_url!r}, run_id={self.run_id!r})"
 
     # -- called from the agents' side (any thread, any loop) ----------------------------
 
@@ -127,7 +139,7 @@ class StudioLink:
                     logger.warning(
                         "AgentScope Studio at %s is not keeping up: messages are dropped "
                         "(the agents carry on)",
-                        self.studio_url,
+                        self.shown_url,
                     )
                 return
             self._pending[key] = (path, payload)
@@ -143,7 +155,7 @@ class StudioLink:
         :raises AgentError: when Studio cannot be reached after the retries.
         """
         if self._closed:
-            raise AgentError(f"the link to AgentScope Studio at {self.studio_url} is closed")
+            raise AgentError(f"the link to AgentScope Studio at {self.shown_url} is closed")
         waiter = _Waiter()
         request_id = payload["requestId"]
         self._waiters[request_id] = waiter
@@ -154,7 +166,7 @@ class StudioLink:
             self._waiters.pop(request_id, None)
         if waiter.answer is None:
             raise AgentError(
-                f"Failed to get user input from AgentScope Studio at {self.studio_url}: "
+                f"Failed to get user input from AgentScope Studio at {self.shown_url}: "
                 f"{waiter.error or 'no answer'}"
             )
         return waiter.answer
@@ -196,7 +208,7 @@ class StudioLink:
         if self._pending:
             logger.warning(
                 "AgentScope Studio at %s: %d queued messages were not sent before disconnecting",
-                self.studio_url,
+                self.shown_url,
                 len(self._pending),
             )
 
@@ -228,21 +240,28 @@ class StudioLink:
                 continue
             if self._warned:
                 self._warned = False
-                logger.info("AgentScope Studio at %s answers again", self.studio_url)
+                logger.info("AgentScope Studio at %s answers again", self.shown_url)
             return
         self.failed += 1
+        reason = self._describe(error)
         if not self._warned:
             self._warned = True
             logger.warning(
                 "Failed to send %s to AgentScope Studio at %s after %d retries: %s. The agents "
                 "carry on without Studio.",
                 path,
-                self.studio_url,
+                self.shown_url,
                 RETRIES,
-                error,
+                reason,
             )
         if path == "/trpc/requestUserInput":
-            await self._answer(body["requestId"], None, f"{type(error).__name__}: {error}")
+            await self._answer(body["requestId"], None, reason)
+
+    def _describe(self, error: Exception | None) -> str:
+        """*error* for a log or an exception, without the URL's credentials."""
+        if isinstance(error, httpx.HTTPStatusError):
+            return f"HTTP {error.response.status_code}"
+        return f"{type(error).__name__}: {error}".replace(self.studio_url, self.shown_url)
 
     async def _listen_forever(self) -> None:
         delay = 1.0
@@ -256,7 +275,7 @@ class StudioLink:
                     self._on_connect,
                 )
             except Exception as exc:
-                logger.info("AgentScope Studio's socket at %s: %s", self.studio_url, exc)
+                logger.info("AgentScope Studio's socket at %s: %s", self.shown_url, exc)
             self.connected = False
             await anyio.sleep(delay)
             delay = min(delay * 2, 5.0)
@@ -264,7 +283,7 @@ class StudioLink:
     def _on_connect(self) -> None:
         self.connected = True
         logger.info(
-            'Connected to AgentScope Studio at "%s" with run "%s"', self.studio_url, self.run_id
+            'Connected to AgentScope Studio at "%s" with run "%s"', self.shown_url, self.run_id
         )
 
     async def _on_event(self, name: str, args: list[Any]) -> None:

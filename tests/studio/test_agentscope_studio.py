@@ -192,3 +192,21 @@ async def test_connecting_twice_keeps_one_hook_and_disconnecting_restores_the_te
     assert isinstance(UserAgent._input_method, TerminalUserInput)
     with pytest.raises(ValueError, match="http"):
         connect_studio("localhost:3000", project="p", name="n", run_id="r")
+
+
+async def test_credentials_in_the_studio_url_stay_out_of_logs_and_errors(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    url = f"http://admin:hunter2@127.0.0.1:{free_port()}"
+    caplog.set_level(logging.INFO, logger="agentscope_rt.studio")
+    try:
+        connect_studio(url, project="proj", name="n", run_id="run-7")
+        with anyio.fail_after(60), pytest.raises(AgentError) as raised:
+            await UserAgent("Dana")()
+        await until(lambda: "Failed to send" in caplog.text)
+        assert "hunter2" not in str(raised.value)
+        assert "hunter2" not in repr(_link(url, "run-7"))
+    finally:
+        disconnect_studio(timeout=0.1)
+    assert "hunter2" not in caplog.text
+    assert "127.0.0.1" in caplog.text
