@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import shutil
 
 import nox
 
@@ -18,21 +19,36 @@ ROOT = pathlib.Path(__file__).parent
 # llama-cpp-python compiles from source where no wheel fits; use both cores for it.
 BUILD_ENV = {"CMAKE_BUILD_PARALLEL_LEVEL": str(os.cpu_count() or 2)}
 EXAMPLE_TIMEOUT_S = 600
+CHROMIUM = "/usr/bin/chromium"
 
 
 @nox.session
 def tests(session: nox.Session) -> None:
     """Run the test suite on both anyio backends (asyncio and trio), local model included."""
+    _install_chromium(session)
+    # playwright drives Debian's Chromium; it must never download a browser of its own.
+    session.env["PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD"] = "1"
     session.install("-e", ".[dev,local]", env=BUILD_ENV)
     session.run("pytest", *session.posargs)
+
+
+def _install_chromium(session: nox.Session) -> None:
+    """The studio's browser tests run Debian's Chromium: install it when it is missing and we
+    may (root on a Debian-like machine, as in CI)."""
+    if pathlib.Path(CHROMIUM).exists() or not hasattr(os, "geteuid") or os.geteuid() != 0:
+        return
+    if shutil.which("apt-get") is None:
+        return
+    session.run("apt-get", "update", external=True)
+    session.run("apt-get", "install", "-y", "--no-install-recommends", "chromium", external=True)
 
 
 @nox.session
 def examples(session: nox.Session) -> None:
     """Run every script in examples/ (offline: the local model stands in for API models)."""
     # The examples also show the optional stores and readers (RAG, SQL and Redis memories) and
-    # A2A, the evaluators (statistics, Ray).
-    session.install("-e", ".[local,rag,sql,redis,a2a,evaluate,ray]", env=BUILD_ENV)
+    # A2A, the evaluators (statistics, Ray), the studio.
+    session.install("-e", ".[local,rag,sql,redis,a2a,evaluate,ray,studio]", env=BUILD_ENV)
     scripts = sorted(p for p in (ROOT / "examples").glob("*.py") if not p.name.startswith("_"))
     if session.posargs:
         scripts = [p for p in scripts if any(arg in p.name for arg in session.posargs)]

@@ -79,7 +79,7 @@ def test_an_unknown_attribute_of_the_package_is_an_attribute_error() -> None:
         agentscope_rt.agents  # noqa: B018
 
 
-_FRAMEWORK = ("pipeline", "mcp", "plan", "rag", "session", "a2a", "evaluate")
+_FRAMEWORK = ("pipeline", "mcp", "plan", "rag", "session", "a2a", "evaluate", "studio")
 _CORE = ("agent", "model", "formatter", "tool", "memory", "token", "embedding")
 
 
@@ -136,6 +136,8 @@ _PRIVATE_IMPORTS_ALLOWED = {
     # Local media files are the formatters' (the allow_local_files grants live there).
     ("agentscope_rt.embedding._dashscope_multimodal_embedding", "agentscope_rt.formatter._media"),
     ("agentscope_rt.tool._multi_modality._common", "agentscope_rt.formatter._local_files"),
+    # The AgentScope Studio client speaks Socket.IO over the tools' WebSocket client.
+    ("agentscope_rt.studio._socketio", "agentscope_rt.tool._multi_modality._websocket"),
 }
 
 # Cycles between units at import time that remain: message <-> _serde (being untangled).

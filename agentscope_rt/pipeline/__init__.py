@@ -8,15 +8,25 @@ delivery tasks in a task group the hub owns. :func:`sequential_pipeline` chains 
 
 from ._class import FanoutPipeline, SequentialPipeline
 from ._functional import fanout_pipeline, sequential_pipeline, stream_printing_messages
-from ._msghub import DEFAULT_INBOX_SIZE, SLOW_OBSERVE_SECONDS, MsgHub
+from ._msghub import (
+    DEFAULT_INBOX_SIZE,
+    SLOW_OBSERVE_SECONDS,
+    HubObserver,
+    MsgHub,
+    add_hub_observer,
+    remove_hub_observer,
+)
 
 __all__ = [
     "DEFAULT_INBOX_SIZE",
     "SLOW_OBSERVE_SECONDS",
     "FanoutPipeline",
+    "HubObserver",
     "MsgHub",
     "SequentialPipeline",
+    "add_hub_observer",
     "fanout_pipeline",
+    "remove_hub_observer",
     "sequential_pipeline",
     "stream_printing_messages",
 ]

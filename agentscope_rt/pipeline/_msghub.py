@@ -65,7 +65,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Coroutine, Iterable, Iterator, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final
 
@@ -91,7 +91,14 @@ from ._waits import ROOM, LockWatcher, Wait, wait_for_ticket
 if TYPE_CHECKING:
     from ..agent import AgentBase
 
-__all__ = ["DEFAULT_INBOX_SIZE", "SLOW_OBSERVE_SECONDS", "MsgHub"]
+__all__ = [
+    "DEFAULT_INBOX_SIZE",
+    "SLOW_OBSERVE_SECONDS",
+    "HubObserver",
+    "MsgHub",
+    "add_hub_observer",
+    "remove_hub_observer",
+]
 
 logger = logging.getLogger("agentscope_rt.pipeline")
 
@@ -114,6 +121,46 @@ _NEW, _OPEN, _CLOSED = 0, 1, 2
 _CACHED_TARGETS_MAX: Final = 64
 
 set_lock_wait_watcher(LockWatcher())
+
+HubObserver = Callable[["MsgHub", str], None]
+"""``observer(hub, event)``, called after *hub*'s membership changed: *event* is ``"enter"``,
+``"add"``, ``"delete"`` or ``"exit"``; ``hub.participants`` is the membership after it."""
+
+# Observers of membership changes (a studio page); empty unless one is added, so a hub pays a
+# tuple test per membership change and nothing per message.
+_hub_observers: tuple[HubObserver, ...] = ()
+
+
+def add_hub_observer(observer: HubObserver) -> None:
+    """Call ``observer(hub, event)`` after every membership change of every hub: entering
+    (``"enter"``), :meth:`MsgHub.add` (``"add"``), :meth:`MsgHub.delete` (``"delete"``) and
+    exiting (``"exit"``, with no participants left). Adding an observer twice has no effect.
+
+    The observer runs synchronously in the task that changed the membership; it must be quick
+    and must not raise (an exception it raises is logged and ignored). Delivery of messages is
+    not observed here (print hooks see what agents say).
+
+    :raises TypeError: when *observer* is not callable.
+    """
+    global _hub_observers
+    if not callable(observer):
+        raise TypeError(f"a hub observer must be callable, not {type(observer).__name__}")
+    if observer not in _hub_observers:
+        _hub_observers = (*_hub_observers, observer)
+
+
+def remove_hub_observer(observer: HubObserver) -> None:
+    """Stop calling *observer* (a no-op when it was not added)."""
+    global _hub_observers
+    _hub_observers = tuple(o for o in _hub_observers if o is not observer)
+
+
+def _notify(hub: MsgHub, event: str) -> None:
+    for observer in _hub_observers:
+        try:
+            observer(hub, event)
+        except Exception:
+            logger.exception("MsgHub %r: a hub observer raised on %r", hub.name, event)
 
 
 class _HubLink:
@@ -259,6 +306,8 @@ class MsgHub:
             self._members.append(agent)
             if self._state == _OPEN:
                 self._join(agent)
+        if _hub_observers:
+            _notify(self, "add")
 
     def delete(self, participant: Sequence[AgentBase] | AgentBase) -> None:
         """Remove agent(s) from the hub.
@@ -290,6 +339,8 @@ class MsgHub:
                     if member_sub is sub:
                         del self._member_subs[index]
                         break
+        if _hub_observers:
+            _notify(self, "delete")
 
     async def broadcast(self, msg: list[Msg] | Msg) -> None:
         """Deliver *msg* to every participant (a list is observed as one item, as in
@@ -341,6 +392,8 @@ class MsgHub:
         # Entered last so that it is the innermost scope: an observer error cancels it.
         self._body_scope = anyio.CancelScope()
         self._body_scope.__enter__()
+        if _hub_observers:
+            _notify(self, "enter")
         return self
 
     async def __aexit__(
@@ -750,6 +803,8 @@ class MsgHub:
         self._members.clear()
         self._member_subs.clear()
         self._targets_cache.clear()
+        if _hub_observers:
+            _notify(self, "exit")
         interrupted: BaseException | None = None
         if self._enqueuing and not stopping:
             # Publishers that started before the exit finish putting their message in the

@@ -1,0 +1,36 @@
+"""A live studio page served by the runtime, and AgentScope Studio compatibility.
+
+* :func:`serve` serves a page (Starlette on hypercorn, in the application's own event loop,
+  asyncio or trio) that shows agents and their state, every message and printed chunk as it
+  streams, hub membership, tool calls, token usage and span trees, and lets a person answer a
+  :class:`~agentscope_rt.agent.UserAgent` (``studio.user_input``) and interrupt an agent.
+* :func:`connect_studio` talks to a running AgentScope Studio as AgentScope 1.x does
+  (``registerRun``, ``pushMessage``, ``requestUserInput`` and the Socket.IO ``/python``
+  namespace), from a background thread: a Studio that is down or slow costs the agents a
+  logged warning, nothing more.
+
+Needs the ``studio`` extra (``pip install agentscope-rt[studio]``).
+"""
+
+from ._page_input import PageUserInput
+from ._remote import (
+    StudioLink,
+    StudioUserInput,
+    as_studio_forward_message_pre_print_hook,
+    connect_studio,
+    disconnect_studio,
+)
+from ._server import Studio, serve
+from ._spans import StudioSpanProcessor
+
+__all__ = [
+    "PageUserInput",
+    "Studio",
+    "StudioLink",
+    "StudioSpanProcessor",
+    "StudioUserInput",
+    "as_studio_forward_message_pre_print_hook",
+    "connect_studio",
+    "disconnect_studio",
+    "serve",
+]

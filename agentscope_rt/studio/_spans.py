@@ -1,0 +1,99 @@
+"""The span trees on the studio page: an OpenTelemetry span processor that publishes spans.
+
+Each span is published when it starts (so a running reply shows its open spans) and again when
+it ends, with its latency and status. Only the GenAI attributes the page shows are kept
+(message contents are left out even when tracing records them).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from opentelemetry.context import Context
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+
+if TYPE_CHECKING:
+    from ._state import EventBus
+
+__all__ = ["StudioSpanProcessor"]
+
+_SHOWN_PREFIXES = ("gen_ai.", "agentscope.", "error.")
+_HIDDEN = ("gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.system_instructions")
+_MAX_VALUE = 500
+
+
+def _attributes(span: ReadableSpan) -> dict[str, Any]:
+    shown: dict[str, Any] = {}
+    for key, value in (span.attributes or {}).items():
+        if key.startswith(_SHOWN_PREFIXES) and key not in _HIDDEN:
+            if isinstance(value, str) and len(value) > _MAX_VALUE:
+                value = value[:_MAX_VALUE] + "..."
+            shown[key] = value if isinstance(value, str | int | float | bool) else repr(value)
+    return shown
+
+
+def span_entity(span: ReadableSpan) -> dict[str, Any]:
+    """The page's data for *span* (running when it has no end time)."""
+    context = span.get_span_context()
+    span_id = format(context.span_id, "016x") if context else ""
+    parent = span.parent
+    start_ns = span.start_time or time.time_ns()
+    end_ns = span.end_time
+    attributes = _attributes(span)
+    return {
+        "key": span_id,
+        "span_id": span_id,
+        "trace_id": format(context.trace_id, "032x") if context else "",
+        "parent_id": format(parent.span_id, "016x") if parent else None,
+        "name": span.name,
+        "start": start_ns / 1e9,
+        "duration_ms": None if end_ns is None else round((end_ns - start_ns) / 1e6, 3),
+        "status": span.status.status_code.name,
+        "status_description": span.status.description,
+        "agent_id": attributes.get("gen_ai.agent.id"),
+        "attributes": attributes,
+    }
+
+
+class StudioSpanProcessor(SpanProcessor):
+    """Publishes every span that starts and ends to the studio page.
+
+    Hand it to a tracer provider (``provider.add_span_processor(studio.span_processor)``);
+    :func:`serve` gives it to the runtime's tracing when the package has tracing. Spans ended
+    in another thread (a sync tool's) are handed to the event loop without waiting for a page.
+
+    :param on_reply_end: called as ``on_reply_end(agent_id, interrupted)`` when an agent
+        reply span (``invoke_agent ...``) ends, in the thread that ended it.
+    """
+
+    def __init__(
+        self,
+        bus: EventBus,
+        on_reply_end: Callable[[str, bool], None] | None = None,
+    ) -> None:
+        self._bus = bus
+        self._on_reply_end = on_reply_end
+        self._stopped = False
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        if not self._stopped:
+            data = span_entity(span)
+            self._bus.publish("span", data["key"], data)
+
+    def on_end(self, span: ReadableSpan) -> None:
+        if self._stopped:
+            return
+        data = span_entity(span)
+        self._bus.publish("span", data["key"], data)
+        agent_id = data["agent_id"]
+        if self._on_reply_end is not None and agent_id and span.name.startswith("invoke_agent"):
+            text = f"{data['status_description'] or ''} {data['attributes']}".lower()
+            self._on_reply_end(str(agent_id), "interrupt" in text)
+
+    def shutdown(self) -> None:
+        self._stopped = True
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True

@@ -1,0 +1,383 @@
+"""The studio server without a browser: the token, the event feed, drops instead of waiting,
+answers and interrupts through the routes, span trees from the OpenTelemetry SDK, and the hub
+membership observer it is fed by."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+import anyio
+import anyio.lowlevel
+import anyio.to_thread
+import httpx
+import pytest
+from opentelemetry.sdk.trace import TracerProvider
+
+from agentscope_rt.agent import AgentBase, ReActAgent, UserAgent
+from agentscope_rt.agent._hooks import HOOK_COUNTS
+from agentscope_rt.exception import AgentError
+from agentscope_rt.formatter import OpenAIChatFormatter
+from agentscope_rt.message import Msg
+from agentscope_rt.model import ScriptedChatModel
+from agentscope_rt.pipeline import MsgHub, add_hub_observer, remove_hub_observer
+from agentscope_rt.studio import Studio, serve
+from agentscope_rt.studio._state import EventBus, StudioState
+
+VOTE = {
+    "type": "object",
+    "properties": {"vote": {"type": "string", "enum": ["for", "against"]}},
+    "required": ["vote"],
+}
+
+
+def talker(name: str, text: str, replies: int = 1) -> ReActAgent:
+    return ReActAgent(
+        name=name,
+        sys_prompt="Talk.",
+        model=ScriptedChatModel([text] * replies, stream=True),
+        formatter=OpenAIChatFormatter(),
+    )
+
+
+async def settle(studio: Studio) -> None:
+    """Let the fan-out task apply what was published (it runs in this loop)."""
+    for _ in range(20):
+        await anyio.lowlevel.checkpoint()
+
+
+async def test_no_token_no_data_and_the_token_stays_out_of_the_repr() -> None:
+    async with serve() as studio, httpx.AsyncClient(base_url=studio.base_url) as client:
+        for path in ("/", "/events", "/api/state"):
+            assert (await client.get(path)).status_code == 403
+            assert (await client.get(path, params={"token": "nope"})).status_code == 403
+        post = await client.post("/api/interrupt", json={"agent_id": "x"})
+        assert post.status_code == 403
+        page = await client.get("/", params={"token": studio.token})
+        assert page.status_code == 200 and "EventSource" in page.text
+        state = await client.get("/api/state", headers={"X-Studio-Token": studio.token})
+        assert state.status_code == 200
+        assert studio.token in studio.url and studio.url.startswith("http://127.0.0.1:")
+        assert studio.token not in repr(studio)
+
+
+async def test_a_page_gets_a_snapshot_then_every_chunk_and_membership_change() -> None:
+    ada = talker("Ada", "Bicycles win on short trips.")
+    brook = talker("Brook", "Cars matter.")
+    received: list[dict[str, Any]] = []
+    async with serve() as studio, httpx.AsyncClient(base_url=studio.base_url) as client:
+        studio.watch(ada)
+        await settle(studio)
+        async with client.stream("GET", "/events", params={"token": studio.token}) as stream:
+            lines = stream.aiter_lines()
+
+            async def next_event() -> dict[str, Any]:
+                async for line in lines:
+                    if line.startswith("data: "):
+                        return dict(json.loads(line[6:]))
+                raise AssertionError("the stream ended")
+
+            snapshot = await next_event()
+            assert snapshot["type"] == "snapshot"
+            assert [a["name"] for a in snapshot["entities"]["agent"]] == ["Ada"]
+            async with MsgHub([ada], name="debate") as hub:
+                hub.add(brook)
+                said = await ada()
+                hub.delete(brook)
+            with anyio.fail_after(30):
+                while not any(
+                    e.get("kind") == "hub" and e["data"]["event"] == "exit" for e in received
+                ):
+                    received.append(await next_event())
+    chunks = [e["data"] for e in received if e["kind"] == "msg" and e["key"] == said.id]
+    assert len(chunks) > 1, "a streamed reply arrives chunk by chunk"
+    assert [c["last"] for c in chunks][-1] is True and not chunks[0]["last"]
+    assert chunks[-1]["content"] == [{"type": "text", "text": "Bicycles win on short trips."}]
+    assert chunks[-1]["reply_id"] == said.invocation_id
+    hubs = [
+        (e["data"]["event"], [m["name"] for m in e["data"]["members"]])
+        for e in received
+        if e["kind"] == "hub"
+    ]
+    assert hubs == [
+        ("enter", ["Ada"]),
+        ("add", ["Ada", "Brook"]),
+        ("delete", ["Ada"]),
+        ("exit", []),
+    ]
+    states = [e["data"]["state"] for e in received if e["kind"] == "agent" and e["key"] == ada.id]
+    assert "replying" in states and states[-1] == "idle"
+
+
+async def test_a_page_that_does_not_read_loses_events_not_time_and_then_gets_a_snapshot() -> None:
+    bus = EventBus(StudioState(), page_buffer=5, intake_size=50)
+    feed = bus.feed()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(bus.run)
+        first = json.loads(await feed.__anext__())
+        assert first["type"] == "snapshot"
+        for round_ in range(4):
+            for n in range(40):  # never waits: publish is send_nowait
+                bus.publish("msg", f"m{round_}-{n}", {"key": f"m{round_}-{n}", "n": n})
+            await anyio.sleep(0.01)
+        assert bus.page_dropped > 0
+        assert bus.dropped == 0
+        again = json.loads(await feed.__anext__())
+        assert again["type"] == "snapshot"
+        assert len(again["entities"]["msg"]) == 160
+        assert again["entities"]["stats"][0]["pages"] == bus.page_dropped
+        # Observers faster than the fan-out: the intake drops and counts too.
+        for n in range(200):
+            bus.publish("msg", f"burst-{n}", {"key": f"burst-{n}"})
+        # 50 fit the intake (one more may go straight to the waiting fan-out task).
+        assert bus.dropped in (149, 150)
+        bus.close()
+    await feed.aclose()
+
+
+async def test_the_person_answers_a_user_agent_and_bad_fields_are_refused() -> None:
+    dana = UserAgent("Dana")
+    answers: list[Msg] = []
+    async with serve() as studio, httpx.AsyncClient(base_url=studio.base_url) as client:
+        dana.override_instance_input_method(studio.user_input)
+        params = {"token": studio.token}
+
+        async def ask() -> None:
+            answers.append(await dana(structured_model=VOTE))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(ask)
+            with anyio.fail_after(30):
+                while not studio.user_input.requests:  # noqa: ASYNC110 (no event to await)
+                    await anyio.sleep(0.01)
+            [request_id] = studio.user_input.requests
+            await settle(studio)
+            agent_data = studio.bus.state.get("agent", dana.id)
+            assert agent_data is not None
+            assert agent_data["input"] == {"request_id": request_id, "schema": VOTE}
+            bad = await client.post(
+                "/api/input",
+                params=params,
+                json={"request_id": request_id, "text": "hm", "structured": {"vote": "maybe"}},
+            )
+            assert bad.status_code == 422 and "vote" in bad.json()["error"]
+            missing = await client.post(
+                "/api/input", params=params, json={"request_id": "nope", "text": "x"}
+            )
+            assert missing.status_code == 404
+            assert (await client.post("/api/input", params=params, json=[1])).status_code == 400
+            assert not answers
+            good = await client.post(
+                "/api/input",
+                params=params,
+                json={"request_id": request_id, "text": "Yes.", "structured": {"vote": "for"}},
+            )
+            assert good.status_code == 200
+        await settle(studio)
+        assert studio.bus.state.get("agent", dana.id)["input"] is None  # type: ignore[index]
+    assert answers[0].content == "Yes." and answers[0].metadata == {"vote": "for"}
+
+
+async def test_the_interrupt_route_interrupts_the_replying_agent() -> None:
+    dana = UserAgent("Dana")
+    answers: list[Msg] = []
+    async with serve() as studio, httpx.AsyncClient(base_url=studio.base_url) as client:
+        dana.override_instance_input_method(studio.user_input)
+        params = {"token": studio.token}
+
+        async def ask() -> None:
+            answers.append(await dana())
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(ask)
+            with anyio.fail_after(30):
+                while not studio.user_input.requests:  # noqa: ASYNC110 (no event to await)
+                    await anyio.sleep(0.01)
+            unknown = await client.post("/api/interrupt", params=params, json={"agent_id": "x"})
+            assert unknown.status_code == 404
+            bad = await client.post("/api/interrupt", params=params, json={})
+            assert bad.status_code == 400
+            ok = await client.post("/api/interrupt", params=params, json={"agent_id": dana.id})
+            assert ok.status_code == 200
+        await settle(studio)
+        assert studio.bus.state.get("agent", dana.id)["state"] == "interrupted"  # type: ignore[index]
+    assert answers[0].metadata == {"_is_interrupted": True}
+
+
+async def test_a_question_still_open_when_the_studio_closes_fails_clearly() -> None:
+    dana = UserAgent("Dana")
+    errors: list[BaseException] = []
+
+    async def ask() -> None:
+        try:
+            await dana()
+        except AgentError as exc:
+            errors.append(exc)
+
+    async with anyio.create_task_group() as tg, serve() as studio:
+        dana.override_instance_input_method(studio.user_input)
+        tg.start_soon(ask)
+        with anyio.fail_after(30):
+            while not studio.user_input.requests:  # noqa: ASYNC110 (no event to await)
+                await anyio.sleep(0.01)
+    assert "Dana" in str(errors[0])
+    with pytest.raises(AgentError, match="closed"):
+        await studio.user_input("id", "Dana")
+
+
+async def test_spans_make_a_tree_with_latencies_also_from_worker_threads() -> None:
+    ada = talker("Ada", "Hi.")
+    provider = TracerProvider()
+    tracer = provider.get_tracer("test")
+    async with serve() as studio:
+        provider.add_span_processor(studio.span_processor)
+        studio.watch(ada)
+        with tracer.start_as_current_span(
+            "invoke_agent Ada", attributes={"gen_ai.agent.id": ada.id, "gen_ai.agent.name": "Ada"}
+        ) as root:
+            with tracer.start_as_current_span("chat scripted"):
+                pass
+
+            def in_thread() -> None:
+                with tracer.start_as_current_span("execute_tool slow_tool"):
+                    pass
+
+            await anyio.to_thread.run_sync(in_thread)
+        await settle(studio)
+        spans = {s["name"]: s for s in studio.bus.state.entities["span"].values()}
+    provider.shutdown()
+    root_id = format(root.get_span_context().span_id, "016x")
+    assert spans["invoke_agent Ada"]["parent_id"] is None
+    assert spans["chat scripted"]["parent_id"] == root_id
+    assert spans["execute_tool slow_tool"]["parent_id"] == root_id
+    assert all(s["duration_ms"] is not None and s["duration_ms"] >= 0 for s in spans.values())
+    assert spans["invoke_agent Ada"]["agent_id"] == ada.id
+    assert spans["invoke_agent Ada"]["attributes"]["gen_ai.agent.name"] == "Ada"
+
+
+async def test_hooks_exist_only_while_a_studio_is_open() -> None:
+    before = HOOK_COUNTS[1]
+    async with serve():
+        async with serve():
+            assert HOOK_COUNTS[1] == before + 6
+        assert HOOK_COUNTS[1] == before + 6
+    assert HOOK_COUNTS[1] == before
+    assert "agentscope_rt_studio" not in AgentBase._own_class_hooks.get("pre_print", {})
+
+
+async def test_bad_arguments_are_refused() -> None:
+    with pytest.raises(ValueError, match="token"):
+        async with serve(token=""):
+            pass
+    with pytest.raises(ValueError, match="page_buffer"):
+        async with serve(page_buffer=0):
+            pass
+    async with serve() as studio:
+        with pytest.raises(TypeError, match="agents"):
+            studio.watch("Ada")  # type: ignore[arg-type]
+
+
+async def test_hub_observers_see_membership_changes_and_cannot_break_a_hub(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    seen: list[tuple[str, str, list[str]]] = []
+
+    def observer(hub: MsgHub, event: str) -> None:
+        seen.append((hub.name, event, [a.name for a in hub.participants]))  # type: ignore[attr-defined]
+
+    def broken(hub: MsgHub, event: str) -> None:
+        raise RuntimeError("observer bug")
+
+    ada, brook = talker("Ada", "a"), talker("Brook", "b")
+    add_hub_observer(observer)
+    add_hub_observer(observer)  # once only
+    add_hub_observer(broken)
+    try:
+        with caplog.at_level(logging.ERROR, logger="agentscope_rt.pipeline"):
+            async with MsgHub([ada], name="h") as hub:
+                hub.add(brook)
+                hub.delete(ada)
+    finally:
+        remove_hub_observer(observer)
+        remove_hub_observer(broken)
+    async with MsgHub([ada], name="after"):
+        pass
+    assert seen == [
+        ("h", "enter", ["Ada"]),
+        ("h", "add", ["Ada", "Brook"]),
+        ("h", "delete", ["Brook"]),
+        ("h", "exit", []),
+    ]
+    assert "observer bug" in caplog.text
+    with pytest.raises(TypeError, match="callable"):
+        add_hub_observer("nope")  # type: ignore[arg-type]
+
+
+async def test_bookkeeping_of_agents_that_are_gone_is_bounded() -> None:
+    import gc
+
+    async with serve() as studio:
+        for n in range(2_500):
+            studio.watch(UserAgent(f"u{n}"))  # each one is garbage right after
+        gc.collect()
+        studio.watch(UserAgent("last"))
+        await settle(studio)
+        assert len(studio.observer._states) <= 2_001
+        assert len(studio.bus.state.entities["agent"]) == 1_000
+
+
+async def test_the_block_s_own_error_comes_out_unwrapped() -> None:
+    with pytest.raises(ZeroDivisionError):
+        async with serve():
+            1 / 0  # noqa: B018
+
+
+async def test_a_reply_that_raised_is_shown_as_ended() -> None:
+    class Failing(AgentBase):
+        name = "Flaky"
+
+        async def reply(self, *args: Any, **kwargs: Any) -> Msg:
+            raise RuntimeError("model down")
+
+        async def observe(self, msg: Msg | list[Msg] | None) -> None:
+            return None
+
+    flaky = Failing()
+    async with serve() as studio:
+        with pytest.raises(RuntimeError):
+            await flaky()
+        await settle(studio)
+        assert studio.bus.state.get("agent", flaky.id)["state"] == "replying"  # type: ignore[index]
+        with anyio.fail_after(30):
+            while studio.bus.state.get("agent", flaky.id)["state"] != "idle":  # type: ignore[index]  # noqa: ASYNC110
+                await anyio.sleep(0.05)
+
+
+async def test_several_open_pages_each_get_every_event() -> None:
+    ada = talker("Ada", "Hello both.")
+    async with serve() as studio, httpx.AsyncClient(base_url=studio.base_url) as client:
+        params = {"token": studio.token}
+        async with (
+            client.stream("GET", "/events", params=params) as first,
+            client.stream("GET", "/events", params=params) as second,
+        ):
+            pages = [first.aiter_lines(), second.aiter_lines()]
+            for lines in pages:  # each page's snapshot
+                async for line in lines:
+                    if line.startswith("data: "):
+                        assert json.loads(line[6:])["type"] == "snapshot"
+                        break
+            said = await ada()
+            for lines in pages:
+                with anyio.fail_after(30):
+                    async for line in lines:
+                        if not line.startswith("data: "):
+                            continue
+                        event = json.loads(line[6:])
+                        if event.get("kind") == "msg" and event["data"]["last"]:
+                            assert event["key"] == said.id
+                            break
+        with anyio.fail_after(30):  # the server notices both pages closing
+            while studio.bus.pages:  # noqa: ASYNC110 (the server's tasks change it)
+                await anyio.sleep(0.01)
