@@ -1,10 +1,10 @@
 """A small WebSocket client on anyio, for providers that speak only WebSocket.
 
 The framing is done by ``wsproto`` (sans-IO, an optional dependency: this module is imported
-only where needed: the DashScope speech tool and the studio's Socket.IO client), the bytes travel over an anyio TCP (or TLS)
-stream, so the client runs on asyncio and trio alike. It covers what a request/response style
-protocol needs: connect with extra headers, send text, receive whole text or binary messages
-(fragments are joined, pings answered), and close.
+only where needed, by the DashScope speech tool and the studio's Socket.IO client), the bytes
+travel over an anyio TCP (or TLS) stream, so the client runs on asyncio and trio alike. It
+covers what a request/response style protocol needs: connect with extra headers, send text,
+receive whole text or binary messages (fragments are joined, pings answered), and close.
 
 Guarantees: :func:`connect` is an async context manager that always closes the TCP stream on
 exit — after a close handshake when the connection is still open, bounded by
