@@ -3,7 +3,7 @@
 The package is layered; each layer depends only on those below it:
 
 * foundation — :mod:`.message` (attrs Msg and blocks), :mod:`.module` (StateModule),
-  ``_serde`` (the shared cattrs converter, kept in :mod:`.message`), ``_json`` (the JSON-data
+  ``message.serde`` (the shared cattrs converter), ``_json`` (the JSON-data
   checks), :mod:`.exception`, :mod:`.types`;
 * core — :mod:`.agent`, :mod:`.model`, :mod:`.formatter`, :mod:`.tool`, :mod:`.memory`,
   :mod:`.token`;

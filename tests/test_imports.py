@@ -99,14 +99,14 @@ def test_layers_point_down(module: str) -> None:
 
 # --- The import graph, read from the source (nothing is imported) -----------------------------
 #
-# A "unit" is a sub-package (``model``, ``_provider``) or a top-level module (``_serde``).
+# A "unit" is a sub-package (``model``, ``_provider``) or a top-level module (``_json``).
 # Imports are read with ``ast``: those a module runs when it is imported (top level, including
 # inside ``if``/``try``, but not under ``if TYPE_CHECKING:`` and not inside functions) decide
 # layers and cycles; every import, wherever it stands, counts for the privacy rule.
 
 _PACKAGE_DIR = Path(__file__).resolve().parent.parent / "agentscope_rt"
 
-# docs/architecture.md, "Layers", from the bottom up. The top-level modules (``_serde``,
+# docs/architecture.md, "Layers", from the bottom up. The top-level modules (``_json``,
 # ``_backend``, ...) and ``_provider`` are foundation too.
 _FOUNDATION = ("message", "module", "exception", "types", "_provider")
 _LAYERS = {
@@ -116,29 +116,11 @@ _LAYERS = {
 }
 _LAYER_NAMES = ("foundation", "core", "framework")
 
-# Private cross-package imports that remain, each with why. Keys: (importing module, imported
-# module). Remove an entry when its import goes; the test fails on an entry that no longer
-# matches anything, so this list cannot outlive what it excuses.
-_PRIVATE_IMPORTS_ALLOWED = {
-    # _serde is where the other packages find the message package's converter (it lives with
-    # the classes it handles, in message/_convert.py).
-    ("agentscope_rt._serde", "agentscope_rt.message._convert"),
-    ("agentscope_rt.agent._durable", "agentscope_rt.message._msg"),
-    ("agentscope_rt.agent._react_agent", "agentscope_rt.message._msg"),
-    ("agentscope_rt.model._testing", "agentscope_rt.message._block"),
-    # The short-term memory checks its state with the module package's private validator.
-    ("agentscope_rt.memory._in_memory_memory", "agentscope_rt.module._state_module"),
-    # The hub drives the agents' hook and subscription internals.
-    ("agentscope_rt.pipeline._functional", "agentscope_rt.agent._agent_base"),
-    ("agentscope_rt.pipeline._msghub", "agentscope_rt.agent._subscription"),
-    # Sessions share the memories' Redis connection helpers.
-    ("agentscope_rt.session._redis_session", "agentscope_rt.memory._redis_memory"),
-    # Local media files are the formatters' (the allow_local_files grants live there).
-    ("agentscope_rt.embedding._dashscope_multimodal_embedding", "agentscope_rt.formatter._media"),
-    ("agentscope_rt.tool._multi_modality._common", "agentscope_rt.formatter._local_files"),
-}
+# Private cross-package imports that remain, each with why: none today. Keys: (importing
+# module, imported module). The test fails on an entry that no longer matches anything, so
+# this list cannot outlive what it excuses.
+_PRIVATE_IMPORTS_ALLOWED: set[tuple[str, str]] = set()
 
-# Cycles between units at import time that remain: message <-> _serde (being untangled).
 # No cycle between packages is allowed today; an entry would be a frozenset of unit names.
 _CYCLES_ALLOWED: set[frozenset[str]] = set()
 
@@ -225,9 +207,9 @@ def _targets(imp: _Import) -> list[str]:
     return [imp.target]
 
 
-def _private_cross_imports() -> list[tuple[_Import, str]]:
+def _private_cross_imports(imports: list[_Import] | None = None) -> list[tuple[_Import, str]]:
     offending = []
-    for imp in _all_imports():
+    for imp in _all_imports() if imports is None else imports:
         own = _unit(imp.importer)
         for target in _targets(imp):
             other = _unit(target)
@@ -365,8 +347,21 @@ def test_no_package_reaches_back_even_when_built_or_for_type_checking() -> None:
 
 def test_the_graph_reader_sees_a_private_import_and_a_cycle() -> None:
     # The checks above pass on an empty graph too: this one shows the reader finds what
-    # they look for (the allowed private imports are real, and a circle is found).
-    assert _private_cross_imports()
+    # they look for (a private module of another package, a private name imported from its
+    # package, and a circle), on made-up imports beside real ones.
+    real = _all_imports()
+    assert real
+    made_up = [
+        _Import(
+            "agentscope_rt.pipeline._msghub", "x.py", "agentscope_rt.agent._hooks", 1, True, ()
+        ),
+        _Import("agentscope_rt.session._x", "x.py", "agentscope_rt.memory", 1, True, ("_secret",)),
+        _Import("agentscope_rt.agent._x", "x.py", "agentscope_rt.agent._hooks", 1, True, ()),
+    ]
+    assert [target for _, target in _private_cross_imports(made_up)] == [
+        "agentscope_rt.agent._hooks",
+        "agentscope_rt.memory._secret",
+    ]
     assert sorted(_cycles(_unit_graph())) == [sorted(c) for c in _CYCLES_ALLOWED]
     edge = next(iter(_unit_graph()["agent"].values()))  # any real edge's record will do
     assert _cycles({"a": {"b": edge}, "b": {"a": edge}, "c": {"a": edge}}) == [["a", "b"]]

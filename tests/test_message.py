@@ -19,7 +19,6 @@ from agentscope_rt.message import (
     ToolUseBlock,
     URLSource,
 )
-from agentscope_rt.message._msg import owned_msg
 
 from .strategies import json_data, msgs
 
@@ -72,26 +71,6 @@ def test_defaults() -> None:
     assert len(msg.timestamp) == len("2025-01-01 00:00:00.000")
     assert msg.invocation_id is None
     assert msg.id and msg.id != Msg("a", "b", "system").id
-
-
-def test_owned_msg_matches_a_checked_msg_and_keeps_the_content_list() -> None:
-    blocks: list[Any] = [TextBlock(text="hi")]
-    owned = owned_msg("a", blocks, "assistant")
-    built = Msg("a", [TextBlock(text="hi")], "assistant")
-    assert owned.content is blocks  # taken as is: the caller built it for this message
-    assert (owned.name, owned.role, owned.content, owned.metadata, owned.invocation_id) == (
-        built.name,
-        built.role,
-        built.content,
-        built.metadata,
-        built.invocation_id,
-    )
-    assert len(owned.timestamp) == len(built.timestamp)
-    assert owned.id != built.id and len(owned.id) == len(built.id)
-    # Each message gets its own metadata dict.
-    owned.metadata["k"] = 1
-    assert owned_msg("a", "x", "user").metadata == {}
-    assert Msg.from_dict(owned.to_dict()) == owned
 
 
 def test_copy_of_empty_metadata_is_a_new_dict() -> None:

@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 from hypothesis import given
 
-from agentscope_rt._serde import converter, structure_block
 from agentscope_rt.exception import AgentScopeRTError, MessageFormatError
 from agentscope_rt.message import (
     AudioBlock,
@@ -23,6 +22,7 @@ from agentscope_rt.message import (
     URLSource,
     VideoBlock,
 )
+from agentscope_rt.message.serde import converter, structure_block
 
 from .strategies import content_blocks, msgs
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from agentscope_rt._serde import MAX_JSON_DEPTH, check_json, structure
 from agentscope_rt.exception import MessageFormatError, StateError
 from agentscope_rt.message import Msg
+from agentscope_rt.message.serde import MAX_JSON_DEPTH, check_json, structure
 from agentscope_rt.module import StateModule
 
 DEEP = 100_000

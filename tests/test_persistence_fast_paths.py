@@ -21,16 +21,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentscope_rt._serde import (
-    MAX_JSON_DEPTH,
-    check_json,
-    checked_msg_json,
-    converter,
-    fast_structure_msg,
-    structure,
-    unstructure_block,
-    unstructure_msg,
-)
 from agentscope_rt.exception import MessageFormatError, SessionError, StateError
 from agentscope_rt.memory import InMemoryMemory
 from agentscope_rt.message import (
@@ -42,6 +32,16 @@ from agentscope_rt.message import (
     ToolResultBlock,
     ToolUseBlock,
     URLSource,
+)
+from agentscope_rt.message.serde import (
+    MAX_JSON_DEPTH,
+    check_json,
+    checked_msg_json,
+    converter,
+    fast_structure_msg,
+    structure,
+    unstructure_block,
+    unstructure_msg,
 )
 from agentscope_rt.module import StateModule
 from agentscope_rt.session import JSONSession, SQLiteSession

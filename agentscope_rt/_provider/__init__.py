@@ -13,6 +13,8 @@ what is here, so none of them imports another's private module:
 * API keys and the secrets that never show in a repr, an error or a log
   (:func:`resolve_api_key`, :class:`Secrets`, :class:`SecretHeaders`,
   :func:`install_library_log_redaction`);
+* redis-py's synchronous client for the Redis memory and session (:func:`open_sync_redis`,
+  :func:`call_redis`: worker threads, the password kept out of errors);
 * the token counter interface (:class:`TokenCounterBase`) and the format of a Responses API
   reasoning item kept in a thinking block (:func:`reasoning_signature`,
   :func:`reasoning_input_item`).
@@ -30,6 +32,7 @@ from ._log_redaction import (
 )
 from ._loop_client import LoopClients, close_orphans
 from ._openai_reasoning import reasoning_input_item, reasoning_signature
+from ._redis import call_redis, open_sync_redis
 from ._retry import (
     CLOSE_TIMEOUT,
     RETRYABLE_STATUS,
@@ -66,6 +69,7 @@ __all__ = [
     "Secrets",
     "StreamErrorEvent",
     "TokenCounterBase",
+    "call_redis",
     "call_with_retry",
     "classify_error",
     "close_orphans",
@@ -76,6 +80,7 @@ __all__ = [
     "install_library_log_redaction",
     "library_log_filter",
     "loop_copy",
+    "open_sync_redis",
     "parse_answer",
     "parse_retry_after",
     "reasoning_input_item",

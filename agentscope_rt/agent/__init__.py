@@ -6,14 +6,14 @@ serialised calls, incremental printing and broadcasting to subscribers;
 brings a human into the conversation.
 """
 
-from ._agent_base import AgentBase
+from ._agent_base import AgentBase, PrintedChunk, Speech
 from ._checks import check_msg_input
 from ._compression import CompressionConfig, SummarySchema
 from ._console import DISABLE_CONSOLE_ENV
 from ._generate_reason import GenerateReason
 from ._react_agent import ReActAgent
 from ._react_agent_base import ReActAgentBase
-from ._subscription import HubLink
+from ._subscription import HubLink, LockWaitWatcher, set_lock_wait_watcher
 from ._user_agent import UserAgent
 from ._user_input import TerminalUserInput, UserInputBase, UserInputData
 
@@ -23,12 +23,16 @@ __all__ = [
     "CompressionConfig",
     "GenerateReason",
     "HubLink",
+    "LockWaitWatcher",
+    "PrintedChunk",
     "ReActAgent",
     "ReActAgentBase",
+    "Speech",
     "SummarySchema",
     "TerminalUserInput",
     "UserAgent",
     "UserInputBase",
     "UserInputData",
     "check_msg_input",
+    "set_lock_wait_watcher",
 ]

@@ -34,8 +34,8 @@ from anyio.streams.memory import MemoryObjectSendStream
 from .._backend import ReplyScope, reply_scope
 from .._ids import new_id
 from .._locks import FairLock
-from .._serde import structure_block
 from ..message import AudioBlock, Msg
+from ..message.serde import structure_block
 from ..module import StateModule
 from ._checks import INPUT_CHECKS, check_msg_input
 from ._console import ConsolePrinter, console_disabled_globally

@@ -11,7 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ..memory import MemoryBase
 from ..message import AudioBlock, Msg
+from ._compression import CompressionConfig as _CompressionConfig
 
 __all__ = ["INPUT_CHECKS", "InputCheck", "check_msg_input"]
 
@@ -100,3 +102,36 @@ INPUT_CHECKS: dict[str, InputCheck] = {
     "observe": InputCheck("{msg} is None or {msg}.__class__ is {Msg}", _check_observe_input),
     "print": InputCheck("{msg}.__class__ is {Msg} and {speech} is None", _check_print_input),
 }
+
+
+def _check_type(
+    what: str, value: Any, kind: type, *, optional: bool = False, shown: str | None = None
+) -> None:
+    if value is None and optional:
+        return
+    if not isinstance(value, kind):
+        raise TypeError(
+            f"ReActAgent {what} must be a {shown or kind.__name__}"
+            + (" or None" if optional else "")
+            + f", not {type(value).__name__}"
+        )
+
+
+def _check_memory_compresses(memory: Any, config: _CompressionConfig | None) -> None:
+    """Refuse, when the agent is built, a memory that compression could not mark.
+
+    :raises TypeError: if compression is on and *memory* keeps ``MemoryBase``'s
+        ``update_messages_mark``, which raises (AgentScope would fail at the first compression).
+    """
+    if config is None or not config.enable:
+        return
+    if getattr(type(memory), "update_messages_mark", None) is MemoryBase.update_messages_mark:
+        raise TypeError(
+            f"ReActAgent compression marks compressed messages with "
+            f"memory.update_messages_mark(), which {type(memory).__name__} does not implement: "
+            "implement it, or turn compression off"
+        )
+
+
+def _check_msg(msg: Any) -> None:
+    check_msg_input(msg, "ReActAgent.reply")

@@ -7,19 +7,29 @@ messages are summarised by a model into a structured summary; the messages are t
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
-from typing import Any
+from contextlib import aclosing
+from typing import TYPE_CHECKING, Any
 
 import attrs
 from pydantic import BaseModel, Field
 
 from .._schema import StructuredModel, is_structured_model
 from ..formatter import FormatterBase
+from ..memory import MemoryMark
 from ..message import Msg
-from ..model import ChatModelBase
+from ..model import ChatModelBase, ChatResponse
 from ..token import TokenCounterBase
 
-__all__ = ["CompressionConfig", "SummarySchema", "compression_cut"]
+if TYPE_CHECKING:
+    from ._react_agent import ReActAgent
+
+logger = logging.getLogger("agentscope_rt.agent")
+
+_COMPRESSED = MemoryMark.COMPRESSED.value
+
+__all__ = ["CompressionConfig", "SummarySchema", "compress_memory_if_needed", "compression_cut"]
 
 DEFAULT_COMPRESSION_PROMPT = (
     "<system-hint>You have been working on the task described above but have not yet "
@@ -199,3 +209,62 @@ def compression_cut(msgs: Sequence[Msg], keep_recent: int) -> int:
             elif kind == "tool_use":
                 open_results.discard(block.id)  # type: ignore[union-attr]
     return 0
+
+
+async def compress_memory_if_needed(agent: ReActAgent) -> None:
+    """Summarise the older uncompressed messages when they exceed the token threshold."""
+    config = agent.compression_config
+    if config is None or not config.enable:
+        return
+    uncompressed = await agent.memory.get_memory(exclude_mark=_COMPRESSED)
+    cut = compression_cut(uncompressed, config.keep_recent)
+    if cut == 0:
+        return
+    to_compress = uncompressed[:cut]
+    sys_msg = agent._system_msg()
+    prompt = await agent.formatter.format([sys_msg, *to_compress])
+    n_tokens = await config.agent_token_counter.count(prompt)
+    if n_tokens <= config.trigger_threshold:
+        return
+    logger.info(
+        "%s: compressing %d messages (%d tokens > threshold %d)",
+        agent.name,
+        len(to_compress),
+        n_tokens,
+        config.trigger_threshold,
+    )
+    formatter = config.compression_formatter or agent.formatter
+    model = config.compression_model or agent.model
+    compression_prompt = await formatter.format(
+        [sys_msg, *to_compress, Msg("user", config.compression_prompt, "user")]
+    )
+    res = await model(compression_prompt, structured_model=config.summary_schema)
+    last: ChatResponse | None = None
+    if isinstance(res, ChatResponse):
+        last = res
+    else:
+        async with aclosing(res) as stream:
+            async for chunk in stream:
+                last = chunk
+    if last is None:
+        return
+    agent._add_usage(last.usage)
+    if not last.metadata:
+        logger.warning(
+            "%s: the compression model returned no structured summary; memory left as is",
+            agent.name,
+        )
+        return
+    try:
+        summary = config.summary_template.format(**last.metadata)
+    except (KeyError, IndexError, ValueError) as exc:
+        logger.warning(
+            "%s: the summary template does not fit the summary (%s); memory left as is",
+            agent.name,
+            exc,
+        )
+        return
+    await agent.memory.update_compressed_summary(summary)
+    await agent.memory.update_messages_mark(
+        new_mark=_COMPRESSED, msg_ids=[m.id for m in to_compress]
+    )

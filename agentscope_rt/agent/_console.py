@@ -13,8 +13,8 @@ import json
 import os
 import sys
 
-from .._serde import unstructure
 from ..message import Msg, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
+from ..message.serde import unstructure
 
 __all__ = [
     "AGENTSCOPE_DISABLE_CONSOLE_ENV",

@@ -46,7 +46,6 @@ import anyio
 
 from .._locks import FairLock
 from ..message import Msg, ToolResultBlock, ToolUseBlock
-from ..message._msg import owned_msg
 from ..module import StateModule
 from ._generate_reason import GenerateReason
 
@@ -313,7 +312,7 @@ class DurableReplies:
         running = dangling if agent.parallel_tool_calls or not run_remaining else dangling[:1]
         await memory.add(
             [
-                owned_msg(
+                Msg(
                     "system",
                     [ToolResultBlock(id=call.id, name=call.name, output=CUT_OFF_TEXT)],
                     "system",
@@ -323,7 +322,7 @@ class DurableReplies:
         )
         remaining = dangling[len(running) :]
         if remaining:
-            agent._run.pending = owned_msg(agent.name, list(remaining), "assistant")
+            agent._run.pending = Msg(agent.name, list(remaining), "assistant")
 
 
 def unanswered_calls(messages: list[Msg]) -> list[ToolUseBlock]:

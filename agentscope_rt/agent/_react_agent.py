@@ -32,16 +32,14 @@ from typing import Any, ClassVar, Literal
 
 import anyio
 import anyio.lowlevel
-import attrs
 
-from .._json import tool_input_problem
 from .._schema import (
     StructuredModel,
     StructuredOutputError,
     is_structured_model,
     validate_structured_output,
 )
-from ..exception import MessageFormatError, ModelError
+from ..exception import ModelError
 from ..formatter import FormatterBase, TruncatedFormatterBase
 from ..memory import (
     InMemoryMemory,
@@ -50,16 +48,29 @@ from ..memory import (
     MemoryMark,
     check_long_term_memory_mode,
 )
-from ..message import AudioBlock, Msg, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
-from ..message._msg import _convert_content, owned_msg
+from ..message import Msg, TextBlock, ToolResultBlock, ToolUseBlock
 from ..model import ChatModelBase, ChatResponse, ChatUsage
-from ..tool import INTERRUPTED_TEXT, Toolkit, ToolResponse
+from ..tool import Toolkit, ToolResponse
+from ._checks import _check_memory_compresses, _check_msg, _check_type
 from ._compression import CompressionConfig as _CompressionConfig
-from ._compression import compression_cut
+from ._compression import compress_memory_if_needed
 from ._durable import DurableReplies, SessionLike, unanswered_calls
 from ._extensions import KnowledgeLike, PlanNotebookLike
 from ._generate_reason import GenerateReason
 from ._react_agent_base import ReActAgentBase
+from ._react_blocks import (
+    _has_text,
+    _interrupted_output,
+    _interrupted_result,
+    _model_blocks,
+    _result_msg,
+    _speech,
+    _success_metadata,
+    _tool_blocks,
+    _tool_calls,
+)
+from ._react_retrieval import retrieve_from_knowledge, retrieve_from_long_term_memory, rewrite_query
+from ._react_summary import summarize
 
 __all__ = ["ReActAgent"]
 
@@ -77,39 +88,12 @@ _ACTING_STOP = GenerateReason.ACTING_STOP_REQUESTED
 _STRUCTURED_TEXT_HINT = (
     "<system-hint>Now generate a text response based on your current situation</system-hint>"
 )
-_SUMMARIZE_HINT = (
-    "You have failed to generate response within the maximum iterations. Now respond "
-    "directly by summarizing the current situation."
-)
-# The summary's text when the summarising call gave none (only tool calls, or nothing).
-_ITERATION_LIMIT_TEXT = (
-    "I stopped after reaching the maximum number of iterations ({max_iters}) without a final "
-    "answer."
-)
 _INTERRUPT_REPLY = "I noticed that you have interrupted me. What can I do for you?"
 _REASONING_INTERRUPTED_OUTPUT = "The tool call has been interrupted by the user."
 _SKIPPED_OUTPUT = (
     "<system-info>The tool call was not executed: the user sent a new message instead of "
     "letting it run.</system-info>"
 )
-_REWRITE_HINT = (
-    "<system-hint>Now you need to rewrite the above user query to be more specific and "
-    "concise for knowledge retrieval. For example, rewrite the query 'what happened last "
-    "day' to 'what happened on 2023-10-01' (assuming today is 2023-10-02).</system-hint>"
-)
-# AgentScope's _QueryRewriteModel as the provider receives it (titles removed).
-_REWRITE_SCHEMA: dict[str, Any] = {
-    "description": "The structured model used for query rewriting.",
-    "type": "object",
-    "properties": {
-        "rewritten_query": {
-            "type": "string",
-            "description": "The rewritten query, which should be specific and concise. ",
-        }
-    },
-    "required": ["rewritten_query"],
-}
-
 _LTM_MODES = ("agent_control", "static_control", "both")
 
 
@@ -118,97 +102,6 @@ def _structured_hint(finish_name: str) -> str:
         "<system-hint>Structured output is required, go on to finish your task or call "
         f"'{finish_name}' to generate the required structured output.</system-hint>"
     )
-
-
-def _keepable(blocks: list[Any]) -> list[Any]:
-    """*blocks* with each tool call whose arguments break the tool-input rule (nested deeper
-    than :data:`~agentscope_rt._json.MAX_TOOL_INPUT_DEPTH` levels, or not JSON data) replaced
-    by the same call without arguments and a ``raw_input`` saying why.
-
-    The toolkit answers such a call with an argument error the model reads, and the message
-    can always be copied and saved. Providers already parse to this rule; a model that builds
-    its blocks itself (a function or scripted model, a user's subclass) is checked only here.
-    """
-    for index, block in enumerate(blocks):
-        if block.__class__ is ToolUseBlock and block.input:
-            problem = tool_input_problem(block.input)
-            if problem is not None:
-                # A new block: the response's own may be shared with its caller.
-                blocks[index] = ToolUseBlock(
-                    block.id,
-                    block.name,
-                    {},
-                    raw_input=f"<tool arguments not kept: {problem}>",
-                    thought_signature=block.thought_signature,
-                )
-    return blocks
-
-
-def _tool_calls(msg: Msg) -> list[ToolUseBlock]:
-    """The tool-use blocks of *msg* (cheaper than ``get_content_blocks`` on the hot path).
-
-    A model may give two calls of one response the same id; each call needs its own result,
-    so a repeated id is made unique here, in place (``x`` becomes ``x_2``), before anything
-    is run or recorded against it.
-    """
-    content = msg.content
-    calls: list[ToolUseBlock] = []
-    if content.__class__ is not str:
-        for block in content:  # a loop: a comprehension is one more frame per call
-            if block.__class__ is ToolUseBlock:
-                calls.append(block)
-        if len(calls) > 1:
-            _unique_ids(calls)
-    return calls
-
-
-def _unique_ids(calls: list[ToolUseBlock]) -> None:
-    seen = {call.id for call in calls}
-    if len(seen) == len(calls):
-        return
-    used: set[str] = set()
-    for call in calls:
-        if call.id in used:
-            n = 2
-            while f"{call.id}_{n}" in seen:
-                n += 1
-            call.id = f"{call.id}_{n}"
-            seen.add(call.id)
-        used.add(call.id)
-
-
-def _has_text(msg: Msg) -> bool:
-    content = msg.content
-    if content.__class__ is str:
-        return True
-    return any(b.__class__ is TextBlock for b in content)
-
-
-def _success_metadata(response: ToolResponse) -> dict[str, Any] | None:
-    """*response*'s metadata when it reports success (for the finish function, it then holds
-    the ``structured_output``), else ``None``."""
-    metadata = response.metadata
-    return metadata if metadata and metadata.get("success", False) else None
-
-
-def _result_msg(tool_call: ToolUseBlock, output: Any) -> Msg:
-    return owned_msg(
-        "system", [ToolResultBlock(id=tool_call.id, name=tool_call.name, output=output)], "system"
-    )
-
-
-def _speech(msg: Msg) -> list[AudioBlock] | None:
-    """The audio blocks of *msg* (what an audio model said), or ``None``: the speech that goes
-    with a printed chunk, as AgentScope passes it."""
-    content = msg.content
-    speech: list[AudioBlock] | None = None
-    if content.__class__ is not str:
-        for block in content:
-            if block.__class__ is AudioBlock:
-                if speech is None:
-                    speech = []
-                speech.append(block)
-    return speech
 
 
 class _ReplyState:
@@ -679,7 +572,7 @@ class ReActAgent(ReActAgentBase):
         schemas = self.toolkit.get_json_schemas()
         res = await self.model(prompt, tools=schemas or None, tool_choice=tool_choice)
 
-        msg = owned_msg(self.name, [], "assistant")
+        msg = Msg(self.name, [], "assistant")
         completed: bool | None = False
         try:
             await self._receive(res, msg)
@@ -844,30 +737,8 @@ class ReActAgent(ReActAgentBase):
 
     async def _summarizing(self) -> Msg:
         """One model call without tools asking for a summary of the situation (used when
-        ``max_iters`` is exhausted).
-
-        The summary keeps no tool call: a model may call tools even when offered none, and a
-        tool call left in memory without a result makes the next request invalid (OpenAI
-        rejects it). What is left is printed and recorded; when no text or audio is left, a
-        text saying the agent stopped at the iteration limit stands in for it.
-        """
-        hint = Msg("user", _SUMMARIZE_HINT, "user")
-        prompt = await self.formatter.format(
-            [
-                self._system_msg(),
-                *await self.memory.get_memory(exclude_mark=self._exclude_mark()),
-                hint,
-            ]
-        )
-        res = await self.model(prompt)
-        fallback = _ITERATION_LIMIT_TEXT.format(max_iters=self.max_iters)
-        if isinstance(res, ChatResponse):
-            res = _summary_response(res, fallback)
-        else:
-            res = _summary_stream(res, fallback)
-        msg = Msg(self.name, [], "assistant")
-        await self._receive(res, msg)
-        return msg
+        ``max_iters`` is exhausted); see :func:`._react_summary.summarize`."""
+        return await summarize(self)
 
     def _take_response(self, res: ChatResponse, msg: Msg) -> None:
         # A whole (not streamed) response: its content and id go to msg, its usage is added.
@@ -954,257 +825,18 @@ class ReActAgent(ReActAgentBase):
         """Record *msg* in memory without replying."""
         await self.memory.add(msg)
 
-    # -- retrieval -----------------------------------------------------------------------
+    # -- retrieval and compression (AgentScope's method names, overridable) --------------
 
     async def _retrieve_from_long_term_memory(self, msg: Msg | list[Msg] | None) -> None:
-        if not msg or self.long_term_memory is None:
-            return
-        retrieved = await self.long_term_memory.retrieve(msg)
-        if retrieved:
-            retrieved_msg = Msg(
-                "long_term_memory",
-                "<long_term_memory>The content below are retrieved from long-term memory, "
-                f"which maybe useful:\n{retrieved}</long_term_memory>",
-                "user",
-            )
-            if self.print_hint_msg:
-                await self.print(retrieved_msg, True)
-            await self.memory.add(retrieved_msg)
+        await retrieve_from_long_term_memory(self, msg)
 
     async def _retrieve_from_knowledge(self, msg: Msg | list[Msg] | None) -> None:
-        if msg is None:
-            return
-        msgs = [msg] if isinstance(msg, Msg) else msg
-        query = "\n".join(t for t in (m.get_text_content() for m in msgs) if t)
-        if not query.strip():
-            # Nothing to search for (a blank query would only be embedded as noise).
-            return
-        if self.enable_rewrite_query:
-            query = await self._rewrite_query(query)
-        docs: list[Any] = []
-        for kb in self.knowledge:
-            docs.extend(await kb.retrieve(query=query))
-        if not docs:
-            return
-        docs.sort(key=lambda doc: doc.score or 0.0, reverse=True)
-        retrieved_msg = Msg(
-            "user",
-            [
-                TextBlock(
-                    text="<retrieved_knowledge>Use the following content from the knowledge "
-                    "base(s) if it's helpful:\n"
-                ),
-                *[doc.metadata.content for doc in docs],
-                TextBlock(text="</retrieved_knowledge>"),
-            ],
-            "user",
-        )
-        if self.print_hint_msg:
-            await self.print(retrieved_msg, True)
-        await self.memory.add(retrieved_msg)
+        await retrieve_from_knowledge(self, msg)
 
     async def _rewrite_query(self, query: str) -> str:
         """Ask the model for a more specific query; keep *query* if that fails."""
-        stream = self.model.stream
-        try:
-            prompt = await self.formatter.format(
-                [
-                    self._system_msg(),
-                    *await self.memory.get_memory(exclude_mark=self._exclude_mark()),
-                    Msg("user", _REWRITE_HINT, "user"),
-                ]
-            )
-            self.model.stream = False
-            res = await self.model(prompt, structured_model=_REWRITE_SCHEMA)
-            answer: ChatResponse | None
-            if isinstance(res, ChatResponse):
-                answer = res
-            else:
-                # Streaming after all (the model ignores the flag, or a task sharing it turned
-                # it back on while this call was being made): the last chunk is the answer.
-                answer = None
-                async with aclosing(res) as chunks:
-                    async for chunk in chunks:
-                        answer = chunk
-            if answer is not None:
-                self._add_usage(answer.usage)
-                rewritten = (answer.metadata or {}).get("rewritten_query")
-                if isinstance(rewritten, str) and rewritten.strip():
-                    return rewritten
-        except Exception as exc:
-            logger.warning("%s: skipping the query rewriting after an error: %s", self.name, exc)
-        finally:
-            self.model.stream = stream
-        return query
-
-    # -- compression -----------------------------------------------------------------------
+        return await rewrite_query(self, query)
 
     async def _compress_memory_if_needed(self) -> None:
         """Summarise the older uncompressed messages when they exceed the token threshold."""
-        config = self.compression_config
-        if config is None or not config.enable:
-            return
-        uncompressed = await self.memory.get_memory(exclude_mark=_COMPRESSED)
-        cut = compression_cut(uncompressed, config.keep_recent)
-        if cut == 0:
-            return
-        to_compress = uncompressed[:cut]
-        sys_msg = self._system_msg()
-        prompt = await self.formatter.format([sys_msg, *to_compress])
-        n_tokens = await config.agent_token_counter.count(prompt)
-        if n_tokens <= config.trigger_threshold:
-            return
-        logger.info(
-            "%s: compressing %d messages (%d tokens > threshold %d)",
-            self.name,
-            len(to_compress),
-            n_tokens,
-            config.trigger_threshold,
-        )
-        formatter = config.compression_formatter or self.formatter
-        model = config.compression_model or self.model
-        compression_prompt = await formatter.format(
-            [sys_msg, *to_compress, Msg("user", config.compression_prompt, "user")]
-        )
-        res = await model(compression_prompt, structured_model=config.summary_schema)
-        last: ChatResponse | None = None
-        if isinstance(res, ChatResponse):
-            last = res
-        else:
-            async with aclosing(res) as stream:
-                async for chunk in stream:
-                    last = chunk
-        if last is None:
-            return
-        self._add_usage(last.usage)
-        if not last.metadata:
-            logger.warning(
-                "%s: the compression model returned no structured summary; memory left as is",
-                self.name,
-            )
-            return
-        try:
-            summary = config.summary_template.format(**last.metadata)
-        except (KeyError, IndexError, ValueError) as exc:
-            logger.warning(
-                "%s: the summary template does not fit the summary (%s); memory left as is",
-                self.name,
-                exc,
-            )
-            return
-        await self.memory.update_compressed_summary(summary)
-        await self.memory.update_messages_mark(
-            new_mark=_COMPRESSED, msg_ids=[m.id for m in to_compress]
-        )
-
-
-def _summary_response(res: ChatResponse, fallback: str | None) -> ChatResponse:
-    """*res* without its tool calls; with the text *fallback* appended when nothing but
-    thinking is left (``None``: never)."""
-    content: list[Any] = [
-        b for b in _convert_content(res.content) if b.__class__ is not ToolUseBlock
-    ]
-    if fallback is not None and all(block.__class__ is ThinkingBlock for block in content):
-        content.append(TextBlock(text=fallback))
-    return attrs.evolve(res, content=content)
-
-
-async def _summary_stream(
-    stream: AsyncGenerator[ChatResponse, None], fallback: str
-) -> AsyncGenerator[ChatResponse, None]:
-    """The chunks of *stream* without tool calls (none is ever printed); when the last one
-    has nothing but thinking left, one more chunk adds the text *fallback*."""
-    last: ChatResponse | None = None
-    async with aclosing(stream) as chunks:
-        async for chunk in chunks:
-            last = _summary_response(chunk, None)
-            yield last
-    if last is None:
-        yield ChatResponse(content=[TextBlock(text=fallback)])
-    elif all(block.__class__ is ThinkingBlock for block in last.content):
-        yield _summary_response(last, fallback)
-
-
-def _interrupted_result(tool_call: ToolUseBlock) -> Msg:
-    """The result recorded for a tool call an interrupt kept from returning anything."""
-    return _result_msg(tool_call, _interrupted_output(None))
-
-
-def _interrupted_output(last: ToolResponse | None) -> list[Any]:
-    """The output recorded for a tool call cut short: what it produced so far, then the
-    interrupt notice."""
-    if last is not None and last.is_interrupted:
-        return _tool_blocks(last.content)
-    return [*(_tool_blocks(last.content) if last else ()), TextBlock(text=INTERRUPTED_TEXT)]
-
-
-def _model_blocks(content: list[Any]) -> list[Any]:
-    """A copy of a model response's *content* for its message, with AgentScope's dict blocks
-    (a model written for it may return ``{"type": "text", "text": ...}``) built into blocks,
-    and tool calls whose arguments break the tool-input rule made harmless (:func:`_keepable`):
-    one class test per block, and a scalar check per tool call, otherwise. Every reasoning
-    step's content, streamed or whole, is made here.
-
-    :raises MessageFormatError: naming the position of a dict that is no valid block.
-    """
-    for item in content:
-        cls = item.__class__
-        if cls is dict:
-            return _keepable(_convert_content(content))  # type: ignore[arg-type]
-        if cls is ToolUseBlock and item.input and tool_input_problem(item.input) is not None:
-            return _keepable(list(content))
-    return list(content)
-
-
-def _tool_blocks(content: list[Any]) -> list[Any]:
-    """A copy of a tool response's *content* for its result block, with AgentScope's dict
-    blocks (a tool written for it may answer ``{"type": "text", "text": ...}``) built into
-    blocks: one class test per block otherwise.
-
-    A dict that is no valid block becomes an error text for the model, as a tool's other
-    failures do, rather than a block every later prompt would fail on.
-    """
-    for item in content:
-        if item.__class__ is dict:
-            break
-    else:
-        return list(content)
-    try:
-        return ToolResultBlock(id="", name="", output=list(content)).output  # type: ignore[return-value]
-    except MessageFormatError as exc:
-        return [TextBlock(text=f"Error: the tool returned an invalid content block: {exc}")]
-
-
-def _check_type(
-    what: str, value: Any, kind: type, *, optional: bool = False, shown: str | None = None
-) -> None:
-    if value is None and optional:
-        return
-    if not isinstance(value, kind):
-        raise TypeError(
-            f"ReActAgent {what} must be a {shown or kind.__name__}"
-            + (" or None" if optional else "")
-            + f", not {type(value).__name__}"
-        )
-
-
-def _check_memory_compresses(memory: Any, config: _CompressionConfig | None) -> None:
-    """Refuse, when the agent is built, a memory that compression could not mark.
-
-    :raises TypeError: if compression is on and *memory* keeps ``MemoryBase``'s
-        ``update_messages_mark``, which raises (AgentScope would fail at the first compression).
-    """
-    if config is None or not config.enable:
-        return
-    if getattr(type(memory), "update_messages_mark", None) is MemoryBase.update_messages_mark:
-        raise TypeError(
-            f"ReActAgent compression marks compressed messages with "
-            f"memory.update_messages_mark(), which {type(memory).__name__} does not implement: "
-            "implement it, or turn compression off"
-        )
-
-
-def _check_msg(msg: Any) -> None:
-    from ._agent_base import check_msg_input
-
-    check_msg_input(msg, "ReActAgent.reply")
+        await compress_memory_if_needed(self)

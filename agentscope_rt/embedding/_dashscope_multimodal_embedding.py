@@ -19,8 +19,14 @@ from typing import Any, ClassVar
 
 from .._provider import RetryConfig
 from ..exception import ModelAPIError
-from ..formatter import FormatterError, LocalFileNotAllowedError
-from ..formatter._media import WEB_IMAGE_TYPES, local_path_of, read_local_bytes, sniff_media_type
+from ..formatter import (
+    WEB_IMAGE_TYPES,
+    FormatterError,
+    LocalFileNotAllowedError,
+    local_path_of,
+    read_local_bytes,
+    sniff_media_type,
+)
 from ..message import ImageBlock, TextBlock, VideoBlock
 from ._cache_base import EmbeddingCacheBase
 from ._cached import embed_in_batches, timed

@@ -14,9 +14,9 @@ from typing import Any
 
 import anyio
 
-from .._serde import check_json
 from ..exception import EvaluationError
 from ..message import now_timestamp
+from ..message.serde import check_json
 from ._metric import MetricBase, MetricResult
 from ._solution import SolutionOutput
 from ._stats import solution_span

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._serde import check_json, structure_block, unstructure_block
 from ..exception import EvaluationError, MessageFormatError
 from ..message import TextBlock, ToolResultBlock, ToolUseBlock
+from ..message.serde import check_json, structure_block, unstructure_block
 
 TrajectoryItem = ToolUseBlock | ToolResultBlock | TextBlock
 

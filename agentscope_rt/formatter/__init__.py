@@ -6,7 +6,10 @@ formatters are async (media are read without blocking) and accept a ``token_coun
 ``max_tokens`` to drop the oldest turns, never splitting a tool call from its result.
 
 Local media files (a path or ``file://`` URL in a media block) are read only from folders the
-application allows with :func:`allow_local_files`; nothing is allowed by default.
+application allows with :func:`allow_local_files`; nothing is allowed by default. Embedding
+models and tools that read media go through the same functions (:func:`check_local_file`,
+:func:`read_local_bytes`, :func:`local_path_of`, :func:`sniff_media_type`), so one allow-list
+governs every local read.
 """
 
 from ._anthropic_formatter import AnthropicChatFormatter, AnthropicMultiAgentFormatter
@@ -24,8 +27,10 @@ from ._local_files import (
     LocalFilesGrant,
     allow_local_files,
     allowed_local_folders,
+    check_local_file,
     disallow_local_files,
 )
+from ._media import WEB_IMAGE_TYPES, local_path_of, read_local_bytes, sniff_media_type
 from ._ollama_formatter import OllamaChatFormatter, OllamaMultiAgentFormatter
 from ._openai_formatter import OpenAIChatFormatter, OpenAIMultiAgentFormatter
 from ._openai_response_formatter import (
@@ -34,6 +39,7 @@ from ._openai_response_formatter import (
 )
 
 __all__ = [
+    "WEB_IMAGE_TYPES",
     "AnthropicChatFormatter",
     "AnthropicMultiAgentFormatter",
     "DashScopeChatFormatter",
@@ -58,5 +64,9 @@ __all__ = [
     "UnsupportedBlockWarning",
     "allow_local_files",
     "allowed_local_folders",
+    "check_local_file",
     "disallow_local_files",
+    "local_path_of",
+    "read_local_bytes",
+    "sniff_media_type",
 ]

@@ -12,14 +12,13 @@ import operator
 from typing import Any, ClassVar
 
 from .._json import check_json_within
-from .._serde import (
+from ..message import Msg
+from ..message.serde import (
     checked_msg_json,
     fast_structure_msg,
     structure,
     unstructure_msg,
 )
-from ..message import Msg
-from ..module._state_module import _declare_json_checked
 from ._memory_base import MemoryBase, _check_mark_arg, _check_marks
 
 __all__ = ["InMemoryMemory"]
@@ -105,9 +104,11 @@ class InMemoryMemory(MemoryBase):
         self._entries: list[_Entry] = []
         self._ids: dict[str, int] = {}
         self.register_state(
-            "content", custom_to_json=_content_to_json, custom_from_json=_content_from_json
+            "content",
+            custom_to_json=_content_to_json,
+            custom_from_json=_content_from_json,
+            json_checked=True,
         )
-        _declare_json_checked(self, "content")
 
     # ``content`` is a property so that loading state (or a user assigning it) rebuilds the
     # id index; the methods below work on ``_entries`` directly.

@@ -5,6 +5,7 @@ All classes are attrs classes; blocks also read like AgentScope's dict blocks.
 """
 
 from ._block import (
+    BLOCK_TYPES,
     AudioBlock,
     Base64Source,
     ContentBlock,
@@ -23,6 +24,7 @@ from ._block import (
 from ._msg import Msg, Role, now_timestamp
 
 __all__ = [
+    "BLOCK_TYPES",
     "AudioBlock",
     "Base64Source",
     "ContentBlock",

@@ -17,7 +17,7 @@ return ``None`` for anything else; this module composes them with the converter.
 
 The converter registers the classes of :mod:`._block` and :mod:`._msg`, which it imports; they
 reach it back only inside functions (``Msg.from_dict``, ``block.to_dict()``, dict blocks given
-to a constructor). Other packages use it through :mod:`agentscope_rt._serde`.
+to a constructor). Other packages use it through :mod:`agentscope_rt.message.serde`.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from ._block import (
     _MappingView,
 )
 
-__all__ = ["Msg", "Role", "now_timestamp", "owned_msg"]
+__all__ = ["Msg", "Role", "now_timestamp"]
 
 Role = Literal["user", "assistant", "system"]
 _ROLES = frozenset(("user", "assistant", "system"))
@@ -275,21 +275,3 @@ class Msg:
         from ._convert import structure_msg
 
         return structure_msg(json_data)
-
-
-def owned_msg(name: str, content: str | list[ContentBlock], role: Role) -> Msg:
-    """A new :class:`Msg` from values the caller has already checked, with empty metadata.
-
-    *content* is used as is: not converted, validated or copied. For the agents of this
-    package, which build several messages per reply from their own blocks; everyone else
-    builds messages with ``Msg(...)``.
-    """
-    msg = object.__new__(Msg)
-    msg.name = name
-    msg.content = content
-    msg.role = role
-    msg.metadata = {}
-    msg.timestamp = now_timestamp()
-    msg.invocation_id = None
-    msg.id = new_id()
-    return msg

@@ -78,7 +78,7 @@ def loads_strict(text: str, max_depth: int = MAX_JSON_DEPTH) -> Any:
     surrogates), so a value holding one would break every later call of the agent.
 
     :param max_depth: how deeply an object or array may nest (tool arguments:
-        :data:`~agentscope_rt._serde.MAX_TOOL_INPUT_DEPTH`).
+        :data:`~agentscope_rt.message.serde.MAX_TOOL_INPUT_DEPTH`).
 
     :raises ValueError: for text that is not strict JSON (``json.JSONDecodeError`` for
         syntax errors).
@@ -127,7 +127,7 @@ def scrub_surrogates(response: Any) -> Any:
 
 def parse_tool_input(text: str | None) -> tuple[dict[str, Any], str | None]:
     """Parse complete tool-argument text (strictly, see :func:`loads_strict`, and nested at
-    most :data:`~agentscope_rt._serde.MAX_TOOL_INPUT_DEPTH` levels).
+    most :data:`~agentscope_rt.message.serde.MAX_TOOL_INPUT_DEPTH` levels).
 
     :returns: ``(input, None)`` for a JSON object (empty text counts as ``{}``), otherwise
         ``({}, text)`` so the caller can keep the raw text in ``ToolUseBlock.raw_input`` (with

@@ -38,10 +38,9 @@ from typing import Any
 import attrs
 
 from .._schema import StructuredModel
-from .._serde import structure
 from ..exception import ModelError
-from ..message import TextBlock, ThinkingBlock, ToolUseBlock
-from ..message._block import BLOCK_TYPES
+from ..message import BLOCK_TYPES, TextBlock, ThinkingBlock, ToolUseBlock
+from ..message.serde import structure
 from ._common import parse_tool_input, validated_metadata
 from ._model_base import ChatModelBase, ToolChoice, validate_tool_choice
 from ._model_response import ChatResponse, ChatUsage, ResponseBlock

@@ -25,8 +25,8 @@ from typing import Any
 import attrs
 
 from .._json import MAX_JSON_DEPTH, check_json
-from .._serde import converter, structure
 from ..exception import MessageFormatError, StateError
+from ..message.serde import converter, structure
 
 __all__ = ["StateModule"]
 
@@ -142,6 +142,7 @@ class StateModule:
         custom_from_json: Callable[[Any], Any] | None = None,
         *,
         state_type: Any = None,
+        json_checked: bool = False,
     ) -> None:
         """Save and load attribute *attr_name* as part of this module's state.
 
@@ -152,6 +153,11 @@ class StateModule:
 
         :param custom_to_json: turns the value into JSON data when saving.
         :param custom_from_json: turns that JSON data back into the value when loading.
+        :param json_checked: a promise that *custom_to_json* returns only JSON data within
+            :data:`~agentscope_rt._json.MAX_JSON_DEPTH` levels and raises
+            :class:`~agentscope_rt.exception.MessageFormatError` naming the path of anything
+            else: :meth:`state_dict` then trusts its output instead of checking every value
+            (a memory's messages, whose converter checks only what users fill in).
         :raises StateError: if the attribute does not exist, is itself a StateModule (those
             are tracked automatically), or cannot be serialised to JSON (also when it is nested
             deeper than :data:`~agentscope_rt._json.MAX_JSON_DEPTH` levels).
@@ -184,6 +190,8 @@ class StateModule:
             raise _too_deep(self, attr_name) from None
         _check_saveable(self, data, attr_name)
         self._attribute_dict[attr_name] = _StateAttr(custom_to_json, custom_from_json, state_type)
+        if json_checked:
+            _declare_json_checked(self, attr_name)
 
     # -- saving ------------------------------------------------------------------------
 

@@ -23,8 +23,7 @@ from .._backend import open_task_group
 from ..message import Msg
 
 if TYPE_CHECKING:
-    from ..agent import AgentBase
-    from ..agent._agent_base import PrintedChunk, Speech
+    from ..agent import AgentBase, PrintedChunk, Speech
 
 __all__ = ["fanout_pipeline", "sequential_pipeline", "stream_printing_messages"]
 

@@ -73,7 +73,7 @@ import anyio
 import anyio.lowlevel
 from anyio.abc import TaskGroup
 
-from ..agent._subscription import set_lock_wait_watcher
+from ..agent import set_lock_wait_watcher
 from ..exception import MsgHubError
 from ..message import Msg
 from ._tickets import (

@@ -26,9 +26,9 @@ from typing import Annotated, Any, ClassVar, Literal, Self
 import attrs
 import pydantic
 
-from .._serde import converter, structure, unstructure
 from ..exception import MessageFormatError
 from ..message import now_timestamp
+from ..message.serde import converter, structure, unstructure
 
 __all__ = ["SUBTASK_STATES", "Plan", "PlanState", "SubTask"]
 

@@ -22,9 +22,9 @@ from typing import Any
 
 import attrs
 
-from .._serde import converter, structure, structure_block
 from ..exception import MessageFormatError
 from ..message import ImageBlock, TextBlock, VideoBlock
+from ..message.serde import converter, structure, structure_block
 
 __all__ = ["DocContent", "DocMetadata", "Document", "chunk_id_of"]
 

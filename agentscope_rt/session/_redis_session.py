@@ -22,8 +22,8 @@ from typing import Any
 
 import anyio.to_thread
 
+from .._provider import call_redis, open_sync_redis
 from ..exception import SessionError
-from ..memory._redis_memory import call_redis, open_sync_redis
 from ..module import StateModule
 from ._session_base import (
     SessionBase,

@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from agentscope_rt._serde import MAX_JSON_DEPTH, MAX_TOOL_INPUT_DEPTH
 from agentscope_rt.exception import MessageFormatError
 from agentscope_rt.memory import InMemoryMemory
 from agentscope_rt.message import Msg, TextBlock, ToolUseBlock
+from agentscope_rt.message.serde import MAX_JSON_DEPTH, MAX_TOOL_INPUT_DEPTH
 from agentscope_rt.model import ChatResponse, ScriptedChatModel
 from agentscope_rt.model._common import parse_tool_input, parse_tool_value
 from agentscope_rt.session import JSONSession

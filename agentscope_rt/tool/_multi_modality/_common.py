@@ -141,7 +141,7 @@ async def allowed_local_path(url: str) -> anyio.Path:
         file exists; the message names the path and how to allow its folder.
     """
     # Imported here: the tool package does not load the formatters until a file is read.
-    from ...formatter._local_files import check_local_file
+    from ...formatter import check_local_file
 
     real = await anyio.to_thread.run_sync(check_local_file, local_path(url), url)
     return anyio.Path(real)
