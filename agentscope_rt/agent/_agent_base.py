@@ -226,8 +226,13 @@ class AgentBase(StateModule, abc.ABC):
     # -- calling ---------------------------------------------------------------------
 
     @property
-    def _reply_id(self) -> str | None:
+    def reply_id(self) -> str | None:
         """The id of the current (or last) call; the reply's ``invocation_id``."""
+        return self._call.reply_id
+
+    @property
+    def _reply_id(self) -> str | None:
+        """AgentScope's name for :attr:`reply_id`."""
         return self._call.reply_id
 
     async def __call__(self, *args: Any, **kwargs: Any) -> Msg:

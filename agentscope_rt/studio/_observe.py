@@ -85,7 +85,7 @@ class AgentObserver:
             "cls": type(agent).__name__,
             "state": state,
             "is_user": isinstance(agent, UserAgent),
-            "reply_id": agent._reply_id,
+            "reply_id": agent.reply_id,
             "input": self._pending_input.get(agent.id),
         }
         self.bus.publish("agent", agent.id, data)
@@ -126,7 +126,7 @@ class AgentObserver:
         data["key"] = msg.id
         data["agent_id"] = agent.id
         data["agent_name"] = _agent_name(agent)
-        data["reply_id"] = agent._reply_id
+        data["reply_id"] = agent.reply_id
         data["last"] = bool(last)
         self.bus.publish("msg", msg.id, data)
         if isinstance(msg.content, list):
@@ -153,7 +153,7 @@ class AgentObserver:
                 "output": None,
                 "agent_id": agent.id,
                 "agent_name": _agent_name(agent),
-                "reply_id": agent._reply_id,
+                "reply_id": agent.reply_id,
                 "status": "running",
                 "started": time.time(),
                 "duration_ms": None,
@@ -228,7 +228,7 @@ class AgentObserver:
         usage = getattr(agent, "usage", None)
         if usage is None and not model_call:
             return
-        reply_id = agent._reply_id
+        reply_id = agent.reply_id
         seen_reply, seen_in, seen_out = self._usage_seen.get(agent.id, (None, 0, 0))
         if seen_reply != reply_id:
             seen_in = seen_out = 0

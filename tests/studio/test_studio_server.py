@@ -16,7 +16,7 @@ import pytest
 from opentelemetry.sdk.trace import TracerProvider
 
 from agentscope_rt.agent import AgentBase, ReActAgent, UserAgent
-from agentscope_rt.agent._hooks import HOOK_COUNTS
+from agentscope_rt.agent._hooks import _class_hooks
 from agentscope_rt.exception import AgentError
 from agentscope_rt.formatter import OpenAIChatFormatter
 from agentscope_rt.message import Msg
@@ -257,12 +257,12 @@ async def test_spans_make_a_tree_with_latencies_also_from_worker_threads() -> No
 
 
 async def test_hooks_exist_only_while_a_studio_is_open() -> None:
-    before = HOOK_COUNTS[1]
+    before = _class_hooks.live
     async with serve():
         async with serve():
-            assert HOOK_COUNTS[1] == before + 6
-        assert HOOK_COUNTS[1] == before + 6
-    assert HOOK_COUNTS[1] == before
+            assert _class_hooks.live == before + 6
+        assert _class_hooks.live == before + 6
+    assert _class_hooks.live == before
     assert "agentscope_rt_studio" not in AgentBase._own_class_hooks.get("pre_print", {})
 
 
