@@ -26,7 +26,6 @@ of the event loop waits for the store about a millisecond at most, on asyncio an
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import json
 import math
 import os
@@ -103,19 +102,25 @@ def exact_limit(dimensions: int) -> int:
     return max(1024, EXACT_BYTES // (4 * dimensions))
 
 
+_exact_limit = exact_limit  # the store's parameter of the same name hides it
+
+
 def add_slice(dimensions: int) -> int:
     """Chunks checked and written per trip to the worker thread (16 to 256)."""
     return max(16, min(256, SLICE_VALUES // dimensions))
 
 
 def _require_libraries() -> None:
-    missing = [m for m in ("numpy", "usearch") if importlib.util.find_spec(m) is None]
-    if missing:
+    """:raises ImportError: naming the extra to install, if NumPy or usearch is missing."""
+    try:
+        import numpy  # noqa: F401
+        import usearch.index  # noqa: F401
+    except ImportError as error:
         raise ImportError(
-            f"LocalVectorStore needs {' and '.join(missing)}, which "
-            f"{'is' if len(missing) == 1 else 'are'} not installed: install them with "
-            "`pip install 'agentscope-rt[vector]'` (or `pip install numpy usearch`)"
-        )
+            f"LocalVectorStore needs NumPy and usearch, and {error.name or 'one'} is not "
+            "installed: install them with `pip install 'agentscope-rt[vector]'` (or `pip "
+            "install numpy usearch`)"
+        ) from error
 
 
 def _check_collection_name(value: object) -> str:
@@ -173,13 +178,15 @@ class LocalCollection:
     through the store.
     """
 
-    def __init__(self, path: str | None, name: str, dimensions: int, distance: str) -> None:
+    def __init__(
+        self, path: str | None, name: str, dimensions: int, distance: str, exact: int
+    ) -> None:
         import numpy as np
 
         self.name = name
         self.dimensions = dimensions
         self.distance = distance
-        self.exact_limit = exact_limit(dimensions)
+        self.exact_limit = exact
         self._folder = path
         self._lock_file: int | None = None
         self._index: Any = None  # a usearch Index once the collection outgrew exact search
@@ -658,8 +665,10 @@ class LocalVectorStore(SyncClientStoreBase[LocalCollection]):
     :param dimensions: the size of the embeddings.
     :param distance: ``"Cosine"``, ``"Dot"`` or ``"Euclid"`` (any case; Milvus's ``"IP"`` and
         ``"L2"`` too).
-    :raises ValueError: for an unknown distance, non-positive dimensions or a collection name
-        that is not a plain file name.
+    :param exact_limit: the most chunks searched exactly, beyond which the approximate index
+        is built (default: :func:`exact_limit` of the dimensions, 16 MiB of vectors).
+    :raises ValueError: for an unknown distance, non-positive dimensions or exact limit, or a
+        collection name that is not a plain file name.
     :raises TypeError: for a location or collection name that is not a string or path.
     :raises ImportError: if NumPy or usearch is not installed.
     """
@@ -670,6 +679,8 @@ class LocalVectorStore(SyncClientStoreBase[LocalCollection]):
         collection_name: str = "knowledge",
         dimensions: int = 0,
         distance: Literal["Cosine", "Dot", "Euclid"] = "Cosine",
+        *,
+        exact_limit: int | None = None,
     ) -> None:
         super().__init__()
         _require_libraries()
@@ -683,6 +694,11 @@ class LocalVectorStore(SyncClientStoreBase[LocalCollection]):
         self.collection_name = _check_collection_name(collection_name)
         self.dimensions = dimensions
         self.distance = _DISTANCES[distance.lower()]
+        if exact_limit is not None and (
+            isinstance(exact_limit, bool) or not isinstance(exact_limit, int) or exact_limit < 1
+        ):
+            raise ValueError(f"exact_limit must be a positive integer, got {exact_limit!r}")
+        self.exact_limit = _exact_limit(dimensions) if exact_limit is None else exact_limit
 
     def __repr__(self) -> str:
         return (
@@ -695,7 +711,9 @@ class LocalVectorStore(SyncClientStoreBase[LocalCollection]):
 
     def _open(self) -> LocalCollection:
         folder = None if self.location == ":memory:" else self.location
-        return LocalCollection(folder, self.collection_name, self.dimensions, self.distance)
+        return LocalCollection(
+            folder, self.collection_name, self.dimensions, self.distance, self.exact_limit
+        )
 
     def _rows(self, documents: list[Document]) -> list[Any]:
         vectors = _checked_vectors(documents, self.dimensions)
