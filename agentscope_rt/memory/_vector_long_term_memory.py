@@ -12,10 +12,11 @@ older one is deleted and the newer kept (measured with all-MiniLM-L6-v2, 0.9 mer
 variants and updates such as "two children" -> "three children", 0.92-0.99, and keeps apart
 different facts of the same shape, such as a sister's and a brother's city, 0.87).
 
-**State.** The facts live in the store: a Qdrant folder (``QdrantStore(path, ...)``) or server
-keeps them across restarts, the default in-memory store does not. :meth:`state_dict` holds the
-settings only (user, agent, thresholds), never the facts; a state of another user or agent is
-refused on load (the memory's user is the application's choice, not the saved state's).
+**State.** The facts live in the store: a folder (``LocalVectorStore(path, ...)``), a Qdrant
+folder or server keeps them across restarts, the default in-memory store does not.
+:meth:`state_dict` holds the settings only (user, agent, thresholds), never the facts; a state
+of another user or agent is refused on load (the memory's user is the application's choice,
+not the saved state's).
 
 **Concurrency.** Records are serialised per memory (an ``anyio.Lock`` of the event loop in
 use; the memory may serve one ``anyio.run`` after another), so two replies
@@ -85,8 +86,8 @@ class VectorLongTermMemory(LongTermMemoryBase):
         built without a model; needs the ``embedding`` extra). Use one model for the life of
         a store: vectors of different models are not comparable.
     :param store: where facts live (default: an in-memory
-        :class:`~agentscope_rt.rag.QdrantStore`, needs the ``qdrant`` extra; pass a
-        ``QdrantStore`` on a folder to keep facts across restarts). Its dimensions must match
+        :class:`~agentscope_rt.rag.LocalVectorStore`, needs the ``vector`` extra; pass a
+        ``LocalVectorStore`` on a folder to keep facts across restarts). Its dimensions must match
         the model's. The caller closes a store it passed in; :meth:`close` closes the default.
     :param user_id: whose facts these are. Facts of other users in the same store are never
         returned, replaced or deleted.
@@ -115,7 +116,7 @@ class VectorLongTermMemory(LongTermMemoryBase):
     ) -> None:
         super().__init__()
         from ..embedding import EmbeddingModelBase, LocalTextEmbedding
-        from ..rag import QdrantStore, VDBStoreBase
+        from ..rag import LocalVectorStore, VDBStoreBase
 
         if not isinstance(user_id, str) or not user_id:
             raise ValueError(f"user_id must be a non-empty string, not {user_id!r}")
@@ -140,7 +141,7 @@ class VectorLongTermMemory(LongTermMemoryBase):
             raise TypeError(f"embedding_model must be an EmbeddingModelBase, not {kind}")
         self._owns_store = store is None
         if store is None:
-            store = QdrantStore(":memory:", DEFAULT_COLLECTION, embedding_model.dimensions)
+            store = LocalVectorStore(":memory:", DEFAULT_COLLECTION, embedding_model.dimensions)
         elif not isinstance(store, VDBStoreBase):
             raise TypeError(f"store must be a VDBStoreBase, not {type(store).__name__}")
         store_dims = getattr(store, "dimensions", None)
@@ -211,8 +212,10 @@ class VectorLongTermMemory(LongTermMemoryBase):
 
     def _filter_kwargs(self) -> dict[str, Any] | None:
         """The store's own filter on this scope, or ``None`` if the store has none we know."""
-        from ..rag import MilvusLiteStore, QdrantStore
+        from ..rag import LocalVectorStore, MilvusLiteStore, QdrantStore
 
+        if isinstance(self.store, LocalVectorStore):
+            return {"filter": {"doc_id": self.scope}}
         if isinstance(self.store, QdrantStore):
             from qdrant_client import models
 

@@ -8,14 +8,16 @@ interface, with AgentScope's names.
   :class:`ExcelReader`, :class:`PowerPointReader`, :class:`ImageReader`; many files at once
   with :func:`read_files` (a progress bar on a terminal). Parsing runs in worker threads; a file
   that cannot be read raises :class:`~agentscope_rt.exception.ReaderError` naming it.
-* Stores — :class:`VDBStoreBase`, :class:`QdrantStore`, :class:`MilvusLiteStore`: upserts by
-  chunk id, delete by chunk or document id, scores where higher is always better.
+* Stores — :class:`VDBStoreBase`; :class:`LocalVectorStore`, the embedded default (exact
+  search, then an HNSW index for large collections); :class:`QdrantStore`,
+  :class:`MilvusLiteStore`: upserts by chunk id, delete by chunk or document id, scores where
+  higher is always better.
 * :class:`KnowledgeBase` — what a ReAct agent retrieves from, with the ``retrieve_knowledge``
   tool function; :class:`SimpleKnowledge` — one embedding model over one store.
 
 The parsing libraries and database clients are optional extras (``pdf``, ``office``,
-``qdrant``, ``milvus``; ``rag`` for all) and are imported only when a reader reads or a store
-is built, so importing this package stays cheap.
+``vector``, ``qdrant``, ``milvus``; ``rag`` for all) and are imported only when a reader reads
+or a store is built, so importing this package stays cheap.
 """
 
 from ._document import DocMetadata, Document, chunk_id_of
@@ -32,7 +34,7 @@ from ._reader import (
     split_sentences,
 )
 from ._simple_knowledge import SimpleKnowledge
-from ._store import MilvusLiteStore, QdrantStore, VDBStoreBase
+from ._store import LocalVectorStore, MilvusLiteStore, QdrantStore, VDBStoreBase
 
 __all__ = [
     "DocMetadata",
@@ -40,6 +42,7 @@ __all__ = [
     "ExcelReader",
     "ImageReader",
     "KnowledgeBase",
+    "LocalVectorStore",
     "MilvusLiteStore",
     "PDFReader",
     "PowerPointReader",

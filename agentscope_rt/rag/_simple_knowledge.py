@@ -15,7 +15,7 @@ from typing import Any
 from ..embedding import EmbeddingModelBase
 from ._document import DocMetadata, Document
 from ._knowledge_base import KnowledgeBase
-from ._store import VDBStoreBase
+from ._store import LocalVectorStore, VDBStoreBase
 from ._store._store_base import SyncClientStoreBase
 
 __all__ = ["STORE_BATCH", "SimpleKnowledge"]
@@ -51,10 +51,15 @@ class SimpleKnowledge(KnowledgeBase):
     """A knowledge base over one vector store, embedding with one model.
 
     :param embedding_store: where the chunks and their vectors are kept (a
-        :class:`~agentscope_rt.rag.VDBStoreBase`).
+        :class:`~agentscope_rt.rag.VDBStoreBase`); when ``None``, a new in-memory
+        :class:`~agentscope_rt.rag.LocalVectorStore` of the model's dimensions (needs the
+        ``vector`` extra; pass a ``LocalVectorStore`` on a folder to keep the chunks).
     :param embedding_model: embeds documents and queries (an
-        :class:`~agentscope_rt.embedding.EmbeddingModelBase`).
-    :raises TypeError: if either is of the wrong kind (including the two swapped).
+        :class:`~agentscope_rt.embedding.EmbeddingModelBase`); required, as in AgentScope.
+    :raises TypeError: if either is of the wrong kind (including the two swapped), or the
+        model is missing.
+    :raises ImportError: when the default store is needed and the ``vector`` extra is not
+        installed.
     """
 
     embedding_store: VDBStoreBase
@@ -62,8 +67,8 @@ class SimpleKnowledge(KnowledgeBase):
 
     def __init__(
         self,
-        embedding_store: VDBStoreBase,
-        embedding_model: EmbeddingModelBase,
+        embedding_store: VDBStoreBase | None = None,
+        embedding_model: EmbeddingModelBase | None = None,
     ) -> None:
         if isinstance(embedding_store, EmbeddingModelBase) and isinstance(
             embedding_model, VDBStoreBase
@@ -72,15 +77,22 @@ class SimpleKnowledge(KnowledgeBase):
                 "SimpleKnowledge takes (embedding_store, embedding_model), in that order: "
                 "pass them as keywords, SimpleKnowledge(embedding_store=..., embedding_model=...)"
             )
-        if not isinstance(embedding_store, VDBStoreBase):
-            raise TypeError(
-                "embedding_store must be a VDBStoreBase (QdrantStore, MilvusLiteStore, ...), "
-                f"not {type(embedding_store).__name__}"
-            )
         if not isinstance(embedding_model, EmbeddingModelBase):
+            if embedding_model is None and isinstance(embedding_store, EmbeddingModelBase):
+                raise TypeError(
+                    "SimpleKnowledge's first argument is the store: pass the model as "
+                    "SimpleKnowledge(embedding_model=...) to use the default store"
+                )
             raise TypeError(
                 "embedding_model must be an EmbeddingModelBase (LocalTextEmbedding, "
                 f"OpenAITextEmbedding, ...), not {type(embedding_model).__name__}"
+            )
+        if embedding_store is None:
+            embedding_store = LocalVectorStore(":memory:", "knowledge", embedding_model.dimensions)
+        if not isinstance(embedding_store, VDBStoreBase):
+            raise TypeError(
+                "embedding_store must be a VDBStoreBase (LocalVectorStore, QdrantStore, "
+                f"MilvusLiteStore, ...), not {type(embedding_store).__name__}"
             )
         super().__init__(embedding_store, embedding_model)
 
@@ -97,7 +109,8 @@ class SimpleKnowledge(KnowledgeBase):
         :param query: the text to look for; it is embedded with the knowledge base's model.
         :param limit: the most chunks to return.
         :param score_threshold: only chunks scoring at least this much.
-        :param kwargs: passed to the store's ``search`` (a Qdrant ``query_filter``, ...).
+        :param kwargs: passed to the store's ``search`` (``filter`` for the default store, a
+            Qdrant ``query_filter``, ...).
         :raises ValueError: for a query that is not a non-empty string, or a non-positive
             *limit*.
         """
@@ -127,10 +140,11 @@ class SimpleKnowledge(KnowledgeBase):
         The model is called with each chunk's content as AgentScope's JSON dict
         (``{"type": "text", "text": ...}``, an image's ``source`` a dict too), as
         :meth:`retrieve` calls it with the query's text block; the documents keep their blocks.
-        A store that is not one of this package's (``QdrantStore``, ``MilvusLiteStore`` and
-        their subclasses) gets AgentScope's documents: copies whose ``metadata.content`` is
-        that dict, so a store written as AgentScope's are (``json.dumps`` of the content, the
-        content put in a database row) works; :meth:`retrieve` builds the blocks back.
+        A store that is not one of this package's (``LocalVectorStore``, ``QdrantStore``,
+        ``MilvusLiteStore`` and their subclasses) gets AgentScope's documents: copies whose
+        ``metadata.content`` is that dict, so a store written as AgentScope's are
+        (``json.dumps`` of the content, the content put in a database row) works;
+        :meth:`retrieve` builds the blocks back.
 
         Every chunk is checked before anything is embedded: a chunk the model cannot embed
         stores nothing. A chunk already stored (same document id, position and content) is

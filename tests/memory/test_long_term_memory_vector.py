@@ -15,7 +15,13 @@ import pytest
 from agentscope_rt.embedding import LocalTextEmbedding
 from agentscope_rt.memory import VectorLongTermMemory
 from agentscope_rt.message import Msg, TextBlock, ToolResultBlock, ToolUseBlock
-from agentscope_rt.rag import Document, MilvusLiteStore, QdrantStore, VDBStoreBase
+from agentscope_rt.rag import (
+    Document,
+    LocalVectorStore,
+    MilvusLiteStore,
+    QdrantStore,
+    VDBStoreBase,
+)
 
 FACTS = [
     "I am vegetarian.",
@@ -258,7 +264,7 @@ async def test_facts_survive_a_restart_in_a_qdrant_folder(
 async def test_the_defaults_run_offline_in_memory() -> None:
     async with VectorLongTermMemory(user_id="ada") as memory:
         assert isinstance(memory.embedding_model, LocalTextEmbedding)
-        assert isinstance(memory.store, QdrantStore) and memory.store.location == ":memory:"
+        assert isinstance(memory.store, LocalVectorStore) and memory.store.location == ":memory:"
         await memory.add_facts(["I play the piano."])
         assert await memory.retrieve(Msg("user", "music", "user")) == "I play the piano."
     with pytest.raises(RuntimeError, match="closed"):

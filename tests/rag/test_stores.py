@@ -1,5 +1,6 @@
-"""QdrantStore and MilvusLiteStore: add/search/delete, upserts instead of duplicates,
-higher-is-better scores and thresholds for every distance, and Qdrant's on-disk persistence."""
+"""LocalVectorStore, QdrantStore and MilvusLiteStore: add/search/delete, upserts instead of
+duplicates, higher-is-better scores and thresholds for every distance, and Qdrant's on-disk
+persistence (LocalVectorStore's own in test_local_store.py)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import pytest
 from agentscope_rt.rag import (
     DocMetadata,
     Document,
+    LocalVectorStore,
     MilvusLiteStore,
     QdrantStore,
     TextReader,
@@ -48,7 +50,8 @@ def _vector_doc(doc_id: str, text: str, vector: list[float], chunk_id: int = 0) 
 
 
 class StoreFactory:
-    """Builds stores of one kind (``"qdrant"`` or ``"milvus"``) and closes them afterwards."""
+    """Builds stores of one kind (``"qdrant"``, ``"milvus"`` or ``"local"``) and closes them
+    afterwards."""
 
     def __init__(self, kind: str, folder: Path) -> None:
         self.kind = kind
@@ -59,6 +62,8 @@ class StoreFactory:
         store: VDBStoreBase
         if self.kind == "qdrant":
             store = QdrantStore(":memory:", "test", dimensions, distance=distance or "Cosine")  # type: ignore[arg-type]
+        elif self.kind == "local":
+            store = LocalVectorStore(":memory:", "test", dimensions, distance or "Cosine")  # type: ignore[arg-type]
         else:
             uri = str(self.folder / f"milvus{len(self.stores)}.db")
             store = MilvusLiteStore(uri, "test", dimensions, distance or "COSINE")  # type: ignore[arg-type]
@@ -66,12 +71,26 @@ class StoreFactory:
         return store
 
 
-@pytest.fixture(params=["qdrant", "milvus"])
-async def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[StoreFactory]:
-    factory = StoreFactory(request.param, tmp_path)
+async def _factory(kind: str, folder: Path) -> AsyncIterator[StoreFactory]:
+    factory = StoreFactory(kind, folder)
     yield factory
     for store in factory.stores:
         await store.close()
+
+
+@pytest.fixture(params=["qdrant", "milvus", "local"])
+async def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[StoreFactory]:
+    async for factory in _factory(request.param, tmp_path):
+        yield factory
+
+
+@pytest.fixture(params=["qdrant", "milvus"])
+async def make_db_store(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> AsyncIterator[StoreFactory]:
+    """The stores of a database that has collections of its own (which can be dropped)."""
+    async for factory in _factory(request.param, tmp_path):
+        yield factory
 
 
 TEXT = (
@@ -144,6 +163,8 @@ _NEAR, _FAR, _QUERY = [1.0, 0.0], [0.0, 1.0], [1.0, 0.0]
 async def test_scores_are_higher_for_nearer_and_thresholds_keep_the_near(
     make_store: StoreFactory, qdrant: str, milvus: str, near: float, far: float
 ) -> None:
+    # LocalVectorStore takes both spellings: Qdrant's for one half of the cases, Milvus's for
+    # the other.
     store = make_store(distance=qdrant if make_store.kind == "qdrant" else milvus, dimensions=2)
     await store.add([_vector_doc("n", "near", _NEAR), _vector_doc("f", "far", _FAR)])
     found = await store.search(_QUERY, limit=5)
@@ -270,7 +291,7 @@ async def test_vectors_asked_for_come_back_as_embeddings(make_store: StoreFactor
     store = make_store(distance="Dot" if make_store.kind == "qdrant" else "IP")
     docs = await embedded_chunks(TEXT)
     await store.add(docs)
-    if make_store.kind == "qdrant":
+    if make_store.kind in ("qdrant", "local"):
         found = await store.search(embed("x"), limit=10, with_vectors=True)
     else:
         # The metadata fields come back whatever output_fields names.
@@ -313,7 +334,7 @@ async def test_client_calls_run_in_worker_threads(make_store: StoreFactory) -> N
     client = store.get_client()
     loop_thread = threading.get_ident()
     seen: list[int] = []
-    name = "query_points" if make_store.kind == "qdrant" else "search"
+    name = "query_points" if make_store.kind == "qdrant" else "search"  # milvus, local
     original = getattr(client, name)
 
     def recording(*args: object, **kwargs: object) -> object:
@@ -403,8 +424,9 @@ async def test_two_stores_creating_one_server_collection_at_once_both_add() -> N
 
 
 async def test_a_collection_dropped_behind_the_store_is_recreated_on_add(
-    make_store: StoreFactory,
+    make_db_store: StoreFactory,
 ) -> None:
+    make_store = make_db_store
     store = make_store()
     docs = await embedded_chunks(TEXT)
     await store.add(docs)
@@ -562,6 +584,6 @@ async def test_milvus_delete_takes_agentscopes_positional_filter(tmp_path: Path)
 def test_document_ids_are_passed_by_keyword_to_every_store() -> None:
     import inspect
 
-    for store in (VDBStoreBase, QdrantStore, MilvusLiteStore):
+    for store in (VDBStoreBase, QdrantStore, MilvusLiteStore, LocalVectorStore):
         doc_ids = inspect.signature(store.delete).parameters["doc_ids"]
         assert doc_ids.kind is inspect.Parameter.KEYWORD_ONLY, store

@@ -184,13 +184,7 @@ class SyncClientStoreBase(VDBStoreBase, Generic[C]):
             :data:`NORM_MAX` (nothing of the batch is stored then).
         :raises TypeError: for an item that is not a :class:`Document`.
         """
-        documents = list(documents)
-        for index, doc in enumerate(documents):
-            if not isinstance(doc, Document):
-                raise TypeError(
-                    f"documents[{index}] must be a Document, not {type(doc).__name__} "
-                    "(Document.from_dict builds one from its dict form)"
-                )
+        documents = check_documents(documents)
         if documents:
             await self._call(self._add, documents)
 
@@ -250,6 +244,21 @@ def check_dimensions(dimensions: int) -> None:
 
 
 # -- shared checks ------------------------------------------------------------------------------
+
+
+def check_documents(documents: Sequence[Document]) -> list[Document]:
+    """*documents* as a list, every item a :class:`Document`.
+
+    :raises TypeError: for an item that is not one (naming its position).
+    """
+    documents = list(documents)
+    for index, doc in enumerate(documents):
+        if not isinstance(doc, Document):
+            raise TypeError(
+                f"documents[{index}] must be a Document, not {type(doc).__name__} "
+                "(Document.from_dict builds one from its dict form)"
+            )
+    return documents
 
 
 def as_id_list(ids: str | Sequence[str] | None, what: str) -> list[str]:
