@@ -9,6 +9,7 @@ after the listed ones, so a new package is never left out of the reference.
 from __future__ import annotations
 
 import pkgutil
+import re
 from pathlib import Path
 
 from mkdocs.config.defaults import MkDocsConfig
@@ -17,6 +18,9 @@ from mkdocs.structure.files import File, Files
 PACKAGE = "agentscope_rt"
 ROOT = Path(__file__).resolve().parents[2]
 SECTION = "API reference"
+# The docstrings cross-reference in Sphinx's roles (:class:`Msg`), which mkdocstrings renders as
+# the role's text followed by the code: keep the code, drop the role.
+_ROLE = re.compile(r":(?:py:)?(?:class|func|meth|data|attr|exc|mod|obj|const):(?=<code>)")
 
 
 def api_packages(config: MkDocsConfig) -> list[str]:
@@ -45,3 +49,7 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
         content = f"# `{PACKAGE}.{name}`\n\n::: {PACKAGE}.{name}\n"
         files.append(File.generated(config, _page(name), content=content))
     return files
+
+
+def on_page_content(html: str, **_: object) -> str:
+    return _ROLE.sub("", html)
