@@ -49,7 +49,7 @@ def _install_llama_cpp(session: nox.Session) -> None:
     requirement = next(r for r in extras["local"] if r.startswith("llama-cpp-python"))
     session.log(
         f"installing {requirement}: where pip has no wheel cached, this compiles llama.cpp "
-        "(about 7 minutes on 2 cores; its progress follows)"
+        "(several minutes on 2 cores; its progress follows)"
     )
     session.install("--verbose", requirement, env=BUILD_ENV, silent=False)
 
