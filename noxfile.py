@@ -1,4 +1,5 @@
-"""Developer sessions: ``nox -s tests``, ``nox -s examples``, ``nox -s lint``, ``nox -s bench``.
+"""Developer sessions: ``nox -s tests``, ``nox -s examples``, ``nox -s docs``, ``nox -s lint``,
+``nox -s bench``.
 
 Each session installs what it needs into its own virtualenv, so a machine with only Python and
 pip can run all of them.
@@ -9,6 +10,7 @@ from __future__ import annotations
 import os
 import pathlib
 import shutil
+import tomllib
 
 import nox
 
@@ -28,8 +30,28 @@ def tests(session: nox.Session) -> None:
     _install_chromium(session)
     # playwright drives Debian's Chromium; it must never download a browser of its own.
     session.env["PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD"] = "1"
-    session.install("-e", ".[dev,local]", env=BUILD_ENV)
+    _install_llama_cpp(session)
+    session.install("-e", ".[dev,local]", env=BUILD_ENV, silent=False)
     session.run("pytest", *session.posargs)
+
+
+def _install_llama_cpp(session: nox.Session) -> None:
+    """Install the local model's runtime on its own, showing its build as it goes.
+
+    PyPI has no Linux wheel of llama-cpp-python, so pip compiles llama.cpp the first time
+    (a C++ compiler is needed; cmake and ninja come from PyPI); pip caches the wheel for later
+    runs. ``--verbose`` shows the compiler's progress lines (``[42/193] ...``) instead of a
+    silent wait.
+    """
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    requirement = next(r for r in extras["local"] if r.startswith("llama-cpp-python"))
+    session.log(
+        f"installing {requirement}: where pip has no wheel cached, this compiles llama.cpp "
+        "(several minutes on 2 cores; its progress follows)"
+    )
+    session.install("--verbose", requirement, env=BUILD_ENV, silent=False)
 
 
 def _install_chromium(session: nox.Session) -> None:
@@ -48,7 +70,10 @@ def examples(session: nox.Session) -> None:
     """Run every script in examples/ (offline: the local model stands in for API models)."""
     # The examples also show the optional stores and readers (RAG, SQL and Redis memories) and
     # A2A, the evaluators (statistics, Ray), the studio.
-    session.install("-e", ".[local,rag,sql,redis,a2a,evaluate,ray,studio]", env=BUILD_ENV)
+    _install_llama_cpp(session)
+    session.install(
+        "-e", ".[local,rag,sql,redis,a2a,evaluate,ray,studio]", env=BUILD_ENV, silent=False
+    )
     scripts = sorted(p for p in (ROOT / "examples").glob("*.py") if not p.name.startswith("_"))
     if session.posargs:
         scripts = [p for p in scripts if any(arg in p.name for arg in session.posargs)]
@@ -73,6 +98,19 @@ def examples(session: nox.Session) -> None:
     if failed:
         session.error(f"examples failed: {', '.join(failed)}")
     session.log(f"{len(scripts)} examples ran")
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """Build the documentation site into site/ (mkdocs --strict: a warning or a broken link
+    fails the build). ``nox -s docs -- serve`` serves it at http://127.0.0.1:8000 instead."""
+    session.install("-e", ".[docs]", silent=False)
+    # Material prints a notice about MkDocs 2.0 on every build; the build itself is what counts.
+    session.env["NO_MKDOCS_2_WARNING"] = "1"
+    if session.posargs[:1] == ["serve"]:
+        session.run("mkdocs", "serve", "--strict", *session.posargs[1:])
+        return
+    session.run("mkdocs", "build", "--strict", *session.posargs)
 
 
 @nox.session
