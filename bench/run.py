@@ -24,6 +24,7 @@ BENCHMARKS = {
     "hub": "bench_hub",
     "persistence": "bench_persistence",
     "rag": "bench_rag",
+    "tracing": "bench_tracing",
 }
 
 

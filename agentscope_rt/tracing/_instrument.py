@@ -38,7 +38,7 @@ from ..agent import AgentBase
 from ..embedding import EmbeddingModelBase
 from ..formatter import FormatterBase
 from ..model import ChatModelBase, ChatResponse
-from ..tool import Toolkit, ToolResponseStream
+from ..tool import Toolkit
 from . import _extract, _state
 from ._attributes import SpanAttributes
 from ._spans import TracedStream, attach, detach, end_ok, end_raised, in_context
@@ -237,9 +237,10 @@ def traced_tool_call(func: Callable[..., Any]) -> Callable[..., Any]:
     return _mark(call_tool_function)
 
 
-def traced_tool_stream(toolkit: Any, tool_call: Any, stream: Any) -> ToolResponseStream:
+def traced_tool_stream(toolkit: Any, tool_call: Any, stream: Any) -> TracedStream:
     """*stream*, the chunks of *tool_call*, in an ``execute_tool`` span (started now, as a
-    child of the current span; current while the tool runs)."""
+    child of the current span; current while the tool runs). Like the stream it wraps, it is
+    iterated with ``async for`` and awaiting it returns itself."""
     content = _state.capture_content
     attributes = _extract.tool_request(toolkit, tool_call, _current_provider(), content)
     span = _state.tracer.start_span(
@@ -247,8 +248,7 @@ def traced_tool_stream(toolkit: Any, tool_call: Any, stream: Any) -> ToolRespons
         kind=SpanKind.INTERNAL,
         attributes=attributes,
     )
-    traced = TracedStream(stream, span, lambda last: _extract.tool_response(last, content))
-    return ToolResponseStream(traced)
+    return TracedStream(stream, span, lambda last: _extract.tool_response(last, content))
 
 
 # -- putting them in place ----------------------------------------------------------------------

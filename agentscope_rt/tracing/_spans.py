@@ -19,7 +19,7 @@ quote arguments or messages) stays out of the span.
 from __future__ import annotations
 
 import collections.abc
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from typing import Any
 
 from opentelemetry import context as otel_context
@@ -104,6 +104,12 @@ class TracedStream:
 
     def __aiter__(self) -> TracedStream:
         return self
+
+    def __await__(self) -> Generator[Any, None, TracedStream]:
+        # Awaiting returns the stream itself, as awaiting a tool call's stream does
+        # (AgentScope code writes ``async for chunk in await toolkit.call_tool_function(...)``).
+        return self
+        yield  # makes this a generator; awaiting never suspends
 
     async def __anext__(self) -> Any:
         span = self._span
