@@ -30,7 +30,6 @@ from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from typing import Any
 
-from opentelemetry.context import get_value, set_value
 from opentelemetry.trace import SpanKind
 
 from .. import _tracing_switch
@@ -52,7 +51,8 @@ user code), so that it is never wrapped a second time."""
 _active: ContextVar[object] = ContextVar("agentscope_rt_traced_object", default=None)
 """The object whose call the innermost wrapper of this task is tracing."""
 
-_provider_key = "agentscope_rt.provider"
+_agent_provider: ContextVar[str] = ContextVar("agentscope_rt_agent_provider", default="agentscope")
+"""The provider of the reply being traced in this task (its tool calls' spans name it too)."""
 
 
 def _mark(wrapper: Any) -> Any:
@@ -83,16 +83,16 @@ def traced_agent_call(func: Callable[..., Any]) -> Callable[..., Any]:
             kind=SpanKind.INTERNAL,
             attributes=attributes,
         )
-        # Tool spans below take the agent's provider from the context.
-        context = in_context(span)
-        token = attach(_with_provider(context, attributes[SpanAttributes.GEN_AI_PROVIDER_NAME]))
+        token = attach(in_context(span))
         active = _active.set(self)
+        provider = _agent_provider.set(attributes[SpanAttributes.GEN_AI_PROVIDER_NAME])
         try:
             reply = await func(self, *args, **kwargs)
         except BaseException as exc:
             end_raised(span, exc)
             raise
         finally:
+            _agent_provider.reset(provider)
             _active.reset(active)
             detach(token)
         if getattr(self, "generate_reason", None) == "interrupted":
@@ -106,15 +106,6 @@ def traced_agent_call(func: Callable[..., Any]) -> Callable[..., Any]:
         return reply
 
     return _mark(__call__)
-
-
-def _with_provider(context: Any, provider: str) -> Any:
-    return set_value(_provider_key, provider, context)
-
-
-def _current_provider() -> str:
-    provider = get_value(_provider_key)
-    return provider if isinstance(provider, str) else "agentscope"
 
 
 def traced_chat_call(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -242,7 +233,7 @@ def traced_tool_stream(toolkit: Any, tool_call: Any, stream: Any) -> TracedStrea
     child of the current span; current while the tool runs). Like the stream it wraps, it is
     iterated with ``async for`` and awaiting it returns itself."""
     content = _state.capture_content
-    attributes = _extract.tool_request(toolkit, tool_call, _current_provider(), content)
+    attributes = _extract.tool_request(toolkit, tool_call, _agent_provider.get(), content)
     span = _state.tracer.start_span(
         f"execute_tool {attributes[SpanAttributes.GEN_AI_TOOL_NAME]}",
         kind=SpanKind.INTERNAL,

@@ -67,6 +67,8 @@ async def test_a_reply_makes_agent_format_chat_and_tool_spans(spans: Spans) -> N
     assert lookup.attributes[A.GEN_AI_TOOL_NAME] == "lookup"
     assert lookup.attributes[A.GEN_AI_TOOL_CALL_ID] == "call_lookup"
     assert lookup.attributes[A.GEN_AI_TOOL_DESCRIPTION] == "Look a city up."
+    # A tool call names its agent's provider.
+    assert lookup.attributes[A.GEN_AI_PROVIDER_NAME] == root.attributes[A.GEN_AI_PROVIDER_NAME]
     assert formats[0].attributes[A.AGENTSCOPE_FORMAT_COUNT] >= 2
 
 
