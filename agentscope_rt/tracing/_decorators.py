@@ -147,16 +147,22 @@ def _method(route: str, check: Callable[[Any], bool]) -> Callable[[F], F]:
 
 
 def _is(kind: str) -> Callable[[Any], bool]:
-    def check(obj: Any) -> bool:
-        from .. import agent, embedding, formatter, model, tool
+    """A test of whether an object is an instance of the base class of *kind* (the class is
+    looked up on first use: the core packages are imported only when tracing is on)."""
+    base: type | None = None
 
-        base = {
-            "agent": agent.AgentBase,
-            "model": model.ChatModelBase,
-            "embedding": embedding.EmbeddingModelBase,
-            "formatter": formatter.FormatterBase,
-            "toolkit": tool.Toolkit,
-        }[kind]
+    def check(obj: Any) -> bool:
+        nonlocal base
+        if base is None:
+            from .. import agent, embedding, formatter, model, tool
+
+            base = {
+                "agent": agent.AgentBase,
+                "model": model.ChatModelBase,
+                "embedding": embedding.EmbeddingModelBase,
+                "formatter": formatter.FormatterBase,
+                "toolkit": tool.Toolkit,
+            }[kind]
         return isinstance(obj, base)
 
     return check

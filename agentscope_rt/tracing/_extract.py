@@ -87,8 +87,10 @@ def _per_class(cls: type, what: str) -> Any:
         return _class_facts[key]
     except KeyError:
         pass
-    if what == "chat_provider":
-        value: Any = _provider_from_class_name(cls.__name__, "ChatModel", "Model")
+    if what == "reply_name":
+        value: Any = f"{cls.__name__}.reply"
+    elif what == "chat_provider":
+        value = _provider_from_class_name(cls.__name__, "ChatModel", "Model")
     elif what == "embedding_provider":
         value = _provider_from_class_name(
             cls.__name__, "TextEmbedding", "MultiModalEmbedding", "Embedding"
@@ -207,7 +209,7 @@ def agent_request(agent: Any, args: tuple[Any, ...], kwargs: dict[str, Any], con
         _A.GEN_AI_AGENT_NAME: getattr(agent, "name", cls.__name__),
         _A.GEN_AI_AGENT_DESCRIPTION: _per_class(cls, "description"),
         _A.GEN_AI_CONVERSATION_ID: config.run_id,
-        _A.AGENTSCOPE_FUNCTION_NAME: f"{cls.__name__}.reply",
+        _A.AGENTSCOPE_FUNCTION_NAME: _per_class(cls, "reply_name"),
     }
     model_name = getattr(model, "model_name", None)
     if isinstance(model_name, str):
@@ -274,7 +276,12 @@ def chat_response(model: Any, response: Any, content: bool) -> dict[str, Any]:
     """The attributes a ``chat`` span ends with: the response's id, model, finish reasons and
     token usage (from the last chunk of a stream)."""
     blocks = getattr(response, "content", None) or ()
-    finish = "tool_call" if any(block.get("type") == "tool_use" for block in blocks) else "stop"
+    finish = "stop"
+    for block in blocks:
+        # Blocks carry their type as a class attribute; a custom model may answer with dicts.
+        if (block.get("type") if block.__class__ is dict else block.type) == "tool_use":
+            finish = "tool_call"
+            break
     attributes: dict[str, Any] = {
         _A.GEN_AI_RESPONSE_ID: getattr(response, "id", "") or "",
         _A.GEN_AI_RESPONSE_MODEL: model.model_name,

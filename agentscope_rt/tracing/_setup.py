@@ -54,15 +54,14 @@ def _import_sdk() -> Any:
 
 def _fanout(provider: TracerProvider) -> Any:
     """The processor of ours registered on *provider* (registered now if not yet)."""
-    fanout = _fanouts.get(id(provider))
-    if fanout is None:
+    entry = _fanouts.get(id(provider))
+    if entry is None:
         from ._fanout import FanoutSpanProcessor
 
-        fanout = FanoutSpanProcessor()
-        provider.add_span_processor(fanout)
-        _fanouts[id(provider)] = (provider, fanout)
-        return fanout
-    return fanout[1]
+        # The provider is kept with it, so that its id is never reused for another.
+        entry = _fanouts[id(provider)] = (provider, FanoutSpanProcessor())
+        provider.add_span_processor(entry[1])
+    return entry[1]
 
 
 def _global_sdk_provider() -> TracerProvider:
