@@ -94,7 +94,7 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_INBOX_SIZE", "SLOW_OBSERVE_SECONDS", "MsgHub"]
 
-logger = logging.getLogger("agentscope_rt.pipeline")
+logger = logging.getLogger(__name__)
 
 DEFAULT_INBOX_SIZE: Final = 64
 """Messages an inbox's stream holds before publishers to it wait (backpressure); the inbox
