@@ -332,6 +332,7 @@ def instructions() -> dict[str, float] | None:
 def main() -> str:
     """Measure and return the markdown section for RESULTS.md."""
     cpu = pin_to_one_cpu()
+    load = os.getloadavg()[0]
     m = measure()
     lines = [
         "## Tracing",
@@ -339,7 +340,8 @@ def main() -> str:
         "ReAct reply (2 model calls + 1 tool call, zero-latency model), six spans per traced "
         "reply handed to an exporter that drops them; median of "
         f"{RUNS} interleaved runs of {REPLIES} replies (AgentScope: {AGENTSCOPE_REPLIES}), "
-        f"on CPU {cpu}. Microseconds per reply.",
+        f"on CPU {cpu}, machine load average {load:.1f} at the start (timings scale with "
+        "it; the ratios are what to compare). Microseconds per reply.",
         "",
         "| | asyncio | trio |",
         "|---|---:|---:|",
