@@ -93,3 +93,10 @@ def test_setting_the_endpoint_again_never_adds_a_second_exporter(
     assert flush_tracing()
     assert got.names("/other") == ["invoke_generic_function once"]
     assert "invoke_generic_function once" not in got.names()
+
+
+def test_an_endpoint_that_is_not_an_http_url_is_refused() -> None:
+    for endpoint in ("127.0.0.1:4318/v1/traces", "", "grpc://127.0.0.1:4317"):
+        with pytest.raises(ValueError, match="http"):
+            agentscope_rt.tracing.setup_tracing(endpoint)
+    assert not agentscope_rt.tracing.is_tracing_enabled()
