@@ -8,8 +8,7 @@ from typing import Any
 from opentelemetry import trace as otel_trace
 from opentelemetry.trace import StatusCode
 
-from agentscope_rt.embedding import EmbeddingModelBase, EmbeddingResponse
-from agentscope_rt.embedding._embedding_response import EmbeddingUsage
+from agentscope_rt.embedding import EmbeddingModelBase, EmbeddingResponse, EmbeddingUsage
 from agentscope_rt.formatter import OpenAIChatFormatter
 from agentscope_rt.model import ChatModelBase, ChatResponse, ScriptedChatModel, reply
 from agentscope_rt.tool import Toolkit
