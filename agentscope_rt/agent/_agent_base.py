@@ -31,6 +31,7 @@ import anyio.from_thread
 import anyio.lowlevel
 from anyio.streams.memory import MemoryObjectSendStream
 
+from .. import _tracing_switch
 from .._backend import ReplyScope, reply_scope
 from .._ids import new_id
 from .._locks import FairLock
@@ -193,6 +194,8 @@ class AgentBase(StateModule, abc.ABC):
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         _prepare_agent_class(cls)
+        # Spans for the calls of a class defined while tracing is on.
+        _tracing_switch.class_defined(cls)
 
     # -- the methods subclasses write ---------------------------------------------------
 

@@ -6,6 +6,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
+from .. import _tracing_switch
 from ..exception import ModelAPIError
 from ..message import TextBlock
 from ._embedding_response import EmbeddingResponse
@@ -35,6 +36,11 @@ class EmbeddingModelBase(ABC):
     def __init__(self, model_name: str, dimensions: int) -> None:
         self.model_name = model_name
         self.dimensions = dimensions
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # Spans for the calls of a class defined while tracing is on.
+        _tracing_switch.class_defined(cls)
 
     @abstractmethod
     async def __call__(self, text: list[str | TextBlock], **kwargs: Any) -> EmbeddingResponse:

@@ -23,6 +23,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from typing import Any, ClassVar, Literal, TypeVar
 
+from .. import _tracing_switch
 from ..message import (
     AudioBlock,
     ImageBlock,
@@ -62,6 +63,11 @@ class FormatterBase(ABC):
     Subclasses implement :meth:`format`. Formatting is async because media may have to be
     read from disk or the network (always without blocking the event loop).
     """
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # Spans for the calls of a class defined while tracing is on.
+        _tracing_switch.class_defined(cls)
 
     @abstractmethod
     async def format(

@@ -37,7 +37,7 @@ __all__ = [
     "validated_metadata",
 ]
 
-logger = logging.getLogger("agentscope_rt.model")
+logger = logging.getLogger(__name__)
 
 STRUCTURED_TOOL_NAME = "generate_structured_output"
 """The name of the tool through which providers return structured output."""

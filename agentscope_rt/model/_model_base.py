@@ -14,6 +14,7 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator
 from typing import Any, Literal
 
+from .. import _tracing_switch
 from .._provider import TokenCounterBase
 from .._schema import StructuredModel
 from ._model_response import ChatResponse
@@ -53,6 +54,11 @@ class ChatModelBase(ABC):
     def __init__(self, model_name: str, stream: bool) -> None:
         self.model_name = model_name
         self.stream = stream
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # Spans for the calls of a class defined while tracing is on.
+        _tracing_switch.class_defined(cls)
 
     @abstractmethod
     async def __call__(

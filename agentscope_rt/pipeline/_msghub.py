@@ -100,7 +100,7 @@ __all__ = [
     "remove_hub_observer",
 ]
 
-logger = logging.getLogger("agentscope_rt.pipeline")
+logger = logging.getLogger(__name__)
 
 DEFAULT_INBOX_SIZE: Final = 64
 """Messages an inbox's stream holds before publishers to it wait (backpressure); the inbox

@@ -42,7 +42,7 @@ from ._storage import InMemoryPlanStorage, PlanStorageBase
 
 __all__ = ["PlanChangeHook", "PlanNotebook"]
 
-logger = logging.getLogger("agentscope_rt.plan")
+logger = logging.getLogger(__name__)
 
 PlanChangeHook = Callable[["PlanNotebook", Plan | None], Awaitable[None] | None]
 """A function ``hook(notebook, plan)``, sync or async, called after each change of the

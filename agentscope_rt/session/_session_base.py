@@ -39,7 +39,7 @@ __all__ = [
     "valid_ids",
 ]
 
-logger = logging.getLogger("agentscope_rt.session")
+logger = logging.getLogger(__name__)
 
 _FORBIDDEN_IN_IDS = ("/", "\\", "\x00")
 

@@ -57,6 +57,7 @@ from typing import Any, Self
 import anyio
 import anyio.abc
 
+from .. import _tracing_switch
 from .._schema import StructuredModel
 from ..exception import StateError, ToolError, ToolGroupError, ToolRegistrationError
 from ..message import ToolUseBlock
@@ -117,6 +118,11 @@ class Toolkit(StateModule):
 
     _DEFAULT_AGENT_SKILL_INSTRUCTION = DEFAULT_AGENT_SKILL_INSTRUCTION
     _DEFAULT_AGENT_SKILL_TEMPLATE = DEFAULT_AGENT_SKILL_TEMPLATE
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # Spans for the calls of a class defined while tracing is on.
+        _tracing_switch.class_defined(cls)
 
     def __init__(
         self,

@@ -38,7 +38,7 @@ from ._utils import (
 
 __all__ = ["PowerPointReader"]
 
-logger = logging.getLogger("agentscope_rt.rag")
+logger = logging.getLogger(__name__)
 
 
 def _shapes(shapes: Any, group_type: Any) -> Iterator[Any]:

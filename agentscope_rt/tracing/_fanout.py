@@ -1,0 +1,48 @@
+"""One span processor that hands spans on to a set of processors that can change."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+
+__all__ = ["FanoutSpanProcessor"]
+
+
+class FanoutSpanProcessor(SpanProcessor):
+    """Hands every span to each of its processors, in the order they were added.
+
+    The SDK's tracer provider cannot drop a processor once added; this one, added once,
+    can (so :func:`~._setup.setup_tracing` replaces its exporter instead of adding another).
+    """
+
+    def __init__(self) -> None:
+        self._processors: tuple[SpanProcessor, ...] = ()
+        self._lock = threading.Lock()
+
+    def add(self, processor: SpanProcessor) -> None:
+        """Add *processor* (no-op when already there)."""
+        with self._lock:
+            if not any(p is processor for p in self._processors):
+                self._processors = (*self._processors, processor)
+
+    def remove(self, processor: SpanProcessor) -> None:
+        """Stop handing spans to *processor* (it is not shut down)."""
+        with self._lock:
+            self._processors = tuple(p for p in self._processors if p is not processor)
+
+    def on_start(self, span: Span, parent_context: Any = None) -> None:
+        for processor in self._processors:
+            processor.on_start(span, parent_context=parent_context)
+
+    def on_end(self, span: ReadableSpan) -> None:
+        for processor in self._processors:
+            processor.on_end(span)
+
+    def shutdown(self) -> None:
+        for processor in self._processors:
+            processor.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return all(p.force_flush(timeout_millis) for p in self._processors)
