@@ -21,7 +21,7 @@ from typing import Any
 
 import anyio
 
-from ..tool._multi_modality._websocket import WebSocketConnection, connect
+from .._provider.websocket import WebSocketConnection, connect
 
 __all__ = ["SocketIOError", "run_namespace", "socketio_url"]
 

@@ -18,6 +18,8 @@ from typing import Any
 import anyio
 import pytest
 
+from agentscope_rt import _provider
+from agentscope_rt._provider import websocket as _websocket
 from agentscope_rt.formatter import allow_local_files
 from agentscope_rt.message import (
     AudioBlock,
@@ -31,7 +33,6 @@ from agentscope_rt.model import RetryConfig
 from agentscope_rt.tool import (
     Toolkit,
     ToolResponse,
-    _multi_modality,
     dashscope_image_to_text,
     dashscope_text_to_audio,
     dashscope_text_to_image,
@@ -42,7 +43,7 @@ from agentscope_rt.tool import (
     openai_text_to_audio,
     openai_text_to_image,
 )
-from agentscope_rt.tool._multi_modality import _common, _dashscope_tools, _websocket
+from agentscope_rt.tool._multi_modality import _common, _dashscope_tools
 
 from ._media_servers import MediaServer, Reply, WsScript, ws_event
 
@@ -747,7 +748,7 @@ async def test_dashscope_text_to_audio_without_wsproto(
     # As if the 'dashscope' extra were not installed.
     monkeypatch.setitem(sys.modules, "wsproto", None)
     monkeypatch.delitem(sys.modules, _websocket.__name__)
-    monkeypatch.delattr(_multi_modality, "_websocket")
+    monkeypatch.delattr(_provider, "websocket")
     response = await dashscope_text_to_audio("hi", DASHSCOPE_KEY)
     assert _text(response) == (
         "Failed to generate audio: dashscope_text_to_audio needs the 'wsproto' package: "

@@ -369,7 +369,7 @@ async def _synthesize_speech(key: str, payload: dict[str, Any]) -> bytes:
     :raises WebSocketClosed: when the connection ends before ``task-finished``.
     """
     try:
-        from . import _websocket
+        from ..._provider import websocket as _websocket
     except ImportError as exc:
         raise ImportError(
             "dashscope_text_to_audio needs the 'wsproto' package: "
