@@ -47,8 +47,10 @@ def _install_chromium(session: nox.Session) -> None:
 def examples(session: nox.Session) -> None:
     """Run every script in examples/ (offline: the local model stands in for API models)."""
     # The examples also show the optional stores and readers (RAG, SQL and Redis memories) and
-    # A2A, the evaluators (statistics, Ray), the studio.
-    session.install("-e", ".[local,rag,sql,redis,a2a,evaluate,ray,studio]", env=BUILD_ENV)
+    # A2A, the evaluators (statistics, Ray), the studio, and the voice (speech over WebSocket).
+    session.install(
+        "-e", ".[local,rag,sql,redis,a2a,evaluate,ray,studio,voice,dashscope]", env=BUILD_ENV
+    )
     scripts = sorted(p for p in (ROOT / "examples").glob("*.py") if not p.name.startswith("_"))
     if session.posargs:
         scripts = [p for p in scripts if any(arg in p.name for arg in session.posargs)]

@@ -44,6 +44,7 @@ SUBPACKAGES = frozenset(
         "session",
         "token",
         "tool",
+        "tts",
         "types",
     }
 )

@@ -80,7 +80,7 @@ def test_an_unknown_attribute_of_the_package_is_an_attribute_error() -> None:
 
 
 _FRAMEWORK = ("pipeline", "mcp", "plan", "rag", "session", "a2a", "evaluate", "studio")
-_CORE = ("agent", "model", "formatter", "tool", "memory", "token", "embedding")
+_CORE = ("agent", "model", "formatter", "tool", "memory", "token", "embedding", "tts")
 
 
 @pytest.mark.parametrize("module", [*_CORE, "message", "module", "exception", "types"])
@@ -136,8 +136,6 @@ _PRIVATE_IMPORTS_ALLOWED = {
     # Local media files are the formatters' (the allow_local_files grants live there).
     ("agentscope_rt.embedding._dashscope_multimodal_embedding", "agentscope_rt.formatter._media"),
     ("agentscope_rt.tool._multi_modality._common", "agentscope_rt.formatter._local_files"),
-    # The AgentScope Studio client speaks Socket.IO over the tools' WebSocket client.
-    ("agentscope_rt.studio._socketio", "agentscope_rt.tool._multi_modality._websocket"),
 }
 
 # Cycles between units at import time that remain: message <-> _serde (being untangled).
