@@ -41,6 +41,7 @@ SUBPACKAGES = frozenset(
         "pipeline",
         "plan",
         "rag",
+        "realtime",
         "session",
         "token",
         "tool",
