@@ -69,10 +69,14 @@ def _install_chromium(session: nox.Session) -> None:
 def examples(session: nox.Session) -> None:
     """Run every script in examples/ (offline: the local model stands in for API models)."""
     # The examples also show the optional stores and readers (RAG, SQL and Redis memories) and
-    # A2A, the evaluators (statistics, Ray), the studio, tracing.
+    # A2A, the evaluators (statistics, Ray), the studio, tracing, and the voice (speech over
+    # WebSocket).
     _install_llama_cpp(session)
     session.install(
-        "-e", ".[local,rag,sql,redis,a2a,evaluate,ray,studio,tracing]", env=BUILD_ENV, silent=False
+        "-e",
+        ".[local,rag,sql,redis,a2a,evaluate,ray,studio,tracing,voice,dashscope]",
+        env=BUILD_ENV,
+        silent=False,
     )
     scripts = sorted(p for p in (ROOT / "examples").glob("*.py") if not p.name.startswith("_"))
     if session.posargs:

@@ -48,11 +48,13 @@ SUBPACKAGES = frozenset(
         "pipeline",
         "plan",
         "rag",
+        "realtime",
         "session",
         "studio",
         "token",
         "tool",
         "tracing",
+        "tts",
         "types",
     }
 )

@@ -80,7 +80,7 @@ def test_an_unknown_attribute_of_the_package_is_an_attribute_error() -> None:
 
 
 _FRAMEWORK = ("pipeline", "mcp", "plan", "rag", "session", "a2a", "evaluate", "studio", "tracing")
-_CORE = ("agent", "model", "formatter", "tool", "memory", "token", "embedding")
+_CORE = ("agent", "model", "formatter", "tool", "memory", "token", "embedding", "tts", "realtime")
 
 
 @pytest.mark.parametrize("module", [*_CORE, "message", "module", "exception", "types"])

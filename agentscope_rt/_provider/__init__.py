@@ -23,6 +23,7 @@ It imports only the foundation (:mod:`agentscope_rt.exception`); ``tests/test_im
 that.
 """
 
+from ._http_stream import response_lines, suspended_generator_chain
 from ._log_redaction import (
     LIBRARY_LOGGERS,
     SecretRedactingFilter,
@@ -88,7 +89,9 @@ __all__ = [
     "redact_text",
     "redacted_cause",
     "resolve_api_key",
+    "response_lines",
     "sdk_owns_http_client",
     "shape_checked",
     "stream_with_retry",
+    "suspended_generator_chain",
 ]

@@ -1,10 +1,12 @@
 """A small WebSocket client on anyio, for providers that speak only WebSocket.
 
 The framing is done by ``wsproto`` (sans-IO, an optional dependency: this module is imported
-only where needed, by the DashScope speech tool and the studio's Socket.IO client), the bytes
-travel over an anyio TCP (or TLS) stream, so the client runs on asyncio and trio alike. It
-covers what a request/response style protocol needs: connect with extra headers, send text,
-receive whole text or binary messages (fragments are joined, pings answered), and close.
+only by the modules that need it — the speech tools, the streaming text-to-speech models, the
+AgentScope Studio link — never by ``agentscope_rt._provider`` itself), the bytes travel over an
+anyio TCP (or TLS) stream, so the client runs on asyncio and trio alike. It covers what the
+providers' protocols need: connect with extra headers, send text or binary messages, receive
+whole text or binary messages (fragments are joined, pings answered), and close. One task may
+send while another receives (sends are serialised by a lock).
 
 Guarantees: :func:`connect` is an async context manager that always closes the TCP stream on
 exit — after a close handshake when the connection is still open, bounded by
@@ -87,6 +89,21 @@ class WebSocketConnection:
         self._text_parts: list[str] = []
         self._bytes_parts: list[bytes] = []
         self._closed: WebSocketClosed | None = None
+        self._send_lock = anyio.Lock()
+
+    async def _send(self, data: bytes) -> None:
+        # The reader answers pings and close frames while another task may be sending.
+        async with self._send_lock:
+            await self._stream.send(data)
+
+    async def send_bytes(self, data: bytes) -> None:
+        """Send one binary message.
+
+        :raises WebSocketClosed: when the connection is no longer open.
+        """
+        if self._ws.state is not ConnectionState.OPEN:
+            raise self._closed or WebSocketClosed(1006, "the connection is not open")
+        await self._send(self._ws.send(BytesMessage(data=data)))
 
     async def send_text(self, text: str) -> None:
         """Send one text message.
@@ -95,7 +112,7 @@ class WebSocketConnection:
         """
         if self._ws.state is not ConnectionState.OPEN:
             raise self._closed or WebSocketClosed(1006, "the connection is not open")
-        await self._stream.send(self._ws.send(TextMessage(data=text)))
+        await self._send(self._ws.send(TextMessage(data=text)))
 
     async def receive(self) -> str | bytes:
         """The next whole message: ``str`` for text, ``bytes`` for binary.
@@ -130,12 +147,12 @@ class WebSocketConnection:
                     self._messages.append(b"".join(self._bytes_parts))
                     self._bytes_parts.clear()
             elif isinstance(event, Ping):
-                await self._stream.send(self._ws.send(event.response()))
+                await self._send(self._ws.send(event.response()))
             elif isinstance(event, CloseConnection):
                 self._closed = WebSocketClosed(event.code, event.reason)
                 if self._ws.state is ConnectionState.REMOTE_CLOSING:
                     with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
-                        await self._stream.send(self._ws.send(event.response()))
+                        await self._send(self._ws.send(event.response()))
 
     async def aclose(self) -> None:
         """Close handshake (when still open), then close the stream; shielded, bounded by
@@ -145,7 +162,7 @@ class WebSocketConnection:
             # nothing for the caller, so it is not reported.
             with anyio.move_on_after(CLOSE_TIMEOUT), contextlib.suppress(Exception):
                 if self._ws.state is ConnectionState.OPEN:
-                    await self._stream.send(self._ws.send(CloseConnection(code=_NORMAL_CLOSURE)))
+                    await self._send(self._ws.send(CloseConnection(code=_NORMAL_CLOSURE)))
                     # Wait for the server's close frame so it sees an orderly shutdown.
                     while self._ws.state is not ConnectionState.CLOSED and self._closed is None:
                         await self._pump()

@@ -48,9 +48,10 @@ from ..memory import (
     MemoryMark,
     check_long_term_memory_mode,
 )
-from ..message import Msg, TextBlock, ToolResultBlock, ToolUseBlock
+from ..message import AudioBlock, Msg, TextBlock, ToolResultBlock, ToolUseBlock
 from ..model import ChatModelBase, ChatResponse, ChatUsage
 from ..tool import Toolkit, ToolResponse
+from ..tts import SpeechPlayer, TTSModelBase, TTSResponse
 from ._checks import _check_memory_compresses, _check_msg, _check_type
 from ._compression import CompressionConfig as _CompressionConfig
 from ._compression import compress_memory_if_needed
@@ -158,7 +159,11 @@ class ReActAgent(ReActAgentBase):
         hint is shown before each reasoning step, then removed from memory.
     :param print_hint_msg: also print hint and retrieval messages.
     :param max_iters: the most reasoning-acting rounds per reply.
+    :param tts_model: speaks each reasoning step's text as it streams (see ``docs/tts.md``);
+        the audio goes with the printed chunks (``print(msg, last, speech=...)``).
     :param compression_config: memory compression (see :class:`CompressionConfig`).
+    :param speech_player: plays the speech in the background (a running
+        :class:`~agentscope_rt.tts.SpeechPlayer`); :meth:`interrupt` cuts it off.
     :raises TypeError: for arguments of the wrong type.
     :raises ValueError: for an unknown *long_term_memory_mode* or a *max_iters* below 1.
     :raises TypeError: if *long_term_memory* lacks a method its mode calls (``record`` and
@@ -205,7 +210,10 @@ class ReActAgent(ReActAgentBase):
         plan_notebook: PlanNotebookLike | None = None,
         print_hint_msg: bool = False,
         max_iters: int = 10,
+        tts_model: TTSModelBase | None = None,
         compression_config: _CompressionConfig | None = None,
+        *,
+        speech_player: SpeechPlayer | None = None,
     ) -> None:
         super().__init__()
         _check_type("name", name, str)
@@ -227,6 +235,8 @@ class ReActAgent(ReActAgentBase):
                 f"coroutine function), not {type(plan_notebook).__name__} with a synchronous one"
             )
         _check_type("compression_config", compression_config, _CompressionConfig, optional=True)
+        _check_type("tts_model", tts_model, TTSModelBase, optional=True)
+        _check_type("speech_player", speech_player, SpeechPlayer, optional=True)
         if long_term_memory_mode not in _LTM_MODES:
             raise ValueError(
                 f"long_term_memory_mode must be one of {', '.join(_LTM_MODES)}, not "
@@ -267,6 +277,8 @@ class ReActAgent(ReActAgentBase):
         )
         self.max_iters = max_iters
         self.compression_config = compression_config
+        self.tts_model = tts_model
+        self.speech_player = speech_player
         self.memory = memory if memory is not None else InMemoryMemory()
         _check_memory_compresses(self.memory, compression_config)
         self.toolkit = toolkit if toolkit is not None else Toolkit()
@@ -752,6 +764,10 @@ class ReActAgent(ReActAgentBase):
         """Fill *msg* from a model response, printing stream chunks as they arrive and adding
         the usage. *msg* holds everything received so far even if this is cancelled
         part-way, so an interrupted reasoning step can record it."""
+        tts = self.tts_model
+        if tts is not None:
+            await self._receive_speaking(res, msg, tts)
+            return
         if isinstance(res, ChatResponse):
             self._take_response(res, msg)
         else:
@@ -777,6 +793,68 @@ class ReActAgent(ReActAgentBase):
                     await self.print(msg, True, speech=speech)
                     return
         await self.print(msg, True)
+
+    async def _receive_speaking(
+        self,
+        res: ChatResponse | AsyncGenerator[ChatResponse, None],
+        msg: Msg,
+        tts: TTSModelBase,
+    ) -> None:
+        """:meth:`_receive` with a TTS model, as AgentScope's: inside ``async with tts``, each
+        streamed chunk's text is pushed to a streaming-input model and printed with the audio
+        so far; then ``synthesize`` gives the rest of the speech, printed as it comes, and the
+        last print carries all of it. The speech player (if any) is fed every print's audio.
+        An interrupt cancels the synthesis with the reply (the model's connection closes on
+        the way out of ``async with``)."""
+        speech: AudioBlock | list[AudioBlock] | None = None
+        async with tts:
+            if isinstance(res, ChatResponse):
+                self._take_response(res, msg)
+            else:
+                last: ChatResponse | None = None
+                async with aclosing(res) as stream:
+                    async for chunk in stream:
+                        last = chunk
+                        msg.invocation_id = chunk.id
+                        msg.content = _model_blocks(chunk.content)
+                        speech = _speech(msg)
+                        if tts.supports_streaming_input:
+                            speech = (await tts.push(msg)).content
+                        await self._print_speech(msg, False, speech)
+                if last is not None:
+                    self._add_usage(last.usage)
+            result = await tts.synthesize(msg)
+            if isinstance(result, TTSResponse):
+                speech = result.content
+            else:
+                async with aclosing(result) as chunks:
+                    async for tts_chunk in chunks:
+                        speech = tts_chunk.content
+                        if not tts_chunk.is_last:
+                            await self._print_speech(msg, False, speech)
+            await self._print_speech(msg, True, speech)
+
+    async def _print_speech(
+        self, msg: Msg, last: bool, speech: AudioBlock | list[AudioBlock] | None
+    ) -> None:
+        player = self.speech_player
+        if player is not None:
+            player.feed(msg.id, speech)
+        if speech is None:
+            # Without speech, so that a print override without the parameter keeps working.
+            await self.print(msg, last)
+        else:
+            await self.print(msg, last, speech=speech)
+
+    def interrupt(self, msg: Msg | list[Msg] | None = None) -> Any:
+        """Interrupt the reply in progress (see :meth:`AgentBase.interrupt`), which stops its
+        speech synthesis, and cut off the speech player's audio, also when the reply has
+        ended but its speech still plays."""
+        requested = super().interrupt(msg)
+        player = self.speech_player
+        if player is not None:
+            player.stop()
+        return requested
 
     async def handle_interrupt(
         self,

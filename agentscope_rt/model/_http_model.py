@@ -20,11 +20,9 @@ from abc import abstractmethod
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any, ClassVar, Self
 
-import anyio
 import httpx
 
 from .._provider import (
-    CLOSE_TIMEOUT,
     BadResponse,
     LoopClients,
     RetryConfig,
@@ -33,6 +31,7 @@ from .._provider import (
     close_shielded,
     excerpt,
     parse_answer,
+    response_lines,
     shape_checked,
     stream_with_retry,
 )
@@ -40,26 +39,8 @@ from .._schema import StructuredModel
 from ._common import scrub_surrogates
 from ._model_base import ChatModelBase
 from ._model_response import ChatResponse
-from ._sdk_stream import suspended_generator_chain
 
 __all__ = ["HttpChatModel", "response_lines"]
-
-
-@contextlib.asynccontextmanager
-async def response_lines(response: httpx.Response) -> AsyncIterator[AsyncIterator[str]]:
-    """``response.aiter_lines()``, with the chain of httpx generators behind it closed on exit.
-
-    When the reader stops early (an error event raised, the consumer gone), those generators
-    are left suspended, and trio reports each one the collector finalises; so they are closed
-    here, outermost first, shielded.
-    """
-    lines = response.aiter_lines()
-    try:
-        yield lines
-    finally:
-        with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_TIMEOUT):
-            for generator in suspended_generator_chain(lines):
-                await generator.aclose()
 
 
 class HttpChatModel(ChatModelBase):

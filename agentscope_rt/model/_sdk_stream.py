@@ -12,7 +12,6 @@ inside a shield so a cancelled consumer still releases the connection.
 from __future__ import annotations
 
 import functools
-import gc
 import inspect
 import json
 import time
@@ -38,6 +37,7 @@ from .._provider import (
     sdk_owns_http_client,
     shape_checked,
     stream_with_retry,
+    suspended_generator_chain,
 )
 from .._schema import StructuredModel
 from ..message import ToolUseBlock
@@ -57,30 +57,6 @@ __all__ = [
     "route_extra_fields",
     "suspended_generator_chain",
 ]
-
-
-def suspended_generator_chain(agen: Any) -> list[types.AsyncGeneratorType[Any, Any]]:
-    """*agen* and the async generators its frame is iterating, transitively, outermost first.
-
-    A suspended generator's frame (locals and evaluation stack, where ``async for`` keeps
-    its iterator) is what the garbage collector traverses, so ``gc.get_referents`` finds the
-    inner generators even when no variable names them.
-    """
-    chain: list[types.AsyncGeneratorType[Any, Any]] = []
-    seen: set[int] = set()
-    pending = [agen]
-    while pending:
-        current = pending.pop(0)
-        if not isinstance(current, types.AsyncGeneratorType) or id(current) in seen:
-            continue
-        seen.add(id(current))
-        if current.ag_frame is None or current.ag_running:
-            continue  # finished, or busy in another await: nothing to close here
-        chain.append(current)
-        pending.extend(
-            ref for ref in gc.get_referents(current) if isinstance(ref, types.AsyncGeneratorType)
-        )
-    return chain
 
 
 def _generators_in_traceback(tb: types.TracebackType | None) -> list[Any]:

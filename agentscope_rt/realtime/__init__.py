@@ -1,0 +1,15 @@
+"""Realtime (speech in, speech out) models: AgentScope's model events and
+:class:`RealtimeModelBase` on anyio, and :class:`OpenAIRealtimeModel` (see ``docs/realtime.md``).
+"""
+
+from ._base import RealtimeModelBase
+from ._model_events import AudioFormat, ModelEvents, ModelEventType
+from ._openai_realtime_model import OpenAIRealtimeModel
+
+__all__ = [
+    "AudioFormat",
+    "ModelEventType",
+    "ModelEvents",
+    "OpenAIRealtimeModel",
+    "RealtimeModelBase",
+]

@@ -1,0 +1,195 @@
+"""What the HTTP text-to-speech models share: one httpx client per event loop, the retry
+policy, redaction, and the cumulative audio of a stream.
+
+A subclass gives :meth:`HttpTTSModel._fill`, one attempt that sends the request and adds the
+audio to an :class:`AudioBuffer` as it arrives. With ``stream=True`` the chunks are yielded as
+they come (a failure before the first chunk is retried); otherwise the whole attempt is
+retried and one response returned. Failures end as
+:class:`~agentscope_rt.exception.ModelAPIError` with the API key scrubbed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import time
+from abc import abstractmethod
+from collections.abc import AsyncGenerator, AsyncIterator
+from typing import Any, ClassVar
+
+import anyio
+import httpx
+
+from .._provider import (
+    CLOSE_TIMEOUT,
+    LoopClients,
+    RetryConfig,
+    Secrets,
+    call_with_retry,
+    close_orphans,
+    close_shielded,
+    stream_with_retry,
+    suspended_generator_chain,
+)
+from ..message import Msg
+from ._tts_base import TTSModelBase
+from ._tts_response import AudioBuffer, TTSResponse, TTSUsage
+
+__all__ = ["HttpTTSModel", "response_bytes"]
+
+DEFAULT_TIMEOUT = httpx.Timeout(300.0, connect=10.0)
+"""A long text takes a while to speak; connecting should fail fast."""
+
+
+class HttpTTSModel(TTSModelBase):
+    """A text-to-speech model reached over HTTP with httpx (see the module docstring).
+
+    :param base_url: the provider's base URL.
+    :param headers: headers of every request (the API key goes here, never into reprs).
+    :param secrets: strings scrubbed from error messages (the API key).
+    :param client_kwargs: more arguments for ``httpx.AsyncClient`` (``timeout``, ...).
+    :param retry_config: the retry policy; ``None`` means ``RetryConfig()``.
+    :raises TypeError: for *client_kwargs* that ``httpx.AsyncClient`` does not take.
+    """
+
+    provider: ClassVar[str]
+    media_type: ClassVar[str]
+
+    def __init__(
+        self,
+        model_name: str,
+        stream: bool,
+        *,
+        base_url: str,
+        headers: dict[str, str],
+        secrets: tuple[str | None, ...],
+        client_kwargs: dict[str, Any] | None,
+        retry_config: RetryConfig | None,
+        generate_kwargs: dict[str, Any] | None,
+    ) -> None:
+        super().__init__(model_name, stream)
+        self.base_url = base_url.rstrip("/")
+        self.retry_config = retry_config
+        self.generate_kwargs = dict(generate_kwargs or {})
+        self._redact = Secrets(s for s in secrets if s)
+        client_kwargs = {"timeout": DEFAULT_TIMEOUT, **(client_kwargs or {})}
+        try:
+            inspect.signature(httpx.AsyncClient).bind(**client_kwargs)
+        except TypeError as exc:
+            # Checked now: the client is made on the first call, far from the mistake.
+            raise TypeError(
+                f"{type(self).__name__}: {exc}; extra arguments go to httpx.AsyncClient "
+                f"({', '.join(sorted(client_kwargs))} given)"
+            ) from None
+        all_headers = {**dict(client_kwargs.pop("headers", None) or {}), **headers}
+        self._loop_clients: LoopClients[httpx.AsyncClient] = LoopClients(
+            lambda: httpx.AsyncClient(base_url=self.base_url, headers=all_headers, **client_kwargs),
+            _close_client,
+        )
+
+    async def aclose(self) -> None:
+        """Close the running event loop's HTTP client (a later call opens a new one)."""
+        await self._loop_clients.aclose()
+
+    async def synthesize(
+        self, msg: Msg | None = None, **kwargs: Any
+    ) -> TTSResponse | AsyncGenerator[TTSResponse, None]:
+        """The speech of *msg*'s text (see :meth:`TTSModelBase.synthesize`); *kwargs* go into
+        the request after the model's ``generate_kwargs``.
+
+        :raises ModelAPIError: when the provider fails after the retries (in stream mode,
+            raised from the generator).
+        """
+        text = msg.get_text_content() if msg is not None else None
+        if not text:
+            return TTSResponse(content=None)
+        await close_orphans()
+        options = {**self.generate_kwargs, **kwargs}
+        if self.stream:
+            return stream_with_retry(
+                self.provider,
+                lambda: self._stream_once(text, options),
+                self.retry_config,
+                redact=self._redact,
+            )
+
+        async def attempt() -> TTSResponse:
+            buffer = AudioBuffer(self.media_type)
+            started = time.monotonic()
+            async for _ in self._fill(buffer, text, options, stream=False):
+                pass
+            return buffer.response(final=True, usage=_usage(started))
+
+        return await call_with_retry(self.provider, attempt, self.retry_config, redact=self._redact)
+
+    async def _stream_once(
+        self, text: str, options: dict[str, Any]
+    ) -> AsyncGenerator[TTSResponse, None]:
+        buffer = AudioBuffer(self.media_type)
+        started = time.monotonic()
+        fill = self._fill(buffer, text, options, stream=True)
+        try:
+            async for _ in fill:
+                if buffer.size:
+                    yield buffer.response(final=False)
+        finally:
+            await fill.aclose()
+        yield buffer.response(final=True, usage=_usage(started))
+
+    @abstractmethod
+    def _fill(
+        self, buffer: AudioBuffer, text: str, options: dict[str, Any], *, stream: bool
+    ) -> AsyncGenerator[None, None]:
+        """One attempt: send the request for *text* and add its audio to *buffer*, yielding
+        after each piece.
+
+        :raises httpx.HTTPStatusError: for an error status (its body read).
+        """
+
+    def _client(self) -> httpx.AsyncClient:
+        return self._loop_clients.get()
+
+    @contextlib.asynccontextmanager
+    async def _open(
+        self,
+        path: str,
+        body: dict[str, Any],
+        *,
+        params: dict[str, str] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> AsyncIterator[httpx.Response]:
+        """The streamed response to a POST of *body* to *path*, closed (shielded) on exit.
+
+        :raises httpx.HTTPStatusError: for an error status, with the body already read.
+        """
+        client = self._client()
+        request = client.build_request("POST", path, params=params, json=body, headers=headers)
+        response = await client.send(request, stream=True)
+        try:
+            if response.is_error:
+                await response.aread()
+                response.raise_for_status()
+            yield response
+        finally:
+            await close_shielded(response)
+
+
+@contextlib.asynccontextmanager
+async def response_bytes(response: httpx.Response) -> AsyncIterator[AsyncIterator[bytes]]:
+    """``response.aiter_bytes()``, with the chain of httpx generators behind it closed on exit
+    (shielded), so a reader that stops early leaves none suspended."""
+    pieces = response.aiter_bytes()
+    try:
+        yield pieces
+    finally:
+        with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_TIMEOUT):
+            for generator in suspended_generator_chain(pieces):
+                await generator.aclose()
+
+
+def _usage(started: float) -> TTSUsage:
+    return TTSUsage(input_tokens=0, output_tokens=0, time=time.monotonic() - started)
+
+
+async def _close_client(client: httpx.AsyncClient) -> None:
+    await client.aclose()

@@ -1,0 +1,128 @@
+"""A local WebSocket server playing a scripted OpenAI Realtime session, for wire tests.
+
+uvicorn serves it on 127.0.0.1 from a background thread. The session: the client's
+``session.update`` is recorded; the user's audio (the test voice of ``tests/tts``: one sample
+per character) is collected until it says a full sentence ending in ``?``; then the server
+answers as the API does — speech started/stopped, the input transcription, a response with
+audio and transcript deltas, and, when the question names the weather, a function call whose
+result (``function_call_output``) starts a second spoken response.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import socket
+import threading
+import time
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.routing import WebSocketRoute
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from ..tts._tts_servers import pcm_of, text_of
+
+
+def b64(text: str) -> str:
+    return base64.b64encode(pcm_of(text)).decode()
+
+
+class RealtimeServer:
+    def __init__(self) -> None:
+        self.received: list[dict[str, Any]] = []
+        self.headers: dict[str, str] = {}
+        self.closed = threading.Event()
+        app = Starlette(routes=[WebSocketRoute("/v1/realtime", self._session)])
+        self._sock = socket.socket()
+        self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._sock.bind(("127.0.0.1", 0))
+        config = uvicorn.Config(
+            app, ws="wsproto", lifespan="off", log_level="critical", access_log=False
+        )
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True
+        )
+
+    @property
+    def url(self) -> str:
+        return f"ws://127.0.0.1:{self._sock.getsockname()[1]}/v1/realtime"
+
+    def __enter__(self) -> RealtimeServer:
+        self._thread.start()
+        deadline = time.monotonic() + 30
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("the realtime test server did not start")
+            time.sleep(0.01)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.should_exit = True
+        self._thread.join(10)
+        self._sock.close()
+
+    async def _session(self, websocket: WebSocket) -> None:
+        self.headers = {k.lower(): v for k, v in websocket.headers.items()}
+        await websocket.accept()
+
+        async def send(**event: Any) -> None:
+            await websocket.send_text(json.dumps(event))
+
+        async def respond(number: int, text: str) -> None:
+            rid, item = f"resp_{number}", f"item_out_{number}"
+            await send(type="response.created", response={"id": rid})
+            for start in range(0, len(text), 6):
+                piece = text[start : start + 6]
+                await send(type="response.output_audio.delta", item_id=item, delta=b64(piece))
+                await send(type="response.output_audio_transcript.delta", item_id=item, delta=piece)
+            await send(type="response.output_audio.done", item_id=item)
+            await send(type="response.output_audio_transcript.done", item_id=item)
+
+        await send(type="session.created", session={"id": "sess_1"})
+        heard = ""
+        try:
+            while True:
+                event = json.loads(await websocket.receive_text())
+                self.received.append(event)
+                kind = event["type"]
+                if kind == "input_audio_buffer.append":
+                    if not heard:
+                        await send(type="input_audio_buffer.speech_started", item_id="in_1",
+                                   audio_start_ms=0)  # fmt: skip
+                    heard += text_of(base64.b64decode(event["audio"]))
+                    if not heard.endswith("?"):
+                        continue
+                    await send(type="input_audio_buffer.speech_stopped", item_id="in_1",
+                               audio_end_ms=len(heard))  # fmt: skip
+                    await send(type="conversation.item.input_audio_transcription.delta",
+                               item_id="in_1", delta=heard[:5])  # fmt: skip
+                    await send(type="conversation.item.input_audio_transcription.completed",
+                               item_id="in_1", transcript=heard)  # fmt: skip
+                    if "weather" not in heard:
+                        await respond(1, "I heard you.")
+                        await send(type="response.done", response={"id": "resp_1", "usage": {
+                            "input_tokens": 7, "output_tokens": 3}})  # fmt: skip
+                        continue
+                    await respond(1, "Let me check.")
+                    args = json.dumps({"city": "Paris"})
+                    for part in (args[:6], args[6:]):
+                        await send(type="response.function_call_arguments.delta",
+                                   item_id="fc_1", call_id="call_1", name="get_weather",
+                                   delta=part)  # fmt: skip
+                    await send(type="response.function_call_arguments.done", item_id="fc_1",
+                               call_id="call_1", name="get_weather", arguments=args)  # fmt: skip
+                    await send(type="response.done", response={"id": "resp_1", "usage": {
+                        "input_tokens": 9, "output_tokens": 4}})  # fmt: skip
+                elif kind == "conversation.item.create":
+                    item = event["item"]
+                    if item["type"] == "function_call_output":
+                        await respond(2, f"It is {item['output']}.")
+                        await send(type="response.done", response={"id": "resp_2"})
+                    else:
+                        await send(type="error", error={"type": "invalid_request_error",
+                                   "code": "unsupported", "message": "no text here"})  # fmt: skip
+        except WebSocketDisconnect:
+            self.closed.set()
