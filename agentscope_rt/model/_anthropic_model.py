@@ -257,9 +257,7 @@ class AnthropicChatModel(SdkClientModel):
                 time.monotonic() - start,
             ),
         )
-        if getattr(message, "id", None):
-            response.id = message.id
-        return self._with_structured(response, structured_model)
+        return self._answer(response, getattr(message, "id", None), structured_model)
 
     async def _stream_once(
         self, kwargs: dict[str, Any], structured_model: StructuredModel | None

@@ -151,28 +151,49 @@ class OpenAIChatModel(SdkClientModel):
         }
         if self.reasoning_effort and "reasoning_effort" not in kwargs:
             kwargs["reasoning_effort"] = self.reasoning_effort
+        self._put_tools(kwargs, tools, tool_choice, structured_model, self._format_tool_choice)
+        if self.stream:
+            kwargs["stream"] = True
+            kwargs["stream_options"] = {"include_usage": True}
+        return route_extra_fields(type(self.client.chat.completions).create, kwargs)
+
+    def _put_tools(
+        self,
+        target: dict[str, Any],
+        tools: list[dict[str, Any]] | None,
+        tool_choice: ToolChoice | None,
+        structured_model: StructuredModel | None,
+        format_choice: Callable[[str], str | dict[str, Any]],
+    ) -> None:
+        """Set ``tools`` and ``tool_choice`` in *target* (the request, or DashScope's native
+        ``parameters``).
+
+        With *structured_model* the structured-output tool is the only one offered and its
+        call is forced, or left to the model with ``"auto"`` once the server has refused the
+        forced choice (see :meth:`_send`); the caller's tools are then ignored, with a
+        warning. Otherwise *tools* are sent as given and *tool_choice*, validated, as
+        *format_choice* writes it.
+
+        :raises ValueError: for a *tool_choice* that is unknown or names no offered tool.
+        """
         if structured_model is not None:
             if tools or tool_choice:
                 logger.warning(
                     "%s: structured_model given, so tools and tool_choice are ignored",
                     type(self).__name__,
                 )
-            kwargs["tools"] = [structured_tool(structured_model)]
-            kwargs["tool_choice"] = (
+            target["tools"] = [structured_tool(structured_model)]
+            target["tool_choice"] = (
                 "auto"
                 if self._forced_tool_choice_rejected
                 else {"type": "function", "function": {"name": STRUCTURED_TOOL_NAME}}
             )
-        else:
-            if tools:
-                kwargs["tools"] = tools
-            if tool_choice:
-                validate_tool_choice(tool_choice, tools)
-                kwargs["tool_choice"] = self._format_tool_choice(tool_choice)
-        if self.stream:
-            kwargs["stream"] = True
-            kwargs["stream_options"] = {"include_usage": True}
-        return route_extra_fields(type(self.client.chat.completions).create, kwargs)
+            return
+        if tools:
+            target["tools"] = tools
+        if tool_choice:
+            validate_tool_choice(tool_choice, tools)
+            target["tool_choice"] = format_choice(tool_choice)
 
     @staticmethod
     def _format_tool_choice(tool_choice: str) -> str | dict[str, Any]:
@@ -314,9 +335,7 @@ class OpenAIChatModel(SdkClientModel):
                 time.monotonic() - start,
             )
         response = ChatResponse(blocks, usage=usage)
-        if getattr(completion, "id", None):
-            response.id = completion.id
-        return self._with_structured(response, structured_model)
+        return self._answer(response, getattr(completion, "id", None), structured_model)
 
     async def _stream_once(
         self, kwargs: dict[str, Any], structured_model: StructuredModel | None

@@ -389,9 +389,7 @@ class OpenAIResponseModel(SdkClientModel):
         tokens = _tokens(raw)
         usage = None if tokens is None else ChatUsage(*tokens, time.monotonic() - start)
         response = ChatResponse(self._blocks(items, True), usage=usage)
-        if getattr(raw, "id", None):
-            response.id = raw.id
-        return self._with_structured(response, structured_model)
+        return self._answer(response, getattr(raw, "id", None), structured_model)
 
     async def _stream_once(
         self, kwargs: dict[str, Any], structured_model: StructuredModel | None

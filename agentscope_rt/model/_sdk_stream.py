@@ -349,6 +349,22 @@ class SdkClientModel(ChatModelBase):
             self.provider, attempt, self.retry_config, redact=self._secrets
         )
 
+    def _answer(
+        self,
+        response: ChatResponse,
+        response_id: str | None,
+        structured_model: StructuredModel | None,
+    ) -> ChatResponse:
+        """*response* (a complete, not streamed one) with the provider's *response_id* when
+        it gave one (else the id the response made itself) and, when one was requested, the
+        validated structured output in ``metadata``.
+
+        :raises ModelResponseError: when the structured output does not validate.
+        """
+        if response_id:
+            response.id = response_id
+        return self._with_structured(response, structured_model)
+
     def _with_structured(
         self, response: ChatResponse, structured_model: StructuredModel | None
     ) -> ChatResponse:
