@@ -27,7 +27,7 @@ import time
 from collections.abc import AsyncGenerator
 from typing import Any, ClassVar
 
-from .._provider import BadResponse, RetryConfig, Secrets, excerpt, header_secrets, resolve_api_key
+from .._provider import BadResponse, RetryConfig, excerpt, resolve_api_key
 from .._schema import StructuredModel
 from ..message import TextBlock, ThinkingBlock, ToolUseBlock
 from ._common import (
@@ -149,10 +149,7 @@ class AnthropicChatModel(SdkClientModel):
         super().__init__(
             model_name, stream, key, stream_tool_parsing, generate_kwargs, retry_config
         )
-        # Credentials sent as extra headers are scrubbed from errors like the key.
-        self._secrets = Secrets(
-            (*self._secrets, *header_secrets(client_kwargs.get("default_headers")))
-        )
+        self._redact_header_secrets(client_kwargs)
         self.max_tokens = max_tokens
         self.thinking = thinking
 
@@ -180,11 +177,7 @@ class AnthropicChatModel(SdkClientModel):
         if self.thinking and "thinking" not in kwargs:
             kwargs["thinking"] = self.thinking
         if structured_model is not None:
-            if tools or tool_choice:
-                logger.warning(
-                    "AnthropicChatModel: structured_model given, so tools and tool_choice are "
-                    "ignored"
-                )
+            self._warn_tools_ignored(tools, tool_choice)
             kwargs["tools"] = [_anthropic_tool(structured_tool(structured_model))]
             kwargs["tool_choice"] = {"type": "tool", "name": STRUCTURED_TOOL_NAME}
         else:

@@ -31,7 +31,7 @@ from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import aclosing
 from typing import Any, ClassVar, Literal
 
-from .._provider import BadResponse, RetryConfig, Secrets, excerpt, header_secrets, resolve_api_key
+from .._provider import BadResponse, RetryConfig, excerpt, resolve_api_key
 from .._schema import StructuredModel
 from ..exception import ModelAPIError
 from ..message import AudioBlock, Base64Source, TextBlock, ThinkingBlock, ToolUseBlock
@@ -113,10 +113,7 @@ class OpenAIChatModel(SdkClientModel):
         super().__init__(
             model_name, stream, key, stream_tool_parsing, generate_kwargs, retry_config
         )
-        # Credentials sent as extra headers are scrubbed from errors like the key.
-        self._secrets = Secrets(
-            (*self._secrets, *header_secrets(client_kwargs.get("default_headers")))
-        )
+        self._redact_header_secrets(client_kwargs)
         self.reasoning_effort = reasoning_effort
         # Set when the server refused a forced tool_choice for structured output: later
         # structured calls send tool_choice="auto" at once instead of failing first.
@@ -177,11 +174,7 @@ class OpenAIChatModel(SdkClientModel):
         :raises ValueError: for a *tool_choice* that is unknown or names no offered tool.
         """
         if structured_model is not None:
-            if tools or tool_choice:
-                logger.warning(
-                    "%s: structured_model given, so tools and tool_choice are ignored",
-                    type(self).__name__,
-                )
+            self._warn_tools_ignored(tools, tool_choice)
             target["tools"] = [structured_tool(structured_model)]
             target["tool_choice"] = (
                 "auto"

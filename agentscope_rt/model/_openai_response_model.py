@@ -43,7 +43,7 @@ import attrs
 from .._provider import RetryConfig, StreamErrorEvent, reasoning_signature, resolve_api_key
 from .._schema import StructuredModel, structured_model_schema
 from ..message import TextBlock, ThinkingBlock
-from ._common import check_formatted_messages, logger
+from ._common import check_formatted_messages
 from ._model_base import ToolChoice, validate_tool_choice
 from ._model_response import ChatResponse, ChatUsage, ResponseBlock
 from ._sdk_stream import SdkClientModel, SdkEvents, route_extra_fields
@@ -262,11 +262,7 @@ class OpenAIResponseModel(SdkClientModel):
             if _ENCRYPTED_REASONING not in include:
                 kwargs["include"] = [*include, _ENCRYPTED_REASONING]
         if structured_model is not None:
-            if tools or tool_choice:
-                logger.warning(
-                    "%s: structured_model given, so tools and tool_choice are ignored",
-                    type(self).__name__,
-                )
+            self._warn_tools_ignored(tools, tool_choice)
             kwargs.pop("tools", None)
             kwargs.pop("tool_choice", None)
             kwargs["text"] = {

@@ -33,6 +33,7 @@ from .._provider import (
     close_orphans,
     close_sdk_client,
     excerpt,
+    header_secrets,
     loop_copy,
     parse_answer,
     sdk_owns_http_client,
@@ -262,6 +263,24 @@ class SdkClientModel(ChatModelBase):
         self.stream_tool_parsing = stream_tool_parsing
         self.generate_kwargs: dict[str, Any] = dict(generate_kwargs or {})
         self.retry_config = retry_config or RetryConfig()
+
+    def _warn_tools_ignored(
+        self, tools: list[dict[str, Any]] | None, tool_choice: ToolChoice | list[str] | None
+    ) -> None:
+        """Log that *tools* and *tool_choice*, when given, are ignored: a structured-output
+        request offers its own tool (or format) only."""
+        if tools or tool_choice:
+            logger.warning(
+                "%s: structured_model given, so tools and tool_choice are ignored",
+                type(self).__name__,
+            )
+
+    def _redact_header_secrets(self, client_kwargs: dict[str, Any]) -> None:
+        """Scrub the credentials *client_kwargs* sends as extra headers (``default_headers``)
+        from errors, like the API key."""
+        self._secrets = Secrets(
+            (*self._secrets, *header_secrets(client_kwargs.get("default_headers")))
+        )
 
     @classmethod
     def _sdk_client_kwargs(
