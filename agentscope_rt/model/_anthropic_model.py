@@ -39,7 +39,7 @@ from ._common import (
 )
 from ._model_base import ToolChoice, validate_tool_choice
 from ._model_response import ChatResponse, ChatUsage, ResponseBlock
-from ._sdk_stream import SdkClientModel, SdkEvents, route_extra_fields
+from ._sdk_stream import SdkClientModel, route_extra_fields
 
 __all__ = ["AnthropicChatModel"]
 
@@ -256,8 +256,7 @@ class AnthropicChatModel(SdkClientModel):
         self, kwargs: dict[str, Any], structured_model: StructuredModel | None
     ) -> AsyncGenerator[ChatResponse, None]:
         """One streaming attempt: open the event stream and yield cumulative chunks."""
-        start = time.monotonic()
-        stream = SdkEvents(await self._create(kwargs))
+        start, stream = await self._open_events(kwargs)
         response_id: str | None = None
         input_tokens = 0
         output_tokens = 0

@@ -46,7 +46,7 @@ from ..message import TextBlock, ThinkingBlock
 from ._common import check_formatted_messages
 from ._model_base import ToolChoice, validate_tool_choice
 from ._model_response import ChatResponse, ChatUsage, ResponseBlock
-from ._sdk_stream import SdkClientModel, SdkEvents, route_extra_fields
+from ._sdk_stream import SdkClientModel, route_extra_fields
 
 __all__ = ["OpenAIResponseModel"]
 
@@ -391,8 +391,7 @@ class OpenAIResponseModel(SdkClientModel):
         self, kwargs: dict[str, Any], structured_model: StructuredModel | None
     ) -> AsyncGenerator[ChatResponse, None]:
         """One streaming attempt: open the stream and yield cumulative chunks."""
-        start = time.monotonic()
-        stream = SdkEvents(await self._create(kwargs))
+        start, stream = await self._open_events(kwargs)
         state = _StreamState()
         try:
             async for event in stream:

@@ -368,6 +368,12 @@ class SdkClientModel(ChatModelBase):
             self.provider, attempt, self.retry_config, redact=self._secrets
         )
 
+    async def _open_events(self, kwargs: dict[str, Any]) -> tuple[float, SdkEvents]:
+        """Open one streaming attempt: when it started (``time.monotonic()``, for the usage's
+        time) and the SDK's events, which the caller must ``aclose`` in a ``finally``."""
+        start = time.monotonic()
+        return start, SdkEvents(await self._create(kwargs))
+
     def _answer(
         self,
         response: ChatResponse,
