@@ -23,9 +23,10 @@ import anyio
 import anyio.lowlevel
 
 from ._cache_base import EmbeddingCacheBase
+from ._embedding_base import empty_response, merge_responses
 from ._embedding_response import EmbeddingResponse, EmbeddingUsage
 
-__all__ = ["cached_embed", "embed_in_batches", "timed"]
+__all__ = ["cached_embed", "embed_all", "one_response", "timed"]
 
 logger = logging.getLogger(__name__)
 
@@ -105,7 +106,7 @@ def _mismatch(cached: list[Any], count: int | None, dimensions: int | None) -> s
     return None
 
 
-async def embed_in_batches(
+async def embed_all(
     cache: EmbeddingCacheBase | None,
     inputs: list[Any],
     size: int,
@@ -113,15 +114,18 @@ async def embed_in_batches(
     embed: Callable[[dict[str, Any]], Awaitable[EmbeddingResponse]],
     *,
     dimension_key: str,
-) -> list[EmbeddingResponse]:
-    """*inputs* embedded *size* at a time, in order: one response per request
-    ``{"input": batch, **fields}``, each taken through :func:`cached_embed` (a hit must hold
-    one vector per input, each as long as the request's *dimension_key* field asks).
+) -> EmbeddingResponse:
+    """*inputs* embedded *size* at a time, in order, as one response (see
+    :func:`one_response`); no request for an empty list.
 
-    Requests run one after another; those answered before one fails stay in the cache.
+    Each request ``{"input": batch, **fields}`` is taken through :func:`cached_embed` (a hit
+    must hold one vector per input, each as long as the request's *dimension_key* field
+    asks). Requests run one after another; those answered before one fails stay in the cache.
 
     :raises: whatever *embed* or the cache raises.
     """
+    if not inputs:
+        return empty_response()
     responses = []
     for start in range(0, len(inputs), size):
         request = {"input": inputs[start : start + size], **fields}
@@ -134,4 +138,10 @@ async def embed_in_batches(
                 dimensions=request.get(dimension_key),
             )
         )
-    return responses
+    return one_response(responses)
+
+
+def one_response(responses: list[EmbeddingResponse]) -> EmbeddingResponse:
+    """The response of a call made of *responses* (at least one): a single one as it is,
+    several merged (:func:`merge_responses`)."""
+    return responses[0] if len(responses) == 1 else merge_responses(responses)

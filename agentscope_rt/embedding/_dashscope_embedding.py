@@ -17,8 +17,8 @@ from .._provider import RetryConfig, resolve_api_key
 from ..exception import ModelAPIError
 from ..message import TextBlock
 from ._cache_base import EmbeddingCacheBase
-from ._cached import embed_in_batches, timed
-from ._embedding_base import empty_response, gather_texts, merge_responses
+from ._cached import embed_all, timed
+from ._embedding_base import gather_texts
 from ._embedding_response import EmbeddingResponse, EmbeddingUsage
 from ._http_embedding import HttpEmbeddingModel
 
@@ -110,13 +110,10 @@ class DashScopeTextEmbedding(HttpEmbeddingModel):
                 (len(texts) + size - 1) // size,
                 size,
             )
-        if not texts:
-            return empty_response()
         fields = {"model": self.model_name, "dimension": self.dimensions, **kwargs}
-        responses = await embed_in_batches(
+        return await embed_all(
             self.embedding_cache, texts, size, fields, self._embed_batch, dimension_key="dimension"
         )
-        return merge_responses(responses)
 
     async def _embed_batch(self, batch: dict[str, Any]) -> EmbeddingResponse:
         parameters = {k: v for k, v in batch.items() if k not in ("input", "model")}

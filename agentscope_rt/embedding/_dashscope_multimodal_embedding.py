@@ -29,9 +29,8 @@ from ..formatter import (
 )
 from ..message import ImageBlock, TextBlock, VideoBlock
 from ._cache_base import EmbeddingCacheBase
-from ._cached import embed_in_batches, timed
+from ._cached import embed_all, timed
 from ._dashscope_embedding import dashscope_connection
-from ._embedding_base import empty_response, merge_responses
 from ._embedding_response import EmbeddingResponse, EmbeddingUsage
 from ._http_embedding import HttpEmbeddingModel
 
@@ -153,10 +152,8 @@ class DashScopeMultiModalEmbedding(HttpEmbeddingModel):
                 size,
                 self.model_name,
             )
-        if not contents:
-            return empty_response()
         fields = {"model": self.model_name, **kwargs}
-        responses = await embed_in_batches(
+        return await embed_all(
             self.embedding_cache,
             contents,
             size,
@@ -164,7 +161,6 @@ class DashScopeMultiModalEmbedding(HttpEmbeddingModel):
             self._embed_batch,
             dimension_key="dimension",
         )
-        return merge_responses(responses)
 
     async def _embed_batch(self, batch: dict[str, Any]) -> EmbeddingResponse:
         contents = batch["input"]

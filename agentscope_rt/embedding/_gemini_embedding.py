@@ -10,8 +10,8 @@ from typing import Any, ClassVar
 from .._provider import RetryConfig
 from ..message import TextBlock
 from ._cache_base import EmbeddingCacheBase
-from ._cached import cached_embed, timed
-from ._embedding_base import check_count, empty_response, gather_texts, merge_responses
+from ._cached import cached_embed, one_response, timed
+from ._embedding_base import check_count, empty_response, gather_texts
 from ._embedding_response import EmbeddingResponse, EmbeddingUsage
 from ._http_embedding import HttpEmbeddingModel
 
@@ -105,7 +105,7 @@ class GeminiTextEmbedding(HttpEmbeddingModel):
                     dimensions=kwargs.get("output_dimensionality"),
                 )
             )
-        return responses[0] if len(responses) == 1 else merge_responses(responses)
+        return one_response(responses)
 
     async def _embed(self, texts: list[str], config_kwargs: dict[str, Any]) -> EmbeddingResponse:
         name = (

@@ -20,13 +20,11 @@ from .._provider import (
 )
 from ..message import TextBlock
 from ._cache_base import EmbeddingCacheBase
-from ._cached import embed_in_batches, timed
+from ._cached import embed_all, timed
 from ._embedding_base import (
     EmbeddingModelBase,
     check_count,
-    empty_response,
     gather_texts,
-    merge_responses,
 )
 from ._embedding_response import EmbeddingResponse, EmbeddingUsage
 
@@ -106,20 +104,20 @@ class OpenAITextEmbedding(EmbeddingModelBase):
         :raises ModelAPIError: when the API fails (after retries); requests of a long list
             already answered stay in the cache.
         """
-        texts = gather_texts(text)
-        if not texts:
-            return empty_response()
-        size = self.batch_size_limit
         fields = {
             "model": self.model_name,
             "dimensions": self.dimensions,
             "encoding_format": "float",
             **kwargs,
         }
-        responses = await embed_in_batches(
-            self.embedding_cache, texts, size, fields, self._embed, dimension_key="dimensions"
+        return await embed_all(
+            self.embedding_cache,
+            gather_texts(text),
+            self.batch_size_limit,
+            fields,
+            self._embed,
+            dimension_key="dimensions",
         )
-        return responses[0] if len(responses) == 1 else merge_responses(responses)
 
     async def _embed(self, request: dict[str, Any]) -> EmbeddingResponse:
         await close_orphans()

@@ -25,7 +25,7 @@ from ._formatter_base import (
     TruncatedFormatterBase,
     history_items,
     state_only_through_current_call,
-    wrap_history,
+    wrap_history_items,
 )
 from ._media import current_call, local_path_of, read_local_image
 
@@ -155,8 +155,7 @@ class AnthropicMultiAgentFormatter(MultiAgentFormatterBase):
 
     async def _format_agent_message(self, msgs: list[Msg], prompt: str) -> list[dict[str, Any]]:
         items = await history_items(msgs, {"image": _anthropic_image})
-        blocks = [{"text": i, "type": "text"} if isinstance(i, str) else i for i in items]
-        blocks = wrap_history(blocks, prompt, text_block={"type": "text"})
+        blocks = wrap_history_items(items, prompt, text_block={"type": "text"})
         return [{"role": "user", "content": blocks}] if blocks else []
 
 

@@ -31,7 +31,7 @@ from ._formatter_base import (
     TruncatedFormatterBase,
     history_items,
     state_only_through_current_call,
-    wrap_history,
+    wrap_history_items,
 )
 from ._media import current_call, guess_media_type, local_path_of, read_local_base64
 from ._openai_formatter import openai_tool_call, openai_tool_message
@@ -204,7 +204,7 @@ class DashScopeMultiAgentFormatter(MultiAgentFormatterBase):
     async def _format_agent_message(self, msgs: list[Msg], prompt: str) -> list[dict[str, Any]]:
         media = _dashscope_media
         items = await history_items(msgs, {"image": media, "audio": media, "video": media})
-        blocks = wrap_history([{"text": i} if isinstance(i, str) else i for i in items], prompt)
+        blocks = wrap_history_items(items, prompt)
         return join_text_parts([{"role": "user", "content": blocks}]) if blocks else []
 
 

@@ -683,3 +683,18 @@ def wrap_history(
     else:
         blocks.append({**extra, "text": "</history>"})
     return blocks
+
+
+def wrap_history_items(
+    items: list[str | dict[str, Any]],
+    prompt: str,
+    *,
+    open_tag: str = "<history>\n",
+    text_block: dict[str, Any] | None = None,
+) -> list[dict[str, Any]]:
+    """The items :func:`history_items` returns as one block list wrapped by
+    :func:`wrap_history`: each text item becomes a block ``{"text": item, **text_block}``,
+    each media item stays as it is."""
+    extra = text_block or {}
+    blocks = [{"text": item, **extra} if isinstance(item, str) else item for item in items]
+    return wrap_history(blocks, prompt, open_tag=open_tag, text_block=text_block)

@@ -33,7 +33,7 @@ from ._formatter_base import (
     MediaPromotingMultiAgentFormatterBase,
     history_items,
     state_only_through_current_call,
-    wrap_history,
+    wrap_history_items,
 )
 from ._media import (
     current_call,
@@ -172,9 +172,8 @@ class GeminiMultiAgentFormatter(MediaPromotingMultiAgentFormatterBase):
     async def _format_agent_message(self, msgs: list[Msg], prompt: str) -> list[dict[str, Any]]:
         media = _gemini_media
         items = await history_items(msgs, {"image": media, "audio": media, "video": media})
-        parts = [{"text": i} if isinstance(i, str) else i for i in items]
         # AgentScope's Gemini layout has no newline after the opening tag.
-        parts = wrap_history(parts, prompt, open_tag="<history>")
+        parts = wrap_history_items(items, prompt, open_tag="<history>")
         return [{"role": "user", "parts": parts}] if parts else []
 
 

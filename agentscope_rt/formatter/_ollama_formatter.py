@@ -15,7 +15,7 @@ from ._formatter_base import (
     MediaPromotingMultiAgentFormatterBase,
     history_items,
     state_only_through_current_call,
-    wrap_history,
+    wrap_history_items,
 )
 from ._media import current_call, fetch_base64, local_path_of, read_local_base64
 from ._openai_formatter import openai_tool_call, openai_tool_message
@@ -117,7 +117,7 @@ class OllamaMultiAgentFormatter(MediaPromotingMultiAgentFormatterBase):
             return []
         # Each image leaves an empty block in its place, so the joined history keeps a blank
         # line where the image was (AgentScope's layout).
-        blocks = wrap_history([{"text": i} if isinstance(i, str) else i for i in items], prompt)
+        blocks = wrap_history_items(items, prompt)
         message: dict[str, Any] = {
             "role": "user",
             "content": "\n".join(b.get("text", "") for b in blocks),

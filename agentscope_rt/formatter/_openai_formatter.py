@@ -95,7 +95,9 @@ async def format_openai_audio_data(block: AudioBlock) -> dict[str, str]:
     return {"data": source.data, "format": audio_format}
 
 
-_TEXT, _TOOL_USE, _TOOL_RESULT, _IMAGE, _AUDIO, _OTHER = range(6)
+# Numbered from 1, so no kind is false: ``_BLOCK_KINDS.get(block.__class__) or
+# _block_kind(block)`` is the whole lookup, in both OpenAI formatters.
+_TEXT, _TOOL_USE, _TOOL_RESULT, _IMAGE, _AUDIO, _OTHER = range(1, 7)
 _KIND_CLASSES = (
     (TextBlock, _TEXT),
     (ToolUseBlock, _TOOL_USE),
@@ -226,9 +228,7 @@ class OpenAIChatFormatter(ImagePromotingChatFormatterBase):
             tool_calls: list[dict[str, Any]] = []
             block: Any
             for block in raw:
-                kind = _BLOCK_KINDS.get(block.__class__)
-                if kind is None:
-                    kind = _block_kind(block)
+                kind = _BLOCK_KINDS.get(block.__class__) or _block_kind(block)
                 if kind == _TEXT:
                     content.append({"type": "text", "text": block.text})
                 elif kind == _TOOL_USE:

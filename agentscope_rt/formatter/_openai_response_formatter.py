@@ -91,9 +91,7 @@ class OpenAIResponseChatFormatter(ImagePromotingChatFormatterBase):
             trailing: list[dict[str, Any]] = []
             block: Any
             for block in raw:
-                kind = _BLOCK_KINDS.get(block.__class__)
-                if kind is None:
-                    kind = _block_kind(block)
+                kind = _BLOCK_KINDS.get(block.__class__) or _block_kind(block)
                 if kind == _TEXT:
                     content.append({"type": text_type, "text": block.text})
                 elif kind == _TOOL_USE:

@@ -19,7 +19,7 @@ from ..message.serde import (
     structure,
     unstructure_msg,
 )
-from ._memory_base import MemoryBase, _check_mark_arg, _check_marks
+from ._memory_base import MemoryBase, _check_mark_args, _check_marks
 
 __all__ = ["InMemoryMemory"]
 
@@ -244,17 +244,14 @@ class InMemoryMemory(MemoryBase):
         if mark is None and exclude_mark is None:
             msgs = list(map(_first, self._entries))  # in C: no bytecode per entry
         else:
-            _check_mark_arg(mark, "mark")
-            _check_mark_arg(exclude_mark, "exclude_mark")
+            _check_mark_args(mark=mark, exclude_mark=exclude_mark)
             msgs = [
                 msg
                 for msg, marks in self._entries
                 if (mark is None or mark in marks)
                 and (exclude_mark is None or exclude_mark not in marks)
             ]
-        if prepend_summary and self._compressed_summary:
-            msgs.insert(0, Msg("user", self._compressed_summary, "user"))
-        return msgs
+        return self._summary_first(msgs, prepend_summary)
 
     async def update_messages_mark(
         self,
@@ -270,8 +267,7 @@ class InMemoryMemory(MemoryBase):
 
         :raises TypeError: if a mark is neither a string nor ``None``.
         """
-        _check_mark_arg(new_mark, "new_mark")
-        _check_mark_arg(old_mark, "old_mark")
+        _check_mark_args(new_mark=new_mark, old_mark=old_mark)
         if new_mark is not None:
             new_mark = str(new_mark)
         wanted = None if msg_ids is None else set(msg_ids)

@@ -107,6 +107,17 @@ def _telemetry_off() -> None:
             module.__dict__["MEM0_TELEMETRY"] = False
 
 
+def _bridge_of(config: Any, needs: str) -> _LoopBridge:
+    """The model a mem0 LLM or embedder config of our provider carries.
+
+    :raises ValueError: ``the '<provider>' mem0 <needs>`` when it carries none.
+    """
+    bridge = config.model
+    if not isinstance(bridge, _LoopBridge):
+        raise ValueError(f"the {PROVIDER!r} mem0 {needs}")
+    return bridge
+
+
 async def _chat(model: ChatModelBase, messages: list[dict[str, Any]], tools: Any) -> ChatResponse:
     response = await model(messages, tools=tools)
     if isinstance(response, AsyncGenerator):
@@ -151,13 +162,9 @@ def _provider_classes() -> tuple[type, type, type, type]:
 
         def __init__(self, config: Any = None) -> None:
             super().__init__(config)
-            bridge = self.config.model
-            if not isinstance(bridge, _LoopBridge):
-                raise ValueError(
-                    f"the {PROVIDER!r} mem0 LLM needs a chat model: use Mem0LongTermMemory("
-                    "model=...)"
-                )
-            self.bridge = bridge
+            self.bridge = _bridge_of(
+                self.config, "LLM needs a chat model: use Mem0LongTermMemory(model=...)"
+            )
 
         def generate_response(
             self,
@@ -192,13 +199,10 @@ def _provider_classes() -> tuple[type, type, type, type]:
 
         def __init__(self, config: Any = None) -> None:
             super().__init__(config)
-            bridge = self.config.model
-            if not isinstance(bridge, _LoopBridge):
-                raise ValueError(
-                    f"the {PROVIDER!r} mem0 embedder needs an embedding model: use "
-                    "Mem0LongTermMemory(embedding_model=...)"
-                )
-            self.bridge = bridge
+            self.bridge = _bridge_of(
+                self.config,
+                "embedder needs an embedding model: use Mem0LongTermMemory(embedding_model=...)",
+            )
 
         def embed_batch(self, texts: list[str], memory_action: Any = "add") -> list[list[float]]:
             async def call() -> list[list[float]]:

@@ -115,6 +115,13 @@ class MemoryBase(StateModule, ABC):
         :raises TypeError: if *mark* or *exclude_mark* is neither a string nor ``None``.
         """
 
+    def _summary_first(self, msgs: list[Msg], prepend_summary: bool) -> list[Msg]:
+        """*msgs* as :meth:`get_memory` returns them: with *prepend_summary* and a compressed
+        summary set, a user message holding the summary is inserted first (in place)."""
+        if prepend_summary and self._compressed_summary:
+            msgs.insert(0, Msg("user", self._compressed_summary, "user"))
+        return msgs
+
     async def update_messages_mark(
         self,
         new_mark: str | None,
@@ -171,6 +178,13 @@ def _check_mark_arg(value: Any, what: str) -> None:
     """Refuse a ``mark`` / ``exclude_mark`` argument that is neither a string nor None."""
     if value is not None and not isinstance(value, str):
         raise TypeError(f"{what} must be a string or None, not {type(value).__name__}")
+
+
+def _check_mark_args(**marks: Any) -> None:
+    """Refuse the first of these mark arguments (name: value) that is neither a string nor
+    None, naming it."""
+    for what, value in marks.items():
+        _check_mark_arg(value, what)
 
 
 def _batch(memories: Msg | list[Msg] | None) -> list[Msg]:

@@ -46,7 +46,7 @@ import anyio.to_thread
 
 from .._provider import call_redis, open_sync_redis
 from ..message import Msg
-from ._memory_base import MemoryBase, _allow_duplicates, _batch, _check_mark_arg, _check_marks
+from ._memory_base import MemoryBase, _allow_duplicates, _batch, _check_mark_args, _check_marks
 
 __all__ = ["RedisMemory", "call_redis", "open_sync_redis", "session_key_base"]
 
@@ -457,8 +457,7 @@ class RedisMemory(MemoryBase):
         :raises TypeError: if *mark* or *exclude_mark* is neither a string nor ``None``.
         :raises MessageFormatError: when a stored value does not hold a valid message.
         """
-        _check_mark_arg(mark, "mark")
-        _check_mark_arg(exclude_mark, "exclude_mark")
+        _check_mark_args(mark=mark, exclude_mark=exclude_mark)
         values = await self._call(
             "get",
             "0" if mark is None else "1",
@@ -467,9 +466,7 @@ class RedisMemory(MemoryBase):
             exclude_mark or "",
         )
         msgs = [Msg.from_dict(json.loads(v)) for v in values]
-        if prepend_summary and self._compressed_summary:
-            msgs.insert(0, Msg("user", self._compressed_summary, "user"))
-        return msgs
+        return self._summary_first(msgs, prepend_summary)
 
     async def update_messages_mark(
         self,
@@ -482,8 +479,7 @@ class RedisMemory(MemoryBase):
 
         :raises TypeError: if a mark is neither a string nor ``None``.
         """
-        _check_mark_arg(new_mark, "new_mark")
-        _check_mark_arg(old_mark, "old_mark")
+        _check_mark_args(new_mark=new_mark, old_mark=old_mark)
         if new_mark is None and old_mark is None:
             return 0
         if msg_ids is not None and not msg_ids:

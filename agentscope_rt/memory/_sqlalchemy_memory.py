@@ -52,7 +52,7 @@ import anyio.to_thread
 
 from .._locks import FairLock
 from ..message import Msg
-from ._memory_base import MemoryBase, _allow_duplicates, _batch, _check_mark_arg, _check_marks
+from ._memory_base import MemoryBase, _allow_duplicates, _batch, _check_mark_args, _check_marks
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection, Engine
@@ -705,8 +705,7 @@ class AsyncSQLAlchemyMemory(MemoryBase):
         :raises TypeError: if *mark* or *exclude_mark* is neither a string nor ``None``.
         :raises MessageFormatError: when a stored row does not hold a valid message.
         """
-        _check_mark_arg(mark, "mark")
-        _check_mark_arg(exclude_mark, "exclude_mark")
+        _check_mark_args(mark=mark, exclude_mark=exclude_mark)
 
         query = self._q.get[mark is not None, exclude_mark is not None]
         params = {"mark": mark, "exclude": exclude_mark}
@@ -715,9 +714,7 @@ class AsyncSQLAlchemyMemory(MemoryBase):
             return list(conn.execute(query, params).scalars())
 
         msgs = [Msg.from_dict(data) for data in await self._run(work, write=False)]
-        if prepend_summary and self._compressed_summary:
-            msgs.insert(0, Msg("user", self._compressed_summary, "user"))
-        return msgs
+        return self._summary_first(msgs, prepend_summary)
 
     async def update_messages_mark(
         self,
@@ -731,8 +728,7 @@ class AsyncSQLAlchemyMemory(MemoryBase):
         :raises TypeError: if a mark is neither a string nor ``None``.
         :raises ValueError: for a mark longer than the table's column (255 characters).
         """
-        _check_mark_arg(new_mark, "new_mark")
-        _check_mark_arg(old_mark, "old_mark")
+        _check_mark_args(new_mark=new_mark, old_mark=old_mark)
         if new_mark is None and old_mark is None:
             return 0
         if new_mark is not None:

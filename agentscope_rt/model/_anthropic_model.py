@@ -27,7 +27,7 @@ import time
 from collections.abc import AsyncGenerator
 from typing import Any, ClassVar
 
-from .._provider import BadResponse, RetryConfig, Secrets, excerpt, header_secrets, resolve_api_key
+from .._provider import BadResponse, RetryConfig, excerpt, resolve_api_key
 from .._schema import StructuredModel
 from ..message import TextBlock, ThinkingBlock, ToolUseBlock
 from ._common import (
@@ -39,7 +39,7 @@ from ._common import (
 )
 from ._model_base import ToolChoice, validate_tool_choice
 from ._model_response import ChatResponse, ChatUsage, ResponseBlock
-from ._sdk_stream import SdkClientModel, SdkEvents, route_extra_fields
+from ._sdk_stream import SdkClientModel, route_extra_fields
 
 __all__ = ["AnthropicChatModel"]
 
@@ -149,10 +149,7 @@ class AnthropicChatModel(SdkClientModel):
         super().__init__(
             model_name, stream, key, stream_tool_parsing, generate_kwargs, retry_config
         )
-        # Credentials sent as extra headers are scrubbed from errors like the key.
-        self._secrets = Secrets(
-            (*self._secrets, *header_secrets(client_kwargs.get("default_headers")))
-        )
+        self._redact_header_secrets(client_kwargs)
         self.max_tokens = max_tokens
         self.thinking = thinking
 
@@ -180,11 +177,7 @@ class AnthropicChatModel(SdkClientModel):
         if self.thinking and "thinking" not in kwargs:
             kwargs["thinking"] = self.thinking
         if structured_model is not None:
-            if tools or tool_choice:
-                logger.warning(
-                    "AnthropicChatModel: structured_model given, so tools and tool_choice are "
-                    "ignored"
-                )
+            self._warn_tools_ignored(tools, tool_choice)
             kwargs["tools"] = [_anthropic_tool(structured_tool(structured_model))]
             kwargs["tool_choice"] = {"type": "tool", "name": STRUCTURED_TOOL_NAME}
         else:
@@ -257,16 +250,13 @@ class AnthropicChatModel(SdkClientModel):
                 time.monotonic() - start,
             ),
         )
-        if getattr(message, "id", None):
-            response.id = message.id
-        return self._with_structured(response, structured_model)
+        return self._answer(response, getattr(message, "id", None), structured_model)
 
     async def _stream_once(
         self, kwargs: dict[str, Any], structured_model: StructuredModel | None
     ) -> AsyncGenerator[ChatResponse, None]:
         """One streaming attempt: open the event stream and yield cumulative chunks."""
-        start = time.monotonic()
-        stream = SdkEvents(await self._create(kwargs))
+        start, stream = await self._open_events(kwargs)
         response_id: str | None = None
         input_tokens = 0
         output_tokens = 0

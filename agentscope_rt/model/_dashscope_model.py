@@ -57,14 +57,12 @@ from .._provider import (
 from .._schema import StructuredModel
 from ..message import TextBlock, ThinkingBlock, ToolUseBlock
 from ._common import (
-    STRUCTURED_TOOL_NAME,
     check_formatted_messages,
     logger,
     parse_tool_input,
-    structured_tool,
 )
 from ._http_model import response_lines
-from ._model_base import ToolChoice, validate_tool_choice
+from ._model_base import ToolChoice
 from ._model_response import ChatResponse, ChatUsage, ResponseBlock
 from ._openai_model import OpenAIChatModel
 
@@ -364,31 +362,7 @@ class DashScopeChatModel(OpenAIChatModel):
                 parameters.update(value)
             else:
                 parameters[key] = value
-        if structured_model is not None:
-            if tools or tool_choice:
-                logger.warning(
-                    "DashScopeChatModel: structured_model given, so tools and tool_choice are "
-                    "ignored"
-                )
-            parameters["tools"] = [structured_tool(structured_model)]
-            parameters["tool_choice"] = (
-                "auto"
-                if self._forced_tool_choice_rejected
-                else {"type": "function", "function": {"name": STRUCTURED_TOOL_NAME}}
-            )
-        else:
-            if tools:
-                parameters["tools"] = tools
-            if tool_choice:
-                validate_tool_choice(tool_choice, tools)
-                if tool_choice == "required":
-                    # As AgentScope: the native API knows only "auto", "none" and a name.
-                    logger.warning(
-                        "DashScopeChatModel: tool_choice 'required' is not supported by "
-                        "DashScope's native API; 'auto' is sent"
-                    )
-                    tool_choice = "auto"
-                parameters["tool_choice"] = self._format_tool_choice(tool_choice)
+        self._put_tools(parameters, tools, tool_choice, structured_model, self._native_tool_choice)
         if self.stream:
             parameters["incremental_output"] = True
         return {
@@ -396,6 +370,19 @@ class DashScopeChatModel(OpenAIChatModel):
             "input": {"messages": native_messages(messages)},
             "parameters": parameters,
         }
+
+    @classmethod
+    def _native_tool_choice(cls, tool_choice: str) -> str | dict[str, Any]:
+        """*tool_choice* as the native API takes it: ``"required"`` becomes ``"auto"``, with a
+        warning (as AgentScope: the native API knows only ``"auto"``, ``"none"`` and a
+        name)."""
+        if tool_choice == "required":
+            logger.warning(
+                "DashScopeChatModel: tool_choice 'required' is not supported by "
+                "DashScope's native API; 'auto' is sent"
+            )
+            tool_choice = "auto"
+        return cls._format_tool_choice(tool_choice)
 
     async def _create(self, kwargs: dict[str, Any]) -> Any:
         if self._native is None:
@@ -446,9 +433,8 @@ class DashScopeChatModel(OpenAIChatModel):
             blocks,
             usage=None if usage is None else ChatUsage(*usage, time.monotonic() - start),
         )
-        if completion.get("request_id"):
-            response.id = str(completion["request_id"])
-        return self._with_structured(response, structured_model)
+        request_id = completion.get("request_id")
+        return self._answer(response, str(request_id) if request_id else None, structured_model)
 
     async def _stream_once(
         self, kwargs: dict[str, Any], structured_model: StructuredModel | None

@@ -31,7 +31,7 @@ from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import aclosing
 from typing import Any, ClassVar, Literal
 
-from .._provider import BadResponse, RetryConfig, Secrets, excerpt, header_secrets, resolve_api_key
+from .._provider import BadResponse, RetryConfig, excerpt, resolve_api_key
 from .._schema import StructuredModel
 from ..exception import ModelAPIError
 from ..message import AudioBlock, Base64Source, TextBlock, ThinkingBlock, ToolUseBlock
@@ -44,7 +44,7 @@ from ._common import (
 )
 from ._model_base import ToolChoice, validate_tool_choice
 from ._model_response import ChatResponse, ChatUsage, ResponseBlock
-from ._sdk_stream import SdkClientModel, SdkEvents, route_extra_fields
+from ._sdk_stream import SdkClientModel, route_extra_fields
 
 __all__ = ["OpenAIChatModel"]
 
@@ -113,10 +113,7 @@ class OpenAIChatModel(SdkClientModel):
         super().__init__(
             model_name, stream, key, stream_tool_parsing, generate_kwargs, retry_config
         )
-        # Credentials sent as extra headers are scrubbed from errors like the key.
-        self._secrets = Secrets(
-            (*self._secrets, *header_secrets(client_kwargs.get("default_headers")))
-        )
+        self._redact_header_secrets(client_kwargs)
         self.reasoning_effort = reasoning_effort
         # Set when the server refused a forced tool_choice for structured output: later
         # structured calls send tool_choice="auto" at once instead of failing first.
@@ -151,28 +148,45 @@ class OpenAIChatModel(SdkClientModel):
         }
         if self.reasoning_effort and "reasoning_effort" not in kwargs:
             kwargs["reasoning_effort"] = self.reasoning_effort
-        if structured_model is not None:
-            if tools or tool_choice:
-                logger.warning(
-                    "%s: structured_model given, so tools and tool_choice are ignored",
-                    type(self).__name__,
-                )
-            kwargs["tools"] = [structured_tool(structured_model)]
-            kwargs["tool_choice"] = (
-                "auto"
-                if self._forced_tool_choice_rejected
-                else {"type": "function", "function": {"name": STRUCTURED_TOOL_NAME}}
-            )
-        else:
-            if tools:
-                kwargs["tools"] = tools
-            if tool_choice:
-                validate_tool_choice(tool_choice, tools)
-                kwargs["tool_choice"] = self._format_tool_choice(tool_choice)
+        self._put_tools(kwargs, tools, tool_choice, structured_model, self._format_tool_choice)
         if self.stream:
             kwargs["stream"] = True
             kwargs["stream_options"] = {"include_usage": True}
         return route_extra_fields(type(self.client.chat.completions).create, kwargs)
+
+    def _put_tools(
+        self,
+        target: dict[str, Any],
+        tools: list[dict[str, Any]] | None,
+        tool_choice: ToolChoice | None,
+        structured_model: StructuredModel | None,
+        format_choice: Callable[[str], str | dict[str, Any]],
+    ) -> None:
+        """Set ``tools`` and ``tool_choice`` in *target* (the request, or DashScope's native
+        ``parameters``).
+
+        With *structured_model* the structured-output tool is the only one offered and its
+        call is forced, or left to the model with ``"auto"`` once the server has refused the
+        forced choice (see :meth:`_send`); the caller's tools are then ignored, with a
+        warning. Otherwise *tools* are sent as given and *tool_choice*, validated, as
+        *format_choice* writes it.
+
+        :raises ValueError: for a *tool_choice* that is unknown or names no offered tool.
+        """
+        if structured_model is not None:
+            self._warn_tools_ignored(tools, tool_choice)
+            target["tools"] = [structured_tool(structured_model)]
+            target["tool_choice"] = (
+                "auto"
+                if self._forced_tool_choice_rejected
+                else {"type": "function", "function": {"name": STRUCTURED_TOOL_NAME}}
+            )
+            return
+        if tools:
+            target["tools"] = tools
+        if tool_choice:
+            validate_tool_choice(tool_choice, tools)
+            target["tool_choice"] = format_choice(tool_choice)
 
     @staticmethod
     def _format_tool_choice(tool_choice: str) -> str | dict[str, Any]:
@@ -314,16 +328,13 @@ class OpenAIChatModel(SdkClientModel):
                 time.monotonic() - start,
             )
         response = ChatResponse(blocks, usage=usage)
-        if getattr(completion, "id", None):
-            response.id = completion.id
-        return self._with_structured(response, structured_model)
+        return self._answer(response, getattr(completion, "id", None), structured_model)
 
     async def _stream_once(
         self, kwargs: dict[str, Any], structured_model: StructuredModel | None
     ) -> AsyncGenerator[ChatResponse, None]:
         """One streaming attempt: open the stream and yield cumulative chunks."""
-        start = time.monotonic()
-        stream = SdkEvents(await self._create(kwargs))
+        start, stream = await self._open_events(kwargs)
         response_id: str | None = None
         text = ""
         thinking = ""

@@ -43,10 +43,10 @@ import attrs
 from .._provider import RetryConfig, StreamErrorEvent, reasoning_signature, resolve_api_key
 from .._schema import StructuredModel, structured_model_schema
 from ..message import TextBlock, ThinkingBlock
-from ._common import check_formatted_messages, logger
+from ._common import check_formatted_messages
 from ._model_base import ToolChoice, validate_tool_choice
 from ._model_response import ChatResponse, ChatUsage, ResponseBlock
-from ._sdk_stream import SdkClientModel, SdkEvents, route_extra_fields
+from ._sdk_stream import SdkClientModel, route_extra_fields
 
 __all__ = ["OpenAIResponseModel"]
 
@@ -262,11 +262,7 @@ class OpenAIResponseModel(SdkClientModel):
             if _ENCRYPTED_REASONING not in include:
                 kwargs["include"] = [*include, _ENCRYPTED_REASONING]
         if structured_model is not None:
-            if tools or tool_choice:
-                logger.warning(
-                    "%s: structured_model given, so tools and tool_choice are ignored",
-                    type(self).__name__,
-                )
+            self._warn_tools_ignored(tools, tool_choice)
             kwargs.pop("tools", None)
             kwargs.pop("tool_choice", None)
             kwargs["text"] = {
@@ -389,16 +385,13 @@ class OpenAIResponseModel(SdkClientModel):
         tokens = _tokens(raw)
         usage = None if tokens is None else ChatUsage(*tokens, time.monotonic() - start)
         response = ChatResponse(self._blocks(items, True), usage=usage)
-        if getattr(raw, "id", None):
-            response.id = raw.id
-        return self._with_structured(response, structured_model)
+        return self._answer(response, getattr(raw, "id", None), structured_model)
 
     async def _stream_once(
         self, kwargs: dict[str, Any], structured_model: StructuredModel | None
     ) -> AsyncGenerator[ChatResponse, None]:
         """One streaming attempt: open the stream and yield cumulative chunks."""
-        start = time.monotonic()
-        stream = SdkEvents(await self._create(kwargs))
+        start, stream = await self._open_events(kwargs)
         state = _StreamState()
         try:
             async for event in stream:

@@ -32,6 +32,7 @@ from .._provider import (
     close_orphans,
     close_sdk_client,
     excerpt,
+    header_secrets,
     loop_copy,
     parse_answer,
     sdk_owns_http_client,
@@ -239,6 +240,24 @@ class SdkClientModel(ChatModelBase):
         self.generate_kwargs: dict[str, Any] = dict(generate_kwargs or {})
         self.retry_config = retry_config or RetryConfig()
 
+    def _warn_tools_ignored(
+        self, tools: list[dict[str, Any]] | None, tool_choice: ToolChoice | list[str] | None
+    ) -> None:
+        """Log that *tools* and *tool_choice*, when given, are ignored: a structured-output
+        request offers its own tool (or format) only."""
+        if tools or tool_choice:
+            logger.warning(
+                "%s: structured_model given, so tools and tool_choice are ignored",
+                type(self).__name__,
+            )
+
+    def _redact_header_secrets(self, client_kwargs: dict[str, Any]) -> None:
+        """Scrub the credentials *client_kwargs* sends as extra headers (``default_headers``)
+        from errors, like the API key."""
+        self._secrets = Secrets(
+            (*self._secrets, *header_secrets(client_kwargs.get("default_headers")))
+        )
+
     @classmethod
     def _sdk_client_kwargs(
         cls, client_kwargs: dict[str, Any] | None, unknown: dict[str, Any]
@@ -324,6 +343,28 @@ class SdkClientModel(ChatModelBase):
         return await call_with_retry(
             self.provider, attempt, self.retry_config, redact=self._secrets
         )
+
+    async def _open_events(self, kwargs: dict[str, Any]) -> tuple[float, SdkEvents]:
+        """Open one streaming attempt: when it started (``time.monotonic()``, for the usage's
+        time) and the SDK's events, which the caller must ``aclose`` in a ``finally``."""
+        start = time.monotonic()
+        return start, SdkEvents(await self._create(kwargs))
+
+    def _answer(
+        self,
+        response: ChatResponse,
+        response_id: str | None,
+        structured_model: StructuredModel | None,
+    ) -> ChatResponse:
+        """*response* (a complete, not streamed one) with the provider's *response_id* when
+        it gave one (else the id the response made itself) and, when one was requested, the
+        validated structured output in ``metadata``.
+
+        :raises ModelResponseError: when the structured output does not validate.
+        """
+        if response_id:
+            response.id = response_id
+        return self._with_structured(response, structured_model)
 
     def _with_structured(
         self, response: ChatResponse, structured_model: StructuredModel | None

@@ -39,10 +39,9 @@ from ..module import StateModule
 from ._session_base import (
     SessionBase,
     check_session_ids,
-    decode_session_state,
     encode_session_state,
     escape_id,
-    load_modules,
+    load_stored_state,
     logger,
     unescape_id,
     valid_ids,
@@ -253,8 +252,7 @@ class JSONSession(SessionBase):
             self._missing(path, not_read, allow_not_exist)
             return
         where = f"session {session_id!r} (file {path})"
-        states = decode_session_state(data, where, pause_gc=self.pause_gc)
-        load_modules(states, state_modules_mapping, where, pause_gc=self.pause_gc)
+        load_stored_state(data, state_modules_mapping, where, pause_gc=self.pause_gc)
         logger.info("Loaded session state from %s.", path)
 
     def _missing(self, path: Path, not_read: Path | None, allow_not_exist: bool) -> None:

@@ -28,10 +28,9 @@ from ..module import StateModule
 from ._session_base import (
     SessionBase,
     check_session_ids,
-    decode_session_state,
     encode_session_state,
     escape_id,
-    load_modules,
+    load_stored_state,
     logger,
     unescape_id,
     valid_ids,
@@ -169,8 +168,7 @@ class RedisSession(SessionBase):
                 "Save the session first, or pass allow_not_exist=True."
             )
         where = f"session {session_id!r} of user {user_id!r} (redis key {key})"
-        states = decode_session_state(data, where, pause_gc=self.pause_gc)
-        load_modules(states, state_modules_mapping, where, pause_gc=self.pause_gc)
+        load_stored_state(data, state_modules_mapping, where, pause_gc=self.pause_gc)
 
     async def _get(self, key: str) -> Any:
         if self.key_ttl is not None:

@@ -260,6 +260,22 @@ def decode_session_state(
     return states
 
 
+def load_stored_state(
+    data: bytes | str,
+    modules: Mapping[str, StateModule],
+    where: str,
+    *,
+    pause_gc: bool = False,
+) -> None:
+    """Load a stored session state into *modules*: :func:`decode_session_state`, then
+    :func:`load_modules` (all or nothing).
+
+    :raises SessionError: as those two raise; the modules are unchanged then.
+    """
+    states = decode_session_state(data, where, pause_gc=pause_gc)
+    load_modules(states, modules, where, pause_gc=pause_gc)
+
+
 def load_modules(
     states: dict[str, Any],
     modules: Mapping[str, StateModule],

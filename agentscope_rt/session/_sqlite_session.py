@@ -31,9 +31,8 @@ from ..module import StateModule
 from ._session_base import (
     SessionBase,
     check_session_ids,
-    decode_session_state,
     encode_session_state,
-    load_modules,
+    load_stored_state,
     logger,
 )
 
@@ -173,8 +172,7 @@ class SQLiteSession(SessionBase):
                 f"Failed to load {where}: it does not exist. Save the session first, "
                 "or pass allow_not_exist=True."
             )
-        states = decode_session_state(data, where, pause_gc=self.pause_gc)
-        load_modules(states, state_modules_mapping, where, pause_gc=self.pause_gc)
+        load_stored_state(data, state_modules_mapping, where, pause_gc=self.pause_gc)
 
     def _read(self, session_id: str, user_id: str) -> str | None:
         connection = self._connect()

@@ -21,13 +21,8 @@ from typing import Any, Literal
 from ...exception import ReaderError
 from ...message import ImageBlock, TextBlock
 from .._document import Document
-from ._reader_base import (
-    ReaderBase,
-    SplitBy,
-    check_chunking,
-    check_table_format,
-)
-from ._text_reader import chunk_groups
+from ._office import OfficeReader
+from ._reader_base import SplitBy
 from ._utils import (
     DEFAULT_MAX_UNZIPPED_SIZE,
     DEFAULT_MAX_ZIP_RATIO,
@@ -37,11 +32,9 @@ from ._utils import (
     check_file,
     check_stop,
     check_zip,
-    check_zip_limits,
     corrupt,
     image_block,
     require,
-    run_stoppable,
 )
 
 __all__ = ["ExcelReader"]
@@ -86,7 +79,7 @@ def _sheet_images(worksheet: Any) -> list[tuple[int, ImageBlock]]:
     return images
 
 
-class ExcelReader(ReaderBase):
+class ExcelReader(OfficeReader):
     """Read the sheets (and optionally images) of an Excel workbook (``.xlsx``, ``.xlsm``).
 
     Needs the ``office`` extra (openpyxl). Every chunk's ``doc_id`` is :meth:`get_doc_id` of the
@@ -123,19 +116,18 @@ class ExcelReader(ReaderBase):
         max_unzipped_size: int = DEFAULT_MAX_UNZIPPED_SIZE,
         max_zip_ratio: float = DEFAULT_MAX_ZIP_RATIO,
     ) -> None:
-        check_chunking(chunk_size, split_by)
-        check_table_format(table_format)
-        check_zip_limits(max_unzipped_size, max_zip_ratio)
-        self.max_unzipped_size = max_unzipped_size
-        self.max_zip_ratio = max_zip_ratio
-        self.chunk_size = chunk_size
-        self.split_by: SplitBy = split_by
+        self._set_options(
+            chunk_size,
+            split_by,
+            include_image,
+            separate_table,
+            table_format,
+            max_unzipped_size,
+            max_zip_ratio,
+        )
         self.include_sheet_names = include_sheet_names
         self.include_cell_coordinates = include_cell_coordinates
-        self.include_image = include_image
         self.separate_sheet = separate_sheet
-        self.separate_table = separate_table
-        self.table_format = table_format
 
     async def __call__(self, excel_path: str | os.PathLike[str]) -> list[Document]:
         """Read and chunk the workbook at *excel_path*, sheet by sheet.
@@ -148,18 +140,13 @@ class ExcelReader(ReaderBase):
             *max_zip_ratio*.
         :raises ImportError: if openpyxl is not installed (the ``office`` extra).
         """
-        return await run_stoppable(self._read, excel_path)
+        return await self._read_file(excel_path)
 
-    def _read(self, excel_path: str | os.PathLike[str], stop: threading.Event) -> list[Document]:
-        # Chunking a large workbook takes long too: it runs in the worker thread as well.
-        sheets = self._read_sheets(excel_path, stop)
-        doc_id = self.get_doc_id(excel_path)
-        # Sentences as AgentScope's nltk splitter cuts them: the blocks are built its way.
-        return chunk_groups(
-            sheets, doc_id, self.chunk_size, self.split_by, self.separate_sheet, stop, as_punkt=True
-        )
+    @property
+    def _separate_groups(self) -> bool:
+        return self.separate_sheet
 
-    def _read_sheets(
+    def _read_groups(
         self, excel_path: str | os.PathLike[str], stop: threading.Event
     ) -> list[list[TextBlock | ImageBlock]]:
         openpyxl = require("openpyxl", package="openpyxl", extra="office", user="ExcelReader")

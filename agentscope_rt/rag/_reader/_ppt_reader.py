@@ -18,8 +18,8 @@ from typing import Any, Literal
 
 from ...message import ImageBlock, TextBlock
 from .._document import Document
-from ._reader_base import ReaderBase, SplitBy, check_chunking, check_table_format
-from ._text_reader import chunk_groups
+from ._office import OfficeReader
+from ._reader_base import SplitBy
 from ._utils import (
     DEFAULT_MAX_UNZIPPED_SIZE,
     DEFAULT_MAX_ZIP_RATIO,
@@ -28,11 +28,9 @@ from ._utils import (
     check_file,
     check_stop,
     check_zip,
-    check_zip_limits,
     corrupt,
     image_block,
     require,
-    run_stoppable,
     table_text,
 )
 
@@ -50,7 +48,7 @@ def _shapes(shapes: Any, group_type: Any) -> Iterator[Any]:
             yield shape
 
 
-class PowerPointReader(ReaderBase):
+class PowerPointReader(OfficeReader):
     """Read the text, tables and pictures of a PowerPoint deck (``.pptx``) and chunk them.
 
     Needs the ``office`` extra (python-pptx). Every chunk's ``doc_id`` is :meth:`get_doc_id` of
@@ -87,11 +85,15 @@ class PowerPointReader(ReaderBase):
         max_unzipped_size: int = DEFAULT_MAX_UNZIPPED_SIZE,
         max_zip_ratio: float = DEFAULT_MAX_ZIP_RATIO,
     ) -> None:
-        check_chunking(chunk_size, split_by)
-        check_table_format(table_format)
-        check_zip_limits(max_unzipped_size, max_zip_ratio)
-        self.max_unzipped_size = max_unzipped_size
-        self.max_zip_ratio = max_zip_ratio
+        self._set_options(
+            chunk_size,
+            split_by,
+            include_image,
+            separate_table,
+            table_format,
+            max_unzipped_size,
+            max_zip_ratio,
+        )
         for name, marker in (("slide_prefix", slide_prefix), ("slide_suffix", slide_suffix)):
             if marker is not None and not isinstance(marker, str):
                 raise TypeError(f"{name} must be a string or None, not {type(marker).__name__}")
@@ -104,12 +106,7 @@ class PowerPointReader(ReaderBase):
                     f"{exc}): it may hold {{index}} (the slide number) and no other field; "
                     "write other braces doubled, {{ and }}"
                 ) from None
-        self.chunk_size = chunk_size
-        self.split_by: SplitBy = split_by
-        self.include_image = include_image
         self.separate_slide = separate_slide
-        self.separate_table = separate_table
-        self.table_format = table_format
         self.slide_prefix = slide_prefix
         self.slide_suffix = slide_suffix
 
@@ -123,19 +120,13 @@ class PowerPointReader(ReaderBase):
             expand beyond *max_unzipped_size* or *max_zip_ratio*.
         :raises ImportError: if python-pptx is not installed (the ``office`` extra).
         """
-        return await run_stoppable(self._read, ppt_path)
+        return await self._read_file(ppt_path)
 
-    def _read(self, ppt_path: str | os.PathLike[str], stop: threading.Event) -> list[Document]:
-        # Chunking a large deck takes long too: it runs in the worker thread as well.
-        slides = self._read_slides(ppt_path, stop)
-        doc_id = self.get_doc_id(ppt_path)
-        # Sentences as AgentScope's nltk splitter cuts them: the blank line after a table
-        # does not part the text below it from its slide.
-        return chunk_groups(
-            slides, doc_id, self.chunk_size, self.split_by, self.separate_slide, stop, as_punkt=True
-        )
+    @property
+    def _separate_groups(self) -> bool:
+        return self.separate_slide
 
-    def _read_slides(
+    def _read_groups(
         self, ppt_path: str | os.PathLike[str], stop: threading.Event
     ) -> list[list[TextBlock | ImageBlock]]:
         pptx = require("pptx", package="python-pptx", extra="office", user="PowerPointReader")

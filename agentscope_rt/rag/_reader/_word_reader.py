@@ -15,19 +15,17 @@ from typing import Any, Literal
 
 from ...message import ImageBlock, TextBlock
 from .._document import Document
-from ._reader_base import ReaderBase, SplitBy, check_chunking, check_table_format
-from ._text_reader import chunk_blocks
+from ._office import OfficeReader
+from ._reader_base import SplitBy
 from ._utils import (
     DEFAULT_MAX_UNZIPPED_SIZE,
     DEFAULT_MAX_ZIP_RATIO,
     check_file,
     check_stop,
     check_zip,
-    check_zip_limits,
     corrupt,
     image_block,
     require,
-    run_stoppable,
     table_text,
 )
 
@@ -83,7 +81,7 @@ def _paragraph_images(element: Any, part: Any, qn: Any) -> list[ImageBlock]:
     return images
 
 
-class WordReader(ReaderBase):
+class WordReader(OfficeReader):
     """Read the text, tables and images of a Word document (``.docx``) and chunk them.
 
     Needs the ``office`` extra (python-docx). Every chunk's ``doc_id`` is :meth:`get_doc_id`
@@ -115,16 +113,15 @@ class WordReader(ReaderBase):
         max_unzipped_size: int = DEFAULT_MAX_UNZIPPED_SIZE,
         max_zip_ratio: float = DEFAULT_MAX_ZIP_RATIO,
     ) -> None:
-        check_chunking(chunk_size, split_by)
-        check_table_format(table_format)
-        check_zip_limits(max_unzipped_size, max_zip_ratio)
-        self.max_unzipped_size = max_unzipped_size
-        self.max_zip_ratio = max_zip_ratio
-        self.chunk_size = chunk_size
-        self.split_by: SplitBy = split_by
-        self.include_image = include_image
-        self.separate_table = separate_table
-        self.table_format = table_format
+        self._set_options(
+            chunk_size,
+            split_by,
+            include_image,
+            separate_table,
+            table_format,
+            max_unzipped_size,
+            max_zip_ratio,
+        )
 
     async def __call__(self, word_path: str | os.PathLike[str]) -> list[Document]:
         """Read and chunk the ``.docx`` file at *word_path*; text, tables and images come in
@@ -137,15 +134,13 @@ class WordReader(ReaderBase):
             expand beyond *max_unzipped_size* or *max_zip_ratio*.
         :raises ImportError: if python-docx is not installed (the ``office`` extra).
         """
-        return await run_stoppable(self._read, word_path)
+        return await self._read_file(word_path)
 
-    def _read(self, word_path: str | os.PathLike[str], stop: threading.Event) -> list[Document]:
-        # Chunking a large document takes long too: it runs in the worker thread as well.
-        blocks = self._read_blocks(word_path, stop)
-        doc_id = self.get_doc_id(word_path)
-        # Sentences as AgentScope's nltk splitter cuts them: a blank line (an empty paragraph,
-        # a table's last line break) does not end one, and a block keeps its opening line break.
-        return chunk_blocks(blocks, doc_id, self.chunk_size, self.split_by, stop, as_punkt=True)
+    def _read_groups(
+        self, word_path: str | os.PathLike[str], stop: threading.Event
+    ) -> list[list[TextBlock | ImageBlock]]:
+        # The whole document is one group: its chunks are numbered through.
+        return [self._read_blocks(word_path, stop)]
 
     def _read_blocks(
         self, word_path: str | os.PathLike[str], stop: threading.Event
