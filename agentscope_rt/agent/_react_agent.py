@@ -386,10 +386,13 @@ class ReActAgent(ReActAgentBase):
 
         A memory whose ``add`` may wait (:attr:`MemoryBase.add_may_wait`: I/O) is written in a
         shielded scope: a step's record must not be cut short by an interrupt, or a tool call
-        could end up with no result or two.
+        could end up with no result or two. A :attr:`MemoryBase.synchronous` memory is handed
+        the message itself (the agent never changes a message after recording it).
         """
         memory = self.memory
-        if memory.add_may_wait:
+        if memory.synchronous:
+            memory.add_sync(msg, copy=False)  # built here and never changed after
+        elif memory.add_may_wait:
             with anyio.CancelScope(shield=True):
                 await memory.add(msg)
         else:
@@ -463,7 +466,11 @@ class ReActAgent(ReActAgentBase):
                 await self.memory.add(_result_msg(call, _SKIPPED_OUTPUT))
             pending = None
 
-        await self.memory.add(msg)
+        memory = self.memory
+        if memory.synchronous:
+            memory.add_sync(msg)
+        else:
+            await memory.add(msg)
         if self._static_control:
             await self._retrieve_from_long_term_memory(msg)
         if self.knowledge:
@@ -574,12 +581,18 @@ class ReActAgent(ReActAgentBase):
                     await self.print(plan_hint, True)
                 await memory.add(plan_hint, marks=_HINT)
 
-        history = await memory.get_memory(exclude_mark=self._exclude_mark())
+        if memory.synchronous:
+            history = memory.get_memory_sync(None, self._exclude_mark())
+        else:
+            history = await memory.get_memory(exclude_mark=self._exclude_mark())
         if self._fit_to_context:
             prompt = await self._format_within_context([self._system_msg(), *history])
         else:
             prompt = await self.formatter.format([self._system_msg(), *history])
-        await memory.delete_by_mark(_HINT)
+        if memory.synchronous:
+            memory.delete_by_mark_sync(_HINT)
+        else:
+            await memory.delete_by_mark(_HINT)
 
         schemas = self.toolkit.get_json_schemas()
         res = await self.model(prompt, tools=schemas or None, tool_choice=tool_choice)

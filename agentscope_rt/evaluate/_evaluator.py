@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from abc import abstractmethod
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TextIO
 
@@ -16,7 +17,7 @@ from ._metric import MetricBase, MetricResult, MetricType
 from ._progress import Progress
 from ._run import PairOutcome, RetryPolicy, SolutionFunction, run_pair
 from ._solution import SolutionOutput
-from ._stats import HAVE_SDK, empty_stats, solution_stats_processor
+from ._stats import HAVE_SDK, connect_runtime_tracing, empty_stats, solution_stats_processor
 from ._storage import EvaluatorStorageBase
 from ._task import BenchmarkBase, Task
 
@@ -163,10 +164,12 @@ class EvaluatorBase:
         return Progress(self.name, total, finished, stream, enabled=self.progress is not False)
 
     @staticmethod
-    def _start_statistics() -> None:
-        # Made (and handed to the runtime's tracing) before the first solution runs.
-        if HAVE_SDK:
-            solution_stats_processor()
+    def _start_statistics() -> Callable[[], None]:
+        """Count the runtime's spans per solution from now on; the returned function stops
+        that (and leaves the process's tracing as it was)."""
+        if not HAVE_SDK:
+            return lambda: None
+        return connect_runtime_tracing(solution_stats_processor())
 
     # -- storing a pair's outcome ----------------------------------------------------------
 
@@ -372,19 +375,22 @@ class GeneralEvaluator(EvaluatorBase):
         :raises EvaluationError: when the benchmark has two tasks with one id, or a stored file
             cannot be read.
         """
-        self._start_statistics()
-        pending, finished = await anyio.to_thread.run_sync(self._prepare)
-        progress = self._progress_bar(finished + len(pending), finished)
-        limiter = anyio.CapacityLimiter(self.n_workers)
+        stop_statistics = self._start_statistics()
         try:
-            async with anyio.create_task_group() as tg:
-                for pair in pending:
-                    # Taken before the task starts, so at most n_workers tasks exist at once.
-                    borrower = object()
-                    await limiter.acquire_on_behalf_of(borrower)
-                    tg.start_soon(self._run_pair, pair, solution, limiter, borrower, progress)
+            pending, finished = await anyio.to_thread.run_sync(self._prepare)
+            progress = self._progress_bar(finished + len(pending), finished)
+            limiter = anyio.CapacityLimiter(self.n_workers)
+            try:
+                async with anyio.create_task_group() as tg:
+                    for pair in pending:
+                        # Taken before the task starts, so at most n_workers tasks exist at once.
+                        borrower = object()
+                        await limiter.acquire_on_behalf_of(borrower)
+                        tg.start_soon(self._run_pair, pair, solution, limiter, borrower, progress)
+            finally:
+                progress.close()
         finally:
-            progress.close()
+            stop_statistics()
         await self.aggregate()
 
     async def _run_pair(

@@ -33,6 +33,7 @@ class _PairWorker:
         self._storage = storage
         self._timeout = timeout
         self._retry = retry
+        # The actor's process exists for this evaluation: its spans are counted for good.
         EvaluatorBase._start_statistics()
 
     async def run(self, pair: PendingPair) -> PairOutcome:

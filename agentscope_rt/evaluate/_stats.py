@@ -14,9 +14,8 @@ every solution's statistics are empty and everything else works.
 
 from __future__ import annotations
 
-import importlib
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -120,28 +119,37 @@ _setup_lock = threading.Lock()
 def solution_stats_processor() -> SolutionStatsProcessor:
     """The process's one statistics processor (made on first use).
 
-    On first use it is handed to ``agentscope_rt.tracing.enable_tracing`` when the runtime's
-    tracing offers that function, so the runtime's spans reach it. Register it with a tracer
-    provider of your own (``provider.add_span_processor(solution_stats_processor())``) to
-    count spans you create yourself.
+    While an evaluator runs, it receives the runtime's spans (:func:`connect_runtime_tracing`).
+    Register it with a tracer provider of your own
+    (``provider.add_span_processor(solution_stats_processor())``) to count spans you create
+    yourself.
     """
     with _setup_lock:
         if not _shared:
-            processor = SolutionStatsProcessor()
-            _shared.append(processor)
-            _connect_runtime_tracing(processor)
+            _shared.append(SolutionStatsProcessor())
         return _shared[0]
 
 
-def _connect_runtime_tracing(processor: SolutionStatsProcessor) -> None:
-    # Looked up by name: the runtime's tracing module may not exist in this installation.
+def connect_runtime_tracing(processor: SolutionStatsProcessor) -> Callable[[], None]:
+    """Hand the runtime's spans (replies, model, tool and embedding calls) to *processor*,
+    turning tracing on if it was off; the returned function undoes exactly that, so an
+    evaluation leaves the process's tracing as it found it. Without OpenTelemetry's SDK it
+    does nothing (the statistics stay empty)."""
+    from .. import tracing
+
+    was_enabled = tracing.is_tracing_enabled()
     try:
-        tracing = importlib.import_module("agentscope_rt.tracing")
-    except ImportError:
-        return
-    enable = getattr(tracing, "enable_tracing", None)
-    if enable is not None:
-        enable(processor)
+        tracing.enable_tracing(processor)
+    except (ImportError, TypeError):
+        # No SDK, or an application provider that takes no processors.
+        return lambda: None
+
+    def undo() -> None:
+        tracing.remove_span_processor(processor)
+        if not was_enabled:
+            tracing.disable_tracing()
+
+    return undo
 
 
 def _tracer() -> Any:

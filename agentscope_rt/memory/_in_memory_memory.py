@@ -98,6 +98,7 @@ class InMemoryMemory(MemoryBase):
     """
 
     add_may_wait: ClassVar[bool] = False  # add() never awaits
+    synchronous: ClassVar[bool] = True  # add_sync, get_memory_sync, delete_by_mark_sync
 
     def __init__(self) -> None:
         super().__init__()
@@ -166,6 +167,22 @@ class InMemoryMemory(MemoryBase):
         :raises TypeError: for an item that is not a Msg, or marks that are not strings
             (checked for the whole batch first: then nothing is stored).
         """
+        self.add_sync(memories, marks, allow_duplicates)
+
+    def add_sync(
+        self,
+        memories: Msg | list[Msg] | None,
+        marks: str | list[str] | None = None,
+        allow_duplicates: bool = False,
+        *,
+        copy: bool = True,
+    ) -> None:
+        """:meth:`add` as a plain function (see :attr:`MemoryBase.synchronous`).
+
+        :param copy: ``False`` keeps the given messages themselves instead of copies: for a
+            caller that hands them over and never changes them afterwards.
+        :raises TypeError: as :meth:`add`.
+        """
         if memories is None:
             return
         if memories.__class__ is Msg:
@@ -194,7 +211,9 @@ class InMemoryMemory(MemoryBase):
                 ids[msg_id] += 1
             else:
                 ids[msg_id] = 1
-            entries.append((msg.copy(), [] if mark_list is None else list(mark_list)))
+            entries.append(
+                (msg.copy() if copy else msg, [] if mark_list is None else list(mark_list))
+            )
 
     async def delete(self, msg_ids: list[str], **kwargs: Any) -> int:
         """Remove every stored message whose id is in *msg_ids*; return how many."""
@@ -211,7 +230,14 @@ class InMemoryMemory(MemoryBase):
 
         :raises TypeError: if *mark* is not a string or a list of strings.
         """
-        wanted = _check_marks(mark, "mark")
+        return self.delete_by_mark_sync(mark)
+
+    def delete_by_mark_sync(self, mark: str | list[str]) -> int:
+        """:meth:`delete_by_mark` as a plain function (see :attr:`MemoryBase.synchronous`).
+
+        :raises TypeError: as :meth:`delete_by_mark`.
+        """
+        wanted = (mark,) if mark.__class__ is str else _check_marks(mark, "mark")
         entries = self._entries
         # Called before every reasoning step, and most memories carry no marks at all: a plain
         # loop finds that out cheaper than building a filtered list (or a generator).
@@ -241,6 +267,15 @@ class InMemoryMemory(MemoryBase):
 
         :raises TypeError: if *mark* or *exclude_mark* is neither a string nor ``None``.
         """
+        return self.get_memory_sync(mark, exclude_mark, prepend_summary)
+
+    def get_memory_sync(
+        self, mark: str | None = None, exclude_mark: str | None = None, prepend_summary: bool = True
+    ) -> list[Msg]:
+        """:meth:`get_memory` as a plain function (see :attr:`MemoryBase.synchronous`).
+
+        :raises TypeError: as :meth:`get_memory`.
+        """
         if mark is None and exclude_mark is None:
             msgs = list(map(_first, self._entries))  # in C: no bytecode per entry
         else:
@@ -251,7 +286,9 @@ class InMemoryMemory(MemoryBase):
                 if (mark is None or mark in marks)
                 and (exclude_mark is None or exclude_mark not in marks)
             ]
-        return self._summary_first(msgs, prepend_summary)
+        if prepend_summary and self._compressed_summary:
+            return self._summary_first(msgs, prepend_summary)
+        return msgs
 
     async def update_messages_mark(
         self,

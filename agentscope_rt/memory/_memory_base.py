@@ -49,10 +49,56 @@ class MemoryBase(StateModule, ABC):
     of such a memory that overrides ``add`` is set back to ``True`` automatically unless it
     declares ``add_may_wait`` itself."""
 
+    synchronous: ClassVar[bool] = False
+    """Whether this memory also offers its ``add``, ``get_memory`` and ``delete_by_mark`` as
+    plain functions, ``add_sync(memories, marks=None, allow_duplicates=False, *, copy=True)``,
+    ``get_memory_sync(mark=None, exclude_mark=None, prepend_summary=True)`` and
+    ``delete_by_mark_sync(mark)``, which do exactly what the coroutines do (the coroutines call
+    them). Agents call those on their hot path, saving a coroutine per call, and hand over the
+    messages they build with ``copy=False`` (the memory may keep the objects themselves: the
+    agent never changes a message after recording it). :class:`InMemoryMemory` offers them. A
+    subclass that overrides ``add``, ``get_memory`` or ``delete_by_mark`` is set back to
+    ``False`` automatically unless it declares ``synchronous`` itself, so agents always see an
+    override."""
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if "add" in cls.__dict__ and "add_may_wait" not in cls.__dict__:
             cls.add_may_wait = True
+        if "synchronous" not in cls.__dict__ and any(
+            name in cls.__dict__ for name in ("add", "get_memory", "delete_by_mark")
+        ):
+            cls.synchronous = False
+
+    def add_sync(
+        self,
+        memories: Msg | list[Msg] | None,
+        marks: str | list[str] | None = None,
+        allow_duplicates: bool = False,
+        *,
+        copy: bool = True,
+    ) -> None:
+        """:meth:`add` as a plain function, on a :attr:`synchronous` memory.
+
+        :raises NotImplementedError: on a memory that is not synchronous.
+        """
+        raise NotImplementedError(f"{type(self).__name__} is not a synchronous memory")
+
+    def get_memory_sync(
+        self, mark: str | None = None, exclude_mark: str | None = None, prepend_summary: bool = True
+    ) -> list[Msg]:
+        """:meth:`get_memory` as a plain function, on a :attr:`synchronous` memory.
+
+        :raises NotImplementedError: on a memory that is not synchronous.
+        """
+        raise NotImplementedError(f"{type(self).__name__} is not a synchronous memory")
+
+    def delete_by_mark_sync(self, mark: str | list[str]) -> int:
+        """:meth:`delete_by_mark` as a plain function, on a :attr:`synchronous` memory.
+
+        :raises NotImplementedError: on a memory that is not synchronous.
+        """
+        raise NotImplementedError(f"{type(self).__name__} is not a synchronous memory")
 
     def __init__(self) -> None:
         super().__init__()

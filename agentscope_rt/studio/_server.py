@@ -219,17 +219,24 @@ def _hypercorn_serve() -> Callable[..., Any]:
 
 
 def _enable_tracing(studio: Studio) -> Callable[[], None] | None:
-    """Hand the studio's span processor to the runtime's tracing, when the package has it."""
+    """Hand the studio's span processor to the runtime's tracing (turned on if it was off);
+    the returned function undoes exactly that. ``None`` without OpenTelemetry's SDK."""
+    from .. import tracing
+
+    was_enabled = tracing.is_tracing_enabled()
     try:
-        from .. import tracing
-    except ImportError:
+        tracing.enable_tracing(studio.span_processor)
+    except (ImportError, TypeError) as exc:
+        # No SDK, or an application provider that takes no processors: the page shows no spans.
+        logger.warning("the studio shows no span trees: %s", exc)
         return None
-    enable = getattr(tracing, "enable_tracing", None)
-    if enable is None:
-        return None
-    enable(studio.span_processor)
-    disable = getattr(tracing, "disable_tracing", None)
-    return (lambda: disable(studio.span_processor)) if disable is not None else None
+
+    def undo() -> None:
+        tracing.remove_span_processor(studio.span_processor)
+        if not was_enabled:
+            tracing.disable_tracing()
+
+    return undo
 
 
 @contextlib.asynccontextmanager

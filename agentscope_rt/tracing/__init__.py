@@ -28,6 +28,7 @@ from ._setup import (
     enable_tracing,
     flush_tracing,
     is_tracing_enabled,
+    remove_span_processor,
     setup_tracing,
 )
 
@@ -38,6 +39,7 @@ __all__ = [
     "enable_tracing",
     "flush_tracing",
     "is_tracing_enabled",
+    "remove_span_processor",
     "setup_tracing",
     "trace",
     "trace_embedding",

@@ -149,6 +149,14 @@ def disable_tracing() -> None:
         uninstall()
 
 
+def remove_span_processor(span_processor: SpanProcessor) -> None:
+    """Stop handing spans to *span_processor* (added by :func:`enable_tracing`); tracing
+    itself stays as it is. A processor that was never added is ignored."""
+    with _lock:
+        for _, fanout in _fanouts.values():
+            fanout.remove(span_processor)
+
+
 def is_tracing_enabled() -> bool:
     """Whether spans are being made."""
     return _state.enabled
