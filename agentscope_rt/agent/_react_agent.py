@@ -1,5 +1,9 @@
 """ReActAgent: the reasoning-acting loop most applications use.
 
+(About 900 lines: the reply, reasoning and acting steps share the reply state and the
+interrupt guarantees below, so they stay together; the blocks a step builds, retrieval, the
+summary, compression and speech are their own modules.)
+
 One reply records the input, then alternates *reasoning* (format the memory, call the model,
 print its answer as it streams) and *acting* (run the tool calls it asked for, sequentially
 or concurrently), until the model answers without tool calls, the structured-output finish
@@ -48,10 +52,10 @@ from ..memory import (
     MemoryMark,
     check_long_term_memory_mode,
 )
-from ..message import AudioBlock, Msg, TextBlock, ToolResultBlock, ToolUseBlock
+from ..message import Msg, TextBlock, ToolResultBlock, ToolUseBlock
 from ..model import ChatModelBase, ChatResponse, ChatUsage
 from ..tool import Toolkit, ToolResponse
-from ..tts import SpeechPlayer, TTSModelBase, TTSResponse
+from ..tts import SpeechPlayer, TTSModelBase
 from ._checks import _check_memory_compresses, _check_msg, _check_type
 from ._compression import CompressionConfig as _CompressionConfig
 from ._compression import compress_memory_if_needed
@@ -71,6 +75,7 @@ from ._react_blocks import (
     _tool_calls,
 )
 from ._react_retrieval import retrieve_from_knowledge, retrieve_from_long_term_memory, rewrite_query
+from ._react_speech import receive_speaking
 from ._react_summary import summarize
 
 __all__ = ["ReActAgent"]
@@ -813,51 +818,8 @@ class ReActAgent(ReActAgentBase):
         msg: Msg,
         tts: TTSModelBase,
     ) -> None:
-        """:meth:`_receive` with a TTS model, as AgentScope's: inside ``async with tts``, each
-        streamed chunk's text is pushed to a streaming-input model and printed with the audio
-        so far; then ``synthesize`` gives the rest of the speech, printed as it comes, and the
-        last print carries all of it. The speech player (if any) is fed every print's audio.
-        An interrupt cancels the synthesis with the reply (the model's connection closes on
-        the way out of ``async with``)."""
-        speech: AudioBlock | list[AudioBlock] | None = None
-        async with tts:
-            if isinstance(res, ChatResponse):
-                self._take_response(res, msg)
-            else:
-                last: ChatResponse | None = None
-                async with aclosing(res) as stream:
-                    async for chunk in stream:
-                        last = chunk
-                        msg.invocation_id = chunk.id
-                        msg.content = _model_blocks(chunk.content)
-                        speech = _speech(msg)
-                        if tts.supports_streaming_input:
-                            speech = (await tts.push(msg)).content
-                        await self._print_speech(msg, False, speech)
-                if last is not None:
-                    self._add_usage(last.usage)
-            result = await tts.synthesize(msg)
-            if isinstance(result, TTSResponse):
-                speech = result.content
-            else:
-                async with aclosing(result) as chunks:
-                    async for tts_chunk in chunks:
-                        speech = tts_chunk.content
-                        if not tts_chunk.is_last:
-                            await self._print_speech(msg, False, speech)
-            await self._print_speech(msg, True, speech)
-
-    async def _print_speech(
-        self, msg: Msg, last: bool, speech: AudioBlock | list[AudioBlock] | None
-    ) -> None:
-        player = self.speech_player
-        if player is not None:
-            player.feed(msg.id, speech)
-        if speech is None:
-            # Without speech, so that a print override without the parameter keeps working.
-            await self.print(msg, last)
-        else:
-            await self.print(msg, last, speech=speech)
+        """:meth:`_receive` with a TTS model (see :func:`._react_speech.receive_speaking`)."""
+        await receive_speaking(self, res, msg, tts)
 
     def interrupt(self, msg: Msg | list[Msg] | None = None) -> Any:
         """Interrupt the reply in progress (see :meth:`AgentBase.interrupt`), which stops its

@@ -1,5 +1,8 @@
 """AsyncSQLAlchemyMemory: an agent's working memory in a SQL database, AgentScope's tables.
 
+(About 830 lines: the table layout, the engine handling and each operation's single
+transaction belong to one class; splitting them would only move its private helpers apart.)
+
 The tables are AgentScope 1.0's, so a database either library wrote is read by the other:
 
 * ``users(id)`` and ``session(id, user_id)``: one row per user and per session id;

@@ -1,5 +1,8 @@
 """MsgHub: a group of agents that hear each other's replies.
 
+(About 850 lines: publishing, helping and delivery share the hub's membership and inbox state
+and the guarantees below; tickets and wait cycles live in `_tickets.py` and `_waits.py`.)
+
 Guarantees (each pinned by a property test on asyncio and trio):
 
 1. every participant except the sender observes every reply published while it is a member,

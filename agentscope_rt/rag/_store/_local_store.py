@@ -1,6 +1,9 @@
 """The embedded vector store: chunks in SQLite, vectors in a NumPy matrix, an HNSW index
 (usearch) once a collection is too large to scan.
 
+(About 900 lines: the three representations are kept consistent by one class, slice by slice
+in worker threads; the store contract it implements is in `_store_base.py`.)
+
 **Search.** Up to :func:`exact_limit` chunks (16 MiB of float32 vectors: 65,536 chunks of 64
 dimensions, 10,922 of 384) every search is exact: one matrix-vector product over the
 collection. Beyond that an approximate index is built (usearch's HNSW) and searches go
