@@ -89,8 +89,10 @@ class StudioSpanProcessor(SpanProcessor):
         self._bus.publish("span", data["key"], data)
         agent_id = data["agent_id"]
         if self._on_reply_end is not None and agent_id and span.name.startswith("invoke_agent"):
-            text = f"{data['status_description'] or ''} {data['attributes']}".lower()
-            self._on_reply_end(str(agent_id), "interrupt" in text)
+            # The runtime's tracing marks an interrupted reply with this attribute (an error or
+            # an outer cancellation is not an interrupt).
+            interrupted = (span.attributes or {}).get("agentscope.interrupted") is True
+            self._on_reply_end(str(agent_id), interrupted)
 
     def shutdown(self) -> None:
         self._stopped = True

@@ -348,7 +348,8 @@ async def test_a_reply_that_raised_is_shown_as_ended() -> None:
         with pytest.raises(RuntimeError):
             await flaky()
         await settle(studio)
-        assert studio.bus.state.get("agent", flaky.id)["state"] == "replying"  # type: ignore[index]
+        # The reply's span (the studio turns the runtime's tracing on) or, failing that, the
+        # periodic check of is_replying ends the "replying" state: never left showing.
         with anyio.fail_after(30):
             while studio.bus.state.get("agent", flaky.id)["state"] != "idle":  # type: ignore[index]  # noqa: ASYNC110
                 await anyio.sleep(0.05)
