@@ -6,6 +6,7 @@ import contextvars
 import logging
 import pathlib
 import re
+import sys
 
 import pytest
 
@@ -65,7 +66,9 @@ def test_init_twice_replaces_its_handlers_and_keeps_the_applications(
     assert _ours() == [] and agentscope_rt.logger.propagate
 
 
-def test_studio_url_needs_the_studio_package() -> None:
+def test_studio_url_needs_the_studio_package(monkeypatch: pytest.MonkeyPatch) -> None:
+    # As if the studio's extra were not installed.
+    monkeypatch.setitem(sys.modules, "agentscope_rt.studio", None)
     with pytest.raises(ImportError, match=r"agentscope_rt\.studio"):
         contextvars.copy_context().run(agentscope_rt.init, studio_url="http://127.0.0.1:9")
 
