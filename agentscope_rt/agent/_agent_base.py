@@ -23,7 +23,8 @@ import inspect
 import logging
 import threading
 import uuid
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any, ClassVar
 
 import anyio
@@ -57,6 +58,7 @@ __all__ = ["AgentBase", "PrintedChunk", "Speech", "check_msg_input"]
 logger = logging.getLogger("agentscope_rt.agent")
 
 _INTERRUPTED = GenerateReason.INTERRUPTED
+_NOTHING: Mapping[str, Any] = MappingProxyType({})
 
 Speech = AudioBlock | list[AudioBlock]
 """What ``print(msg, last, speech=...)`` accepts besides ``None``: audio played or forwarded
@@ -187,8 +189,10 @@ class AgentBase(StateModule, abc.ABC):
         self._console = ConsolePrinter()
         self._console_output_enabled = True
         self.msg_queue = None
-        self._hub_links: dict[str, HubLink] = {}
-        self._subscribers: dict[str, list[AgentBase]] = {}
+        # Shared empty mappings until a hub attaches: most agents of a large simulation are
+        # in one hub at most, and two empty dicts per agent add up.
+        self._hub_links: Mapping[str, HubLink] = _NOTHING
+        self._subscribers: Mapping[str, list[AgentBase]] = _NOTHING
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -437,11 +441,16 @@ class AgentBase(StateModule, abc.ABC):
     def _attach_hub(self, key: str, link: HubLink) -> None:
         """Broadcast this agent's replies through *link* until :meth:`_detach_hub` (called by
         message hubs). Re-attaching a key replaces its link in place."""
-        self._hub_links[key] = link
+        links = self._hub_links
+        if not isinstance(links, dict):
+            links = self._hub_links = {}
+        links[key] = link
 
     def _detach_hub(self, key: str) -> None:
         """Stop broadcasting through the link attached as *key* (no-op when absent)."""
-        self._hub_links.pop(key, None)
+        links = self._hub_links
+        if isinstance(links, dict):
+            links.pop(key, None)
 
     def reset_subscribers(self, msghub_name: str, subscribers: Sequence[AgentBase]) -> None:
         """Set the agents that observe this agent's replies for hub *msghub_name* (this agent
@@ -454,11 +463,15 @@ class AgentBase(StateModule, abc.ABC):
                 raise TypeError(
                     f"subscribers[{index}] must be an AgentBase, not {type(agent).__name__}"
                 )
-        self._subscribers[msghub_name] = [agent for agent in subscribers if agent is not self]
+        table = self._subscribers
+        if not isinstance(table, dict):
+            table = self._subscribers = {}
+        table[msghub_name] = [agent for agent in subscribers if agent is not self]
 
     def remove_subscribers(self, msghub_name: str) -> None:
         """Forget the subscribers set for hub *msghub_name* (a warning when there are none)."""
-        if self._subscribers.pop(msghub_name, None) is None:
+        table = self._subscribers
+        if not isinstance(table, dict) or table.pop(msghub_name, None) is None:
             logger.warning("MsgHub named %r not found among the subscribers", msghub_name)
 
     async def _broadcast_to_subscribers(self, msg: Msg | list[Msg] | None) -> None:
