@@ -8,7 +8,8 @@ The package is layered; each layer depends only on those below it:
 * core — :mod:`.agent`, :mod:`.model`, :mod:`.formatter`, :mod:`.tool`, :mod:`.memory`,
   :mod:`.token`;
 * framework — :mod:`.pipeline` (MsgHub and pipelines), :mod:`.mcp`, :mod:`.plan`, :mod:`.rag`,
-  :mod:`.a2a` (needs the ``a2a`` extra), :mod:`.evaluate`.
+  :mod:`.a2a` (needs the ``a2a`` extra), :mod:`.evaluate`, :mod:`.distributed` (needs the
+  ``ray`` extra).
 
 Public names live in each sub-package's ``__init__``; modules named ``_x.py`` are private.
 Everything runs on anyio, so applications may use trio or asyncio.
@@ -29,6 +30,7 @@ SUBPACKAGES = frozenset(
     {
         "a2a",
         "agent",
+        "distributed",
         "embedding",
         "evaluate",
         "exception",
