@@ -25,6 +25,7 @@ BENCHMARKS = {
     "persistence": "bench_persistence",
     "rag": "bench_rag",
     "evaluate": "bench_evaluate",
+    "scale": "bench_scale",
 }
 
 
