@@ -181,9 +181,9 @@ class AgentBase(StateModule, abc.ABC):
     def __init__(self) -> None:
         super().__init__()
         self.id = uuid.uuid4().hex
-        # Per hook type, created on first registration: most agents never get one, and six
-        # empty dicts per agent are most of a bare agent's memory.
-        self._instance_hooks: dict[str, dict[str, HookEntry]] = {}
+        # Per hook type, created on first registration: most agents never get one. Until then
+        # the shared empty mapping (an empty dict per agent adds up over many agents).
+        self._instance_hooks: Mapping[str, dict[str, HookEntry]] = _NOTHING
         self._reply_lock = FairLock()
         self._call = _ReplyCall()
         self._console = ConsolePrinter()
@@ -492,7 +492,10 @@ class AgentBase(StateModule, abc.ABC):
         is_async = check_hook(
             type(self).__name__, type(self).supported_hook_types, hook_type, hook_name, hook
         )
-        self._instance_hooks.setdefault(hook_type, {})[hook_name] = (hook_name, hook, is_async)
+        registry = self._instance_hooks
+        if not isinstance(registry, dict):
+            registry = self._instance_hooks = {}
+        registry.setdefault(hook_type, {})[hook_name] = (hook_name, hook, is_async)
 
     def remove_instance_hook(self, hook_type: str, hook_name: str) -> None:
         """Remove this agent's hook *hook_name* of *hook_type*.
@@ -509,18 +512,23 @@ class AgentBase(StateModule, abc.ABC):
         del hooks[hook_name]
         if not hooks:
             # No empty buckets: an empty registry is what tells every wrapper "no hook here".
-            del self._instance_hooks[hook_type]
+            registry = self._instance_hooks
+            assert isinstance(registry, dict)  # it holds a hook, so it was made
+            del registry[hook_type]
 
     def clear_instance_hooks(self, hook_type: str | None = None) -> None:
         """Remove this agent's hooks of *hook_type*, or all of them.
 
         :raises ValueError: for an unknown hook type.
         """
+        registry = self._instance_hooks
         if hook_type is None:
-            self._instance_hooks.clear()
+            if isinstance(registry, dict):
+                registry.clear()
             return
         check_hook_type(type(self).__name__, type(self).supported_hook_types, hook_type)
-        self._instance_hooks.pop(hook_type, None)
+        if isinstance(registry, dict):
+            registry.pop(hook_type, None)
 
     @classmethod
     def register_class_hook(cls, hook_type: str, hook_name: str, hook: Callable[..., Any]) -> None:
