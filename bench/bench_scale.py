@@ -23,7 +23,9 @@ Workloads:
   this machine: plain async-actor calls per second (``ray.get`` on batches) and one call's
   round trip.
 
-Run ``python bench/run.py scale`` (writes ``bench/RESULTS.md``) or ``python bench/bench_scale.py``.
+Run ``python bench/run.py scale`` (writes ``bench/RESULTS.md``), ``python bench/bench_scale.py
+[create] [big] [voting] [ray]`` (prints the sections), or ``python bench/bench_scale.py --write
+PART...`` (measures those parts and replaces only their sections of ``RESULTS.md``).
 """
 
 from __future__ import annotations
@@ -261,7 +263,9 @@ def _creation_section() -> list[str]:
     best_time = min(t for t, _ in theirs)
     best_bytes = min(b for _, b in theirs)
     lines = [
-        f"Creation: {CREATE_COUNT:,} ReActAgents, each with its own one-tool Toolkit and memory "
+        "## Scale: creating idle agents (`bench/bench_scale.py`)",
+        "",
+        f"{CREATE_COUNT:,} ReActAgents, each with its own one-tool Toolkit and memory "
         f"(model and formatter shared), median of {SAMPLES} interleaved runs; bytes per idle "
         "agent with tracemalloc (a separate run).",
         "",
@@ -289,6 +293,8 @@ def _creation_section() -> list[str]:
 def _big_section() -> list[str]:
     lines = [
         "",
+        f"## Scale: {BIG:,} agents in one process (`bench/bench_scale.py`)",
+        "",
         f"{BIG:,} ReActAgents in one process (scripted model, no tool call): a MsgHub in which "
         f"{HUB_SPEAKERS} speak (each reply observed by the {BIG - 1:,} others, into their "
         f"memories: {HUB_SPEAKERS * (BIG - 1):,} deliveries), and `fanout_pipeline` of one "
@@ -311,7 +317,9 @@ def _voting_section() -> list[str]:
     example = str(ROOT / "examples" / "86_simulation.py")
     lines = [
         "",
-        f"Voting simulation (`examples/86_simulation.py`): groups of 100 voters, a MsgHub per "
+        "## Scale: the voting simulation (`bench/bench_scale.py`)",
+        "",
+        f"`examples/86_simulation.py`: groups of 100 voters, a MsgHub per "
         f"group, a moderator fanout over the groups, {VOTING_ROUNDS} rounds; one process per "
         "row. The Ray rows put the groups on 4 agent hosts (one actor each, on this 2-core "
         "machine); their RSS is the driver's only.",
@@ -347,7 +355,9 @@ def _voting_section() -> list[str]:
 def _ray_section() -> list[str]:
     lines = [
         "",
-        f"Agent hosts on Ray (local cluster, 2 CPUs): {RAY_CREATE:,} agents created on one host "
+        "## Scale: agent hosts on Ray (`bench/bench_scale.py`)",
+        "",
+        f"Local cluster, 2 CPUs: {RAY_CREATE:,} agents created on one host "
         f"(batches of 2,000 per call), {RAY_REPLIES:,} replies through proxies with "
         f"{RAY_IN_FLIGHT} in flight, beside Ray's own async-actor calls on this machine.",
         "",
@@ -366,10 +376,9 @@ def _ray_section() -> list[str]:
 
 
 def main(parts: tuple[str, ...] = ("create", "big", "voting", "ray")) -> str:
-    lines = [
-        "## Scale: many agents on one machine, agent hosts on Ray (`bench/bench_scale.py`)",
-        "",
-    ]
+    """The markdown sections of *parts* (each its own ``## `` section, so that a part run alone
+    replaces only its own section of ``RESULTS.md``)."""
+    lines: list[str] = []
     if "create" in parts:
         lines += _creation_section()
     if "big" in parts:
@@ -391,5 +400,16 @@ if __name__ == "__main__":
         else:
             result = _ray_worker(rest[0])
         print(json.dumps(result), flush=True)
+    elif sys.argv[1:2] == ["--write"]:
+        # One or more parts alone, merged into RESULTS.md as bench/run.py does.
+        import run
+
+        results = HERE / "RESULTS.md"
+        previous = run._sections(results.read_text(encoding="utf-8"))
+        fresh = run._sections(main(tuple(sys.argv[2:])))
+        merged = {**previous, **fresh}
+        body = [body.rstrip("\n") + "\n" for body in merged.values()]
+        results.write_text("\n".join(["# Benchmark results\n", run.machine_summary(), *body]))
+        print("\n".join(fresh.values()))
     else:
         print(main(tuple(sys.argv[1:]) or ("create", "big", "voting", "ray")))

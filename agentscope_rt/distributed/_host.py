@@ -60,13 +60,26 @@ class AgentHost:
             raise RuntimeError(f"agent host {self.name!r} is not started: await host.start()")
         return self._actor
 
+    def actor_for(self, agent: RemoteAgent) -> Any:
+        """The Ray actor handle, for a call on behalf of *agent*.
+
+        :raises AgentHostDiedError: when the host was closed or is known to be dead.
+        """
+        if self._actor is None or self._dead:
+            state = "dead" if self._dead else "closed or not started"
+            raise AgentHostDiedError(
+                f"agent host {self.name!r} is {state}: agent {agent.name!r} ({agent.id}) is "
+                "not reachable"
+            )
+        return self._actor
+
     async def start(self) -> Self:
         """Start the actor and wait until it answers.
 
         :raises RuntimeError: when already started.
         """
-        if self._actor is not None:
-            raise RuntimeError(f"agent host {self.name!r} is already started")
+        if self._actor is not None or self._dead:
+            raise RuntimeError(f"agent host {self.name!r} was already started")
         self._actor = await anyio.to_thread.run_sync(self._start_actor)
         await self.wait(self._actor.ping.remote(), None)
         return self
@@ -82,7 +95,7 @@ class AgentHost:
         """Kill the actor: its agents are gone (their proxies raise
         :class:`AgentHostDiedError`). Closing twice is a no-op."""
         actor, self._actor = self._actor, None
-        if actor is not None:
+        if actor is not None and not self._dead:
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(self._ray.kill, actor)
 

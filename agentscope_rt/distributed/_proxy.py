@@ -68,25 +68,27 @@ class RemoteAgent(AgentBase):
         kwargs_to_wire(kwargs, where)
         call_id = new_id()
         self._interrupt_reply = None
-        ref = self.host.actor.reply.remote(self.id, call_id, payload, kwargs)
+        actor = self.host.actor_for(self)
+        ref = actor.reply.remote(self.id, call_id, payload, kwargs)
         try:
             data = await self.host.wait(ref, self)
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):
-                self._interrupt_reply = await self._interrupt_remote(call_id, ref)
+                self._interrupt_reply = await self._interrupt_remote(actor, call_id, ref)
             raise
         answer = msg_from_wire(data)
         if not isinstance(answer, Msg):
             raise AgentError(f"the remote agent {self.name!r} answered {type(answer).__name__}")
         return answer
 
-    async def _interrupt_remote(self, call_id: str, ref: Any) -> Msg | None:
-        """Interrupt remote call *call_id* and wait (bounded) for its interrupt reply."""
-        self.host.actor.interrupt.remote(call_id)
+    async def _interrupt_remote(self, actor: Any, call_id: str, ref: Any) -> Msg | None:
+        """Interrupt remote call *call_id* and wait (bounded) for its interrupt reply;
+        ``None`` when it does not come (the host is gone, the reply failed, the wait ran out)."""
         with anyio.move_on_after(_INTERRUPT_WAIT_S):
             try:
+                actor.interrupt.remote(call_id)
                 answer = msg_from_wire(await self.host.wait(ref, self))
-            except Exception:  # the host is gone or the reply failed: the default answer
+            except Exception:
                 return None
             return answer if isinstance(answer, Msg) else None
         return None
@@ -104,14 +106,15 @@ class RemoteAgent(AgentBase):
         :raises AgentHostDiedError: when the host is gone.
         """
         payload = msg_to_wire(msg, f"{self.name}.observe")
-        await self.host.wait(self.host.actor.observe.remote(self.id, payload), self)
+        await self.host.wait(self.host.actor_for(self).observe.remote(self.id, payload), self)
 
     def state_dict(self) -> dict[str, Any]:
         """The remote agent's state (its own layout: AgentScope's for AgentScope's classes).
 
         :raises AgentHostDiedError: when the host is gone.
         """
-        state: dict[str, Any] = self.host.get(self.host.actor.state_dict.remote(self.id), self)
+        ref = self.host.actor_for(self).state_dict.remote(self.id)
+        state: dict[str, Any] = self.host.get(ref, self)
         return state
 
     def load_state_dict(self, state_dict: dict[str, Any], strict: bool = True) -> None:
@@ -124,4 +127,5 @@ class RemoteAgent(AgentBase):
             check_json(state_dict, "state_dict")
         except MessageFormatError as exc:
             raise StateError(f"{self.name}: cannot load {exc}") from None
-        self.host.get(self.host.actor.load_state_dict.remote(self.id, state_dict, strict), self)
+        actor = self.host.actor_for(self)
+        self.host.get(actor.load_state_dict.remote(self.id, state_dict, strict), self)

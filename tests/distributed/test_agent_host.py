@@ -121,6 +121,9 @@ async def test_state_crosses_as_the_agents_own_layout_and_bad_state_is_refused(
             with pytest.raises(StateError):
                 agent.load_state_dict({"name": object()})  # type: ignore[dict-item]
             assert agent.state_dict()["heard"] == ["x: y"]  # nothing lost
+        # A closed host's agents are gone too.
+        with pytest.raises(AgentHostDiedError, match=r"closed.*'keeper'"):
+            await agent(Msg("user", "q", "user"))
 
 
 async def test_remote_errors_keep_their_type_and_bad_input_is_refused(ray_cluster: Any) -> None:
