@@ -51,7 +51,7 @@ SAMPLES = 3
 BIG = 100_000
 HUB_SPEAKERS = 10
 VOTING_SIZES = (1_000, 10_000, 100_000)
-VOTING_ROUNDS = 3
+VOTING_ROUNDS = 2
 HOSTS = 4
 RAY_CREATE = 10_000
 RAY_REPLIES = 1_000
@@ -241,6 +241,16 @@ def _ours(*args: str) -> dict[str, Any]:
     return _subprocess([sys.executable, str(HERE / "bench_scale.py"), "--worker", *args])
 
 
+def _load_note() -> str:
+    """The machine's load when a part starts: wall-clock figures scale with it."""
+    one, five, _ = os.getloadavg()
+    return (
+        f"Load average when this part started: {one:.1f} (1 min), {five:.1f} (5 min) on "
+        f"{os.cpu_count()} cores; wall-clock figures stretch with it, ratios measured side "
+        "by side much less."
+    )
+
+
 def _creation_section() -> list[str]:
     from _agentscope_env import FAST_VERSION, NEWEST_VERSION, agentscope_python
 
@@ -264,6 +274,8 @@ def _creation_section() -> list[str]:
     best_bytes = min(b for _, b in theirs)
     lines = [
         "## Scale: creating idle agents (`bench/bench_scale.py`)",
+        "",
+        _load_note(),
         "",
         f"{CREATE_COUNT:,} ReActAgents, each with its own one-tool Toolkit and memory "
         f"(model and formatter shared), median of {SAMPLES} interleaved runs; bytes per idle "
@@ -295,6 +307,8 @@ def _big_section() -> list[str]:
         "",
         f"## Scale: {BIG:,} agents in one process (`bench/bench_scale.py`)",
         "",
+        _load_note(),
+        "",
         f"{BIG:,} ReActAgents in one process (scripted model, no tool call): a MsgHub in which "
         f"{HUB_SPEAKERS} speak (each reply observed by the {BIG - 1:,} others, into their "
         f"memories: {HUB_SPEAKERS * (BIG - 1):,} deliveries), and `fanout_pipeline` of one "
@@ -318,6 +332,8 @@ def _voting_section() -> list[str]:
     lines = [
         "",
         "## Scale: the voting simulation (`bench/bench_scale.py`)",
+        "",
+        _load_note(),
         "",
         f"`examples/86_simulation.py`: groups of 100 voters, a MsgHub per "
         f"group, a moderator fanout over the groups, {VOTING_ROUNDS} rounds; one process per "
@@ -356,6 +372,8 @@ def _ray_section() -> list[str]:
     lines = [
         "",
         "## Scale: agent hosts on Ray (`bench/bench_scale.py`)",
+        "",
+        _load_note(),
         "",
         f"Local cluster, 2 CPUs: {RAY_CREATE:,} agents created on one host "
         f"(batches of 2,000 per call), {RAY_REPLIES:,} replies through proxies with "
@@ -405,8 +423,8 @@ if __name__ == "__main__":
         import run
 
         results = HERE / "RESULTS.md"
-        previous = run._sections(results.read_text(encoding="utf-8"))
         fresh = run._sections(main(tuple(sys.argv[2:])))
+        previous = run._sections(results.read_text(encoding="utf-8"))
         merged = {**previous, **fresh}
         body = [body.rstrip("\n") + "\n" for body in merged.values()]
         results.write_text("\n".join(["# Benchmark results\n", run.machine_summary(), *body]))
