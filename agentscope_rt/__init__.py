@@ -8,7 +8,8 @@ The package is layered; each layer depends only on those below it:
 * core — :mod:`.agent`, :mod:`.model`, :mod:`.formatter`, :mod:`.tool`, :mod:`.memory`,
   :mod:`.token`;
 * framework — :mod:`.pipeline` (MsgHub and pipelines), :mod:`.mcp`, :mod:`.plan`, :mod:`.rag`,
-  :mod:`.a2a` (needs the ``a2a`` extra), :mod:`.evaluate`,
+  :mod:`.a2a` (needs the ``a2a`` extra), :mod:`.evaluate`, :mod:`.distributed` (needs the
+  ``ray`` extra),
   :mod:`.tracing` (OpenTelemetry spans of the core's calls).
 
 :func:`init` names the run, sets up logging (:data:`logger`, :func:`setup_logger`) and turns
@@ -36,6 +37,7 @@ SUBPACKAGES = frozenset(
     {
         "a2a",
         "agent",
+        "distributed",
         "embedding",
         "evaluate",
         "exception",

@@ -27,6 +27,7 @@ BENCHMARKS = {
     "evaluate": "bench_evaluate",
     "rag-large": "bench_rag_large",
     "tracing": "bench_tracing",
+    "scale": "bench_scale",
 }
 
 

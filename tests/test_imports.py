@@ -13,7 +13,7 @@ import pytest
 
 # Each SDK takes from a fraction of a second to seconds to import; an application that uses
 # one provider must not pay for the others.
-_SDKS = ("anthropic", "openai", "google.genai", "dashscope", "ollama", "llama_cpp")
+_SDKS = ("anthropic", "openai", "google.genai", "dashscope", "ollama", "llama_cpp", "ray")
 
 
 @pytest.mark.parametrize(
@@ -28,6 +28,7 @@ _SDKS = ("anthropic", "openai", "google.genai", "dashscope", "ollama", "llama_cp
         "agentscope_rt.embedding",
         "agentscope_rt.rag",
         "agentscope_rt.evaluate",
+        "agentscope_rt.distributed",
     ],
 )
 def test_importing_loads_no_provider_sdk(module: str) -> None:
@@ -79,7 +80,18 @@ def test_an_unknown_attribute_of_the_package_is_an_attribute_error() -> None:
         agentscope_rt.agents  # noqa: B018
 
 
-_FRAMEWORK = ("pipeline", "mcp", "plan", "rag", "session", "a2a", "evaluate", "studio", "tracing")
+_FRAMEWORK = (
+    "pipeline",
+    "mcp",
+    "plan",
+    "rag",
+    "session",
+    "a2a",
+    "evaluate",
+    "studio",
+    "tracing",
+    "distributed",
+)
 _CORE = ("agent", "model", "formatter", "tool", "memory", "token", "embedding", "tts", "realtime")
 
 

@@ -23,7 +23,8 @@ import inspect
 import logging
 import threading
 import uuid
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any, ClassVar
 
 import anyio
@@ -58,6 +59,7 @@ __all__ = ["AgentBase", "PrintedChunk", "Speech", "check_msg_input"]
 logger = logging.getLogger("agentscope_rt.agent")
 
 _INTERRUPTED = GenerateReason.INTERRUPTED
+_NOTHING: Mapping[str, Any] = MappingProxyType({})
 
 Speech = AudioBlock | list[AudioBlock]
 """What ``print(msg, last, speech=...)`` accepts besides ``None``: audio played or forwarded
@@ -180,16 +182,18 @@ class AgentBase(StateModule, abc.ABC):
     def __init__(self) -> None:
         super().__init__()
         self.id = uuid.uuid4().hex
-        # Per hook type, created on first registration: most agents never get one, and six
-        # empty dicts per agent are most of a bare agent's memory.
-        self._instance_hooks: dict[str, dict[str, HookEntry]] = {}
+        # Per hook type, created on first registration: most agents never get one. Until then
+        # the shared empty mapping (an empty dict per agent adds up over many agents).
+        self._instance_hooks: Mapping[str, dict[str, HookEntry]] = _NOTHING
         self._reply_lock = FairLock()
         self._call = _ReplyCall()
         self._console = ConsolePrinter()
         self._console_output_enabled = True
         self.msg_queue = None
-        self._hub_links: dict[str, HubLink] = {}
-        self._subscribers: dict[str, list[AgentBase]] = {}
+        # Shared empty mappings until a hub attaches: most agents of a large simulation are
+        # in one hub at most, and two empty dicts per agent add up.
+        self._hub_links: Mapping[str, HubLink] = _NOTHING
+        self._subscribers: Mapping[str, list[AgentBase]] = _NOTHING
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -445,11 +449,16 @@ class AgentBase(StateModule, abc.ABC):
     def _attach_hub(self, key: str, link: HubLink) -> None:
         """Broadcast this agent's replies through *link* until :meth:`_detach_hub` (called by
         message hubs). Re-attaching a key replaces its link in place."""
-        self._hub_links[key] = link
+        links = self._hub_links
+        if not isinstance(links, dict):
+            links = self._hub_links = {}
+        links[key] = link
 
     def _detach_hub(self, key: str) -> None:
         """Stop broadcasting through the link attached as *key* (no-op when absent)."""
-        self._hub_links.pop(key, None)
+        links = self._hub_links
+        if isinstance(links, dict):
+            links.pop(key, None)
 
     def reset_subscribers(self, msghub_name: str, subscribers: Sequence[AgentBase]) -> None:
         """Set the agents that observe this agent's replies for hub *msghub_name* (this agent
@@ -462,11 +471,15 @@ class AgentBase(StateModule, abc.ABC):
                 raise TypeError(
                     f"subscribers[{index}] must be an AgentBase, not {type(agent).__name__}"
                 )
-        self._subscribers[msghub_name] = [agent for agent in subscribers if agent is not self]
+        table = self._subscribers
+        if not isinstance(table, dict):
+            table = self._subscribers = {}
+        table[msghub_name] = [agent for agent in subscribers if agent is not self]
 
     def remove_subscribers(self, msghub_name: str) -> None:
         """Forget the subscribers set for hub *msghub_name* (a warning when there are none)."""
-        if self._subscribers.pop(msghub_name, None) is None:
+        table = self._subscribers
+        if not isinstance(table, dict) or table.pop(msghub_name, None) is None:
             logger.warning("MsgHub named %r not found among the subscribers", msghub_name)
 
     async def _broadcast_to_subscribers(self, msg: Msg | list[Msg] | None) -> None:
@@ -487,7 +500,10 @@ class AgentBase(StateModule, abc.ABC):
         is_async = check_hook(
             type(self).__name__, type(self).supported_hook_types, hook_type, hook_name, hook
         )
-        self._instance_hooks.setdefault(hook_type, {})[hook_name] = (hook_name, hook, is_async)
+        registry = self._instance_hooks
+        if not isinstance(registry, dict):
+            registry = self._instance_hooks = {}
+        registry.setdefault(hook_type, {})[hook_name] = (hook_name, hook, is_async)
 
     def remove_instance_hook(self, hook_type: str, hook_name: str) -> None:
         """Remove this agent's hook *hook_name* of *hook_type*.
@@ -504,18 +520,23 @@ class AgentBase(StateModule, abc.ABC):
         del hooks[hook_name]
         if not hooks:
             # No empty buckets: an empty registry is what tells every wrapper "no hook here".
-            del self._instance_hooks[hook_type]
+            registry = self._instance_hooks
+            assert isinstance(registry, dict)  # it holds a hook, so it was made
+            del registry[hook_type]
 
     def clear_instance_hooks(self, hook_type: str | None = None) -> None:
         """Remove this agent's hooks of *hook_type*, or all of them.
 
         :raises ValueError: for an unknown hook type.
         """
+        registry = self._instance_hooks
         if hook_type is None:
-            self._instance_hooks.clear()
+            if isinstance(registry, dict):
+                registry.clear()
             return
         check_hook_type(type(self).__name__, type(self).supported_hook_types, hook_type)
-        self._instance_hooks.pop(hook_type, None)
+        if isinstance(registry, dict):
+            registry.pop(hook_type, None)
 
     @classmethod
     def register_class_hook(cls, hook_type: str, hook_name: str, hook: Callable[..., Any]) -> None:

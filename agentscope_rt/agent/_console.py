@@ -73,16 +73,19 @@ class ConsolePrinter:
     __slots__ = ("_open",)
 
     def __init__(self) -> None:
-        self._open: dict[str, tuple[int, bool]] = {}
+        # None until a message streams: most agents (and every silent one) never need it.
+        self._open: dict[str, tuple[int, bool]] | None = None
 
     @property
     def open_messages(self) -> int:
         """How many streamed messages have printed chunks but not their last one yet."""
-        return len(self._open)
+        return len(self._open) if self._open else 0
 
     def close_all(self, enabled: bool) -> None:
         """Forget every message still streaming (its reply ended without a last chunk, e.g.
         on interrupt), ending the console line when *enabled* and the output is mid-line."""
+        if not self._open:
+            return
         if enabled and any(not ends_newline for _, ends_newline in self._open.values()):
             sys.stdout.write("\n")
             sys.stdout.flush()
@@ -91,7 +94,10 @@ class ConsolePrinter:
     def write(self, msg: Msg, last: bool) -> None:
         """Write what is new in *msg* to ``sys.stdout`` (see the module docstring)."""
         out = sys.stdout
-        written, ends_newline = self._open.get(msg.id, (0, True))
+        streaming = self._open
+        if streaming is None:
+            streaming = self._open = {}
+        written, ends_newline = streaming.get(msg.id, (0, True))
         rendered = render_text(msg)
         if len(rendered) > written:
             chunk = rendered[written:]
@@ -99,10 +105,10 @@ class ConsolePrinter:
             written = len(rendered)
             ends_newline = chunk.endswith("\n")
         if not last:
-            self._open[msg.id] = (written, ends_newline)
+            streaming[msg.id] = (written, ends_newline)
             out.flush()
             return
-        self._open.pop(msg.id, None)
+        streaming.pop(msg.id, None)
         if msg.content.__class__ is not str:
             for block in msg.content:
                 if block.__class__ is ToolUseBlock or block.__class__ is ToolResultBlock:

@@ -339,8 +339,8 @@ def wrapped_function(obj: Any) -> Callable[..., Any] | None:
 
 
 def instance_hooks(agent: AgentBase) -> Mapping[str, Mapping[str, HookEntry]]:
-    """*agent*'s live instance-hook registry (mutated in place, never replaced: holding it
-    keeps a check current).
+    """*agent*'s instance-hook registry (a shared empty mapping until the agent's first
+    instance hook, then the agent's own dict, mutated in place from then on).
 
     :raises AgentError: when the agent's ``__init__`` did not call ``super().__init__()``.
     """

@@ -24,6 +24,8 @@ from ._memory_base import MemoryBase, _check_mark_args, _check_marks
 __all__ = ["InMemoryMemory"]
 
 _Entry = tuple[Msg, list[str]]
+# The id index of every memory that never stored anything; never written (add replaces it).
+_NO_IDS: dict[str, int] = {}
 _first = operator.itemgetter(0)
 _msg_id = operator.attrgetter("id")
 
@@ -103,7 +105,8 @@ class InMemoryMemory(MemoryBase):
     def __init__(self) -> None:
         super().__init__()
         self._entries: list[_Entry] = []
-        self._ids: dict[str, int] = {}
+        # The shared empty index until the first add: an idle agent's memory holds no dict.
+        self._ids: dict[str, int] = _NO_IDS
         self.register_state(
             "content",
             custom_to_json=_content_to_json,
@@ -200,6 +203,8 @@ class InMemoryMemory(MemoryBase):
             )
         mark_list = _check_marks(marks, "marks") if marks is not None else None
         ids = self._ids
+        if ids is _NO_IDS:
+            ids = self._ids = {}
         entries = self._entries
         for msg in batch:
             if msg is None:
@@ -333,7 +338,7 @@ class InMemoryMemory(MemoryBase):
     async def clear(self) -> None:
         """Remove every message (the compressed summary is kept)."""
         self._entries = []
-        self._ids = {}
+        self._ids = _NO_IDS
 
     def __repr__(self) -> str:
         return (

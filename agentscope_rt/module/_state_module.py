@@ -19,6 +19,7 @@ from __future__ import annotations
 import enum
 import json
 import typing
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -45,6 +46,31 @@ class _StateAttr:
     json_checked: bool = False
 
 
+# Equal _StateAttr values, shared: every agent of a class registers the same attributes the
+# same way, and one record per attribute per agent is memory many idle agents would repeat.
+_state_attrs: dict[_StateAttr, _StateAttr] = {}
+_STATE_ATTRS_MAX = 4096
+
+
+def _shared_state_attr(
+    to_json: Callable[[Any], Any] | None,
+    from_json: Callable[[Any], Any] | None,
+    state_type: Any,
+    json_checked: bool = False,
+) -> _StateAttr:
+    """A :class:`_StateAttr` equal to one made from the arguments, shared when possible."""
+    attr = _StateAttr(to_json, from_json, state_type, json_checked)
+    try:
+        shared = _state_attrs.get(attr)
+    except TypeError:  # an unhashable state type: not shared
+        return attr
+    if shared is not None:
+        return shared
+    if len(_state_attrs) < _STATE_ATTRS_MAX:  # bounded: per-instance closures never match
+        _state_attrs[attr] = attr
+    return attr
+
+
 def _declare_json_checked(module: StateModule, attr_name: str) -> None:
     """Declare that *attr_name*'s registered ``custom_to_json`` returns only JSON data within
     :data:`~agentscope_rt._json.MAX_JSON_DEPTH` levels, and raises
@@ -57,7 +83,9 @@ def _declare_json_checked(module: StateModule, attr_name: str) -> None:
     attr = module._attribute_dict[attr_name]
     if attr.to_json is None:
         raise StateError(f"{type(module).__name__}.{attr_name} has no custom_to_json to trust")
-    module._attribute_dict[attr_name] = attrs.evolve(attr, json_checked=True)
+    module._attribute_dict[attr_name] = _shared_state_attr(
+        attr.to_json, attr.from_json, attr.state_type, json_checked=True
+    )
 
 
 def _infer_type(value: Any) -> Any:
@@ -82,13 +110,39 @@ def _infer_type(value: Any) -> Any:
     return cls
 
 
+# Per class: the annotations' fingerprint (see _annotations_fingerprint) and the resolved
+# hints (None when they cannot be resolved). Resolving is ~1 ms for an agent class, and every
+# instance registers its state: many agents of one class share one resolution.
+_hints_cache: weakref.WeakKeyDictionary[type, tuple[tuple[Any, ...], dict[str, Any] | None]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _annotations_fingerprint(owner: type) -> tuple[Any, ...]:
+    """Which annotation dicts the class and its bases have, and their sizes: a class whose
+    annotations are added to (or replaced) after a first lookup is resolved again."""
+    found = []
+    for cls in owner.__mro__:
+        # The dict itself, not inspect.get_annotations' copy: its identity is the point.
+        annotations = cls.__dict__.get("__annotations__")  # noqa: RUF063
+        if annotations is not None:
+            found.append((id(annotations), len(annotations)))
+    return tuple(found)
+
+
 def _annotated_type(owner: type, attr_name: str) -> Any:
     """The attribute's annotation on the class (or a base), if it can be resolved."""
-    try:
-        hints = typing.get_type_hints(owner)
-    except Exception:  # unresolvable forward references: fall back to inference
-        return None
-    return hints.get(attr_name)
+    fingerprint = _annotations_fingerprint(owner)
+    cached = _hints_cache.get(owner)
+    if cached is not None and cached[0] == fingerprint:
+        hints = cached[1]
+    else:
+        try:
+            hints = typing.get_type_hints(owner)
+        except Exception:  # unresolvable forward references: fall back to inference
+            hints = None
+        _hints_cache[owner] = (fingerprint, hints)
+    return None if hints is None else hints.get(attr_name)
 
 
 def _check_saveable(module: StateModule, data: Any, key: str) -> None:
@@ -189,7 +243,9 @@ class StateModule:
         except RecursionError:
             raise _too_deep(self, attr_name) from None
         _check_saveable(self, data, attr_name)
-        self._attribute_dict[attr_name] = _StateAttr(custom_to_json, custom_from_json, state_type)
+        self._attribute_dict[attr_name] = _shared_state_attr(
+            custom_to_json, custom_from_json, state_type
+        )
         if json_checked:
             _declare_json_checked(self, attr_name)
 

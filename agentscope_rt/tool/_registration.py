@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import functools
 import inspect
+import types
+import weakref
 from collections.abc import Callable
 from typing import Any, Literal, Protocol
 
+import attrs
 import jsonschema
 
 from .._schema import StructuredModel, structured_model_schema
@@ -21,7 +24,7 @@ from ._function_schema import (
     build_function_schema,
     normalize_parameters_schema,
 )
-from ._quick_check import compile_quick_check
+from ._quick_check import QuickCheck, compile_quick_check
 from ._types import PostprocessFunc, RegisteredToolFunction, ToolKind, tool_kind
 
 __all__ = ["MCPClientLike", "NamesakeStrategy", "extend_schema", "registered_tool"]
@@ -97,30 +100,21 @@ def registered_tool(
     name = func_name or input_name
     if json_schema is not None:
         schema = _schema_from_given(json_schema, name, presets)
-        accepted: frozenset[str] | None = None
+        derived = _derive_checks(schema["function"]["parameters"], name, None, tool_kind(func))
     else:
-        schema = build_function_schema(
+        derived = derived_from_function(
             func,
             name=name,
-            skip=presets,
+            presets=presets,
             include_long_description=include_long_description,
             include_var_positional=include_var_positional,
             include_var_keyword=include_var_keyword,
         )
-        accepted = _accepted_names(func, presets, include_var_keyword)
-    if func_description:
+        schema = derived.schema(name, func_description)
+    if func_description and json_schema is not None:
         schema["function"]["description"] = func_description
 
-    parameters = schema["function"]["parameters"]
-    try:
-        # A validator in which a number is finite: Python's json reads NaN and Infinity.
-        validator = arguments_validator(parameters)
-    except jsonschema.SchemaError as exc:
-        raise ToolRegistrationError(
-            f"the parameters schema of tool {name!r} is not a valid JSON schema: {exc.message}"
-        ) from None
-
-    kind = tool_kind(func)
+    kind = derived.kind
     if kind is ToolKind.SYNC and getattr(func, "__self__", None) is owner:
         kind = ToolKind.INLINE  # the toolkit's own meta tool: quick, touches toolkit state
     return RegisteredToolFunction(
@@ -130,15 +124,184 @@ def registered_tool(
         original_func=func,
         json_schema=schema,
         kind=kind,
-        validator=validator,
-        quick_check=compile_quick_check(parameters),
+        validator=derived.validator,
+        quick_check=derived.quick_check,
         preset_kwargs=presets,
-        accepted_names=accepted,
+        accepted_names=derived.accepted,
         original_name=input_name if func_name else None,
         mcp_name=mcp_name,
         postprocess_func=postprocess_func,
         async_execution=async_execution,
         timeout=timeout,
+    )
+
+
+@attrs.frozen
+class DerivedTool:
+    """What registering a function derives from the function alone, shared by every toolkit
+    that registers it with the same options.
+
+    Immutable by contract: ``parameters`` is a plain dict (JSON-serialisable, as providers
+    need) that nothing in the package modifies; :meth:`Toolkit.get_json_schemas` documents
+    that callers must not either.
+    """
+
+    parameters: dict[str, Any]
+    description: str | None
+    validator: jsonschema.protocols.Validator
+    quick_check: QuickCheck | None
+    accepted: frozenset[str] | None
+    kind: ToolKind
+    _schemas: dict[str, dict[str, Any]] = attrs.field(factory=dict, eq=False, alias="_schemas")
+
+    def schema(self, name: str, description: str | None) -> dict[str, Any]:
+        """The function schema under *name*, with *description* (``None``: the docstring's);
+        one shared dict per name when the description is the docstring's."""
+        if not description:
+            shared = self._schemas.get(name)
+            if shared is not None:
+                return shared
+        function: dict[str, Any] = {"name": name, "parameters": self.parameters}
+        if description or self.description:
+            function["description"] = description or self.description
+        schema = {"type": "function", "function": function}
+        if not description and len(self._schemas) < 64:
+            self._schemas[name] = schema
+        return schema
+
+
+_Options = tuple[frozenset[str], bool, bool, bool, bool]
+# Per function object (weak: a function that goes away takes its entries with it), per set
+# of registration options: the fingerprint the entry was derived from, and the entry.
+_derived_cache: weakref.WeakKeyDictionary[
+    types.FunctionType, dict[_Options, tuple[tuple[Any, ...], DerivedTool]]
+] = weakref.WeakKeyDictionary()
+
+
+def derived_from_function(
+    func: Callable[..., Any],
+    *,
+    name: str,
+    presets: dict[str, Any],
+    include_long_description: bool,
+    include_var_positional: bool,
+    include_var_keyword: bool,
+) -> DerivedTool:
+    """The schema parameters, description, validator, quick check, accepted argument names
+    and kind of *func*, computed once per function and options and shared afterwards.
+
+    Plain functions and methods (bound to any object) are cached, keyed by the function
+    object itself and checked against a fingerprint of everything the schema is read from
+    (code, docstring, annotations, defaults, ``__wrapped__``, ``__signature__``): a function
+    whose docstring or annotations are changed after a registration is derived again.
+    Callable objects and builtins are derived afresh every time.
+
+    :raises ToolRegistrationError: as :func:`registered_tool`.
+    """
+    target, bound = _cache_target(func)
+    if target is None:
+        return _derive(
+            func,
+            name,
+            presets,
+            include_long_description,
+            include_var_positional,
+            include_var_keyword,
+        )
+    options: _Options = (
+        frozenset(presets),
+        include_long_description,
+        include_var_positional,
+        include_var_keyword,
+        bound,
+    )
+    fingerprint = _fingerprint(target)
+    per_function = _derived_cache.get(target)
+    if per_function is not None:
+        entry = per_function.get(options)
+        if entry is not None and entry[0] == fingerprint:
+            return entry[1]
+    derived = _derive(
+        func, name, presets, include_long_description, include_var_positional, include_var_keyword
+    )
+    if per_function is None:
+        per_function = _derived_cache.setdefault(target, {})
+    per_function[options] = (fingerprint, derived)
+    return derived
+
+
+def _cache_target(func: Any) -> tuple[types.FunctionType | None, bool]:
+    """The function object *func*'s schema is read from, and whether *func* is bound to it;
+    ``(None, False)`` for what is not cached (callable objects, builtins)."""
+    if type(func) is types.FunctionType:
+        return func, False
+    if type(func) is types.MethodType and type(func.__func__) is types.FunctionType:
+        return func.__func__, True
+    return None, False
+
+
+def _fingerprint(func: Any, depth: int = 0) -> tuple[Any, ...]:
+    """Everything of *func* its schema depends on (compared with ``==``; a default value
+    mutated in place is not noticed)."""
+    attributes = getattr(func, "__dict__", None) or {}
+    wrapped = attributes.get("__wrapped__")
+    return (
+        getattr(func, "__code__", None),
+        getattr(func, "__doc__", None),
+        getattr(func, "__defaults__", None),
+        getattr(func, "__kwdefaults__", None),
+        tuple((getattr(func, "__annotations__", None) or {}).items()),
+        attributes.get("__signature__"),
+        _fingerprint(wrapped, depth + 1) if wrapped is not None and depth < 8 else wrapped,
+    )
+
+
+def _derive(
+    func: Callable[..., Any],
+    name: str,
+    presets: dict[str, Any],
+    include_long_description: bool,
+    include_var_positional: bool,
+    include_var_keyword: bool,
+) -> DerivedTool:
+    schema = build_function_schema(
+        func,
+        name=name,
+        skip=presets,
+        include_long_description=include_long_description,
+        include_var_positional=include_var_positional,
+        include_var_keyword=include_var_keyword,
+    )
+    return _derive_checks(
+        schema["function"]["parameters"],
+        name,
+        schema["function"].get("description"),
+        tool_kind(func),
+        _accepted_names(func, presets, include_var_keyword),
+    )
+
+
+def _derive_checks(
+    parameters: dict[str, Any],
+    name: str,
+    description: str | None,
+    kind: ToolKind,
+    accepted: frozenset[str] | None = None,
+) -> DerivedTool:
+    try:
+        # A validator in which a number is finite: Python's json reads NaN and Infinity.
+        validator = arguments_validator(parameters)
+    except jsonschema.SchemaError as exc:
+        raise ToolRegistrationError(
+            f"the parameters schema of tool {name!r} is not a valid JSON schema: {exc.message}"
+        ) from None
+    return DerivedTool(
+        parameters=parameters,
+        description=description,
+        validator=validator,
+        quick_check=compile_quick_check(parameters),
+        accepted=accepted,
+        kind=kind,
     )
 
 

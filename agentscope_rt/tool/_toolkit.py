@@ -150,11 +150,11 @@ class Toolkit(StateModule):
         )
         self._agent_skill_template = agent_skill_template or self._DEFAULT_AGENT_SKILL_TEMPLATE
         self.timeout = timeout
-        self._middlewares: list[Middleware] = []
+        self._middlewares: tuple[Middleware, ...] = ()
         self._groups_version = 0
         self._meta_schema_version = -1
         self._task_group: anyio.abc.TaskGroup | None = None
-        self._background = BackgroundTasks()
+        self._background_tasks: BackgroundTasks | None = None  # made by the first background call
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -338,7 +338,12 @@ class Toolkit(StateModule):
                     new_name = f"{name}_{uuid.uuid4().hex[:5]}"
                 registered.original_name = registered.original_name or name
                 registered.name = new_name
-                registered.json_schema["function"]["name"] = new_name
+                # A new schema: the one registered may be shared with other toolkits.
+                schema = registered.json_schema
+                registered.json_schema = registered.extended_json_schema = {
+                    **schema,
+                    "function": {**schema["function"], "name": new_name},
+                }
                 name = new_name
         self.tools[name] = registered
         if async_execution:
@@ -552,6 +557,14 @@ class Toolkit(StateModule):
             raise ValueError(f"Tool function '{func_name}' not found in the toolkit.")
         extend_schema(tool, func_name, model)
 
+    @property
+    def _background(self) -> BackgroundTasks:
+        """The background calls of this toolkit (made on first use)."""
+        tasks = self._background_tasks
+        if tasks is None:
+            tasks = self._background_tasks = BackgroundTasks()
+        return tasks
+
     # -- middleware --------------------------------------------------------------------------
 
     def register_middleware(self, middleware: Middleware) -> None:
@@ -562,7 +575,7 @@ class Toolkit(StateModule):
         ``kwargs`` holds ``tool_call``, and ``async for r in await next_handler(**kwargs)``
         runs the next layer. A middleware may change the chunks, or skip the call entirely.
         """
-        self._middlewares.append(middleware)
+        self._middlewares = (*self._middlewares, middleware)
 
     # -- calling -----------------------------------------------------------------------------
 

@@ -1,0 +1,105 @@
+"""The body of an agent host: one Ray actor (an async actor, so its methods run concurrently
+on the actor's asyncio loop) holding many agents, addressed by their ids."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..agent import AgentBase
+from ._wire import WireMsg, msg_from_wire, msg_to_wire
+
+__all__ = ["HostActor"]
+
+_EARLY_MAX = 10_000
+
+
+class HostActor:
+    """Agents built on this side from a factory; replies, observations, interrupts and state
+    by agent id. Everything that comes in or goes out is JSON data (messages through
+    ``Msg.to_dict``) except the factory, which Ray pickles."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._agents: dict[str, AgentBase] = {}
+        # call id -> agent, while the call is in progress on this host.
+        self._running: dict[str, AgentBase] = {}
+        # Interrupts that arrived before their call did (Ray may start tasks out of order).
+        # Kept in arrival order and bounded: an interrupt that crossed its call's answer
+        # leaves an id here that nothing will claim.
+        self._early: dict[str, None] = {}
+
+    def ping(self) -> str:
+        return self._name
+
+    def create(
+        self, factory: Callable[..., Any], calls: list[dict[str, Any]]
+    ) -> list[tuple[str, str]]:
+        """Build one agent per keyword-arguments dict of *calls*; their ids and names.
+
+        :raises TypeError: when the factory returns something that is not an agent (none of
+            this call's agents are kept then).
+        """
+        built = []
+        for index, kwargs in enumerate(calls):
+            agent = factory(**kwargs)
+            if not isinstance(agent, AgentBase):
+                raise TypeError(
+                    f"the agent factory must return an AgentBase, got {type(agent).__name__} "
+                    f"for call {index}"
+                )
+            built.append(agent)
+        out = []
+        for agent in built:
+            self._agents[agent.id] = agent
+            out.append((agent.id, str(getattr(agent, "name", type(agent).__name__))))
+        return out
+
+    def count(self) -> int:
+        return len(self._agents)
+
+    def _agent(self, agent_id: str) -> AgentBase:
+        try:
+            return self._agents[agent_id]
+        except KeyError:
+            raise LookupError(f"agent host {self._name!r} holds no agent {agent_id!r}") from None
+
+    async def reply(
+        self, agent_id: str, call_id: str, msg: WireMsg, kwargs: dict[str, Any]
+    ) -> WireMsg:
+        agent = self._agent(agent_id)
+        self._running[call_id] = agent
+        try:
+            if call_id in self._early:
+                del self._early[call_id]
+                answer = await agent.handle_interrupt(msg_from_wire(msg), **kwargs)
+            else:
+                answer = await agent(msg_from_wire(msg), **kwargs)
+        finally:
+            del self._running[call_id]
+        return msg_to_wire(answer, f"the reply of {agent_id}")
+
+    async def observe(self, agent_id: str, msg: WireMsg) -> None:
+        await self._agent(agent_id).observe(msg_from_wire(msg))
+
+    def interrupt(self, call_id: str) -> bool:
+        """Interrupt the call *call_id*; ``False`` when it has not started here yet (it will
+        answer with the agent's interrupt reply when it does)."""
+        agent = self._running.get(call_id)
+        if agent is None:
+            self._early[call_id] = None
+            if len(self._early) > _EARLY_MAX:
+                del self._early[next(iter(self._early))]
+            return False
+        agent.interrupt()
+        return True
+
+    def state_dict(self, agent_id: str) -> dict[str, Any]:
+        return self._agent(agent_id).state_dict()
+
+    def load_state_dict(self, agent_id: str, state: dict[str, Any], strict: bool) -> None:
+        self._agent(agent_id).load_state_dict(state, strict=strict)
+
+    def remove(self, agent_ids: list[str]) -> int:
+        """Forget the agents *agent_ids*; how many there were."""
+        return sum(self._agents.pop(agent_id, None) is not None for agent_id in agent_ids)

@@ -1,0 +1,184 @@
+"""AgentHost: one Ray actor holding many agents, and the proxies that reach them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from types import TracebackType
+from typing import Any, Self
+
+import anyio
+import anyio.to_thread
+
+from .._ids import new_id
+from ..agent import AgentBase
+from ._actor import HostActor
+from ._proxy import AgentHostDiedError, RemoteAgent
+from ._ray import import_ray, wait_ref
+
+__all__ = ["AgentFactory", "AgentHost"]
+
+AgentFactory = Callable[..., AgentBase]
+"""Builds one agent on the host from keyword arguments; must be picklable (a module-level
+function or class: Ray sends it with cloudpickle)."""
+
+# Agents created per Ray call: large batches are one message each way, not one per agent.
+_CREATE_BATCH = 2_000
+
+
+class AgentHost:
+    """A Ray actor holding many agents (thousands): one process, one event loop, the agents
+    side by side as in a single-process program; callers hold a :class:`RemoteAgent` each.
+
+    Use ``async with AgentHost("host-0") as host:`` (or :meth:`start` / :meth:`close`). Ray is
+    started (``ray.init()``) when it is not running. The caller may run on asyncio or trio.
+
+    :param name: the host's name (in errors and reprs); a fresh one by default.
+    :param actor_options: more ``.options(...)`` for the actor (``num_cpus``, ``resources``,
+        ``scheduling_strategy``...). By default the actor reserves no CPU (its agents mostly
+        wait on models) and runs up to 10,000 calls at once.
+    :raises ImportError: when Ray is not installed.
+    """
+
+    def __init__(self, name: str | None = None, *, actor_options: dict[str, Any] | None = None):
+        self._ray = import_ray()
+        self.name = name or f"agent-host-{new_id()[:8]}"
+        self.actor_options = dict(actor_options or {})
+        self._actor: Any = None
+        self._dead = False
+
+    def __repr__(self) -> str:
+        state = "dead" if self._dead else "running" if self._actor is not None else "not started"
+        return f"AgentHost(name={self.name!r}, {state})"
+
+    @property
+    def actor(self) -> Any:
+        """The Ray actor handle.
+
+        :raises RuntimeError: when the host is not started.
+        """
+        if self._actor is None:
+            raise RuntimeError(f"agent host {self.name!r} is not started: await host.start()")
+        return self._actor
+
+    def actor_for(self, agent: RemoteAgent) -> Any:
+        """The Ray actor handle, for a call on behalf of *agent*.
+
+        :raises AgentHostDiedError: when the host was closed or is known to be dead.
+        """
+        if self._actor is None or self._dead:
+            state = "dead" if self._dead else "closed or not started"
+            raise AgentHostDiedError(
+                f"agent host {self.name!r} is {state}: agent {agent.name!r} ({agent.id}) is "
+                "not reachable"
+            )
+        return self._actor
+
+    async def start(self) -> Self:
+        """Start the actor and wait until it answers.
+
+        :raises RuntimeError: when already started.
+        """
+        if self._actor is not None or self._dead:
+            raise RuntimeError(f"agent host {self.name!r} was already started")
+        self._actor = await anyio.to_thread.run_sync(self._start_actor)
+        await self.wait(self._actor.ping.remote(), None)
+        return self
+
+    def _start_actor(self) -> Any:
+        ray = self._ray
+        if not ray.is_initialized():
+            ray.init()
+        options = {"num_cpus": 0, "max_concurrency": 10_000, **self.actor_options}
+        return ray.remote(HostActor).options(**options).remote(self.name)
+
+    async def close(self) -> None:
+        """Kill the actor: its agents are gone (their proxies raise
+        :class:`AgentHostDiedError`). Closing twice is a no-op."""
+        actor, self._actor = self._actor, None
+        if actor is not None and not self._dead:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(self._ray.kill, actor)
+
+    async def __aenter__(self) -> Self:
+        return await self.start()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def create_agent(self, factory: AgentFactory, /, **kwargs: Any) -> RemoteAgent:
+        """Build ``factory(**kwargs)`` on the host; its proxy.
+
+        :raises TypeError: when the factory cannot be pickled or does not return an agent.
+        """
+        (agent,) = await self.create_agents(factory, [kwargs])
+        return agent
+
+    async def create_agents(
+        self, factory: AgentFactory, calls: Iterable[dict[str, Any]]
+    ) -> list[RemoteAgent]:
+        """Build ``factory(**kwargs)`` on the host for each *kwargs* of *calls* (in batches of
+        a few thousand per Ray call); their proxies, in order.
+
+        :raises TypeError: when the factory cannot be pickled or does not return an agent
+            (agents of earlier batches stay on the host).
+        :raises AgentHostDiedError: when the host is gone.
+        """
+        calls = [dict(kwargs) for kwargs in calls]
+        proxies: list[RemoteAgent] = []
+        for start in range(0, len(calls), _CREATE_BATCH):
+            batch = calls[start : start + _CREATE_BATCH]
+            try:
+                ref = self.actor.create.remote(factory, batch)
+            except Exception as exc:  # cloudpickle's own errors vary by what failed
+                raise TypeError(
+                    f"agent host {self.name!r}: the agent factory (or its arguments) cannot be "
+                    f"sent to the host: {type(exc).__name__}: {exc}"
+                ) from None
+            created = await self.wait(ref, None)
+            proxies += [RemoteAgent(self, agent_id, name) for agent_id, name in created]
+        return proxies
+
+    async def count(self) -> int:
+        """How many agents the host holds."""
+        count: int = await self.wait(self.actor.count.remote(), None)
+        return count
+
+    # -- waiting for Ray, with its errors in this package's terms ------------------------
+
+    async def wait(self, ref: Any, agent: RemoteAgent | None) -> Any:
+        """The value of *ref*, a call on this host for *agent* (``None``: the host itself).
+
+        :raises AgentHostDiedError: when the actor is gone.
+        :raises Exception: what the remote call raised, as its own type when Ray carries it.
+        """
+        try:
+            return await wait_ref(self._ray, ref)
+        except self._ray.exceptions.RayError as exc:
+            raise self._translate(exc, agent) from None
+
+    def get(self, ref: Any, agent: RemoteAgent | None) -> Any:
+        """:meth:`wait`, blocking (for the synchronous state methods)."""
+        try:
+            return self._ray.get(ref)
+        except self._ray.exceptions.RayError as exc:
+            raise self._translate(exc, agent) from None
+
+    def _translate(self, exc: BaseException, agent: RemoteAgent | None) -> BaseException:
+        ray = self._ray
+        who = f"agent {agent.name!r} ({agent.id})" if agent is not None else "it"
+        if isinstance(exc, ray.exceptions.RayActorError):
+            self._dead = True
+            return AgentHostDiedError(
+                f"agent host {self.name!r} is gone (its Ray actor died or was killed), and "
+                f"{who} with it: {type(exc).__name__}"
+            )
+        if isinstance(exc, ray.exceptions.RayTaskError):
+            cause = getattr(exc, "cause", None)
+            if isinstance(cause, Exception):
+                return cause
+        return exc
