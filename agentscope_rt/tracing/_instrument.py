@@ -108,21 +108,25 @@ def traced_agent_call(func: Callable[..., Any]) -> Callable[..., Any]:
     return _mark(__call__)
 
 
-def traced_chat_call(func: Callable[..., Any]) -> Callable[..., Any]:
-    """*func* (a chat model's ``__call__``) with a ``chat`` span; a stream's span ends with
-    the stream, with the last chunk's usage."""
+def _traced_async_call(
+    func: Callable[..., Any],
+    kind: SpanKind,
+    request: Callable[[Any, tuple[Any, ...], dict[str, Any], bool], tuple[str, dict[str, Any]]],
+    finish: Callable[[Any, Any, bool], Any],
+) -> Callable[..., Any]:
+    """*func* (an ``async def`` method) in a span: ``request(self, args, kwargs, content)``
+    names the span and gives its attributes, ``finish(self, result, content)`` ends it (and
+    returns what the call returns). A call made while the same object's call is already
+    traced (a ``super()`` call, a nested route) makes no second span."""
 
     @functools.wraps(func)
-    async def __call__(self: Any, *args: Any, **kwargs: Any) -> Any:
+    async def traced(self: Any, *args: Any, **kwargs: Any) -> Any:
         tracer = _state.tracer
         if tracer is None or _active.get() is self:
             return await func(self, *args, **kwargs)
         content = _state.capture_content
-        span = tracer.start_span(
-            f"chat {self.model_name}",
-            kind=SpanKind.CLIENT,
-            attributes=_extract.chat_request(self, args, kwargs, content),
-        )
+        name, attributes = request(self, args, kwargs, content)
+        span = tracer.start_span(name, kind=kind, attributes=attributes)
         token = attach(in_context(span))
         active = _active.set(self)
         try:
@@ -133,80 +137,70 @@ def traced_chat_call(func: Callable[..., Any]) -> Callable[..., Any]:
         finally:
             _active.reset(active)
             detach(token)
-        if result.__class__ is ChatResponse or isinstance(result, ChatResponse):
-            end_ok(span, _extract.chat_response(self, result, content))
-            return result
-        if not hasattr(result, "__anext__"):
-            end_ok(span, None)
-            return result
-        return TracedStream(result, span, lambda last: _chat_finish(self, last, content))
+        return finish(span, (self, result), content)
 
-    return _mark(__call__)
+    return _mark(traced)
+
+
+def _chat_request(
+    model: Any, args: tuple[Any, ...], kwargs: dict[str, Any], content: bool
+) -> tuple[str, dict[str, Any]]:
+    return f"chat {model.model_name}", _extract.chat_request(model, args, kwargs, content)
+
+
+def _chat_end(span: Any, call: tuple[Any, Any], content: bool) -> Any:
+    model, result = call
+    if result.__class__ is ChatResponse or isinstance(result, ChatResponse):
+        end_ok(span, _extract.chat_response(model, result, content))
+        return result
+    if not hasattr(result, "__anext__"):
+        end_ok(span, None)
+        return result
+    return TracedStream(result, span, lambda last: _chat_finish(model, last, content))
 
 
 def _chat_finish(model: Any, last: Any, content: bool) -> dict[str, Any] | None:
     return None if last is None else _extract.chat_response(model, last, content)
 
 
+def traced_chat_call(func: Callable[..., Any]) -> Callable[..., Any]:
+    """*func* (a chat model's ``__call__``) with a ``chat`` span; a stream's span ends with
+    the stream, with the last chunk's usage."""
+    return _traced_async_call(func, SpanKind.CLIENT, _chat_request, _chat_end)
+
+
+def _embedding_request(
+    model: Any, args: tuple[Any, ...], kwargs: dict[str, Any], content: bool
+) -> tuple[str, dict[str, Any]]:
+    attributes = _extract.embedding_request(model, args, kwargs, content)
+    return f"embeddings {model.model_name}", attributes
+
+
+def _embedding_end(span: Any, call: tuple[Any, Any], content: bool) -> Any:
+    end_ok(span, _extract.embedding_response(call[1], content))
+    return call[1]
+
+
 def traced_embedding_call(func: Callable[..., Any]) -> Callable[..., Any]:
     """*func* (an embedding model's ``__call__``) with an ``embeddings`` span."""
+    return _traced_async_call(func, SpanKind.CLIENT, _embedding_request, _embedding_end)
 
-    @functools.wraps(func)
-    async def __call__(self: Any, *args: Any, **kwargs: Any) -> Any:
-        tracer = _state.tracer
-        if tracer is None or _active.get() is self:
-            return await func(self, *args, **kwargs)
-        content = _state.capture_content
-        span = tracer.start_span(
-            f"embeddings {self.model_name}",
-            kind=SpanKind.CLIENT,
-            attributes=_extract.embedding_request(self, args, kwargs, content),
-        )
-        token = attach(in_context(span))
-        active = _active.set(self)
-        try:
-            result = await func(self, *args, **kwargs)
-        except BaseException as exc:
-            end_raised(span, exc)
-            raise
-        finally:
-            _active.reset(active)
-            detach(token)
-        end_ok(span, _extract.embedding_response(result, content))
-        return result
 
-    return _mark(__call__)
+def _format_request(
+    formatter: Any, args: tuple[Any, ...], kwargs: dict[str, Any], content: bool
+) -> tuple[str, dict[str, Any]]:
+    attributes = _extract.format_request(formatter, args, kwargs, content)
+    return f"format {attributes[SpanAttributes.AGENTSCOPE_FORMAT_TARGET]}", attributes
+
+
+def _format_end(span: Any, call: tuple[Any, Any], content: bool) -> Any:
+    end_ok(span, _extract.format_response(call[1], content))
+    return call[1]
 
 
 def traced_format(func: Callable[..., Any]) -> Callable[..., Any]:
     """*func* (a formatter's ``format`` or ``format_within``) with a ``format`` span."""
-
-    @functools.wraps(func)
-    async def format(self: Any, *args: Any, **kwargs: Any) -> Any:
-        tracer = _state.tracer
-        if tracer is None or _active.get() is self:
-            return await func(self, *args, **kwargs)
-        content = _state.capture_content
-        attributes = _extract.format_request(self, args, kwargs, content)
-        span = tracer.start_span(
-            f"format {attributes[SpanAttributes.AGENTSCOPE_FORMAT_TARGET]}",
-            kind=SpanKind.INTERNAL,
-            attributes=attributes,
-        )
-        token = attach(in_context(span))
-        active = _active.set(self)
-        try:
-            result = await func(self, *args, **kwargs)
-        except BaseException as exc:
-            end_raised(span, exc)
-            raise
-        finally:
-            _active.reset(active)
-            detach(token)
-        end_ok(span, _extract.format_response(result, content))
-        return result
-
-    return _mark(format)
+    return _traced_async_call(func, SpanKind.INTERNAL, _format_request, _format_end)
 
 
 def traced_tool_call(func: Callable[..., Any]) -> Callable[..., Any]:
