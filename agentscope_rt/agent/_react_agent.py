@@ -64,6 +64,7 @@ from ._extensions import KnowledgeLike, PlanNotebookLike
 from ._generate_reason import GenerateReason
 from ._react_agent_base import ReActAgentBase
 from ._react_blocks import (
+    _fill_from,
     _has_text,
     _interrupted_output,
     _interrupted_result,
@@ -793,8 +794,7 @@ class ReActAgent(ReActAgentBase):
             async with aclosing(res) as stream:
                 async for chunk in stream:
                     last = chunk
-                    msg.invocation_id = chunk.id
-                    msg.content = _model_blocks(chunk.content)
+                    _fill_from(msg, chunk)
                     # Speech only when there is audio, so that a print override without the
                     # speech parameter keeps working for text.
                     speech = _speech(msg)

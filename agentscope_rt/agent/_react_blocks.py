@@ -22,6 +22,12 @@ def _blocks_of(content: Any) -> list[Any]:
     return built
 
 
+def _fill_from(msg: Msg, response: Any) -> None:
+    """Make *msg* hold what a model response (whole, or a stream's cumulative chunk) says."""
+    msg.invocation_id = response.id
+    msg.content = _model_blocks(response.content)
+
+
 def _keepable(blocks: list[Any]) -> list[Any]:
     """*blocks* with each tool call whose arguments break the tool-input rule (nested deeper
     than :data:`~agentscope_rt._json.MAX_TOOL_INPUT_DEPTH` levels, or not JSON data) replaced

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from ..message import AudioBlock, Msg
 from ..model import ChatResponse
 from ..tts import TTSModelBase, TTSResponse
-from ._react_blocks import _model_blocks, _speech
+from ._react_blocks import _fill_from, _speech
 
 if TYPE_CHECKING:
     from ._react_agent import ReActAgent
@@ -37,8 +37,7 @@ async def receive_speaking(
             async with aclosing(res) as stream:
                 async for chunk in stream:
                     last = chunk
-                    msg.invocation_id = chunk.id
-                    msg.content = _model_blocks(chunk.content)
+                    _fill_from(msg, chunk)
                     speech = _speech(msg)
                     if tts.supports_streaming_input:
                         speech = (await tts.push(msg)).content
