@@ -66,10 +66,17 @@ class Problems:
         self.found: list[str] = []
         page.on("console", self._console)
         page.on("pageerror", lambda error: self.found.append(f"page error: {error}"))
-        page.on("requestfailed", lambda r: self.found.append(f"failed: {r.url} {r.failure}"))
+        page.on("requestfailed", self._failed)
         page.on("response", self._response)
         # Nothing may come from outside the site: a CDN asset would be missing offline.
         page.route(re.compile(r"^(?!" + re.escape(origin) + r")"), self._refuse)
+
+    def _failed(self, request: object) -> None:
+        failure = str(getattr(request, "failure", ""))
+        # A request the browser dropped because the test moved to another page is no missing
+        # asset (a missing one answers 404, which _response reports).
+        if "ERR_ABORTED" not in failure:
+            self.found.append(f"failed: {getattr(request, 'url', '?')} {failure}")
 
     def _console(self, message: object) -> None:
         if getattr(message, "type", "") == "error":
