@@ -23,6 +23,7 @@ It imports only the foundation (:mod:`agentscope_rt.exception`); ``tests/test_im
 that.
 """
 
+from ._dashscope_events import DASHSCOPE_RETRYABLE_CODES, DashScopeEvents
 from ._http_stream import response_lines, suspended_generator_chain
 from ._log_redaction import (
     LIBRARY_LOGGERS,
@@ -58,9 +59,11 @@ from ._token_counter import TokenCounterBase
 
 __all__ = [
     "CLOSE_TIMEOUT",
+    "DASHSCOPE_RETRYABLE_CODES",
     "LIBRARY_LOGGERS",
     "RETRYABLE_STATUS",
     "BadResponse",
+    "DashScopeEvents",
     "FailureInfo",
     "LoopClients",
     "RedactedCause",

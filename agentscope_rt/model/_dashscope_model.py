@@ -45,8 +45,9 @@ from typing import Any, ClassVar
 import httpx
 
 from .._provider import (
-    RETRYABLE_STATUS,
+    DASHSCOPE_RETRYABLE_CODES,
     BadResponse,
+    DashScopeEvents,
     LoopClients,
     RetryConfig,
     StreamErrorEvent,
@@ -86,7 +87,7 @@ MULTIMODAL_GENERATION_PATH = "services/aigc/multimodal-generation/generation"
 
 _COMPATIBLE_SUFFIX = "/compatible-mode/v1"
 # Native stream errors name a code instead of a status; these are worth another try.
-_RETRYABLE_CODES = ("Throttling", "InternalError", "ServiceUnavailable", "RequestTimeOut")
+
 _NATIVE_TIMEOUT = httpx.Timeout(600.0, connect=10.0)
 
 # MIME subtypes whose ``input_audio`` format name differs from the subtype.
@@ -235,6 +236,10 @@ def _native_usage(data: dict[str, Any]) -> tuple[int, int] | None:
     if not isinstance(usage, dict):
         return None
     return int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)
+
+
+def _has_native_answer(event: dict[str, Any]) -> bool:
+    return _native_message(event) is not None
 
 
 def _native_message(data: Any) -> dict[str, Any] | None:
@@ -394,7 +399,7 @@ class DashScopeChatModel(OpenAIChatModel):
             # An error in a 200 answer: judged (and redacted) by the retry policy.
             code = str(data.get("code"))
             raise StreamErrorEvent(
-                f"{code}: {data.get('message')}", 200, code.startswith(_RETRYABLE_CODES)
+                f"{code}: {data.get('message')}", 200, code.startswith(DASHSCOPE_RETRYABLE_CODES)
             )
         return data
 
@@ -457,7 +462,7 @@ class DashScopeChatModel(OpenAIChatModel):
             if response.is_error:
                 await response.aread()
                 response.raise_for_status()
-            parser = _NativeEvents()
+            parser = DashScopeEvents(_has_native_answer)
             async with response_lines(response) as lines:
                 async for line in lines:
                     event = parser.feed(line)
@@ -558,55 +563,3 @@ class _NativeStream:
                 entry[2] += arguments
             changed = True
         return changed
-
-
-class _NativeEvents:
-    """Parses a native DashScope SSE stream line by line: :meth:`feed` returns each complete
-    event's JSON, :meth:`end` the one left when the stream ends without a blank line.
-
-    The stream's ``data:{...}`` lines carry the events; an ``event:error`` event (or one that
-    carries an error ``code`` and no output) raises :class:`StreamErrorEvent`, with the HTTP
-    status its ``:HTTP_STATUS/...`` line names.
-    """
-
-    __slots__ = ("data", "is_error", "status")
-
-    def __init__(self) -> None:
-        self.data: list[str] = []
-        self.is_error = False
-        self.status: int | None = None
-
-    def feed(self, line: str) -> dict[str, Any] | None:
-        if line.startswith("data:"):
-            self.data.append(line[5:].strip())
-        elif line.startswith("event:"):
-            self.is_error = line[6:].strip() == "error"
-        elif line.startswith(":HTTP_STATUS/"):
-            status = line.split("/", 1)[1].strip()
-            self.status = int(status) if status.isdigit() else None
-        elif not line.strip() and self.data:
-            return self.end()
-        return None
-
-    def end(self) -> dict[str, Any] | None:
-        if not self.data:
-            return None
-        text = "\n".join(self.data)
-        is_error, status = self.is_error, self.status
-        self.data, self.is_error, self.status = [], False, None
-        try:
-            event = json.loads(text)
-        except ValueError:
-            raise BadResponse(f"malformed event in the stream: {excerpt(text)}") from None
-        if not isinstance(event, dict):
-            raise BadResponse(f"unexpected event in the stream: {excerpt(text)}")
-        if is_error or (event.get("code") and _native_message(event) is None):
-            code = str(event.get("code") or "")
-            message = f"{code}: {event.get('message')}" if code else str(event.get("message"))
-            if status is not None and status != 200:
-                retryable = status in RETRYABLE_STATUS or status >= 500
-            else:
-                status = None
-                retryable = code.startswith(_RETRYABLE_CODES)
-            raise StreamErrorEvent(message, status, retryable)
-        return event

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from .._provider import SecretHeaders, resolve_api_key
+from .._provider import DASHSCOPE_RETRYABLE_CODES, SecretHeaders, resolve_api_key
 
 __all__ = [
     "DASHSCOPE_HTTP_BASE_URL",
@@ -29,7 +29,7 @@ DASHSCOPE_REALTIME_URL = "wss://dashscope.aliyuncs.com/api-ws/v1/realtime"
 """DashScope's realtime WebSocket endpoint, Qwen realtime TTS's
 (``DASHSCOPE_REALTIME_BASE_URL`` overrides it)."""
 
-RETRYABLE_CODES = ("Throttling", "InternalError", "ServiceUnavailable", "RequestTimeOut")
+RETRYABLE_CODES = DASHSCOPE_RETRYABLE_CODES
 """Error codes another attempt may get past."""
 
 

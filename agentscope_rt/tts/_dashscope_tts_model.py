@@ -9,20 +9,15 @@ each SSE event carries base64 PCM (24 kHz) in ``output.audio.data``. ``{base}`` 
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncGenerator
 from typing import Any, ClassVar, Literal
 
 from .._provider import (
-    RETRYABLE_STATUS,
-    BadResponse,
+    DashScopeEvents,
     RetryConfig,
-    StreamErrorEvent,
-    excerpt,
     response_lines,
 )
 from ._dashscope_common import (
-    RETRYABLE_CODES,
     dashscope_headers,
     dashscope_http_base_url,
     dashscope_key,
@@ -91,7 +86,7 @@ class DashScopeTTSModel(HttpTTSModel):
             self._open(_PATH, body, headers=headers) as response,
             response_lines(response) as lines,
         ):
-            events = _SseEvents()
+            events = DashScopeEvents(_has_output)
             async for line in lines:
                 event = events.feed(line)
                 if event is not None and _add_audio(buffer, event):
@@ -101,52 +96,8 @@ class DashScopeTTSModel(HttpTTSModel):
                 yield
 
 
-class _SseEvents:
-    """DashScope's server-sent events, one JSON object each; an error event raises."""
-
-    def __init__(self) -> None:
-        self.data: list[str] = []
-        self.is_error = False
-        self.status: int | None = None
-
-    def feed(self, line: str) -> dict[str, Any] | None:
-        if line.startswith("data:"):
-            self.data.append(line[5:].strip())
-        elif line.startswith("event:"):
-            self.is_error = line[6:].strip() == "error"
-        elif line.startswith(":HTTP_STATUS/"):
-            status = line.split("/", 1)[1].strip()
-            self.status = int(status) if status.isdigit() else None
-        elif not line.strip():
-            return self.end()
-        return None
-
-    def end(self) -> dict[str, Any] | None:
-        """The event read so far (``None`` when there is none).
-
-        :raises StreamErrorEvent: for an error event.
-        :raises BadResponse: for data that is not a JSON object.
-        """
-        if not self.data:
-            return None
-        text = "\n".join(self.data)
-        is_error, status = self.is_error, self.status
-        self.data, self.is_error, self.status = [], False, None
-        try:
-            event = json.loads(text)
-        except ValueError:
-            raise BadResponse(f"malformed event in the stream: {excerpt(text)}") from None
-        if not isinstance(event, dict):
-            raise BadResponse(f"unexpected event in the stream: {excerpt(text)}")
-        if is_error or (event.get("code") and "output" not in event):
-            code = str(event.get("code") or "")
-            message = f"{code}: {event.get('message')}" if code else str(event.get("message"))
-            if status is not None and status != 200:
-                retryable = status in RETRYABLE_STATUS or status >= 500
-            else:
-                status, retryable = None, code.startswith(RETRYABLE_CODES)
-            raise StreamErrorEvent(message, status, retryable)
-        return event
+def _has_output(event: dict[str, Any]) -> bool:
+    return "output" in event
 
 
 def _add_audio(buffer: AudioBuffer, event: dict[str, Any]) -> bool:
