@@ -178,6 +178,9 @@ class SpeechPlayer:
         self._writing: anyio.CancelScope | None = None
         self._key: str | None = None
         self._heard = 0  # base64 characters of the current block already queued
+        # The message stop() cut off: its later chunks (a reply may print one more before the
+        # interrupt reaches it) are not played.
+        self._cut: str | None = None
         self._thread: int | None = None
         self._token: Any = None
         self.stops = 0
@@ -216,7 +219,7 @@ class SpeechPlayer:
         """
         if isinstance(speech, list):
             speech = speech[-1] if speech else None
-        if speech is None or self._send is None:
+        if speech is None or self._send is None or key == self._cut:
             return
         if not isinstance(speech, AudioBlock):
             raise TypeError(f"speech must be an AudioBlock, not {type(speech).__name__}")
@@ -250,6 +253,7 @@ class SpeechPlayer:
     def _stop(self) -> None:
         self.stops += 1
         self._generation += 1
+        self._cut = self._key
         self._key, self._heard = None, 0
         if self._writing is not None:
             self._writing.cancel()

@@ -360,9 +360,12 @@ class WebSocketTTSModel(TTSModelBase):
     async def _stream(self, session: Session) -> AsyncGenerator[TTSResponse, None]:
         sent = 0
         while not session.done:
-            await session.wait_change()
-            if session.buffer.size > sent and not session.done:
+            # Audio that arrived before this stream started is yielded first: the provider
+            # may send no more until the input ends (or, held, not at all).
+            if session.buffer.size > sent:
                 sent = session.buffer.size
                 yield session.buffer.response(final=False)
+            else:
+                await session.wait_change()
         await self._check(session)
         yield session.buffer.response(final=True)
