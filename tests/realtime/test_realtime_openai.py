@@ -67,6 +67,8 @@ async def test_a_spoken_question_with_a_tool_call(server: RealtimeServer) -> Non
         second = await _until(receive, ModelEventType.MODEL_RESPONSE_DONE)
     finally:
         await model.disconnect()
+        send.close()
+        receive.close()
     kinds = [e.type for e in first]
     assert kinds[:4] == [
         ModelEventType.MODEL_SESSION_CREATED,
@@ -128,6 +130,8 @@ async def test_provider_errors_and_a_closed_connection_become_events(
         assert events[-1].code == "unsupported" and events[-1].message == "no text here"
     finally:
         await model.disconnect()
+        send.close()
+        receive.close()
     assert not model.connected
     with pytest.raises(RuntimeError, match="not connected"):
         await model.send(TextBlock(text="again"))
@@ -137,7 +141,7 @@ async def test_a_refused_connection_is_a_model_api_error() -> None:
     model = OpenAIRealtimeModel(
         "gpt-realtime", api_key=KEY, websocket_url="ws://127.0.0.1:9/v1/realtime"
     )
-    send, _receive = anyio.create_memory_object_stream[Any](1)
-    with pytest.raises(ModelAPIError):
+    send, receive = anyio.create_memory_object_stream[Any](1)
+    with send, receive, pytest.raises(ModelAPIError):
         await model.connect(send, "", None)
     assert not model.connected
