@@ -1,0 +1,624 @@
+"""The storage engine of :class:`~agentscope_rt.rag.LocalVectorStore`: one collection's chunks
+in SQLite, their vectors in a NumPy matrix and, beyond :func:`exact_limit`, a usearch HNSW
+index, kept consistent with each other by :class:`LocalCollection` (blocking; the store calls
+it from worker threads, slice by slice). See ``_local_store.py`` for the guarantees.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import re
+import sqlite3
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from .._document import DocMetadata, Document
+from ._store_base import (
+    FLOAT32_MAX,
+    NORM_MAX,
+    check_name,
+    check_vector,
+    distance_to_score,
+)
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    FloatArray = npt.NDArray[np.float32]
+    IntArray = npt.NDArray[np.int64]
+
+__all__ = ["LocalCollection", "add_slice", "exact_limit"]
+
+EXACT_BYTES = 16 * 1024 * 1024
+"""Collections whose vectors take at most this much (as float32) are searched exactly: a
+scan of 16 MiB is about a millisecond of one core's memory bandwidth, an HNSW search a few
+hundred microseconds with recall below 1."""
+
+SLICE_VALUES = 16_384
+"""Vector values checked and written per trip to the worker thread in ``add`` (see
+:func:`add_slice`)."""
+
+SLICE_CHUNKS = 64
+"""The most chunks per trip: building a chunk's row (its id, its metadata as JSON) is about
+15 us of Python holding the interpreter, so 64 of them about a millisecond."""
+
+INDEX_SLICE = 256
+"""Vectors added to the approximate index per trip to the worker thread: usearch releases the
+interpreter while it inserts, but searches wait for the store's lock meanwhile."""
+
+_DISTANCES = {
+    "cosine": "cosine",
+    "dot": "dot",
+    "ip": "dot",
+    "euclid": "euclid",
+    "l2": "euclid",
+}
+# One file per collection: the name becomes a file name, so it may not name another folder.
+_COLLECTION_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
+_FILTER_FIELDS = ("doc_id", "chunk_id", "total_chunks")
+_FORMAT = "1"
+# SQLite's limit on parameters per statement is 32,766 (999 before 3.32): stay under the old.
+_SQL_PARAMS = 900
+# HNSW settings: 16 links per node, 128 candidates while inserting, at least 128 while
+# searching. Recall@5 against exact search, measured (bench/RESULTS.md): 1.00 on 100,000
+# chunks of 384 dimensions with a 16-dimensional structure (as text embeddings have); on a
+# harder set (48-dimensional structure, 200,000 chunks) HNSW with these settings reached 0.83.
+_CONNECTIVITY = 16
+_EXPANSION_ADD = 128
+_EXPANSION_SEARCH = 128
+
+
+def exact_limit(dimensions: int) -> int:
+    """The most chunks of *dimensions* that a collection searches exactly (16 MiB of
+    vectors); beyond it, an approximate index is built."""
+    return max(1024, EXACT_BYTES // (4 * dimensions))
+
+
+def add_slice(dimensions: int) -> int:
+    """Chunks checked and written per trip to the worker thread (8 to 64): about a
+    millisecond of work holding the interpreter, whatever the dimensions."""
+    return max(8, min(SLICE_CHUNKS, SLICE_VALUES // dimensions))
+
+
+def _require_libraries() -> None:
+    """:raises ImportError: naming the extra to install, if NumPy or usearch is missing."""
+    try:
+        import numpy  # noqa: F401
+        import usearch.index  # noqa: F401
+    except ImportError as error:
+        raise ImportError(
+            f"LocalVectorStore needs NumPy and usearch, and {error.name or 'one'} is not "
+            "installed: install them with `pip install 'agentscope-rt[vector]'` (or `pip "
+            "install numpy usearch`)"
+        ) from error
+
+
+def _check_collection_name(value: object) -> str:
+    name = check_name(value, "collection_name")
+    if not _COLLECTION_NAME.fullmatch(name):
+        raise ValueError(
+            f"collection_name {name!r} must be 1-128 letters, digits, '_', '.' or '-', not "
+            "starting with '.' or '-' (it names the collection's files in the folder)"
+        )
+    return name
+
+
+class _Batch:
+    """Checked rows of one slice of an ``add``: ids, metadata columns and vectors."""
+
+    __slots__ = ("ids", "rows", "vectors")
+
+    def __init__(self, ids: list[str], rows: list[tuple[Any, ...]], vectors: FloatArray) -> None:
+        self.ids = ids
+        self.rows = rows
+        self.vectors = vectors
+
+
+def _checked_vectors(documents: list[Document], dimensions: int) -> FloatArray:
+    """The embeddings of *documents* as a float32 matrix, every one checked at once.
+
+    :raises ValueError: as :func:`check_vector`, whose message names the first bad document.
+    """
+    import numpy as np
+
+    embeddings = [doc.embedding for doc in documents]
+    try:
+        if any(e is None for e in embeddings):
+            raise ValueError
+        matrix = np.asarray(embeddings, dtype=np.float64)
+        if matrix.shape != (len(documents), dimensions):
+            raise ValueError
+        norms = np.linalg.norm(matrix, axis=1)
+        # NaN compares false, so a NaN anywhere fails the first test too.
+        if not (np.abs(matrix).max(initial=0.0) <= FLOAT32_MAX and (norms <= NORM_MAX).all()):
+            raise ValueError
+    except (ValueError, TypeError):
+        # The shared check names the culprit (and its position) for the error message.
+        for index, doc in enumerate(documents):
+            check_vector(doc.embedding, dimensions, f"documents[{index}]")
+        raise
+    return matrix.astype(np.float32)
+
+
+class LocalCollection:
+    """One collection, open: the SQLite rows, the vector matrix and the approximate index.
+
+    Not thread-safe: :class:`LocalVectorStore` calls it from worker threads under its lock.
+    ``get_client`` hands it out for :meth:`count` and :meth:`backlog`; everything else goes
+    through the store.
+    """
+
+    def __init__(
+        self, path: str | None, name: str, dimensions: int, distance: str, exact: int
+    ) -> None:
+        import numpy as np
+
+        self.name = name
+        self.dimensions = dimensions
+        self.distance = distance
+        self.exact_limit = exact
+        self._folder = path
+        self._lock_file: int | None = None
+        self._index: Any = None  # a usearch Index once the collection outgrew exact search
+        self._vectors = np.zeros((0, dimensions), np.float32)
+        self._sq_norms = np.zeros(0, np.float32)  # for Euclidean ranking
+        self._alive = np.zeros(0, bool)
+        self._indexed = np.zeros(0, bool)
+        self._high = 0  # slots in use are below this
+        self._free: list[int] = []
+        self._alive_count = 0
+        self._backlog_count = 0
+        self._generation = 0
+        self._db = self._connect()
+        try:
+            self._load()
+        except BaseException:
+            self.close()
+            raise
+
+    # -- opening -----------------------------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        if self._folder is None:
+            db = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
+        else:
+            self._lock_folder()
+            file = os.path.join(self._folder, f"{self.name}.sqlite3")
+            # Created readable by its owner only; SQLite gives its -wal/-shm files the same mode.
+            os.close(os.open(file, os.O_RDWR | os.O_CREAT, 0o600))
+            db = sqlite3.connect(file, check_same_thread=False, isolation_level=None)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+        db.execute(
+            "CREATE TABLE IF NOT EXISTS chunks (slot INTEGER PRIMARY KEY, id TEXT NOT NULL "
+            "UNIQUE, doc_id TEXT NOT NULL, chunk_id INTEGER NOT NULL, total_chunks INTEGER NOT "
+            "NULL, content TEXT NOT NULL, vector BLOB NOT NULL)"
+        )
+        db.execute("CREATE INDEX IF NOT EXISTS chunks_doc_id ON chunks (doc_id)")
+        db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        return db
+
+    def _lock_folder(self) -> None:
+        """Create the folder (``0o700``) and hold the collection's lock file: one open store
+        per collection, as its vectors live in that store's memory.
+
+        :raises RuntimeError: if another store (in this process or another) has it open.
+        """
+        assert self._folder is not None
+        created = not os.path.isdir(self._folder)
+        os.makedirs(self._folder, mode=0o700, exist_ok=True)
+        if created:
+            os.chmod(self._folder, 0o700)  # the umask may have taken bits away, never added
+        try:
+            import fcntl
+        except ImportError:  # Windows: no advisory lock
+            return
+        fd = os.open(os.path.join(self._folder, f"{self.name}.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise RuntimeError(
+                f"the collection {self.name!r} in {self._folder!r} is open in another "
+                "LocalVectorStore (in this process or another); close that one first"
+            ) from None
+        self._lock_file = fd
+
+    def _meta(self, key: str) -> str | None:
+        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def _set_meta(self, key: str, value: str) -> None:
+        self._db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+
+    def _load(self) -> None:
+        """Check the collection's settings against the store's and read its vectors.
+
+        :raises ValueError: if the collection was created with other dimensions or distance.
+        """
+        import numpy as np
+
+        dims, distance = self._meta("dimensions"), self._meta("distance")
+        if dims is None:
+            with self._transaction():
+                self._set_meta("format", _FORMAT)
+                self._set_meta("dimensions", str(self.dimensions))
+                self._set_meta("distance", self.distance)
+                self._set_meta("generation", "0")
+            return
+        if int(dims) != self.dimensions or distance != self.distance:
+            raise ValueError(
+                f"the collection {self.name!r} holds {dims}-dimensional vectors compared by "
+                f"{distance} distance; this store was built for {self.dimensions} dimensions "
+                f"and {self.distance}: open it with those, or use another collection_name"
+            )
+        self._generation = int(self._meta("generation") or 0)
+        top = self._db.execute("SELECT max(slot) FROM chunks").fetchone()[0]
+        if top is None:
+            return
+        self._grow(int(top) + 1)
+        cursor = self._db.execute("SELECT slot, vector FROM chunks ORDER BY slot")
+        while rows := cursor.fetchmany(4096):
+            slots = np.fromiter((r[0] for r in rows), np.int64, len(rows))
+            vectors = np.frombuffer(b"".join(r[1] for r in rows), np.float32)
+            self._place(slots, vectors.reshape(len(rows), self.dimensions))
+        self._high = int(top) + 1
+        self._free = np.flatnonzero(~self._alive[: self._high]).tolist()[::-1]
+        self._alive_count = int(self._alive[: self._high].sum())
+        self._open_index()
+
+    def _index_file(self) -> str | None:
+        return None if self._folder is None else os.path.join(self._folder, f"{self.name}.usearch")
+
+    def _open_index(self) -> None:
+        """Load the saved index if it matches the database; otherwise start a new one when
+        the collection is large enough (every chunk in its backlog)."""
+        file = self._index_file()
+        saved = self._meta("index_generation")
+        if file is not None and os.path.exists(file) and saved == str(self._generation):
+            from usearch.index import Index
+
+            self._index = Index.restore(file)
+            self._indexed[: self._high] = self._alive[: self._high]
+            self._backlog_count = 0
+            return
+        self._maybe_start_index()
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[None]:
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+    # -- memory --------------------------------------------------------------------------------
+
+    def _grow(self, needed: int) -> None:
+        import numpy as np
+
+        capacity = len(self._alive)
+        if needed <= capacity:
+            return
+        capacity = max(needed, capacity * 2, 1024)
+        vectors = np.zeros((capacity, self.dimensions), np.float32)
+        vectors[: self._high] = self._vectors[: self._high]
+        self._vectors = vectors
+        for attr, dtype in (("_sq_norms", np.float32), ("_alive", bool), ("_indexed", bool)):
+            old = getattr(self, attr)
+            new = np.zeros(capacity, dtype)
+            new[: len(old)] = old
+            setattr(self, attr, new)
+
+    def _place(self, slots: IntArray, vectors: FloatArray) -> None:
+        """Put *vectors* (as stored) at *slots*, normalised for cosine."""
+        import numpy as np
+
+        if self.distance == "cosine":
+            norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+            vectors = (vectors / np.where(norms > 0, norms, 1)).astype(np.float32, copy=False)
+        self._vectors[slots] = vectors
+        self._sq_norms[slots] = np.einsum("ij,ij->i", vectors, vectors)
+        self._alive[slots] = True
+
+    def _maybe_start_index(self) -> None:
+        if self._index is None and self._alive_count > self.exact_limit:
+            from usearch.index import Index
+
+            self._index = Index(
+                ndim=self.dimensions,
+                metric="l2sq" if self.distance == "euclid" else "ip",
+                dtype="f32",
+                connectivity=_CONNECTIVITY,
+                expansion_add=_EXPANSION_ADD,
+                expansion_search=_EXPANSION_SEARCH,
+            )
+            self._backlog_count = self._alive_count
+
+    def _unindex(self, slots: IntArray) -> None:
+        import numpy as np
+
+        if self._index is None or not len(slots):
+            return
+        indexed = slots[self._indexed[slots]]
+        if len(indexed):
+            self._index.remove(indexed)
+        self._indexed[slots] = False
+        # Overwritten or deleted: those that were waiting leave the backlog (re-added below).
+        waiting = int(np.count_nonzero(self._alive[slots])) - len(indexed)
+        self._backlog_count -= waiting
+
+    # -- writing -------------------------------------------------------------------------------
+
+    def upsert(self, batch: _Batch) -> None:
+        """Write *batch*: a stored id keeps its slot (and is overwritten), a new id takes a
+        free slot. One SQLite transaction; the memory changes only once it is committed."""
+        import numpy as np
+
+        last = {chunk_id: i for i, chunk_id in enumerate(batch.ids)}  # the last copy wins
+        order = list(last.values())
+        ids = [batch.ids[i] for i in order]
+        existing = self._slots_of("id", ids)
+        free = list(self._free)
+        high = self._high
+        slots = []
+        for chunk_id in ids:
+            slot = existing.get(chunk_id)
+            if slot is None:
+                if free:
+                    slot = free.pop()
+                else:
+                    slot, high = high, high + 1
+            slots.append(slot)
+        vectors = batch.vectors[order]
+        rows = [
+            (slot, *batch.rows[i], vectors[n].tobytes())
+            for n, (slot, i) in enumerate(zip(slots, order, strict=True))
+        ]
+        with self._transaction():
+            self._db.executemany(
+                "INSERT OR REPLACE INTO chunks (slot, id, doc_id, chunk_id, total_chunks, "
+                "content, vector) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+            self._generation += 1
+            self._set_meta("generation", str(self._generation))
+        slot_array = np.asarray(slots, np.int64)
+        self._grow(high)
+        self._unindex(slot_array)
+        self._alive_count += len(ids) - len(existing)
+        self._free, self._high = free, high
+        self._place(slot_array, vectors)
+        self._backlog_count += len(slots) if self._index is not None else 0
+        self._maybe_start_index()
+
+    def delete(self, field: str, values: list[str]) -> None:
+        """Remove the rows whose *field* (``id`` or ``doc_id``) is one of *values*."""
+        import numpy as np
+
+        slots = sorted(set(self._slots_of(field, values).values()))
+        if not slots:
+            return
+        with self._transaction():
+            for start in range(0, len(slots), _SQL_PARAMS):
+                part = slots[start : start + _SQL_PARAMS]
+                marks = ",".join("?" * len(part))
+                self._db.execute(f"DELETE FROM chunks WHERE slot IN ({marks})", part)
+            self._generation += 1
+            self._set_meta("generation", str(self._generation))
+        slot_array = np.asarray(slots, np.int64)
+        self._unindex(slot_array)
+        self._alive[slot_array] = False
+        self._alive_count -= len(slots)
+        self._free.extend(reversed(slots))
+
+    def _slots_of(self, field: str, values: Sequence[Any]) -> dict[Any, int]:
+        """``{value: slot}`` of the rows whose *field* is one of *values* (for ``doc_id``,
+        ``{(doc_id, slot): slot}``: a document has many rows)."""
+        found: dict[Any, int] = {}
+        for start in range(0, len(values), _SQL_PARAMS):
+            part = list(values[start : start + _SQL_PARAMS])
+            marks = ",".join("?" * len(part))
+            query = f"SELECT {field}, slot FROM chunks WHERE {field} IN ({marks})"
+            for value, slot in self._db.execute(query, part):
+                found[value if field == "id" else (value, slot)] = int(slot)
+        return found
+
+    def index_some(self, count: int) -> int:
+        """Add up to *count* vectors of the backlog to the index; the backlog left."""
+        import numpy as np
+
+        if self._index is None or self._backlog_count == 0:
+            return 0
+        high = self._high
+        waiting = np.flatnonzero(self._alive[:high] & ~self._indexed[:high])[:count]
+        if len(waiting):
+            self._index.add(waiting, self._vectors[waiting], threads=0)
+            self._indexed[waiting] = True
+        self._backlog_count = max(0, self._backlog_count - len(waiting))
+        if not len(waiting):
+            self._backlog_count = 0
+        return self._backlog_count
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def count(self) -> int:
+        """How many chunks the collection holds."""
+        return self._alive_count
+
+    def backlog(self) -> int:
+        """How many chunks wait to be added to the approximate index (0 without one)."""
+        return self._backlog_count if self._index is not None else 0
+
+    def search(
+        self,
+        query: list[float],
+        limit: int,
+        where: Mapping[str, list[Any]] | None,
+        with_vectors: bool,
+    ) -> list[Document]:
+        """The up to *limit* chunks nearest *query* (matching *where*), most relevant first."""
+        import numpy as np
+
+        q = np.asarray(query, np.float32)
+        if self.distance == "cosine":
+            norm = float(np.linalg.norm(q))
+            q = q / norm if norm > 0 else q
+        if self._alive_count == 0:
+            return []
+        allowed = None if where is None else self._matching(where)
+        if allowed is not None and not len(allowed):
+            return []
+        slots = self._nearest(q, limit, allowed)
+        return self._documents(slots, q, with_vectors)
+
+    def _rank_keys(self, slots: IntArray | None, q: FloatArray) -> FloatArray:
+        """Higher-is-nearer keys for *slots* (all slots below the high mark when ``None``)."""
+        vectors = self._vectors[: self._high] if slots is None else self._vectors[slots]
+        products = vectors @ q
+        if self.distance != "euclid":
+            return products
+        sq = self._sq_norms[: self._high] if slots is None else self._sq_norms[slots]
+        return products * 2 - sq  # -|x - q|^2 + |q|^2
+
+    def _top(self, keys: FloatArray, slots: IntArray | None, limit: int) -> IntArray:
+        """The slots of the *limit* highest *keys*, highest first (-inf keys left out)."""
+        import numpy as np
+
+        if len(keys) > limit:
+            part = np.argpartition(-keys, limit - 1)[:limit]
+        else:
+            part = np.arange(len(keys))
+        part = part[np.argsort(-keys[part], kind="stable")]
+        part = part[keys[part] > -np.inf]
+        return part if slots is None else slots[part]
+
+    def _exact(self, q: FloatArray, limit: int, slots: IntArray | None) -> IntArray:
+        import numpy as np
+
+        keys = self._rank_keys(slots, q)
+        if slots is None and self._alive_count < self._high:
+            keys = np.where(self._alive[: self._high], keys, -np.inf)
+        return self._top(keys, slots, limit)
+
+    def _nearest(self, q: FloatArray, limit: int, allowed: IntArray | None) -> IntArray:
+        import numpy as np
+
+        index = self._index
+        indexed = self._alive_count - self._backlog_count if index is not None else 0
+        if allowed is not None and (len(allowed) <= self.exact_limit or indexed == 0):
+            return self._exact(q, limit, allowed)
+        if indexed == 0:
+            return self._exact(q, limit, None)
+        mask = None
+        if allowed is not None:
+            mask = np.zeros(self._high, bool)
+            mask[allowed] = True
+        found = self._approximate(q, limit, mask, indexed)
+        if self._backlog_count:
+            high = self._high
+            waiting = self._alive[:high] & ~self._indexed[:high]
+            if mask is not None:
+                waiting &= mask
+            found = np.concatenate([found, np.flatnonzero(waiting)])
+        return self._top(self._rank_keys(found, q), found, limit)
+
+    def _approximate(self, q: FloatArray, limit: int, mask: Any | None, indexed: int) -> IntArray:
+        """Indexed slots near *q*: *limit* of them matching *mask*, or all that the index
+        finds; without enough matches in a wide search, an exact scan of the matches."""
+        import numpy as np
+
+        want = limit if mask is None else limit * 4
+        while True:
+            matches = self._index.search(q, min(want, indexed), threads=1)
+            keys = np.asarray(matches.keys, np.int64)
+            if mask is None:
+                return keys
+            keys = keys[mask[keys]]
+            if len(keys) >= limit or want >= indexed:
+                return keys
+            want *= 4
+            if want > self.exact_limit:
+                allowed = np.flatnonzero(mask & self._indexed[: self._high])
+                return self._exact(q, limit, allowed)
+
+    def _matching(self, where: Mapping[str, list[Any]]) -> IntArray:
+        import numpy as np
+
+        clauses, params = [], []
+        for field, values in where.items():
+            clauses.append(f"{field} IN ({','.join('?' * len(values))})")
+            params.extend(values)
+        query = f"SELECT slot FROM chunks WHERE {' AND '.join(clauses)}"
+        return np.fromiter((r[0] for r in self._db.execute(query, params)), np.int64)
+
+    def _documents(self, slots: IntArray, q: FloatArray, with_vectors: bool) -> list[Document]:
+        """The documents at *slots*, in that order, with their exact scores."""
+        import numpy as np
+
+        if not len(slots):
+            return []
+        wanted = [int(s) for s in slots]
+        columns = "slot, id, doc_id, chunk_id, total_chunks, content" + (
+            ", vector" if with_vectors else ""
+        )
+        marks = ",".join("?" * len(wanted))
+        query = f"SELECT {columns} FROM chunks WHERE slot IN ({marks})"
+        rows = {row[0]: row for row in self._db.execute(query, wanted)}
+        docs = []
+        for slot in wanted:
+            row = rows[slot]
+            metadata = DocMetadata.from_dict(
+                {
+                    "content": json.loads(row[5]),
+                    "doc_id": row[2],
+                    "chunk_id": row[3],
+                    "total_chunks": row[4],
+                }
+            )
+            embedding = np.frombuffer(row[6], np.float32).tolist() if with_vectors else None
+            docs.append(
+                Document(
+                    metadata=metadata, id=row[1], embedding=embedding, score=self._score(slot, q)
+                )
+            )
+        return docs
+
+    def _score(self, slot: int, q: FloatArray) -> float:
+        vector = self._vectors[slot]
+        if self.distance != "euclid":
+            return float(vector @ q)
+        return distance_to_score(math.dist(vector.tolist(), q.tolist()))
+
+    # -- closing -------------------------------------------------------------------------------
+
+    def save_index(self) -> None:
+        """Save the index beside the database (a folder store whose index is complete)."""
+        file = self._index_file()
+        if file is None or self._index is None or self._backlog_count:
+            return
+        if self._meta("index_generation") == str(self._generation):
+            return
+        partial = f"{file}.partial"
+        self._index.save(partial)
+        os.chmod(partial, 0o600)  # as private as the database beside it
+        os.replace(partial, file)
+        with self._transaction():
+            self._set_meta("index_generation", str(self._generation))
+
+    def close(self) -> None:
+        """Save the index if it is complete, close the database and release the folder."""
+        try:
+            if getattr(self, "_db", None) is not None:
+                self.save_index()
+                self._db.close()
+        finally:
+            if self._lock_file is not None:
+                os.close(self._lock_file)
+                self._lock_file = None
