@@ -26,6 +26,8 @@ from ._model_events import ModelEvents
 
 __all__ = ["RealtimeModelBase"]
 
+_NORMAL_CLOSURE = 1000
+
 
 def _websocket() -> Any:
     try:
@@ -123,7 +125,12 @@ class RealtimeModelBase(ABC):
                 f"WebSocket is not connected for model {self.model_name}. "
                 "Call the `connect` method first."
             )
-        await self._connection.send_text(json.dumps(message, ensure_ascii=False))
+        websocket = _websocket()
+        try:
+            await self._connection.send_text(json.dumps(message, ensure_ascii=False))
+        except websocket.WebSocketClosed as exc:
+            # The provider ended the session: say so in the package's own terms.
+            raise self._error(exc) from None
 
     async def _receive_model_event_loop(self, outgoing_queue: Any, connection: Any) -> None:
         websocket = _websocket()
@@ -139,7 +146,17 @@ class RealtimeModelBase(ABC):
                     events = [events]
                 for event in events:
                     await outgoing_queue.send(event)
-        except websocket.WebSocketClosed:
+        except websocket.WebSocketClosed as exc:
+            if exc.code != _NORMAL_CLOSURE:
+                # Providers close with a reason instead of sending an error (Gemini: 1008
+                # for a bad key, 1011 for an internal error): the listener must see it.
+                await outgoing_queue.send(
+                    ModelEvents.ModelErrorEvent(
+                        error_type="WebSocketClosed",
+                        code=str(exc.code),
+                        message=self._error(exc).message,
+                    )
+                )
             await outgoing_queue.send(ModelEvents.WebsocketDisconnectEvent())
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             return  # nobody listens any more

@@ -30,11 +30,16 @@ def b64(text: str) -> str:
 
 
 class RealtimeServer:
+    """The OpenAI session; a subclass plays another provider by overriding ``path`` and
+    ``_session``."""
+
+    path = "/v1/realtime"
+
     def __init__(self) -> None:
         self.received: list[dict[str, Any]] = []
         self.headers: dict[str, str] = {}
         self.closed = threading.Event()
-        app = Starlette(routes=[WebSocketRoute("/v1/realtime", self._session)])
+        app = Starlette(routes=[WebSocketRoute(self.path, self._session)])
         self._sock = socket.socket()
         self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._sock.bind(("127.0.0.1", 0))
@@ -48,7 +53,7 @@ class RealtimeServer:
 
     @property
     def url(self) -> str:
-        return f"ws://127.0.0.1:{self._sock.getsockname()[1]}/v1/realtime"
+        return f"ws://127.0.0.1:{self._sock.getsockname()[1]}{self.path}"
 
     def __enter__(self) -> RealtimeServer:
         self._thread.start()
