@@ -5,6 +5,7 @@ does not take), a provider error and a closed connection."""
 from __future__ import annotations
 
 import base64
+import json
 import logging
 import math
 from collections.abc import Iterator
@@ -207,3 +208,16 @@ async def test_rates_urls_and_keys(monkeypatch: pytest.MonkeyPatch) -> None:
     send, receive = anyio.create_memory_object_stream[Any](1)
     with send, receive, pytest.raises(ModelAPIError):
         await refused.connect(send, "", None)
+
+
+async def test_the_session_s_end_and_messages_that_are_not_events() -> None:
+    model = DashScopeRealtimeModel(MODEL, api_key=KEY)
+    ended = await model.parse_api_message(
+        json.dumps({"type": "session.finished", "session": {"id": "sess_9"}})
+    )
+    assert isinstance(ended, ModelEvents.ModelSessionEndedEvent)
+    assert ended.session_id == "sess_9"
+    assert await model.parse_api_message(json.dumps({"type": "session.updated"})) is None
+    assert await model.parse_api_message(json.dumps({"type": "response.audio.delta"})) is None
+    assert await model.parse_api_message("{") is None
+    assert await model.parse_api_message('"text"') is None

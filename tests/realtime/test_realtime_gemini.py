@@ -212,3 +212,28 @@ async def test_a_refused_connection_is_a_model_api_error() -> None:
     with send, receive, pytest.raises(ModelAPIError):
         await model.connect(send, "", None)
     assert not model.connected
+
+
+async def test_thoughts_cancellations_and_error_messages() -> None:
+    model = GeminiRealtimeModel("gemini-live", api_key=KEY)
+    audio = {"inlineData": {"mimeType": "audio/pcm;rate=24000", "data": "AAA="}}
+    thought = {"text": "The user wants a tool.", "thought": True}
+    turn = json.dumps({"serverContent": {"modelTurn": {"parts": [thought, audio]}}})
+    events = await model.parse_api_message(turn)
+    assert isinstance(events, list)
+    assert [e.type for e in events] == [T.MODEL_RESPONSE_CREATED, T.MODEL_RESPONSE_AUDIO_DELTA]
+    cancelled = await model.parse_api_message(json.dumps({"toolCallCancellation": {"ids": ["c"]}}))
+    assert isinstance(cancelled, list)
+    assert [e.type for e in cancelled] == [T.MODEL_RESPONSE_AUDIO_DONE, T.MODEL_RESPONSE_DONE]
+    assert cancelled[-1].response_id == events[0].response_id
+    error = {"error": {"code": 429, "status": "RESOURCE_EXHAUSTED", "message": "quota"}}
+    refused = await model.parse_api_message(json.dumps(error))
+    assert isinstance(refused, list)
+    assert (refused[0].error_type, refused[0].code, refused[0].message) == (
+        "RESOURCE_EXHAUSTED",
+        "429",
+        "quota",
+    )
+    assert await model.parse_api_message("not json") is None
+    assert await model.parse_api_message("[1]") is None
+    assert await model.parse_api_message(json.dumps({"sessionResumptionUpdate": {}})) is None
