@@ -90,7 +90,7 @@ async def test_a_spoken_question_with_a_tool_call(server: GeminiServer) -> None:
     assert _spoken(first) == ("Let me check.", "Let me check.")
     # One response, named by the client, spans the tool call and the spoken result.
     response_id = first[kinds.index(T.MODEL_RESPONSE_CREATED)].response_id
-    assert response_id.startswith("resp_") and call is not None
+    assert response_id.startswith("resp_")
     assert {e.response_id for e in first + second if hasattr(e, "response_id")} == {response_id}
     assert _spoken(second) == ("It is sunny.", "It is sunny.")
     assert all(e.format.rate == 24000 for e in second if e.type == T.MODEL_RESPONSE_AUDIO_DELTA)
