@@ -11,8 +11,8 @@ everyday shape of an application: a ``trio.run`` program whose nursery holds
 * the **agent worker**: a ``ReActAgent`` (local SmolLM2-135M through llama.cpp, or OpenAI with
   ``OPENAI_API_KEY``) that answers each question, streaming its reply to the console, and writes
   the answer next to the question;
-* a **client** that drops questions into the inbox, waits for the answers, then cancels the whole
-  nursery while the agent is half-way through a third reply.
+* a **client** that drops a question into the inbox, waits for the answer file, then asks for a
+  story and cancels the whole nursery while the agent is half-way through it.
 
 The cancellation is plain trio (``nursery.cancel_scope.cancel()``): every task stops at its next
 checkpoint, the model's generation stops after the token being computed, the nursery exits
@@ -41,13 +41,13 @@ import trio
 import agentscope_rt.formatter
 from agentscope_rt.agent import ReActAgent
 from agentscope_rt.message import Msg
+from agentscope_rt.pipeline import stream_printing_messages
 
 # The examples share a helper module next to them; make it importable however we are run.
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from _models import pick_chat_model
 
 QUESTIONS = [
-    "Name one planet of the solar system.",
     "What do bees make?",
     "Write a long story about a dragon who learns to fly.",
 ]
@@ -87,14 +87,19 @@ async def answer_questions(
     events: trio.MemorySendChannel[tuple[str, trio.Path]],
 ) -> None:
     """The agent worker: answer each question file with an ``a*.txt`` file beside it, and tell
-    the client when it starts and finishes each one."""
+    the client when the answer starts streaming and when its file is written."""
     async with questions, events:
         async for path in questions:
-            await events.send(("started", path))
             question = await path.read_text(encoding="utf-8")
-            answer = await agent(Msg("user", question, "user"))
+            reply = agent(Msg("user", question, "user"))
+            answer: str | None = None
+            # What the agent prints (it still prints to the console too), chunk by chunk.
+            async for msg, _ in stream_printing_messages([agent], reply):
+                if answer is None:
+                    await events.send(("streaming", path))
+                answer = msg.get_text_content() or ""
             target = path.with_name(path.name.replace("q", "a", 1))
-            await target.write_text(answer.get_text_content() or "", encoding="utf-8")
+            await target.write_text(answer or "", encoding="utf-8")
             await events.send(("answered", target))
 
 
@@ -103,7 +108,7 @@ async def client(
     events: trio.MemoryReceiveChannel[tuple[str, trio.Path]],
     nursery: trio.Nursery,
 ) -> None:
-    """Ask two questions and read the answers, then cancel everything mid-way through a third."""
+    """Ask a question and read the answer, then cancel everything mid-way through the next."""
     await (inbox / "q1.txt").write_text(QUESTIONS[0], encoding="utf-8")
     async with events:
         async for event, path in events:
@@ -112,18 +117,18 @@ async def client(
                 number = int(path.stem[1:]) + 1
                 await (inbox / f"q{number}.txt").write_text(QUESTIONS[number - 1])
             elif path.name == f"q{len(QUESTIONS)}.txt":
-                await trio.sleep(0.5)  # the reply has begun: let a few tokens stream
+                await trio.sleep(0.3)  # the reply is streaming: let a few more tokens come
                 print("\n[client] cancelling the nursery while Friday is replying")
                 nursery.cancel_scope.cancel()
 
 
 async def main() -> None:
     model, formatter_name = pick_chat_model(
-        stream=True, generate_kwargs={"temperature": 0.0, "seed": 7, "max_tokens": 40}
+        stream=True, generate_kwargs={"temperature": 0.0, "seed": 7, "max_tokens": 32}
     )
     agent = ReActAgent(
         name="Friday",
-        sys_prompt="You are Friday, a helpful assistant. Answer briefly.",
+        sys_prompt="You are Friday, a helpful assistant. Answer in a few words.",
         model=model,
         formatter=getattr(agentscope_rt.formatter, formatter_name)(),
         max_iters=2,
@@ -143,7 +148,8 @@ async def main() -> None:
             f"[main] the ticker ticked {ticker.ticks} times, {ticker.ticks_while_replying} of "
             "them while Friday was replying: the event loop never waited for the model"
         )
-        print(f"[main] a3.txt written: {await (inbox / 'a3.txt').exists()}")
+        last_answer = inbox / f"a{len(QUESTIONS)}.txt"
+        print(f"[main] {last_answer.name} written: {await last_answer.exists()}")
     with trio.fail_after(60):
         again = await agent(Msg("user", "Are you still there? Say yes.", "user"))
     print(f"[main] after the cancellation Friday still answers: {bool(again.get_text_content())}")
