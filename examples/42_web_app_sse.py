@@ -182,4 +182,7 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    anyio.run(main, backend=sys.argv[1] if len(sys.argv) > 1 else "asyncio")
+    try:
+        anyio.run(main, backend=sys.argv[1] if len(sys.argv) > 1 else "asyncio")
+    except* KeyboardInterrupt:  # Ctrl+C; inside trio's task groups it comes wrapped in a group
+        print("\nserver stopped")
