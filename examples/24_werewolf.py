@@ -74,7 +74,7 @@ class EchoAgent(AgentBase):
         super().__init__()
         self.name = "Moderator"
 
-    async def reply(self, content: str) -> Msg:  # type: ignore[override]
+    async def reply(self, content: str) -> Msg:
         msg = Msg(self.name, content, "assistant")
         await self.print(msg)
         return msg
@@ -157,13 +157,14 @@ def make_player_brain(name: str) -> Any:
     def brain(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> Any:
         system, heard = _texts(messages)
         role = re.search(r"Your role: (\w+)", system)[1]  # type: ignore[index]
-        wolves = re.findall(r"\w+", re.search(r"Werewolves: ([\w, ]*)", system)[1])  # type: ignore[index]
+        known = re.search(r"Werewolves: ([\w, ]*)\.", system)[1]  # type: ignore[index]
+        wolves = re.findall(r"\w+", known) if role == "werewolf" else []
         alive = re.findall(r"\w+", re.findall(r"Alive players: ([\w, ]+)\.", heard)[-1])
         checks = dict(re.findall(r"(\w+) is (a werewolf|not a werewolf)\. \(private", heard))
         rng = random.Random(f"{name}/{heard.count('Day ')}")
         choices = _choices(tools)
         if choices:
-            target, reason = _choose(name, role, wolves, alive, checks, heard, choices, rng)
+            target, reason = _choose(name, role, wolves, checks, heard, choices, rng)
             return reply(
                 f"I choose {target}.",
                 tool_call("generate_response", {"target": target, "reason": reason}),
@@ -177,12 +178,14 @@ def _choose(
     me: str,
     role: str,
     wolves: list[str],
-    alive: list[str],
     checks: dict[str, str],
     heard: str,
     choices: list[str],
     rng: random.Random,
 ) -> tuple[str, str]:
+    """A vote: wolves hunt the seer (once known) or a villager; the seer checks someone new at
+    night and names a wolf it found by day; villagers follow the seer, else the loudest
+    suspicion."""
     others = [c for c in choices if c != me]
     if role == "werewolf":
         prey = [c for c in others if c not in wolves]
@@ -210,6 +213,8 @@ def _speak(
     heard: str,
     rng: random.Random,
 ) -> str:
+    """What to say by day: the seer reveals a wolf it found, wolves deflect, villagers follow
+    the seer or voice a guess."""
     others = [a for a in alive if a != me]
     if role == "seer":
         known = [c for c in others if checks.get(c) == "a werewolf"]
@@ -257,12 +262,10 @@ async def vote(
     await hub.broadcast(await moderator(f"{what} Alive players: {', '.join(candidates)}."))
     ballots = await fanout_pipeline(voters, structured_model=vote_model(candidates))
     hub.set_auto_broadcast(True)
-    tally = Counter(str(b.metadata["target"]) for b in ballots if b.metadata)
-    ranked = tally.most_common()
+    targets = [str((ballot.metadata or {})["target"]) for ballot in ballots]
+    ranked = Counter(targets).most_common()
     chosen = sorted(n for n, c in ranked if c == ranked[0][1])[0]  # a tie goes by name
-    shown = ", ".join(
-        f"{v.name} -> {b.metadata['target']}" for v, b in zip(voters, ballots, strict=True)
-    )  # type: ignore[index]
+    shown = ", ".join(f"{v.name} -> {t}" for v, t in zip(voters, targets, strict=True))
     await hub.broadcast(await moderator(f"Votes: {shown}."))
     return chosen
 
@@ -283,7 +286,7 @@ async def night(state: GameState, players: dict[str, ReActAgent], moderator: Ech
             f"Alive players: {', '.join(state.alive)}."
         )
         check = await seer(question, structured_model=vote_model(state.alive))
-        target = str(check.metadata["target"])  # type: ignore[index]
+        target = str((check.metadata or {})["target"])
         verdict = "a werewolf" if state.roles[target] == "werewolf" else "not a werewolf"
         await seer.observe(await moderator(f"{target} is {verdict}. (private, to {seer_name})"))
     state.alive.remove(victim)
