@@ -16,7 +16,7 @@ to the console as it is generated. Both agents print their own messages: the scr
 nothing of the conversation itself. Type ``exit`` to leave.
 
 With ``AGENTSCOPE_RT_EXAMPLES=1`` the user's lines come from a scripted input source, plugged in
-with the public ``UserAgent.override_instance_input_method``: three questions, then ``exit``.
+with the public ``UserAgent.override_instance_input_method``: two questions, then ``exit``.
 A 135M-parameter model answers briefly and sometimes oddly; the loop is the point here.
 
 Run with ``python examples/02_user_chat_loop.py`` (asyncio) or
@@ -50,7 +50,6 @@ from _models import pick_chat_model
 SCRIPTED_LINES = [
     "Hello! Who are you?",
     "What colour is a ripe banana?",
-    "Thank you, Friday!",
     "exit",
 ]
 
@@ -69,7 +68,7 @@ class ScriptedLines:
 
 async def main() -> None:
     model, formatter_name = pick_chat_model(
-        stream=True, generate_kwargs={"temperature": 0.0, "seed": 7, "max_tokens": 40}
+        stream=True, generate_kwargs={"temperature": 0.0, "seed": 7, "max_tokens": 32}
     )
     friday = ReActAgent(
         name="Friday",
