@@ -11,8 +11,10 @@ everyday shape of an application: a ``trio.run`` program whose nursery holds
 * the **agent worker**: a ``ReActAgent`` (local SmolLM2-135M through llama.cpp, or OpenAI with
   ``OPENAI_API_KEY``) that answers each question, streaming its reply to the console, and writes
   the answer next to the question;
-* a **client** that drops a question into the inbox, waits for the answer file, then asks for a
-  story and cancels the whole nursery while the agent is half-way through it.
+* a **client** that drops a question into the inbox and reads the answer file once the worker
+  says it is written, then asks for a story and cancels the whole nursery while the answer is
+  streaming (the worker reads the agent's printed chunks with ``stream_printing_messages``, so
+  it knows when the answer has begun).
 
 The cancellation is plain trio (``nursery.cancel_scope.cancel()``): every task stops at its next
 checkpoint, the model's generation stops after the token being computed, the nursery exits
