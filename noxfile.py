@@ -115,7 +115,9 @@ def _example_runs(script: pathlib.Path) -> list[tuple[str, list[str]]]:
         return [("trio", [])]
     if "asyncio.run(" in text:
         return [("asyncio", [])]
-    return [("both, in one run", [])]
+    if "anyio.run(" in text:
+        return [("asyncio+trio", [])]  # it runs parts on each backend itself
+    return [("none (sync)", [])]
 
 
 def _run_example(session: nox.Session, script: pathlib.Path, argv: list[str]) -> tuple[float, str]:
