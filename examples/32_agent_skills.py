@@ -104,7 +104,7 @@ async def scripted(toolkit: Toolkit, skill: pathlib.Path) -> None:
 
 async def with_a_real_model(skill: pathlib.Path) -> None:
     model, formatter_name = pick_chat_model(
-        generate_kwargs={"temperature": 0.0, "seed": 7, "max_tokens": 256}
+        generate_kwargs={"temperature": 0.0, "seed": 7, "max_tokens": 128}
     )
     toolkit = Toolkit()
     toolkit.register_tool_function(view_text_file)
