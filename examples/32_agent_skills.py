@@ -104,7 +104,7 @@ async def scripted(toolkit: Toolkit, skill: pathlib.Path) -> None:
 
 async def with_a_real_model(skill: pathlib.Path) -> None:
     model, formatter_name = pick_chat_model(
-        generate_kwargs={"temperature": 0.0, "seed": 7, "max_tokens": 128}
+        generate_kwargs={"temperature": 0.0, "seed": 7, "max_tokens": 96}
     )
     toolkit = Toolkit()
     toolkit.register_tool_function(view_text_file)
@@ -149,7 +149,7 @@ async def summarise(agent: ReActAgent, answer: Msg, skill: pathlib.Path) -> None
         print(
             "   The model did not follow the skill, so its answer is not the skill's; small\n"
             "   models seldom do. Part 2 shows what following it looks like, and an API model\n"
-            "   (set OPENAI_API_KEY) does the same by itself."
+            "   (set OPENAI_API_KEY) is expected to follow it by itself."
         )
 
 
