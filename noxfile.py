@@ -10,6 +10,9 @@ from __future__ import annotations
 import os
 import pathlib
 import shutil
+import signal
+import subprocess
+import time
 import tomllib
 
 import nox
@@ -20,7 +23,8 @@ nox.options.reuse_existing_virtualenvs = True
 ROOT = pathlib.Path(__file__).parent
 # llama-cpp-python compiles from source where no wheel fits; use both cores for it.
 BUILD_ENV = {"CMAKE_BUILD_PARALLEL_LEVEL": str(os.cpu_count() or 2)}
-EXAMPLE_TIMEOUT_S = 600
+# Each example's run must end within this (the README promises under a minute each).
+EXAMPLE_TIMEOUT_S = 60
 CHROMIUM = "/usr/bin/chromium"
 
 
@@ -67,7 +71,14 @@ def _install_chromium(session: nox.Session) -> None:
 
 @nox.session
 def examples(session: nox.Session) -> None:
-    """Run every script in examples/ (offline: the local model stands in for API models)."""
+    """Run every script in examples/ (offline: the local model stands in for API models) and
+    print a table of them: example, backend, seconds, pass/fail.
+
+    A script whose docstring shows how to run it on trio (``python examples/NN_x.py trio``)
+    runs twice, once per backend; the others pick their backends themselves. Each run has
+    ``EXAMPLE_TIMEOUT_S``; the session fails when any run fails or overruns.
+    ``nox -s examples -- 40 71`` runs only the scripts whose names contain 40 or 71.
+    """
     # The examples also show the optional stores and readers (RAG, SQL and Redis memories) and
     # A2A, the evaluators (statistics, Ray), the studio, tracing, and the voice (speech over
     # WebSocket).
@@ -81,27 +92,69 @@ def examples(session: nox.Session) -> None:
     scripts = sorted(p for p in (ROOT / "examples").glob("*.py") if not p.name.startswith("_"))
     if session.posargs:
         scripts = [p for p in scripts if any(arg in p.name for arg in session.posargs)]
-    failed = []
+    rows = []
     for script in scripts:
-        session.log(f"--- {script.name}")
-        try:
-            session.run(
-                "python",
-                "-c",
-                # As `python script.py` would (its folder first on sys.path, so examples can
-                # share helpers such as examples/_models.py), with a time limit.
-                "import os, runpy, signal, sys; "
-                f"signal.alarm({EXAMPLE_TIMEOUT_S}); "
-                "sys.argv = [sys.argv[1]]; sys.path.insert(0, os.path.dirname(sys.argv[0])); "
-                "runpy.run_path(sys.argv[0], run_name='__main__')",
-                str(script),
-                env={"AGENTSCOPE_RT_EXAMPLES": "1"},
-            )
-        except nox.command.CommandFailed:
-            failed.append(script.name)
+        for backend, argv in _example_runs(script):
+            session.log(f"--- {script.name} {' '.join(argv)}".rstrip())
+            seconds, verdict = _run_example(session, script, argv)
+            rows.append((script.name, backend, seconds, verdict))
+    _print_table(rows)
+    failed = [f"{name} ({backend})" for name, backend, _, verdict in rows if verdict != "pass"]
     if failed:
         session.error(f"examples failed: {', '.join(failed)}")
-    session.log(f"{len(scripts)} examples ran")
+    session.log(f"{len(rows)} runs of {len(scripts)} examples passed")
+
+
+def _example_runs(script: pathlib.Path) -> list[tuple[str, list[str]]]:
+    """The runs of one example, as (backend shown in the table, arguments): both backends when
+    its docstring says it takes ``trio`` as an argument, else one run on its own choice."""
+    text = script.read_text(encoding="utf-8")
+    if f"{script.name} trio" in text:
+        return [("asyncio", []), ("trio", ["trio"])]
+    if "trio.run(" in text:
+        return [("trio", [])]
+    if "asyncio.run(" in text:
+        return [("asyncio", [])]
+    if "anyio.run(" in text:
+        return [("asyncio+trio", [])]  # it runs parts on each backend itself
+    return [("none (sync)", [])]
+
+
+def _run_example(session: nox.Session, script: pathlib.Path, argv: list[str]) -> tuple[float, str]:
+    """Run *script* as ``python script.py *argv`` unattended; (seconds, "pass" or why not).
+
+    It runs in its own process group, so an overrun also ends the processes it started.
+    """
+    assert session.bin is not None
+    env = {
+        **os.environ,
+        **{k: v for k, v in session.env.items() if v is not None},
+        "AGENTSCOPE_RT_EXAMPLES": "1",
+        "PATH": session.bin + os.pathsep + os.environ.get("PATH", ""),
+    }
+    command = [os.path.join(session.bin, "python"), str(script), *argv]
+    started = time.perf_counter()
+    process = subprocess.Popen(command, cwd=ROOT, env=env, start_new_session=True)
+    try:
+        code = process.wait(timeout=EXAMPLE_TIMEOUT_S)
+        verdict = "pass" if code == 0 else f"fail (exit code {code})"
+    except subprocess.TimeoutExpired:
+        verdict = f"fail (over {EXAMPLE_TIMEOUT_S} s)"
+    finally:
+        if process.poll() is None:  # an overrun, or Ctrl+C in nox itself
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    return time.perf_counter() - started, verdict
+
+
+def _print_table(rows: list[tuple[str, str, float, str]]) -> None:
+    """The examples' run table, with the total time."""
+    width = max([len("example"), *(len(row[0]) for row in rows)])
+    print(f"\n{'example':<{width}}  {'backend':<16}  {'seconds':>7}  result")
+    for name, backend, seconds, verdict in rows:
+        print(f"{name:<{width}}  {backend:<16}  {seconds:7.1f}  {verdict}")
+    total = sum(row[2] for row in rows)
+    print(f"{'total':<{width}}  {'':<16}  {total:7.1f}\n")
 
 
 @nox.session

@@ -1,6 +1,18 @@
 """Agent basics: hooks, streaming print, interrupt, broadcasting — offline, no model needed.
 
-Run with ``python examples/01_agent_basics.py`` (add ``trio`` as an argument to run on trio).
+This is the example about writing your own agent: ``Storyteller`` subclasses ``AgentBase``
+and implements ``reply``, ``observe`` and ``handle_interrupt`` itself. Everywhere else the
+examples use ``ReActAgent`` and ``UserAgent``, as AgentScope programs do.
+
+Run: ``python examples/01_agent_basics.py`` (asyncio) or
+``python examples/01_agent_basics.py trio``.
+
+What to look for: ``Alice:`` streams her greeting word by word on the console (thinking first,
+printed once), and Bob heard it without the thinking block. Bob prints his greeting as usual,
+but the reply his caller gets is upper-cased: the ``post_reply`` hook rewrote it after it was
+printed. The interrupted reply stops after "Hello" and returns "(stopped by the user)" with
+``generate_reason=interrupted``; an outer timeout is a ``TimeoutError`` instead, after which the
+agent answers again at once.
 """
 
 from __future__ import annotations

@@ -1,8 +1,15 @@
 """Test doubles: drive a tool-using conversation with scripted and function models, offline.
 
 Shows ``ScriptedChatModel`` (replay + call recording + streaming + structured output) and
-``FunctionChatModel`` (answers computed from the conversation). Run with
-``python examples/10_models_doubles.py`` (add ``trio`` as an argument to run on trio).
+``FunctionChatModel`` (answers computed from the conversation), called directly, without an
+agent (the other examples hand them to a ``ReActAgent``).
+
+Run: ``python examples/10_models_doubles.py`` (asyncio) or
+``python examples/10_models_doubles.py trio``.
+
+What to look for: two tool calls answered in one step, then the scripted answer and the count
+of recorded calls; the function model's answer quoting the tool's result; the streamed chunks
+growing to the whole text; the structured output as a dict in ``metadata``.
 """
 
 from __future__ import annotations

@@ -4,7 +4,13 @@ One conversation (a system prompt, a tool call and its result, an image) formatt
 OpenAI, Anthropic and Gemini; then the same history truncated to a token budget counted
 with tiktoken (offline), showing that the tool call and its result stay together.
 
-Run: python examples/12_formatters.py
+Run: ``python examples/12_formatters.py`` (asyncio) or ``python examples/12_formatters.py trio``.
+
+What to look for: the same five messages in each provider's shape (the tool call and result as
+``tool_calls``/``tool`` for OpenAI, ``tool_use``/``tool_result`` blocks for Anthropic,
+``function_call``/``function_response`` parts for Gemini; base64 shortened), the multi-agent
+history folded into one user message, and the truncation lines: at smaller budgets fewer
+messages are kept, the system prompt always, the tool call never without its result.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ import base64
 import json
 import re
 import struct
+import sys
 import zlib
 
 import anyio
@@ -118,4 +125,4 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    anyio.run(main)
+    anyio.run(main, backend=sys.argv[1] if len(sys.argv) > 1 else "asyncio")

@@ -6,7 +6,13 @@ for two rounds (``sequential_pipeline`` inside the hub), a judge joins mid-way w
 ``hub.add``, a debater leaves with ``hub.delete`` and from then on neither hears nor is
 heard. Everything runs offline, on asyncio or trio.
 
-Run with ``python examples/20_msghub_debate.py`` (add ``trio`` to run on trio).
+Run: ``python examples/20_msghub_debate.py`` (asyncio) or
+``python examples/20_msghub_debate.py trio``.
+
+What to look for: each debater's line names the speakers it has heard so far (nobody at the
+very start) and answers the latest one; Cyd's last line, spoken after leaving the hub, reaches
+nobody; the judge, who joined in round 2, names all three. The memory counts at the end differ
+by who was in the hub when, and Cyd never heard the verdict.
 """
 
 from __future__ import annotations

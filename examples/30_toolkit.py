@@ -1,7 +1,14 @@
 """Toolkit tour: schemas from docstrings, streaming, failures as readable results, a timeout,
 an interrupt, tool groups, and a confined file tool. Runs offline on asyncio or trio.
 
-    python examples/30_toolkit.py [asyncio|trio]
+The toolkit is used directly here, as an agent's reasoning loop would call it.
+
+Run: ``python examples/30_toolkit.py`` (asyncio) or ``python examples/30_toolkit.py trio``.
+
+What to look for: the JSON schema built from ``get_weather``'s docstring; each call's result,
+where failures (a wrong argument type, an unknown tool, a tool of an inactive group, a command
+that overran its timeout, a path outside the workspace) are plain sentences the model can read,
+not exceptions; the streamed count cut short by the interrupt, marked ``[interrupted]``.
 """
 
 from __future__ import annotations

@@ -1,7 +1,12 @@
 """MCP over stdio: start a local MCP server as a subprocess, list its tools, call them
 directly and through a Toolkit, and show that closing the client ends the server process.
 
-Offline; run with ``python examples/31_mcp_stdio.py`` (add ``trio`` to run on trio).
+Offline. Run: ``python examples/31_mcp_stdio.py`` (asyncio) or
+``python examples/31_mcp_stdio.py trio``.
+
+What to look for: the server's tools with the schemas it declared, their results called
+directly and through a ``Toolkit`` (same text both ways), and the server process gone once the
+client is closed.
 """
 
 from __future__ import annotations

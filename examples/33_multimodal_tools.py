@@ -10,7 +10,14 @@ SDKs read (``OPENAI_BASE_URL``, ``DASHSCOPE_HTTP_BASE_URL``). Nothing leaves the
    at registration, so the model never sees it, and a wrong key comes back as a text the model
    can read — with the key masked.
 
-Run with ``python examples/33_multimodal_tools.py`` (add ``trio`` to run on trio).
+Run: ``python examples/33_multimodal_tools.py`` (asyncio) or
+``python examples/33_multimodal_tools.py trio``.
+
+What to look for: the DashScope task polled until it succeeded and its image URL. Then
+``Painter`` prints each tool call and result on the console: with the good key the result holds
+an image block; with the wrong key it is the provider's error text with the key masked
+(``sk-exa...``), which the model reads like any result. The summary line after each run shows
+the schema never asks for ``api_key``.
 """
 
 from __future__ import annotations
@@ -102,7 +109,6 @@ async def through_an_agent() -> None:
             formatter=OpenAIChatFormatter(),
             toolkit=toolkit,
         )
-        agent.set_console_output_enabled(False)
         await agent(Msg("user", "Draw me a fox.", "user"))
         memory = await agent.memory.get_memory()
         (result,) = memory[2].get_content_blocks("tool_result")

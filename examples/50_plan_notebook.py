@@ -9,7 +9,14 @@ The model is scripted (:class:`~agentscope_rt.model.ScriptedChatModel`), so the 
 and deterministic; it also makes one mistake on purpose (finishing a subtask out of order),
 which the notebook answers with a readable error while the plan stays as it was.
 
-Run with ``python examples/50_plan_notebook.py`` (add ``trio`` to run on trio).
+Run: ``python examples/50_plan_notebook.py`` (asyncio) or
+``python examples/50_plan_notebook.py trio``.
+
+What to look for: the agent's console output (each plan tool call and what the notebook
+answered) interleaved with the ``[plan]`` blocks the change hook prints; the out-of-order
+``finish_subtask`` is answered with an error sentence and the plan does not change. After the
+reply: the hint the model read before each call (it follows the plan's state), the final
+answer's notes, the plan in the history, and no hints left in memory.
 """
 
 from __future__ import annotations
@@ -133,16 +140,7 @@ async def main() -> None:
         toolkit=toolkit,
         plan_notebook=notebook,
     )
-    agent.set_console_output_enabled(False)
-
     answer = await agent(Msg("user", "Write me a weekend guide to Lyon.", "user"))
-
-    print("Tool calls and what the notebook answered:")
-    for msg in await agent.memory.get_memory():
-        for block in msg.get_content_blocks("tool_result"):
-            output = block.output
-            text = output if isinstance(output, str) else " ".join(b.text for b in output)  # type: ignore[union-attr]
-            print(f"  {block.name}: {text}")
 
     print("\nThe hint the model read before each call:")
     for number, call in enumerate(model.calls, start=1):

@@ -6,7 +6,11 @@ interpreter that builds the same agent, loads the session, and goes on where the
 off. The model is a small offline stand-in that answers from what the conversation holds, so
 the continuation shows that the memory really came back.
 
-Run with ``python examples/60_session_sqlite.py`` (add ``trio`` to run on trio).
+Run: ``python examples/60_session_sqlite.py`` (asyncio) or
+``python examples/60_session_sqlite.py trio``.
+
+What to look for: two processes. In the second, ``Friday:`` answers "Your name is Alice." and
+the memory holds four messages: the first process's turn came back from ``sessions.db``.
 """
 
 from __future__ import annotations
@@ -42,7 +46,6 @@ def build_agent() -> ReActAgent:
         model=FunctionChatModel(remembering_model),
         formatter=OpenAIChatFormatter(),
     )
-    agent.set_console_output_enabled(False)
     return agent
 
 
@@ -51,9 +54,9 @@ async def turn(db: str, text: str) -> None:
     session = SQLiteSession(db)
     agent = build_agent()
     await session.load_session_state("chat-1", user_id="alice", friday=agent)
-    reply = await agent(Msg("user", text, "user"))
+    print(f"user: {text}")
+    await agent(Msg("user", text, "user"))
     await session.save_session_state("chat-1", user_id="alice", friday=agent)
-    print(f"  user:   {text}\n  Friday: {reply.get_text_content()}")
     print(f"  (memory now holds {await agent.memory.size()} messages)")
 
 

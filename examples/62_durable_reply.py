@@ -6,7 +6,13 @@ the same task, and the reply resumes: the steps already done are not done again,
 was running when the kill came is reported as cut off (and done again), and the reply ends as
 an uninterrupted one would. The model is an offline stand-in that works through the steps.
 
-Run with ``python examples/62_durable_reply.py`` (add ``trio`` to run on trio).
+Run: ``python examples/62_durable_reply.py`` (asyncio) or
+``python examples/62_durable_reply.py trio``.
+
+What to look for: process 1 prints its agent's tool calls and results until it is killed while
+migrating database 3. Process 2 does not migrate databases 1 and 2 again: it starts at 3. In
+the finished reply's tool results, the call that was running at the kill is reported as cut off
+by a restart, followed by its redone result.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from agentscope_rt.tool import Toolkit, ToolResponse
 
 STEPS = 5
 TASK = "Migrate the five databases, one at a time."
+OUTCOME = "outcome: "
 
 
 def next_step(messages: list[dict[str, Any]], tools: Any) -> Any:
@@ -68,7 +75,6 @@ async def worker(db: str) -> None:
         toolkit=toolkit,
         max_iters=20,
     )
-    agent.set_console_output_enabled(False)
     agent.checkpoint_to(SQLiteSession(db), "migration")
     answer = await agent(Msg("user", TASK, "user"))
     results = [
@@ -76,7 +82,9 @@ async def worker(db: str) -> None:
         for m in await agent.memory.get_memory()
         for b in m.get_content_blocks("tool_result")
     ]
-    print(json.dumps({"answer": answer.get_text_content(), "results": results}), flush=True)
+    # One line the parent process reads the outcome from.
+    outcome = {"answer": answer.get_text_content(), "results": results}
+    print(OUTCOME + json.dumps(outcome), flush=True)
 
 
 def main() -> None:
@@ -97,12 +105,12 @@ def main() -> None:
         print("  -- killed --")
         print("process 2 (same agent, same session, same task):")
         second = subprocess.run(command, stdout=subprocess.PIPE, text=True, check=True)
-        *progress, last = second.stdout.splitlines()
-        print("\n".join(progress))
-        outcome = json.loads(last)
+        lines = second.stdout.splitlines()
+        print("\n".join(line for line in lines if not line.startswith(OUTCOME)))
+        outcome = json.loads(next(x for x in lines if x.startswith(OUTCOME))[len(OUTCOME) :])
+        print("\nthe tool results in the finished reply, in order:")
         for result in outcome["results"]:
-            print(f"  result: {result[:70]}")
-        print(f"  answer: {outcome['answer']}")
+            print(f"  {result[:90]}")
 
 
 if __name__ == "__main__":

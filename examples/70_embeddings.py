@@ -6,7 +6,11 @@ Its vectors have unit length, so a cosine similarity is a dot product. With a
 :class:`~agentscope_rt.embedding.FileEmbeddingCache`, asking again for the same texts is
 answered from the cache (``source="cache"``) without running the model.
 
-Run with ``python examples/70_embeddings.py`` (add ``trio`` to run on trio).
+Run: ``python examples/70_embeddings.py`` (asyncio) or ``python examples/70_embeddings.py trio``.
+
+What to look for: 5 vectors of 384 dimensions; each sentence's closest neighbour is the one with
+the same meaning (the two eating sentences, the two rate-limit sentences, whatever their words);
+the second request comes from the cache (``source=cache``) without running the model.
 """
 
 from __future__ import annotations

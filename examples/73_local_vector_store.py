@@ -9,8 +9,13 @@ the size where it switches to an approximate index.
    run short; by default 16 MiB of vectors) is searched through its HNSW index: the example
    measures recall@5 against exact search and prints it.
 
-Run with ``python examples/73_local_vector_store.py [trio]`` (needs the ``embedding`` and
-``vector`` extras, both in ``local``).
+Run: ``python examples/73_local_vector_store.py`` (asyncio) or
+``python examples/73_local_vector_store.py trio``. Needs the ``embedding`` and
+``vector`` extras (both in ``local``).
+
+What to look for: the watering sentence found, the same chunk and id after reopening the
+folder, only kitchen notes in the filtered search and none after deleting them; then 6,000
+chunks added past the exact limit and a recall@5 near 1.0 for the approximate index.
 """
 
 from __future__ import annotations

@@ -11,8 +11,17 @@ Spans go to OpenTelemetry's ``ConsoleSpanExporter`` (set ``VERBOSE=1`` to see ea
 JSON) and to an in-memory exporter, from which the tree is printed. To send them to a
 collector instead, call ``agentscope_rt.init(tracing_url="http://127.0.0.1:4318/v1/traces")``.
 
-Run with ``python examples/80_tracing.py`` (add ``trio`` to run on trio); needs the
-``tracing`` extra.
+The agent prints its reply to the console as usual; the span tree is printed after it.
+
+Run: ``python examples/80_tracing.py`` (asyncio) or ``python examples/80_tracing.py trio``;
+needs the ``tracing`` extra.
+
+What to look for: the agent's console output (two ``lookup`` calls, their results, the
+answer), then one tree: ``invoke_agent Friday`` at the top, under it the formatter and model
+spans of each reasoning step and two ``execute_tool lookup`` spans that overlap in time (the
+calls ran in parallel), each with a ``population_lookup`` child. The run id printed above the
+tree is the ``gen_ai.conversation.id`` every span carries (``agentscope_rt.init(run_id=...)``
+sets it).
 """
 
 from __future__ import annotations
@@ -26,7 +35,6 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-import agentscope_rt
 from agentscope_rt.agent import ReActAgent
 from agentscope_rt.formatter import OpenAIChatFormatter
 from agentscope_rt.message import Msg, TextBlock
@@ -109,11 +117,11 @@ async def main() -> None:
         toolkit=toolkit,
         parallel_tool_calls=True,
     )
-    agent.set_console_output_enabled(False)
-    answer = await agent(Msg("user", "Which is larger, Paris or Lima?", "user"))
-    print(f"answer: {answer.get_text_content()}\n")
-    print(f"spans of run {agentscope_rt._config.run_id}:")
-    show(list(memory.get_finished_spans()))
+    await agent(Msg("user", "Which is larger, Paris or Lima?", "user"))
+    spans = list(memory.get_finished_spans())
+    run_ids = {(s.attributes or {}).get("gen_ai.conversation.id") for s in spans} - {None}
+    print(f"\nspans of run {', '.join(map(str, run_ids))}:")
+    show(spans)
     disable_tracing()
     provider.shutdown()
 

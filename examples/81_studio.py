@@ -7,9 +7,14 @@ an OpenTelemetry span of our own, shown as a tree with latencies. Then the judge
 answered from the page, gives a verdict with a structured vote. Any replying agent can be
 interrupted with its button.
 
-Run with ``python examples/81_studio.py`` (add ``trio`` to run on trio) and open the printed
+Run: ``python examples/81_studio.py`` (asyncio) or
+``python examples/81_studio.py trio``. Open the printed
 URL; Ctrl+C stops it. With ``AGENTSCOPE_RT_EXAMPLES=1`` it runs headless: no pauses, the verdict
 is posted to the page's own route by the script, and it exits by itself.
+
+What to look for: the studio URL; the debaters' turns printed on the console as they stream
+(the tool call and result among them) while the page shows the same; the judge's verdict with
+its structured vote once it is given on the page.
 """
 
 from __future__ import annotations

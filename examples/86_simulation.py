@@ -11,10 +11,20 @@ its group voted the other way and it is not stubborn: opinions settle in a few r
    2,500 agents per host); the moderator holds one proxy per group, and ``fanout_pipeline``
    takes the proxies as it took the local groups. The tallies are the same.
 
-Run with ``python examples/86_simulation.py`` (add ``trio`` to run on trio). With
+The voters and groups are agents of our own (``AgentBase`` subclasses with a ``reply`` and an
+``observe``), not ReAct agents: a voter is a rule, not a language model, and at this scale a
+model call or a printed line per vote would be the whole cost and the whole output. They print
+nothing because their ``reply`` never calls ``self.print``; the console is not switched off.
+
+Run: ``python examples/86_simulation.py`` (asyncio) or
+``python examples/86_simulation.py trio``. With
 ``AGENTSCOPE_RT_EXAMPLES=1`` it uses 1,000 agents and 3 rounds so that it ends within a minute.
 ``--agents N --hosts H --rounds R --json`` runs one configuration and prints its figures as
 JSON (``bench/bench_scale.py`` uses this; ``--hosts 0`` is one process).
+
+What to look for: the A/B totals per round settle within a few rounds as voters follow clear
+majorities; the build time and seconds per round in one process and on 4 hosts; and the same
+totals both ways.
 """
 
 from __future__ import annotations
@@ -47,7 +57,6 @@ class Voter(AgentBase):
         self.stubborn = stubborn
         # Votes heard per round (only the current and the last round are kept).
         self.heard: dict[int, Counter[str]] = {}
-        self.set_console_output_enabled(False)
 
     async def reply(self, msg: Msg | list[Msg] | None = None, **kwargs: Any) -> Msg:
         round_no = int(msg.metadata["round"]) if isinstance(msg, Msg) and msg.metadata else 0
@@ -79,7 +88,6 @@ class Group(AgentBase):
             )
             for i in range(size)
         ]
-        self.set_console_output_enabled(False)
 
     async def reply(self, msg: Msg | list[Msg] | None = None, **kwargs: Any) -> Msg:
         async with MsgHub(self.voters, name=self.name):

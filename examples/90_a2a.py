@@ -2,13 +2,23 @@
 A2AAgent (protocol 1.0, then 0.3 as an AgentScope 1.x client would), and an interrupted call
 that cancels the remote task.
 
-Offline (the served agent's model is a FunctionChatModel double that calls an ``add`` tool);
-run with ``python examples/90_a2a.py`` (add ``trio`` to run both processes on trio). It starts
-the server process itself and stops it at the end.
+Offline (the served agent's model is a FunctionChatModel double that calls an ``add`` tool).
+It starts the server process itself and stops it at the end.
+
+Run: ``python examples/90_a2a.py`` (asyncio) or
+``python examples/90_a2a.py trio`` (``trio`` runs both
+processes on trio).
+
+What to look for: the card's two protocol versions; for each call the served agent's console
+lines, relayed with a ``[server]`` prefix (its ``add`` call, the result, the answer), and the
+calling ``A2AAgent``'s own ``Adder:`` lines; the sums 5 and 42; the interrupted call's tool
+result saying it was interrupted, on the server too, and its answer marked
+``_is_interrupted``.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -60,7 +70,6 @@ async def serve() -> None:
         formatter=OpenAIChatFormatter(),
         toolkit=toolkit,
     )
-    agent.set_console_output_enabled(False)
     server = A2AServer(agent, description="adds two numbers")
     async with anyio.create_task_group() as group:
         url = await group.start(server.serve)
@@ -70,25 +79,42 @@ async def serve() -> None:
 # -- the calling side ---------------------------------------------------------------------------
 
 
-async def first_line(process: anyio.abc.Process) -> str:
+async def relay(process: anyio.abc.Process, url: list[str], ready: anyio.Event) -> None:
+    """Read the server's output: its first line is its URL, the rest (what the served agent
+    prints on its console) is shown here, indented."""
     assert process.stdout is not None
-    text = ""
+    buffer = ""
     async for chunk in TextReceiveStream(process.stdout):
-        text += chunk
-        if "\n" in text:
-            return text.split("\n", 1)[0].strip()
-    raise RuntimeError("the server process exited before printing its URL")
+        buffer += chunk
+        *lines, buffer = buffer.split("\n")
+        for line in lines:
+            if not ready.is_set():
+                url.append(line.strip())
+                ready.set()
+            else:
+                print(f"    [server] {line}")
+    ready.set()  # the server ended (maybe before printing its URL)
 
 
 async def main(backend: str) -> None:
     command = [sys.executable, __file__, "--serve", backend]
-    async with await anyio.open_process(command, stdout=subprocess.PIPE) as process:
+    # Unbuffered, so that the served agent's console lines arrive as it prints them.
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    async with await anyio.open_process(command, stdout=subprocess.PIPE, env=env) as process:
+        url: list[str] = []
+        ready = anyio.Event()
         try:
-            with anyio.fail_after(60):
-                url = await first_line(process)
-                await call(url)
+            async with anyio.create_task_group() as group:
+                group.start_soon(relay, process, url, ready)
+                with anyio.fail_after(60):
+                    await ready.wait()
+                    if not url:
+                        raise RuntimeError("the server process exited before printing its URL")
+                    await call(url[0])
+                process.terminate()
         finally:
-            process.terminate()
+            if process.returncode is None:
+                process.terminate()
 
 
 async def call(url: str) -> None:

@@ -9,7 +9,12 @@ as it would to OpenAI, the tool runs from a ``Toolkit``, and the agent's audio i
 WAV file.
 
 Needs the ``studio`` extra (Starlette, hypercorn), ``dashscope`` (wsproto) and ``voice``.
-Run with ``python examples/96_realtime_replay.py`` (add ``trio`` to run on trio).
+Run: ``python examples/96_realtime_replay.py`` (asyncio) or
+``python examples/96_realtime_replay.py trio``.
+
+What to look for: the user's transcribed question, the agent's spoken answer as text, its
+``get_weather`` call, the second spoken answer using the tool's result, and the seconds of
+agent audio written to the WAV file.
 """
 
 from __future__ import annotations
