@@ -8,6 +8,11 @@ agent that is not registered is a clear ``A2AError``. Everything runs in this on
 
 Offline (the served agent's model is a FunctionChatModel double); needs the ``a2a`` extra.
 Run with ``python examples/91_a2a_nacos.py`` (add ``trio`` to run on trio).
+
+What to look for: the served agent and the calling A2AAgent each print the answer; then the
+resolver's line (no password in it), the two card versions Nacos returned by name, the reply
+that came back over A2A from the card the registry pointed to, and the clear error for an
+agent nobody registered.
 """
 
 from __future__ import annotations
@@ -107,7 +112,6 @@ def weather_agent() -> ReActAgent:
         model=FunctionChatModel(lambda messages, tools: "Sunny, 21 degrees."),
         formatter=OpenAIChatFormatter(),
     )
-    agent.set_console_output_enabled(False)
     return agent
 
 

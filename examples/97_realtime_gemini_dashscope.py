@@ -10,6 +10,11 @@ The "audio" is a tone, so nothing needs a voice.
 
 Needs the ``studio`` extra (Starlette, hypercorn) and ``dashscope`` (wsproto).
 Run with ``python examples/97_realtime_gemini_dashscope.py`` (add ``trio`` to run on trio).
+
+What to look for: one block per provider, each starting with its sample rates (Gemini takes
+16 kHz and answers at 24 kHz); within it the same event names for both providers — the user's
+transcription, the agent's transcript as it speaks, the seconds of audio received, the tool
+call (Gemini only: DashScope's realtime model takes no tools) and the token counts.
 """
 
 from __future__ import annotations
