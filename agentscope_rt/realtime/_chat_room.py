@@ -75,13 +75,16 @@ class ChatRoom:
             await stack.aclose()
 
     async def handle_input(self, event: ClientEvents.EventBase) -> None:
-        """Hand an event of the frontend to every agent of the room.
+        """Hand an event of the frontend to every agent of the room. Never blocks (each
+        agent queues its inputs): the frontend may hand its audio over while the room waits
+        for it to read.
 
         :raises RuntimeError: when the room is not started.
         """
         if self._send is None:
             raise RuntimeError("the ChatRoom is not started")
-        await self._send.send(event)
+        for agent in self.agents:
+            await agent.handle_input(event)
 
     async def _forward_loop(
         self, receive: MemoryObjectReceiveStream[Any], deliver: Deliver
