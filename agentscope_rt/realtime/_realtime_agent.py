@@ -73,6 +73,7 @@ class _Speech:
     """One spoken output item of the agent: what of it was delivered (heard)."""
 
     item_id: str
+    response_id: str
     samples: int = 0
     rate: int = 0
     text: list[str] = dataclasses.field(default_factory=list)
@@ -284,10 +285,20 @@ class RealtimeAgent(StateModule):
                 ModelEvents.ModelResponseAudioDeltaEvent
                 | ModelEvents.ModelResponseAudioTranscriptDeltaEvent,
             ):
-                self._speech.setdefault(event.item_id, _Speech(event.item_id))
+                self._speech_of(event)
             elif isinstance(event, ModelEvents.ModelInputStartedEvent):
                 await self._barge_in()
             await work_send.send(event)
+
+    def _speech_of(
+        self,
+        event: ModelEvents.ModelResponseAudioDeltaEvent
+        | ModelEvents.ModelResponseAudioTranscriptDeltaEvent,
+    ) -> _Speech:
+        speech = self._speech.get(event.item_id)
+        if speech is None:
+            speech = self._speech[event.item_id] = _Speech(event.item_id, event.response_id)
+        return speech
 
     async def _barge_in(self) -> None:
         """The user started speaking: cut every item the agent is still saying, trim the
@@ -328,7 +339,7 @@ class RealtimeAgent(StateModule):
         if isinstance(event, ModelEvents.ModelResponseAudioDeltaEvent):
             await self._deliver_audio(event, deliver)
         elif isinstance(event, ModelEvents.ModelResponseAudioTranscriptDeltaEvent):
-            speech = self._speech.setdefault(event.item_id, _Speech(event.item_id))
+            speech = self._speech_of(event)
             if not speech.cut:
                 await deliver(ServerEvents.from_model_event(event, **who))
                 speech.text.append(event.delta)
@@ -349,7 +360,7 @@ class RealtimeAgent(StateModule):
     async def _deliver_audio(
         self, event: ModelEvents.ModelResponseAudioDeltaEvent, deliver: Deliver
     ) -> None:
-        speech = self._speech.setdefault(event.item_id, _Speech(event.item_id))
+        speech = self._speech_of(event)
         if speech.cut:
             return
         server_event = ServerEvents.from_model_event(event, agent_id=self.id, agent_name=self.name)
@@ -374,11 +385,18 @@ class RealtimeAgent(StateModule):
             if speech is not None and not speech.cut:
                 await self._save_speech(speech)
         elif isinstance(event, ModelEvents.ModelResponseDoneEvent):
+            # The intake task may already know items of the next response: only this one's
+            # are complete. A cut item is kept until then so that its pieces that were on
+            # their way when the user spoke are dropped.
+            done = event.response_id
             for speech in list(self._speech.values()):
-                if not speech.cut:
+                if speech.response_id == done and not speech.cut:
                     await self._save_speech(speech)
-            # A cut item stays known so that its late pieces are still dropped.
-            self._speech = {k: s for k, s in self._speech.items() if s.cut or not s.saved}
+            self._speech = {
+                k: s
+                for k, s in self._speech.items()
+                if s.response_id != done and not (s.saved and not s.cut)
+            }
         elif isinstance(event, ModelEvents.ModelInputTranscriptionDoneEvent):
             await self.memory.add(Msg("user", event.transcript, "user"))
 

@@ -340,3 +340,28 @@ async def test_audio_at_another_rate_is_resampled_for_the_model(server: Realtime
     assert [ord(c) for c in text_of(base64.b64decode(sent["audio"]))] == [
         97, 98, 98, 99, 99, 100, 100, 101, 101, 102, 102, 102
     ]  # fmt: skip
+
+
+async def test_every_interrupted_answer_is_cut(server: RealtimeServer) -> None:
+    # The provider reuses the story's item id: a cut item is forgotten once its response ends.
+    agent = RealtimeAgent("Friday", "Tell stories.", model_for(server))
+    send, receive = anyio.create_memory_object_stream[Any](0)
+    story = "".join(STORY[:2])
+    with send, receive:
+        await agent.start(send)
+        try:
+            for _ in range(2):
+                await agent.handle_input(said("Tell me a story?"))
+                await read_until(receive, lambda ev: transcript_of(ev, "item_story") == story)
+                await agent.handle_input(said("Stop?"))
+                await read_until(receive, lambda ev: count(ev, T.AGENT_RESPONSE_DONE) == 2)
+        finally:
+            await agent.stop()
+    truncates = [e for e in server.sessions[0] if e["type"] == "conversation.item.truncate"]
+    assert [e["audio_end_ms"] for e in truncates] == [200, 200]
+    assert [text for *_, text in await remembered(agent)] == [
+        "Tell me a story?",
+        "Once upon a time the",
+        "Stop?",
+        "I heard you.",
+    ] * 2
