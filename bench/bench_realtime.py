@@ -10,10 +10,12 @@ what the realtime layer adds (JSON parsing into events, the reader task, the mem
 
 Through ``RealtimeAgent`` (c): the user's audio given to ``handle_input`` until the first
 ``AgentResponseAudioDeltaEvent`` comes out of the agent's (unbuffered) outgoing stream, median
-and p99. Barge-in (d): the provider tells a story, holds it after two 100 ms pieces until the
-user speaks, then reports ``speech_started`` and sends the rest of the story; measured from the
-moment the model parsed ``speech_started`` to the moment ``conversation.item.truncate`` was
-sent, and to the agent's last story audio chunk out (0 when none went out after it).
+and p99. Barge-in (d), 100 trials at most: the provider tells a story, sends three 100 ms
+pieces at once and holds the fourth until the user speaks; a player takes the first chunk, the
+user speaks, the player plays that chunk before taking more; the provider reports
+``speech_started`` and sends the last piece. Measured from the moment the model parsed
+``speech_started`` to the moment ``conversation.item.truncate`` was sent, and to the agent's
+last story audio chunk out (0 when none went out after it).
 
 Usage: ``python bench/bench_realtime.py [--turns 300]`` (runs asyncio and trio).
 """
@@ -45,7 +47,7 @@ from agentscope_rt.realtime import (
     RealtimeAgent,
     ServerEventType,
 )
-from tests.realtime._realtime_server import STORY, RealtimeServer
+from tests.realtime._realtime_server import RealtimeServer
 
 AUDIO = base64.b64encode("I heard you?".encode("utf-16-le")).decode()
 
@@ -149,30 +151,31 @@ async def _agent_turns(url: str, turns: int) -> list[float]:
 
 async def _barge_ins(url: str, turns: int) -> tuple[list[float], list[float], int]:
     """(speech_started -> truncate sent, speech_started -> last story chunk out, how many
-    story chunks went out after speech_started)."""
+    story chunks went out after speech_started).
+
+    The provider sends three pieces of the story at once; a player takes the first chunk, the
+    user starts speaking, and the player plays that chunk (100 ms) before it takes the next:
+    the other two pieces wait in the agent when speech_started arrives.
+    """
     model = _TimedModel(url)
     agent = RealtimeAgent("bench", "", model)
     send, receive = anyio.create_memory_object_stream[Any](0)
     to_truncate, to_last_chunk, late_chunks = [], [], 0
-    story = "".join(STORY[:2])
     with send, receive:
         await agent.start(send)
         try:
             for _ in range(turns):
                 await agent.handle_input(_said("Tell me a story?"))
-                told = ""
-                chunks: list[float] = []
-                async for event in receive:
-                    if event.type == ServerEventType.AGENT_RESPONSE_AUDIO_DELTA:
-                        chunks.append(time.perf_counter())
-                    elif event.type == ServerEventType.AGENT_RESPONSE_AUDIO_TRANSCRIPT_DELTA:
-                        told += event.delta
-                        if told == story:
-                            break
+                chunks = [
+                    at
+                    for at, _event in await _until_done(
+                        receive, lambda e: e.type == ServerEventType.AGENT_RESPONSE_AUDIO_DELTA
+                    )
+                ][-1:]
                 seen = len(model.speech_started)
                 await agent.handle_input(_said("Stop?"))
+                await anyio.sleep(0.1)  # the player plays the chunk it took
                 for at, event in await _until_done(receive, _response_done):
-                    # The story's rest would come before the cancelled story's response end.
                     if event.type == ServerEventType.AGENT_RESPONSE_AUDIO_DELTA and (
                         event.item_id == "item_story"
                     ):
@@ -213,13 +216,16 @@ def main() -> None:
                 f"median {statistics.median(agent) * 1e3:.3f} ms, p99 {_p99(agent) * 1e3:.3f} ms"
                 f" (model alone: p99 {_p99(model) * 1e3:.3f} ms)"
             )
-            cut, last, late = anyio.run(_barge_ins, server.url, args.turns, backend=backend)
+            server.barge_after = 3
+            trials = min(args.turns, 100)
+            cut, last, late = anyio.run(_barge_ins, server.url, trials, backend=backend)
+            server.barge_after = 2
             print(
                 f"{backend}: barge-in, speech_started parsed -> truncate sent: median "
                 f"{statistics.median(cut) * 1e3:.3f} ms, p99 {_p99(cut) * 1e3:.3f} ms; -> last "
                 f"agent audio chunk out: median {statistics.median(last) * 1e3:.3f} ms, p99 "
                 f"{_p99(last) * 1e3:.3f} ms ({late} story chunks out after speech_started in "
-                f"{args.turns} barge-ins)"
+                f"{trials} barge-ins)"
             )
 
 

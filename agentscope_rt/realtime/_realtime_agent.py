@@ -313,7 +313,8 @@ class RealtimeAgent(StateModule):
                 await self.model.truncate(speech.item_id, speech.heard_ms)
             except Exception as exc:
                 logger.warning("RealtimeAgent %r could not trim item: %s", self.name, exc)
-            await self._save_speech(speech)
+            # The memory gets the item when its response ends: a transcript piece on its way
+            # now is still delivered, and heard.
 
     async def _save_speech(self, speech: _Speech) -> None:
         if speech.saved:
@@ -390,7 +391,7 @@ class RealtimeAgent(StateModule):
             # their way when the user spoke are dropped.
             done = event.response_id
             for speech in list(self._speech.values()):
-                if speech.response_id == done and not speech.cut:
+                if speech.response_id == done:
                     await self._save_speech(speech)
             self._speech = {
                 k: s

@@ -13,8 +13,8 @@ that name, with ``replies[utterance]`` (for rooms of agents that hear each other
 naming a story is answered with :data:`STORY` in 100 ms pieces of audio, held after
 ``barge_after`` pieces until the user speaks again: then the user's speech is reported started,
 the rest of the story (already on its way, as from the real API) follows, and the response ends
-cancelled. Everything a session receives is recorded in ``received`` and per session in
-``sessions``.
+cancelled (``truncated`` is set when a truncate arrives). Everything a session receives is
+recorded in ``received`` and per session in ``sessions``.
 """
 
 from __future__ import annotations
@@ -53,6 +53,7 @@ class RealtimeServer:
         self.sessions: list[list[dict[str, Any]]] = []
         self.replies: dict[str, str] = {}
         self.barge_after = 2
+        self.truncated = threading.Event()
         self.headers: dict[str, str] = {}
         self.closed = threading.Event()
         app = Starlette(routes=[WebSocketRoute("/v1/realtime", self._session)])
@@ -120,7 +121,9 @@ class RealtimeServer:
                 self.received.append(event)
                 received.append(event)
                 kind = event["type"]
-                if kind == "session.update":
+                if kind == "conversation.item.truncate":
+                    self.truncated.set()
+                elif kind == "session.update":
                     instructions = event["session"].get("instructions", "")
                     if instructions.startswith("You are "):
                         name = instructions[8:].split()[0].strip(".,")

@@ -365,3 +365,32 @@ async def test_every_interrupted_answer_is_cut(server: RealtimeServer) -> None:
         "Stop?",
         "I heard you.",
     ] * 2
+
+
+async def test_speech_waiting_in_the_agent_is_dropped_when_the_user_speaks(
+    server: RealtimeServer,
+) -> None:
+    # Three pieces arrive at once; the player takes the first and the user speaks before it
+    # takes more: the two pieces waiting in the agent never go out.
+    server.barge_after = 3
+    agent = RealtimeAgent("Friday", "Tell stories.", model_for(server))
+    send, receive = anyio.create_memory_object_stream[Any](0)
+    with send, receive:
+        await agent.start(send)
+        try:
+            await agent.handle_input(said("Tell me a story?"))
+            before = await read_until(receive, lambda ev: audio_of(ev, "item_story") != "")
+            await agent.handle_input(said("Stop?"))
+            assert await anyio.to_thread.run_sync(server.truncated.wait, 20.0)
+            after = await read_until(receive, lambda ev: count(ev, T.AGENT_RESPONSE_DONE) == 2)
+        finally:
+            await agent.stop()
+    events = before + after
+    assert audio_of(events, "item_story") == STORY[0] * STORY_REPEAT
+    truncate = next(e for e in server.sessions[0] if e["type"] == "conversation.item.truncate")
+    assert (truncate["item_id"], truncate["audio_end_ms"]) == ("item_story", 100)
+    # The transcript piece that was on its way may have gone out; memory keeps what did.
+    delivered = transcript_of(events, "item_story")
+    assert delivered in ("", STORY[0])
+    kept = [text for name, _, text in await remembered(agent) if name == "Friday"]
+    assert kept == ([delivered] if delivered else []) + ["I heard you."]
