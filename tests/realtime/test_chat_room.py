@@ -10,6 +10,7 @@ from typing import Any
 import anyio
 import pytest
 
+from agentscope_rt.exception import ModelAPIError
 from agentscope_rt.pipeline import ChatRoom as PipelineChatRoom
 from agentscope_rt.realtime import ChatRoom, ClientEvents, RealtimeAgent, ServerEventType
 from agentscope_rt.tool import Toolkit
@@ -100,7 +101,7 @@ async def test_an_agent_that_cannot_connect_stops_the_others(server: RealtimeSer
     room = ChatRoom([alice, refused])
     send, receive = anyio.create_memory_object_stream[Any](0)
     with send, receive:
-        with pytest.raises(Exception, match="openai"):
+        with pytest.raises(ModelAPIError):
             await room.start(send)
         assert not alice.started and not alice.model.connected
         with pytest.raises(RuntimeError, match="not started"):
