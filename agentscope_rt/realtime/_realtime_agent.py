@@ -248,12 +248,11 @@ class RealtimeAgent(StateModule):
 
     async def _forward_loop(self) -> None:
         async for event in self._incoming_receive:
-            block = self._block_of(event)
-            if block is None:
-                continue
             try:
-                await self.model.send(block)
-            except Exception as exc:  # a closed or failing connection: report, go on
+                block = self._block_of(event)
+                if block is not None:
+                    await self.model.send(block)
+            except Exception as exc:  # bad audio, a closed or failing connection: go on
                 logger.warning("RealtimeAgent %r could not send input: %s", self.name, exc)
 
     def _block_of(self, event: Any) -> AudioBlock | TextBlock | ImageBlock | None:

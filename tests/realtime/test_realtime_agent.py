@@ -394,3 +394,22 @@ async def test_speech_waiting_in_the_agent_is_dropped_when_the_user_speaks(
     assert delivered in ("", STORY[0])
     kept = [text for name, _, text in await remembered(agent) if name == "Friday"]
     assert kept == ([delivered] if delivered else []) + ["I heard you."]
+
+
+async def test_an_input_that_cannot_be_sent_is_skipped(server: RealtimeServer) -> None:
+    agent = RealtimeAgent("Friday", "", model_for(server))
+    send, receive = anyio.create_memory_object_stream[Any](0)
+    broken = ClientEvents.ClientAudioAppendEvent(
+        session_id="s", audio="not base64!", format=AudioFormat(type="audio/pcm", rate=16000)
+    )
+    with send, receive:
+        await agent.start(send)
+        try:
+            await agent.handle_input(broken)
+            await agent.handle_input(said("Hello?"))
+            events = await read_until(receive, lambda ev: count(ev, T.AGENT_RESPONSE_DONE) == 1)
+        finally:
+            await agent.stop()
+    assert transcript_of(events) == "I heard you."
+    appended = [e for e in server.sessions[0] if e["type"] == "input_audio_buffer.append"]
+    assert len(appended) == 1
