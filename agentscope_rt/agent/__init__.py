@@ -6,6 +6,7 @@ serialised calls, incremental printing and broadcasting to subscribers;
 brings a human into the conversation.
 """
 
+from ..realtime import RealtimeAgent  # AgentScope exports it here
 from ._agent_base import AgentBase, PrintedChunk, Speech
 from ._checks import check_msg_input
 from ._compression import CompressionConfig, SummarySchema
@@ -27,6 +28,7 @@ __all__ = [
     "PrintedChunk",
     "ReActAgent",
     "ReActAgentBase",
+    "RealtimeAgent",
     "Speech",
     "SummarySchema",
     "TerminalUserInput",

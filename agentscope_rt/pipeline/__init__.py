@@ -6,6 +6,7 @@ delivery tasks in a task group the hub owns. :func:`sequential_pipeline` chains 
 :func:`stream_printing_messages` turns what agents print into an async iterator.
 """
 
+from ..realtime import ChatRoom  # AgentScope exports it here
 from ._class import FanoutPipeline, SequentialPipeline
 from ._functional import fanout_pipeline, sequential_pipeline, stream_printing_messages
 from ._msghub import (
@@ -20,6 +21,7 @@ from ._msghub import (
 __all__ = [
     "DEFAULT_INBOX_SIZE",
     "SLOW_OBSERVE_SECONDS",
+    "ChatRoom",
     "FanoutPipeline",
     "HubObserver",
     "MsgHub",

@@ -168,6 +168,16 @@ class RealtimeModelBase(ABC):
                 )
             )
 
+    async def truncate(self, item_id: str, audio_end_ms: int) -> bool:
+        """Trim the provider's copy of the agent's spoken item *item_id* to its first
+        *audio_end_ms* milliseconds (what the user heard before speaking over it).
+
+        :returns: whether a trim was sent; this default sends nothing (a provider that trims
+            its context itself when the user barges in).
+        :raises RuntimeError: when not connected (providers that send a trim).
+        """
+        return False
+
     @abstractmethod
     async def send(self, data: AudioBlock | TextBlock | ImageBlock | ToolResultBlock) -> None:
         """Send user audio, text, an image or a tool result to the model.

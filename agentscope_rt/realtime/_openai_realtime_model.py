@@ -115,6 +115,22 @@ class OpenAIRealtimeModel(RealtimeModelBase):
             return
         await self._send_json(message)
 
+    async def truncate(self, item_id: str, audio_end_ms: int) -> bool:
+        """Send ``conversation.item.truncate``: the server drops the item's audio after
+        *audio_end_ms* and the transcript the user did not hear.
+
+        :raises RuntimeError: when not connected.
+        """
+        await self._send_json(
+            {
+                "type": "conversation.item.truncate",
+                "item_id": item_id,
+                "content_index": 0,
+                "audio_end_ms": max(0, int(audio_end_ms)),
+            }
+        )
+        return True
+
     async def parse_api_message(
         self, message: str
     ) -> ModelEvents.EventBase | list[ModelEvents.EventBase] | None:

@@ -6,6 +6,15 @@ per character) is collected until it says a full sentence ending in ``?``; then 
 answers as the API does — speech started/stopped, the input transcription, a response with
 audio and transcript deltas, and, when the question names the weather, a function call whose
 result (``function_call_output``) starts a second spoken response.
+
+Each utterance starts afresh (speech started, what was heard reset once it is answered). A
+session whose instructions read ``You are <Name>...`` answers only utterances that begin with
+that name, with ``replies[utterance]`` (for rooms of agents that hear each other). A question
+naming a story is answered with :data:`STORY` in 100 ms pieces of audio, held after
+``barge_after`` pieces until the user speaks again: then the user's speech is reported started,
+the rest of the story (already on its way, as from the real API) follows, and the response ends
+cancelled (``truncated`` is set when a truncate arrives). Everything a session receives is
+recorded in ``received`` and per session in ``sessions``.
 """
 
 from __future__ import annotations
@@ -29,6 +38,15 @@ def b64(text: str) -> str:
     return base64.b64encode(pcm_of(text)).decode()
 
 
+# Ten characters a piece; each piece is spoken as 100 ms of audio at 24 kHz (the piece repeated).
+STORY = ("Once upon ", "a time the", "re was a d", "ragon. End")
+STORY_REPEAT = 240
+
+
+def story_audio(piece: str) -> str:
+    return b64(piece * STORY_REPEAT)
+
+
 class RealtimeServer:
     """The OpenAI session; a subclass plays another provider by overriding ``path`` and
     ``_session``."""
@@ -37,6 +55,10 @@ class RealtimeServer:
 
     def __init__(self) -> None:
         self.received: list[dict[str, Any]] = []
+        self.sessions: list[list[dict[str, Any]]] = []
+        self.replies: dict[str, str] = {}
+        self.barge_after = 2
+        self.truncated = threading.Event()
         self.headers: dict[str, str] = {}
         self.closed = threading.Event()
         app = Starlette(routes=[WebSocketRoute(self.path, self._session)])
@@ -71,6 +93,8 @@ class RealtimeServer:
 
     async def _session(self, websocket: WebSocket) -> None:
         self.headers = {k.lower(): v for k, v in websocket.headers.items()}
+        received: list[dict[str, Any]] = []
+        self.sessions.append(received)
         await websocket.accept()
 
         async def send(**event: Any) -> None:
@@ -86,28 +110,57 @@ class RealtimeServer:
             await send(type="response.output_audio.done", item_id=item)
             await send(type="response.output_audio_transcript.done", item_id=item)
 
+        async def tell(pieces: tuple[str, ...] | list[str], item: str) -> None:
+            for piece in pieces:
+                await send(type="response.output_audio.delta", item_id=item,
+                           delta=story_audio(piece))  # fmt: skip
+                await send(type="response.output_audio_transcript.delta", item_id=item,
+                           delta=piece)  # fmt: skip
+
         await send(type="session.created", session={"id": "sess_1"})
-        heard = ""
+        heard, name, turn = "", "", 0
+        held_rest: list[str] = []
         try:
             while True:
                 event = json.loads(await websocket.receive_text())
                 self.received.append(event)
+                received.append(event)
                 kind = event["type"]
-                if kind == "input_audio_buffer.append":
+                if kind == "conversation.item.truncate":
+                    self.truncated.set()
+                elif kind == "session.update":
+                    instructions = event["session"].get("instructions", "")
+                    if instructions.startswith("You are "):
+                        name = instructions[8:].split()[0].strip(".,")
+                elif kind == "input_audio_buffer.append":
                     if not heard:
-                        await send(type="input_audio_buffer.speech_started", item_id="in_1",
-                                   audio_start_ms=0)  # fmt: skip
+                        turn += 1
+                        await send(type="input_audio_buffer.speech_started",
+                                   item_id=f"in_{turn}", audio_start_ms=0)  # fmt: skip
+                    if held_rest:  # the user speaks over the story
+                        await tell(held_rest, "item_story")
+                        held_rest = []
+                        await send(type="response.done", response={
+                            "id": "resp_story", "status": "cancelled"})  # fmt: skip
                     heard += text_of(base64.b64decode(event["audio"]))
                     if not heard.endswith("?"):
                         continue
-                    await send(type="input_audio_buffer.speech_stopped", item_id="in_1",
-                               audio_end_ms=len(heard))  # fmt: skip
+                    utterance, heard = heard, ""
+                    await send(type="input_audio_buffer.speech_stopped", item_id=f"in_{turn}",
+                               audio_end_ms=len(utterance))  # fmt: skip
                     await send(type="conversation.item.input_audio_transcription.delta",
-                               item_id="in_1", delta=heard[:5])  # fmt: skip
+                               item_id=f"in_{turn}", delta=utterance[:5])  # fmt: skip
                     await send(type="conversation.item.input_audio_transcription.completed",
-                               item_id="in_1", transcript=heard)  # fmt: skip
-                    if "weather" not in heard:
-                        await respond(1, "I heard you.")
+                               item_id=f"in_{turn}", transcript=utterance)  # fmt: skip
+                    if name and not utterance.startswith(name):
+                        continue  # said to another agent of the room
+                    if "story" in utterance:
+                        await send(type="response.created", response={"id": "resp_story"})
+                        await tell(STORY[: self.barge_after], "item_story")
+                        held_rest = list(STORY[self.barge_after :])
+                        continue
+                    if "weather" not in utterance:
+                        await respond(1, self.replies.get(utterance, "I heard you."))
                         await send(type="response.done", response={"id": "resp_1", "usage": {
                             "input_tokens": 7, "output_tokens": 3}})  # fmt: skip
                         continue

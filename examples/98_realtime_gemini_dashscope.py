@@ -9,7 +9,7 @@ provider-neutral model events both produce (the same names for both), with their
 The "audio" is a tone, so nothing needs a voice.
 
 Needs the ``studio`` extra (Starlette, hypercorn) and ``dashscope`` (wsproto).
-Run with ``python examples/97_realtime_gemini_dashscope.py`` (add ``trio`` to run on trio).
+Run with ``python examples/98_realtime_gemini_dashscope.py`` (add ``trio`` to run on trio).
 
 What to look for: one block per provider, each starting with its sample rates (Gemini takes
 16 kHz and answers at 24 kHz); within it the same event names for both providers — the user's
