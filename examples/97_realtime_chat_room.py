@@ -9,6 +9,11 @@ the user asks Alice to greet Bob; Alice's voice reaches Bob, who calls a tool an
 
 Needs the ``studio`` extra (Starlette, hypercorn), ``dashscope`` (wsproto) and ``voice``.
 Run with ``python examples/97_realtime_chat_room.py`` (add ``trio`` to run on trio).
+
+What to look for: both agents hear the user; Alice's spoken greeting reaches Bob as audio
+("Bob heard: ..."), Bob calls the tool and answers; the seconds of audio each agent sent to the
+frontend; and each agent's memory at the end, where Bob records Alice's words as a user turn
+(she is another voice in his conversation).
 """
 
 from __future__ import annotations
