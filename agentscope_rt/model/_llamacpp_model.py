@@ -76,6 +76,8 @@ _CALL_START = '{"name":'  # how a call (of the format the prompts describe) begi
 # busy small machine (generation ran at ~1 token/s instead of ~45 on 2 shared cores); passive
 # waiting costs nothing measurable. Read once, when the runtime is first imported.
 _OMP_ENV = {"OMP_WAIT_POLICY": "PASSIVE"}
+# The engine's own port is on 127.0.0.1: never through an HTTP proxy from the environment.
+_LOCAL_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 # llama_kwargs that are not CommonParams fields of the same name.
 _THREAD_KEYS = ("n_threads", "n_threads_batch")
 
@@ -335,7 +337,7 @@ class LlamaCppChatModel(ChatModelBase):
             },
         )
         try:
-            with urllib.request.urlopen(request, timeout=60) as response:
+            with _LOCAL_OPENER.open(request, timeout=60) as response:
                 return json.loads(response.read())
         except urllib.error.HTTPError as exc:
             with exc:

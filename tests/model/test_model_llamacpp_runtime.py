@@ -167,3 +167,21 @@ async def test_a_conversation_ending_with_assistant_turns_is_answered_not_contin
     response = await model(messages)
     assert isinstance(response, ChatResponse) and response.get_text()
     assert response.usage is not None and response.usage.input_tokens == counted
+
+
+async def test_a_file_that_is_no_gguf_model_is_refused_on_load(tmp_path: Any) -> None:
+    bad = tmp_path / "notes.gguf"
+    bad.write_text("not a model")
+    model = LlamaCppChatModel(model_path=bad)
+    with pytest.raises(ValueError, match=r"could not load .*notes\.gguf"):
+        await model.load()
+
+
+async def test_the_local_port_is_reached_directly_even_with_a_proxy_configured(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("http_proxy", "http://127.0.0.1:9")  # nothing listens there
+    monkeypatch.setenv("no_proxy", "")
+    model = LlamaCppChatModel(generate_kwargs={**GREEDY, "max_tokens": 2})
+    counter, _ = model.prompt_budget()
+    assert await counter.count([{"role": "user", "content": "Hi"}]) > 1
