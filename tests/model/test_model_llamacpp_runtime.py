@@ -185,3 +185,21 @@ async def test_the_local_port_is_reached_directly_even_with_a_proxy_configured(
     model = LlamaCppChatModel(generate_kwargs={**GREEDY, "max_tokens": 2})
     counter, _ = model.prompt_budget()
     assert await counter.count([{"role": "user", "content": "Hi"}]) > 1
+
+
+async def test_aclose_frees_the_engine_and_a_later_call_reloads() -> None:
+    import urllib.error
+    import urllib.request
+
+    async with LlamaCppChatModel(generate_kwargs={**GREEDY, "max_tokens": 2}) as model:
+        await model.load()
+        port = model._address
+    # The engine is gone (its port closed) when aclose returns, not when the GC gets to it.
+    assert model._server is None
+    with pytest.raises(urllib.error.URLError) as info:
+        await anyio.to_thread.run_sync(urllib.request.urlopen, port + "/health")
+    assert not isinstance(info.value, urllib.error.HTTPError)
+    await model.aclose()  # a second close does nothing
+    response = await model([{"role": "user", "content": "Hi"}])
+    assert isinstance(response, ChatResponse)
+    await model.aclose()
