@@ -126,6 +126,20 @@ def _yielding_progress() -> Callable[[int, int], bool]:
     return progress
 
 
+def _read_file(path: str) -> bytearray:
+    """The bytes of *path*, read in 16 MiB steps (the interpreter is free during each)."""
+    data = bytearray(os.path.getsize(path))
+    view = memoryview(data)
+    with open(path, "rb") as file:
+        done = 0
+        while done < len(data):
+            read = file.readinto(view[done : done + (16 << 20)])
+            if not read:
+                raise ValueError(f"{path} ended before its {len(data)} bytes were read")
+            done += read
+    return data
+
+
 def _check_collection_name(value: object) -> str:
     name = check_name(value, "collection_name")
     if not _COLLECTION_NAME.fullmatch(name):
@@ -371,7 +385,9 @@ class LocalCollection:
             if not meta or meta["dimensions"] != self.dimensions:
                 return None
             index = self._new_index(meta["kind_scalar"], meta["kind_metric"])
-            index.load(file, progress=_yielding_progress())
+            # From memory: loading from the file, usearch reads every vector before its first
+            # progress call, keeping the interpreter ~4 s for a million; from a buffer ~5x less.
+            index.load(_read_file(file), progress=_yielding_progress())
         except (ValueError, RuntimeError):  # how usearch reports a truncated or foreign file
             return None
         return index
