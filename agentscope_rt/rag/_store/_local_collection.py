@@ -12,7 +12,8 @@ import math
 import os
 import re
 import sqlite3
-from collections.abc import Iterator, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._document import DocMetadata, Document
@@ -46,9 +47,10 @@ SLICE_CHUNKS = 64
 """The most chunks per trip: building a chunk's row (its id, its metadata as JSON) is about
 15 us of Python holding the interpreter, so 64 of them about a millisecond."""
 
-INDEX_SLICE = 256
-"""Vectors added to the approximate index per trip to the worker thread: usearch releases the
-interpreter while it inserts, but searches wait for the store's lock meanwhile."""
+INDEX_SLICE = 1024
+"""Vectors added to the approximate index per trip to the worker thread, on every core:
+usearch releases the interpreter while it inserts (so the event loop runs), but searches wait
+for the store's lock meanwhile (a trip is a fraction of a second)."""
 
 _DISTANCES = {
     "cosine": "cosine",
@@ -63,13 +65,22 @@ _FILTER_FIELDS = ("doc_id", "chunk_id", "total_chunks")
 _FORMAT = "1"
 # SQLite's limit on parameters per statement is 32,766 (999 before 3.32): stay under the old.
 _SQL_PARAMS = 900
-# HNSW settings: 16 links per node, 128 candidates while inserting, at least 128 while
-# searching. Recall@5 against exact search, measured (bench/RESULTS.md): 1.00 on 100,000
-# chunks of 384 dimensions with a 16-dimensional structure (as text embeddings have); on a
-# harder set (48-dimensional structure, 200,000 chunks) HNSW with these settings reached 0.83.
+# HNSW settings: 16 links per node, 64 candidates while inserting, at least 128 while
+# searching, vectors held in half precision (the index only proposes candidates: they are
+# ranked again from the float32 matrix, and _CANDIDATES of them are proposed for a search
+# of fewer). Half precision halves the index's memory and inserts ~2x faster than float32,
+# 64 candidates ~2x faster than 128; recall@5 against exact search, measured
+# (bench/RESULTS.md): 1.00 at 100,000 and at 1,000,000 chunks of 384 dimensions with a
+# 16-dimensional structure (as text embeddings have).
 _CONNECTIVITY = 16
-_EXPANSION_ADD = 128
+_EXPANSION_ADD = 64
 _EXPANSION_SEARCH = 128
+_CANDIDATES = 32
+# usearch holds the interpreter while it loads or saves an index (seconds for a million
+# vectors); its progress callback, called per vector, hands the interpreter over this often.
+_YIELD_EVERY = 512
+# Rows read per step when opening a folder (the interpreter is handed over between steps).
+_LOAD_ROWS = 4096
 
 
 def exact_limit(dimensions: int) -> int:
@@ -95,6 +106,38 @@ def _require_libraries() -> None:
             "installed: install them with `pip install 'agentscope-rt[vector]'` (or `pip "
             "install numpy usearch`)"
         ) from error
+
+
+def _yielding_progress() -> Callable[[int, int], bool]:
+    """A usearch progress callback that lets the event loop's thread run now and then: usearch
+    keeps the interpreter through a whole load or save, except while it calls back."""
+    calls = 0
+
+    def progress(done: int, total: int) -> bool:
+        nonlocal calls
+        calls += 1
+        if calls % _YIELD_EVERY == 0:
+            time.sleep(0)  # releases the interpreter: a thread waiting for it takes it
+        return True
+
+    # usearch checks the callback's annotations against the types themselves, and this module's
+    # annotations are strings (postponed evaluation).
+    progress.__annotations__ = {"done": int, "total": int, "return": bool}
+    return progress
+
+
+def _read_file(path: str) -> bytearray:
+    """The bytes of *path*, read in 16 MiB steps (the interpreter is free during each)."""
+    data = bytearray(os.path.getsize(path))
+    view = memoryview(data)
+    with open(path, "rb") as file:
+        done = 0
+        while done < len(data):
+            read = file.readinto(view[done : done + (16 << 20)])
+            if not read:
+                raise ValueError(f"{path} ended before its {len(data)} bytes were read")
+            done += read
+    return data
 
 
 def _check_collection_name(value: object) -> str:
@@ -169,6 +212,7 @@ class LocalCollection:
         self._alive = np.zeros(0, bool)
         self._indexed = np.zeros(0, bool)
         self._high = 0  # slots in use are below this
+        self._index_from = 0  # slots below this are indexed or free: index_some starts here
         self._free: list[int] = []
         self._alive_count = 0
         self._backlog_count = 0
@@ -262,10 +306,11 @@ class LocalCollection:
             return
         self._grow(int(top) + 1)
         cursor = self._db.execute("SELECT slot, vector FROM chunks ORDER BY slot")
-        while rows := cursor.fetchmany(4096):
+        while rows := cursor.fetchmany(_LOAD_ROWS):
             slots = np.fromiter((r[0] for r in rows), np.int64, len(rows))
             vectors = np.frombuffer(b"".join(r[1] for r in rows), np.float32)
             self._place(slots, vectors.reshape(len(rows), self.dimensions))
+            time.sleep(0)  # a step is a few milliseconds: the event loop's thread goes next
         self._high = int(top) + 1
         self._free = np.flatnonzero(~self._alive[: self._high]).tolist()[::-1]
         self._alive_count = int(self._alive[: self._high].sum())
@@ -280,11 +325,14 @@ class LocalCollection:
         file = self._index_file()
         saved = self._meta("index_generation")
         if file is not None and os.path.exists(file) and saved == str(self._generation):
-            from usearch.index import Index
-
-            self._index = Index.restore(file)
+            self._index = self._load_index(file)
+            if self._index is None:  # unreadable: rebuilt, and saved again once complete
+                with self._transaction():
+                    self._db.execute("DELETE FROM meta WHERE key = 'index_generation'")
+        if self._index is not None:
             self._indexed[: self._high] = self._alive[: self._high]
             self._backlog_count = 0
+            self._index_from = self._high
             return
         self._maybe_start_index()
 
@@ -327,19 +375,48 @@ class LocalCollection:
         self._sq_norms[slots] = np.einsum("ij,ij->i", vectors, vectors)
         self._alive[slots] = True
 
+    def _load_index(self, file: str) -> Any:
+        """The index saved in *file*, or ``None`` if the file is not a usearch index (it is
+        rebuilt then). Its vector type is the file's: an index saved in float32 still loads."""
+        from usearch.index import Index
+
+        try:
+            meta = Index.metadata(file)
+            if not meta or meta["dimensions"] != self.dimensions:
+                return None
+            index = self._new_index(meta["kind_scalar"], meta["kind_metric"])
+            # From memory: loading from the file, usearch reads every vector before its first
+            # progress call, keeping the interpreter ~4 s for a million; from a buffer ~5x less.
+            index.load(_read_file(file), progress=_yielding_progress())
+        except (ValueError, RuntimeError):  # how usearch reports a truncated or foreign file
+            return None
+        return index
+
+    def _new_index(self, dtype: Any = None, metric: Any = None) -> Any:
+        """An empty usearch index with this store's settings (*dtype* and *metric*: a saved
+        file's, to load it into)."""
+        from usearch.index import Index
+
+        if metric is None:
+            metric = "l2sq" if self.distance == "euclid" else "ip"
+        if dtype is None:
+            # Unit vectors (cosine) fit float16's range and keep its precision; dot and
+            # Euclid vectors may be as large as float32 allows: bfloat16 keeps that range.
+            dtype = "f16" if self.distance == "cosine" else "bf16"
+        return Index(
+            ndim=self.dimensions,
+            metric=metric,
+            dtype=dtype,
+            connectivity=_CONNECTIVITY,
+            expansion_add=_EXPANSION_ADD,  # not saved in the file: set on every opening
+            expansion_search=_EXPANSION_SEARCH,
+        )
+
     def _maybe_start_index(self) -> None:
         if self._index is None and self._alive_count > self.exact_limit:
-            from usearch.index import Index
-
-            self._index = Index(
-                ndim=self.dimensions,
-                metric="l2sq" if self.distance == "euclid" else "ip",
-                dtype="f32",
-                connectivity=_CONNECTIVITY,
-                expansion_add=_EXPANSION_ADD,
-                expansion_search=_EXPANSION_SEARCH,
-            )
+            self._index = self._new_index()
             self._backlog_count = self._alive_count
+            self._index_from = 0
 
     def _unindex(self, slots: IntArray) -> None:
         import numpy as np
@@ -395,7 +472,9 @@ class LocalCollection:
         self._alive_count += len(ids) - len(existing)
         self._free, self._high = free, high
         self._place(slot_array, vectors)
-        self._backlog_count += len(slots) if self._index is not None else 0
+        if self._index is not None:
+            self._backlog_count += len(slots)
+            self._index_from = min(self._index_from, int(slot_array.min()))
         self._maybe_start_index()
 
     def delete(self, field: str, values: list[str]) -> None:
@@ -432,19 +511,29 @@ class LocalCollection:
 
     def index_some(self, count: int) -> int:
         """Add up to *count* vectors of the backlog to the index; the backlog left."""
-        import numpy as np
-
         if self._index is None or self._backlog_count == 0:
             return 0
-        high = self._high
-        waiting = np.flatnonzero(self._alive[:high] & ~self._indexed[:high])[:count]
+        waiting = self._waiting(count)
         if len(waiting):
+            # threads=0: every core; the batch is large enough to share out.
             self._index.add(waiting, self._vectors[waiting], threads=0)
             self._indexed[waiting] = True
         self._backlog_count = max(0, self._backlog_count - len(waiting))
-        if not len(waiting):
+        if len(waiting) < count:  # none left above the cursor
             self._backlog_count = 0
+            self._index_from = self._high
+        else:
+            self._index_from = int(waiting[-1]) + 1
         return self._backlog_count
+
+    def _waiting(self, count: int | None = None) -> IntArray:
+        """Up to *count* (all when ``None``) slots waiting for the index, lowest first: read
+        from the cursor up, so catching up costs the backlog, not the collection."""
+        import numpy as np
+
+        start, high = min(self._index_from, self._high), self._high
+        found = np.flatnonzero(self._alive[start:high] & ~self._indexed[start:high])
+        return (found[:count] if count is not None else found) + start
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -522,11 +611,10 @@ class LocalCollection:
             mask[allowed] = True
         found = self._approximate(q, limit, mask, indexed)
         if self._backlog_count:
-            high = self._high
-            waiting = self._alive[:high] & ~self._indexed[:high]
+            waiting = self._waiting()
             if mask is not None:
-                waiting &= mask
-            found = np.concatenate([found, np.flatnonzero(waiting)])
+                waiting = waiting[mask[waiting]]
+            found = np.concatenate([found, waiting])
         return self._top(self._rank_keys(found, q), found, limit)
 
     def _approximate(self, q: FloatArray, limit: int, mask: Any | None, indexed: int) -> IntArray:
@@ -534,7 +622,7 @@ class LocalCollection:
         finds; without enough matches in a wide search, an exact scan of the matches."""
         import numpy as np
 
-        want = limit if mask is None else limit * 4
+        want = max(limit, _CANDIDATES) if mask is None else max(limit * 4, _CANDIDATES)
         while True:
             matches = self._index.search(q, min(want, indexed), threads=1)
             keys = np.asarray(matches.keys, np.int64)
@@ -606,7 +694,7 @@ class LocalCollection:
         if self._meta("index_generation") == str(self._generation):
             return
         partial = f"{file}.partial"
-        self._index.save(partial)
+        self._index.save(partial, progress=_yielding_progress())
         os.chmod(partial, 0o600)  # as private as the database beside it
         os.replace(partial, file)
         with self._transaction():

@@ -20,9 +20,11 @@ is closed and after :meth:`LocalVectorStore.build_index`; an index that does not
 database (the process died after a write) is dropped on opening and rebuilt.
 
 **Event loop.** Work runs in worker threads (``anyio.to_thread``) in slices: ``add`` checks and
-writes at most :func:`add_slice` chunks per trip, and builds the index a few hundred vectors
-per trip; NumPy's product and usearch release the interpreter while they compute. So a task
-of the event loop waits for the store about a millisecond at most, on asyncio and trio.
+writes at most :func:`add_slice` chunks per trip, and builds the index up to
+:data:`INDEX_SLICE` vectors per trip; NumPy's product and usearch's inserts release the
+interpreter while they compute. Opening a folder reads its vectors in steps, and loading or
+saving the index hands the interpreter over every few hundred vectors. So a task of the event
+loop waits for the store about a millisecond at most, on asyncio and trio.
 """
 
 from __future__ import annotations
