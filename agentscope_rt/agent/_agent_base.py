@@ -500,6 +500,7 @@ class AgentBase(StateModule, abc.ABC):
         is_async = check_hook(
             type(self).__name__, type(self).supported_hook_types, hook_type, hook_name, hook
         )
+        _weave(hook_type)
         registry = self._instance_hooks
         if not isinstance(registry, dict):
             registry = self._instance_hooks = {}
@@ -548,6 +549,7 @@ class AgentBase(StateModule, abc.ABC):
         :raises TypeError: for a non-callable hook or a non-str name.
         """
         is_async = check_hook(cls.__name__, cls.supported_hook_types, hook_type, hook_name, hook)
+        _weave(hook_type)
         bucket = cls._own_class_hooks.setdefault(hook_type, {})
         previous = bucket.get(hook_name)
         seq = previous[0] if previous is not None else next_sequence()
@@ -595,25 +597,57 @@ class AgentBase(StateModule, abc.ABC):
 
 
 def _prepare_agent_class(cls: Any) -> None:
-    """Give *cls* its own class-hook registry and wrap the hooked methods it defines."""
+    """Give *cls* its own class-hook registry and wrap the hooked methods it defines that
+    check their input or whose hooks are in use (see :func:`_weave`)."""
     cls._own_class_hooks = {}
     cls._class_hook_cache = [-1, {}]
     for method_name, kind in cls._hooked_methods.items():
-        if method_name not in cls.__dict__:
-            continue
-        func = cls.__dict__[method_name]
-        if wrapped_function(func) is not None:
+        func = cls.__dict__.get(method_name)
+        if func is None or wrapped_function(func) is not None:
             continue
         if not inspect.iscoroutinefunction(func):
             raise TypeError(
                 f"{cls.__name__}.{method_name} must be an async def method (it is awaited "
                 f"and wrapped with {kind} hooks), not {type(func).__name__}"
             )
-        setattr(
-            cls,
-            method_name,
-            wrap_hooked_method(func, method_name, kind, cls.__name__, INPUT_CHECKS.get(kind)),
-        )
+        if kind in INPUT_CHECKS or kind in _woven_kinds:
+            _wrap_method(cls, method_name, kind)
+
+
+# The hook kinds whose methods are wrapped in every agent class: those with an input check
+# always, the others from the first registration of a hook of their kind on.
+_woven_kinds: set[str] = set(INPUT_CHECKS)
+
+
+def _wrap_method(cls: Any, method_name: str, kind: str) -> None:
+    func = cls.__dict__[method_name]
+    setattr(
+        cls,
+        method_name,
+        wrap_hooked_method(func, method_name, kind, cls.__name__, INPUT_CHECKS.get(kind)),
+    )
+
+
+def _weave(hook_type: str) -> None:
+    """Wrap the methods of *hook_type*'s kind in every agent class, now and from now on.
+
+    ``reply``, ``_reasoning`` and ``_acting`` take any arguments, so until a hook of their
+    kind is registered somewhere a class keeps the method itself and a call costs no wrapper
+    (about 2k machine instructions each, several per ReAct reply). The first registration
+    wraps them in every agent class defined so far, and :func:`_prepare_agent_class` in every
+    class defined later; they stay wrapped (a wrapper with no hook to run only calls the
+    method). Callers never notice: they reach the method through the class either way.
+    """
+    kind = hook_type.partition("_")[2]
+    if kind in _woven_kinds:
+        return
+    _woven_kinds.add(kind)
+    for cls in _tracing_switch.family(AgentBase):
+        hooked: dict[str, str] = cls._hooked_methods  # type: ignore[attr-defined]
+        for method_name, method_kind in hooked.items():
+            func = cls.__dict__.get(method_name)
+            if method_kind == kind and func is not None and wrapped_function(func) is None:
+                _wrap_method(cls, method_name, kind)
 
 
 _prepare_agent_class(AgentBase)

@@ -4,7 +4,9 @@ AgentScope weaves hooks with a metaclass that calls ``inspect.signature`` and ``
 every call, and keeps one class-hook registry shared by every agent class. Here:
 
 * each hooked method (``reply``, ``observe``, ``print``; ``_reasoning`` and ``_acting`` on
-  ReAct agents) is wrapped once, when its class is created (``AgentBase.__init_subclass__``).
+  ReAct agents) is wrapped once per class: ``observe`` and ``print`` (their input is
+  checked) when the class is created, the others when a hook of their kind is first
+  registered anywhere (``_agent_base._weave``; until then there is nothing to run around them).
   The wrapper is generated with the method's own signature (as attrs generates ``__init__``),
   so a call passes its arguments straight through: no ``*args`` / ``**kwargs`` packing,
   which on Python 3.11 costs several times the wrapper itself. Every caller — the agent's own

@@ -26,7 +26,7 @@ steps aside, so one call makes one span.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any
 
@@ -251,18 +251,6 @@ _ROUTES: tuple[tuple[type, str, Callable[[Callable[..., Any]], Callable[..., Any
 _originals: dict[tuple[type, str], Any] = {}
 
 
-def _family(base: type) -> Iterator[type]:
-    seen: set[type] = set()
-    pending = [base]
-    while pending:
-        cls = pending.pop()
-        if cls in seen:
-            continue
-        seen.add(cls)
-        yield cls
-        pending.extend(cls.__subclasses__())
-
-
 def _wrap(cls: type, name: str, make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
     func = cls.__dict__.get(name)
     if (
@@ -285,7 +273,7 @@ def _class_defined(cls: type) -> None:
 def install() -> None:
     """Wrap every route of every class (and of classes defined from now on)."""
     for base, name, make in _ROUTES:
-        for cls in _family(base):
+        for cls in _tracing_switch.family(base):
             _wrap(cls, name, make)
     _tracing_switch.set_class_hook(_class_defined)
 
