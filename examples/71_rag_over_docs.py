@@ -11,7 +11,7 @@ all through :class:`~agentscope_rt.rag.SimpleKnowledge`. Then:
    API model when ``OPENAI_API_KEY`` is set, else SmolLM2-135M in the process). The agent
    prints its answer as it streams; a check then compares the answer with the best chunk.
 
-Embeddings are cached in ``<tempdir>/agentscope_rt_examples/embeddings``: the first run embeds
+Embeddings are cached in ``~/.cache/agentscope_rt_examples/embeddings``: the first run embeds
 every chunk (about half a minute of CPU for all of ``docs/``), later runs read the cache. Under
 ``nox -s examples`` only a few of the files are ingested, to keep the run short.
 
@@ -30,12 +30,12 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import anyio
 from _models import pick_chat_model
+from _paths import example_folder
 
 from agentscope_rt import formatter as formatters
 from agentscope_rt.agent import ReActAgent
@@ -49,7 +49,6 @@ QUESTION = "Can the file tools read a FIFO or a socket?"
 KEY_WORDS = ("regular file", "refused")
 # Under `nox -s examples`: enough files for the question, a fraction of the embedding work.
 QUICK_FILES = ("tool.md", "mcp.md", "rag.md", "embedding.md")
-CACHE_DIR = Path(tempfile.gettempdir()) / "agentscope_rt_examples" / "embeddings"
 
 
 def shorten(text: str, width: int = 160) -> str:
@@ -67,7 +66,7 @@ async def main(question: str) -> None:
     file_of = {reader.get_doc_id(p.read_text(encoding="utf-8")): p.name for p in paths}
     print(f"read {len(paths)} files of docs/: {len(docs)} chunks")
 
-    embedding = LocalTextEmbedding(embedding_cache=FileEmbeddingCache(CACHE_DIR))
+    embedding = LocalTextEmbedding(embedding_cache=FileEmbeddingCache(example_folder("embeddings")))
     async with QdrantStore(":memory:", "docs", dimensions=embedding.dimensions) as store:
         knowledge = SimpleKnowledge(embedding_store=store, embedding_model=embedding)
         started = time.perf_counter()

@@ -11,7 +11,8 @@ takes 50 ms, as a fast API model would. The benchmark is
 2. :class:`~agentscope_rt.evaluate.RayEvaluator` runs the same evaluation on a local Ray cluster
    (the ``ray`` extra): the pairs are spread over two actors, and the results are the same.
 
-Results are written in AgentScope's layout under ``<tempdir>/agentscope_rt_examples/evaluate``.
+Results are written in AgentScope's layout under ``~/.cache/agentscope_rt_examples/evaluate``
+(replaced by each run).
 
 Run: ``python examples/85_evaluate.py`` (asyncio) or ``python examples/85_evaluate.py trio``.
 
@@ -28,12 +29,12 @@ import json
 import re
 import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import anyio
+from _paths import example_folder
 
 from agentscope_rt.agent import ReActAgent
 from agentscope_rt.evaluate import (
@@ -50,7 +51,6 @@ from agentscope_rt.message import Msg, TextBlock
 from agentscope_rt.model import ChatResponse, FunctionChatModel, reply, tool_call
 from agentscope_rt.tool import Toolkit, ToolResponse
 
-OUT = Path(tempfile.gettempdir()) / "agentscope_rt_examples" / "evaluate"
 MODEL_LATENCY_S = 0.05
 
 
@@ -169,10 +169,11 @@ async def on_ray(folder: Path, reference: Path) -> None:
 
 
 async def main() -> None:
-    shutil.rmtree(OUT, ignore_errors=True)
-    await general(OUT / "general")
-    await on_ray(OUT / "ray", OUT / "general")
-    print(f"\nresults in {OUT}")
+    out = example_folder("evaluate")
+    shutil.rmtree(out, ignore_errors=True)
+    await general(out / "general")
+    await on_ray(out / "ray", out / "general")
+    print(f"\nresults in {out}")
 
 
 if __name__ == "__main__":
