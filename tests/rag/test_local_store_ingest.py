@@ -1,11 +1,12 @@
 """How LocalVectorStore ingests: a chunk's id and stored JSON come from one encoding and match
 AgentScope's scheme; SimpleKnowledge hands the store its own slices; a batch of one slice is
 checked and written in one trip, a larger one checked whole before anything is written; and a
-cancelled add of either kind leaves whole batches."""
+cancelled add of either kind leaves whole batches; the index inserts on every core but one."""
 
 from __future__ import annotations
 
 import json
+import os
 import uuid
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ from agentscope_rt.message import ImageBlock, TextBlock
 from agentscope_rt.rag import DocMetadata, Document, LocalVectorStore, SimpleKnowledge
 from agentscope_rt.rag._document import chunk_id_and_json, chunk_id_of
 from agentscope_rt.rag._simple_knowledge import PREPARE_SLICE
-from agentscope_rt.rag._store._local_collection import add_slice
+from agentscope_rt.rag._store._local_collection import add_slice, index_threads
 
 DIM = 64
 
@@ -166,3 +167,8 @@ async def test_other_tasks_run_while_a_large_batch_is_prepared() -> None:
         # Two checkpoints while checking the chunks: the ticker ran before the model was called.
         assert ticks_when_embedding[0] - start >= 2
         assert store.get_client().count() == len(chunks)
+
+
+def test_the_index_inserts_on_every_core_but_one() -> None:
+    cores = len(os.sched_getaffinity(0))
+    assert index_threads() == max(1, cores - 1)
