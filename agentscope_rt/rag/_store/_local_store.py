@@ -29,14 +29,13 @@ loop waits for the store about a millisecond at most, on asyncio and trio.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
-from .._document import Document, chunk_id_of
+from .._document import Document, chunk_id_and_json
 from ._store_base import (
     SyncClientStoreBase,
     as_id_list,
@@ -145,18 +144,10 @@ class LocalVectorStore(SyncClientStoreBase[LocalCollection]):
         ids, rows = [], []
         for doc in documents:
             meta = doc.metadata
-            content = meta.content.to_dict()
-            doc.id = chunk_id_of(meta.doc_id, meta.chunk_id, content)  # see QdrantStore._rows
+            # The id (see QdrantStore._rows) and the stored JSON from one encoding.
+            doc.id, content = chunk_id_and_json(meta.doc_id, meta.chunk_id, meta.content.to_dict())
             ids.append(doc.id)
-            rows.append(
-                (
-                    doc.id,
-                    meta.doc_id,
-                    meta.chunk_id,
-                    meta.total_chunks,
-                    json.dumps(content, ensure_ascii=False),
-                )
-            )
+            rows.append((doc.id, meta.doc_id, meta.chunk_id, meta.total_chunks, content))
         return [_Batch(ids, rows, vectors)]
 
     def _upsert(self, rows: list[Any]) -> None:
@@ -180,7 +171,8 @@ class LocalVectorStore(SyncClientStoreBase[LocalCollection]):
     async def add(self, documents: list[Document], **kwargs: Any) -> None:
         """Upsert *documents*, then bring the approximate index up to date (if the collection
         has one). Checked and written in slices of :func:`add_slice` chunks, one trip to the
-        worker thread each; every slice is checked before the first is written.
+        worker thread each; every slice is checked before the first is written (a batch of
+        one slice is checked and written in the same trip).
 
         A cancelled ``add`` writes every chunk before the cancellation is delivered (delivered
         while the index catches up, it leaves chunks waiting for the index, found by exact
@@ -196,17 +188,27 @@ class LocalVectorStore(SyncClientStoreBase[LocalCollection]):
         if not documents:
             return
         step = add_slice(self.dimensions)
+        if len(documents) <= step:
+            # One slice: checked and written in one trip (a trip is never interrupted, so a
+            # cancellation finds the chunks written, as below).
+            await self._call(self._add, documents)
+        else:
+            await self._add_slices(documents, step)
+        # Only a collection with an index has anything to catch up (read without the lock:
+        # an int, and a stale answer only delays the catching up to the next add).
+        client = self._client
+        if client is not None and client.backlog():
+            await self._catch_up()
+
+    async def _add_slices(self, documents: list[Document], step: int) -> None:
+        """Check every slice of *documents* (one trip each), then write them (one trip each,
+        shielded from cancellation)."""
         batches: list[Any] = []
         for start in range(0, len(documents), step):
             batches.extend(await self._call(self._rows, documents[start : start + step]))
         with anyio.CancelScope(shield=True):
             for batch in batches:
                 await self._call(self._upsert, [batch])
-        # Only a collection with an index has anything to catch up (read without the lock:
-        # an int, and a stale answer only delays the catching up to the next add).
-        client = self._client
-        if client is not None and client.backlog():
-            await self._catch_up()
 
     async def _catch_up(self) -> None:
         """Add every chunk waiting for the approximate index to it, :data:`INDEX_SLICE`
