@@ -342,6 +342,10 @@ async def test_audio_at_another_rate_is_resampled_for_the_model(server: Realtime
     ]  # fmt: skip
 
 
+def truncates_of(server: RealtimeServer) -> list[dict[str, Any]]:
+    return [e for e in server.sessions[0] if e["type"] == "conversation.item.truncate"]
+
+
 async def test_every_interrupted_answer_is_cut(server: RealtimeServer) -> None:
     # The provider reuses the story's item id: a cut item is forgotten once its response ends.
     agent = RealtimeAgent("Friday", "Tell stories.", model_for(server))
@@ -355,9 +359,15 @@ async def test_every_interrupted_answer_is_cut(server: RealtimeServer) -> None:
                 await read_until(receive, lambda ev: transcript_of(ev, "item_story") == story)
                 await agent.handle_input(said("Stop?"))
                 await read_until(receive, lambda ev: count(ev, T.AGENT_RESPONSE_DONE) == 2)
+            # The second truncate may still be on its way to the server when the client has
+            # seen the response end: wait until the server has it (or fail after a while).
+            for _ in range(1000):  # at most ~10 s
+                if len(truncates_of(server)) >= 2:
+                    break
+                await anyio.sleep(0.01)
         finally:
             await agent.stop()
-    truncates = [e for e in server.sessions[0] if e["type"] == "conversation.item.truncate"]
+    truncates = truncates_of(server)
     assert [e["audio_end_ms"] for e in truncates] == [200, 200]
     assert [text for *_, text in await remembered(agent)] == [
         "Tell me a story?",
