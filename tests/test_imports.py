@@ -13,7 +13,16 @@ import pytest
 
 # Each SDK takes from a fraction of a second to seconds to import; an application that uses
 # one provider must not pay for the others.
-_SDKS = ("anthropic", "openai", "google.genai", "dashscope", "ollama", "llama_cpp", "xllamacpp", "ray")
+_SDKS = (
+    "anthropic",
+    "openai",
+    "google.genai",
+    "dashscope",
+    "ollama",
+    "llama_cpp",
+    "xllamacpp",
+    "ray",
+)
 
 
 @pytest.mark.parametrize(
