@@ -9,6 +9,7 @@ way; build it with ``getattr(agentscope_rt.formatter, formatter_name)()``.
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any
 
@@ -39,4 +40,16 @@ def pick_chat_model(
             return chosen, FORMATTER_NAME
     from agentscope_rt.model import LlamaCppChatModel
 
+    _show_model_progress()
     return LlamaCppChatModel(stream=stream, generate_kwargs=generate_kwargs), FORMATTER_NAME
+
+
+def _show_model_progress() -> None:
+    """Print the local model's progress lines (a long prompt being read, a tool call being
+    generated) to stderr, so a step of several seconds does not look like a hang."""
+    log = logging.getLogger("agentscope_rt.model")
+    if not log.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("  [%(message)s]"))
+        log.addHandler(handler)
+        log.setLevel(logging.INFO)

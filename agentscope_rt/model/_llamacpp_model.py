@@ -203,7 +203,11 @@ class LlamaCppChatModel(ChatModelBase):
 
     Guarantees: the event loop is never blocked; calls on one instance are serialised; a
     cancelled call or a closed stream stops generation after the current token, and prompt
-    reading after the current batch of ``n_batch`` tokens.
+    reading after the current batch of ``n_batch`` tokens. A call that runs longer than
+    :attr:`progress_interval` seconds without output a caller can show (reading a long prompt,
+    generating a constrained tool call) logs a progress line at INFO on this module's logger,
+    at most one per interval (e.g. ``SmolLM2-135M-Instruct.Q4_1: reading the prompt, 384 of
+    1,500 tokens (1.2 s)``).
 
     :param model_path: path of a ``.gguf`` file; ``None`` for the bundled SmolLM2-135M.
     :param model_name: the name reported in responses; defaults to the file's stem.
@@ -253,6 +257,9 @@ class LlamaCppChatModel(ChatModelBase):
         self._prompt_progress: tuple[int, int] | None = None
         #: The context length the model was trained for (from the GGUF file), once loaded.
         self.n_ctx_train: int | None = None
+
+    progress_interval: float = 1.0
+    """Seconds after which a call logs a progress line, and between two of them."""
 
     def __repr__(self) -> str:
         return f"LlamaCppChatModel(model_name={self.model_name!r}, n_ctx={self.n_ctx})"
@@ -507,6 +514,7 @@ class LlamaCppChatModel(ChatModelBase):
                 await anyio.to_thread.run_sync(self._load_sync)
             self._prompt_progress = None
             run = _Run(self._server, self._request(plan))
+            report = _ProgressLog(self.model_name, started, self.progress_interval)
             text = ""
             finish_reason: str | None = None
             usage: dict[str, Any] = {}
@@ -521,10 +529,11 @@ class LlamaCppChatModel(ChatModelBase):
                             break  # raised below: out of the task group, not in a group
                         progress = chunk.get("prompt_progress")
                         if isinstance(progress, dict):
-                            self._prompt_progress = (
+                            self._prompt_progress = read = (
                                 int(progress.get("processed", 0)),
                                 int(progress.get("total", 0)),
                             )
+                            report("reading the prompt, {:,} of {:,} tokens", *read)
                         usage = chunk.get("usage") or usage
                         choices = chunk.get("choices") or [{}]
                         finish_reason = choices[0].get("finish_reason") or finish_reason
@@ -548,6 +557,8 @@ class LlamaCppChatModel(ChatModelBase):
                             except GeneratorExit:
                                 stopped_early = True
                                 break
+                        else:
+                            report("generating, {:,} characters so far", len(text))
                 finally:
                     # Cancelled, closed or failed: the engine is told to stop at its next
                     # report (token or prompt batch); the task group waits for that.
@@ -696,6 +707,25 @@ class _PromptTokenCounter(TokenCounterBase):
         if model._server is None:
             await model.load()
         return await anyio.to_thread.run_sync(model._count_prompt, messages, tools)
+
+
+class _ProgressLog:
+    """Logs what a long call is doing: at INFO, once it has run ``interval`` seconds, then at
+    most once per interval (a progress line for steps that show nothing for a while)."""
+
+    __slots__ = ("interval", "name", "next_at", "started")
+
+    def __init__(self, name: str, started: float, interval: float) -> None:
+        self.name = name
+        self.started = started
+        self.interval = interval
+        self.next_at = started + interval
+
+    def __call__(self, what: str, *args: Any) -> None:
+        now = time.monotonic()
+        if now >= self.next_at:
+            self.next_at = now + self.interval
+            logger.info("%s: %s (%.1f s)", self.name, what.format(*args), now - self.started)
 
 
 class _Run:

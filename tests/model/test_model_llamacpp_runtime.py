@@ -76,6 +76,17 @@ async def test_cancelling_while_the_prompt_is_read_stops_the_reading() -> None:
     assert isinstance(response, ChatResponse)
 
 
+async def test_a_long_step_logs_progress_lines(caplog: pytest.LogCaptureFixture) -> None:
+    model = LlamaCppChatModel(generate_kwargs={**GREEDY, "max_tokens": 2})
+    model.progress_interval = 0.0  # every report, so the test needs no slow machine
+    with caplog.at_level("INFO", logger="agentscope_rt.model"), anyio.fail_after(300):
+        await model(LONG_PROMPT)
+    lines = [r.getMessage() for r in caplog.records if "reading the prompt" in r.getMessage()]
+    assert lines, caplog.text
+    assert lines[0].startswith(f"{model.model_name}: reading the prompt, ")
+    assert " of " in lines[0] and lines[0].endswith(" s)")
+
+
 async def test_closing_the_stream_before_the_first_token_stops_the_reading() -> None:
     model = LlamaCppChatModel(stream=True, generate_kwargs={**GREEDY, "max_tokens": 4})
     await model.load()
