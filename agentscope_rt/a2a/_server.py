@@ -16,13 +16,11 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import socket
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import anyio
-import sniffio
 from a2a.types import AgentCard, Message, Part, StreamResponse, TaskState
 from anyio.streams.memory import MemoryObjectReceiveStream
 from starlette.applications import Starlette
@@ -30,6 +28,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from .._asgi import hypercorn_config, hypercorn_serve, listening_socket
 from ..agent import AgentBase, UserInputBase, UserInputData
 from ..exception import A2AError
 from ..message import Msg
@@ -126,29 +125,16 @@ class A2AServer:
 
         :raises OSError: when the address cannot be bound.
         """
-        from hypercorn.config import Config
-
-        sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((host, port))
-            sock.listen(128)
-        except OSError:
-            sock.close()
-            raise
+        sock = listening_socket(host, port)
         bound_port = sock.getsockname()[1]
-        config = Config()
-        config.bind = [f"fd://{sock.detach()}"]
-        config.accesslog = None
-        config.errorlog = logging.getLogger("agentscope_rt.a2a.http")
-        config.graceful_timeout = _GRACEFUL_TIMEOUT_S
+        config = hypercorn_config(sock, "agentscope_rt.a2a.http", _GRACEFUL_TIMEOUT_S)
         stopped = anyio.Event()
 
         async def run() -> None:
             # Shielded: hypercorn stops through its shutdown trigger (a cancellation reaching
             # its asyncio workers breaks their shutdown).
             with anyio.CancelScope(shield=True):
-                await _hypercorn_serve()(self.app, config, shutdown_trigger=stopped.wait)
+                await hypercorn_serve()(self.app, config, shutdown_trigger=stopped.wait)
 
         async with anyio.create_task_group() as group:
             group.start_soon(run)
@@ -387,13 +373,3 @@ def _event_stream(rpc: Rpc, events: MemoryObjectReceiveStream[StreamResponse]) -
                 yield f"data: {json.dumps(render_event(rpc, event))}\n\n"
 
     return StreamingResponse(lines(), media_type="text/event-stream")
-
-
-def _hypercorn_serve() -> Callable[..., Awaitable[None]]:
-    if sniffio.current_async_library() == "trio":
-        from hypercorn.trio import serve as trio_serve
-
-        return trio_serve
-    from hypercorn.asyncio import serve as asyncio_serve
-
-    return asyncio_serve

@@ -13,18 +13,16 @@ import contextlib
 import importlib.resources
 import logging
 import secrets
-import socket
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import anyio
-import sniffio
-from hypercorn.config import Config
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from .._asgi import hypercorn_config, hypercorn_serve, listening_socket
 from ..agent import AgentBase
 from ._observe import AgentObserver
 from ._page_input import PageUserInput
@@ -195,29 +193,6 @@ async def _sse(bus: EventBus) -> AsyncIterator[str]:
         await feed.aclose()
 
 
-def _listening_socket(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, port))
-        sock.listen(128)
-    except BaseException:
-        sock.close()
-        raise
-    return sock
-
-
-def _hypercorn_serve() -> Callable[..., Any]:
-    if sniffio.current_async_library() == "trio":
-        from hypercorn.trio import serve as trio_serve
-
-        return trio_serve
-    from hypercorn.asyncio import serve as asyncio_serve
-
-    return asyncio_serve
-
-
 def _enable_tracing(studio: Studio) -> Callable[[], None] | None:
     """Hand the studio's span processor to the runtime's tracing (turned on if it was off);
     the returned function undoes exactly that. ``None`` without OpenTelemetry's SDK."""
@@ -267,17 +242,13 @@ async def serve(
         raise ValueError("the studio token must not be empty")
     if isinstance(page_buffer, bool) or not isinstance(page_buffer, int) or page_buffer < 1:
         raise ValueError(f"page_buffer must be a positive int, not {page_buffer!r}")
-    sock = _listening_socket(host, port)
+    sock = listening_socket(host, port)
     bound_port = int(sock.getsockname()[1])
     bus = EventBus(StudioState(), page_buffer)
     studio = Studio(host, bound_port, token or secrets.token_urlsafe(16), bus)
-    config = Config()
-    config.bind = [f"fd://{sock.detach()}"]
-    config.accesslog = None
-    config.errorlog = logging.getLogger("agentscope_rt.studio.server")
-    config.graceful_timeout = 1.0
+    config = hypercorn_config(sock, "agentscope_rt.studio.server", 1.0)
     stopped = anyio.Event()
-    serve_fn = _hypercorn_serve()
+    serve_fn = hypercorn_serve()
     studio.observer.start()
     disable_tracing = _enable_tracing(studio)
     body_error: BaseException | None = None
