@@ -17,13 +17,11 @@ agent nobody registered.
 
 from __future__ import annotations
 
-import socket
 import sys
 from typing import Any
 
 import anyio
-import sniffio
-from hypercorn.config import Config
+from _serve import serve_local
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
@@ -76,35 +74,6 @@ def nacos_app(registry: dict[tuple[str, str], dict[str, Any]]) -> Starlette:
     )
 
 
-async def serve_http(app: Starlette, *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
-    """Serve *app* on a free port of 127.0.0.1 until cancelled; starts with its address."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(16)
-    port = sock.getsockname()[1]
-    config = Config()
-    config.bind = [f"fd://{sock.detach()}"]
-    config.accesslog = None
-    config.loglevel = "WARNING"
-    if sniffio.current_async_library() == "trio":
-        from hypercorn.trio import serve as hypercorn_serve
-    else:
-        from hypercorn.asyncio import serve as hypercorn_serve  # type: ignore[assignment]
-    stopped = anyio.Event()
-    async with anyio.create_task_group() as group:
-
-        async def run() -> None:
-            with anyio.CancelScope(shield=True):  # hypercorn stops through its trigger
-                await hypercorn_serve(app, config, shutdown_trigger=stopped.wait)  # type: ignore[arg-type]
-
-        group.start_soon(run)
-        task_status.started(f"127.0.0.1:{port}")
-        try:
-            await anyio.sleep_forever()
-        finally:
-            stopped.set()
-
-
 def weather_agent() -> ReActAgent:
     agent = ReActAgent(
         name="Weather",
@@ -119,7 +88,7 @@ async def main() -> None:
     registry: dict[tuple[str, str], dict[str, Any]] = {}
     async with anyio.create_task_group() as group:
         agent_url = await group.start(A2AServer(weather_agent()).serve)
-        nacos = await group.start(serve_http, nacos_app(registry))
+        nacos = await group.start(serve_local, nacos_app(registry))
         # What the served side does when it registers: publish its card, here in two versions.
         card = card_to_dict(await WellKnownAgentCardResolver(agent_url).get_agent_card())
         registry["public", "weather"] = {

@@ -22,7 +22,6 @@ from __future__ import annotations
 import base64
 import json
 import math
-import socket
 import sys
 import tempfile
 import wave
@@ -30,8 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import sniffio
-from hypercorn.config import Config
+from _serve import serve_local
 from starlette.applications import Starlette
 from starlette.routing import WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
@@ -114,34 +112,6 @@ def replay_app(voice: EspeakTTSModel) -> Starlette:
     return Starlette(routes=[WebSocketRoute("/v1/realtime", session)])
 
 
-async def serve(app: Starlette, *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(16)
-    port = sock.getsockname()[1]
-    config = Config()
-    config.bind = [f"fd://{sock.detach()}"]
-    config.accesslog = None
-    config.loglevel = "WARNING"
-    if sniffio.current_async_library() == "trio":
-        from hypercorn.trio import serve as hypercorn_serve
-    else:
-        from hypercorn.asyncio import serve as hypercorn_serve  # type: ignore[assignment]
-    stopped = anyio.Event()
-    async with anyio.create_task_group() as group:
-
-        async def run() -> None:
-            with anyio.CancelScope(shield=True):  # hypercorn stops through its trigger
-                await hypercorn_serve(app, config, shutdown_trigger=stopped.wait)  # type: ignore[arg-type]
-
-        group.start_soon(run)
-        task_status.started(f"ws://127.0.0.1:{port}/v1/realtime")
-        try:
-            await anyio.sleep_forever()
-        finally:
-            stopped.set()
-
-
 async def main() -> None:
     voice = EspeakTTSModel(stream=False)
     toolkit = Toolkit()
@@ -149,7 +119,7 @@ async def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         wav_path = Path(folder) / "agent.wav"
         async with anyio.create_task_group() as group:
-            url = await group.start(serve, replay_app(voice))
+            url = f"ws://{await group.start(serve_local, replay_app(voice))}/v1/realtime"
             model = OpenAIRealtimeModel("gpt-realtime", api_key="replay", websocket_url=url)
             send, receive = anyio.create_memory_object_stream[Any](math.inf)
             await model.connect(

@@ -20,13 +20,11 @@ from __future__ import annotations
 
 import base64
 import json
-import socket
 import sys
 from typing import Any
 
 import anyio
-import sniffio
-from hypercorn.config import Config
+from _serve import serve_local
 from starlette.applications import Starlette
 from starlette.routing import WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
@@ -142,40 +140,12 @@ def replay_app(voice: EspeakTTSModel) -> Starlette:
     return Starlette(routes=[WebSocketRoute("/v1/realtime", session)])
 
 
-async def serve(app: Starlette, *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(16)
-    port = sock.getsockname()[1]
-    config = Config()
-    config.bind = [f"fd://{sock.detach()}"]
-    config.accesslog = None
-    config.loglevel = "WARNING"
-    if sniffio.current_async_library() == "trio":
-        from hypercorn.trio import serve as hypercorn_serve
-    else:
-        from hypercorn.asyncio import serve as hypercorn_serve  # type: ignore[assignment]
-    stopped = anyio.Event()
-    async with anyio.create_task_group() as group:
-
-        async def run() -> None:
-            with anyio.CancelScope(shield=True):  # hypercorn stops through its trigger
-                await hypercorn_serve(app, config, shutdown_trigger=stopped.wait)  # type: ignore[arg-type]
-
-        group.start_soon(run)
-        task_status.started(f"ws://127.0.0.1:{port}/v1/realtime")
-        try:
-            await anyio.sleep_forever()
-        finally:
-            stopped.set()
-
-
 async def main() -> None:
     voice = EspeakTTSModel(stream=False)
     toolkit = Toolkit()
     toolkit.register_tool_function(get_weather)
     async with anyio.create_task_group() as group:
-        url = await group.start(serve, replay_app(voice))
+        url = f"ws://{await group.start(serve_local, replay_app(voice))}/v1/realtime"
 
         def model() -> OpenAIRealtimeModel:
             return OpenAIRealtimeModel("gpt-realtime", api_key="replay", websocket_url=url)

@@ -22,14 +22,12 @@ from __future__ import annotations
 import base64
 import json
 import math
-import socket
 import struct
 import sys
 from typing import Any
 
 import anyio
-import sniffio
-from hypercorn.config import Config
+from _serve import serve_local
 from starlette.applications import Starlette
 from starlette.routing import WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
@@ -123,35 +121,6 @@ async def dashscope_session(websocket: WebSocket) -> None:
         return
 
 
-async def serve(app: Starlette, *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
-    """Serve *app* on a free port of 127.0.0.1 until cancelled; starts with its base URL."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(16)
-    port = sock.getsockname()[1]
-    config = Config()
-    config.bind = [f"fd://{sock.detach()}"]
-    config.accesslog = None
-    config.loglevel = "WARNING"
-    if sniffio.current_async_library() == "trio":
-        from hypercorn.trio import serve as hypercorn_serve
-    else:
-        from hypercorn.asyncio import serve as hypercorn_serve  # type: ignore[assignment]
-    stopped = anyio.Event()
-    async with anyio.create_task_group() as group:
-
-        async def run() -> None:
-            with anyio.CancelScope(shield=True):  # hypercorn stops through its trigger
-                await hypercorn_serve(app, config, shutdown_trigger=stopped.wait)  # type: ignore[arg-type]
-
-        group.start_soon(run)
-        task_status.started(f"ws://127.0.0.1:{port}")
-        try:
-            await anyio.sleep_forever()
-        finally:
-            stopped.set()
-
-
 async def converse(model: RealtimeModelBase, tools: list[dict[str, Any]] | None) -> None:
     """One spoken question to *model*; prints its events until its answer is done."""
     print(f"--- {type(model).__name__}: {model.input_sample_rate} Hz in, "
@@ -193,7 +162,7 @@ async def main() -> None:
         ]
     )
     async with anyio.create_task_group() as group:
-        base = await group.start(serve, app)
+        base = f"ws://{await group.start(serve_local, app)}"
         gemini = GeminiRealtimeModel(
             "gemini-2.5-flash-native-audio-preview-09-2025",
             api_key="replay",

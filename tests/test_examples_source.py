@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
 PACKAGE = Path(agentscope_rt.__file__).resolve().parent
 # The examples' own helper modules, imported by name from the examples folder.
-HELPERS = frozenset({"_models", "_mcp_server", "_paths", "_research_server"})
+HELPERS = frozenset({"_models", "_mcp_server", "_paths", "_research_server", "_serve"})
 CONSOLE_OFF = ("set_console_output_enabled", "disable_console_output")
 
 
