@@ -6,7 +6,9 @@ protocol fake shares.
 from __future__ import annotations
 
 import json
+import socket
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 
@@ -75,3 +77,47 @@ def send_json(
 ) -> None:
     """Answer the handler's request with *body* as JSON."""
     send_body(handler, status, json.dumps(body).encode(), "application/json", headers)
+
+
+class ThreadedASGIServer:
+    """Serves an ASGI *app* with uvicorn (wsproto WebSockets) on a free port of 127.0.0.1 from
+    a background thread while the ``with`` block runs: the protocol fakes that need
+    WebSockets or Starlette routing answer both anyio backends alike this way.
+
+    :param name: what the server is, for the error when it does not start.
+    """
+
+    def __init__(self, app: Any, name: str) -> None:
+        import uvicorn
+
+        self.name = name
+        self._sock = socket.socket()
+        # Accepted connections inherit this: without it every keep-alive answer waits ~40 ms
+        # for a delayed ACK.
+        self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._sock.bind(("127.0.0.1", 0))
+        config = uvicorn.Config(
+            app, ws="wsproto", lifespan="off", log_level="critical", access_log=False
+        )
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True
+        )
+
+    @property
+    def port(self) -> int:
+        return int(self._sock.getsockname()[1])
+
+    def __enter__(self) -> Self:
+        self._thread.start()
+        deadline = time.monotonic() + 30
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError(f"{self.name} did not start")
+            time.sleep(0.01)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.should_exit = True
+        self._thread.join(10)
+        self._sock.close()

@@ -21,16 +21,14 @@ from __future__ import annotations
 
 import base64
 import json
-import socket
 import threading
-import time
 from typing import Any
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.routing import WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from .._local_http import ThreadedASGIServer
 from ..tts._tts_servers import pcm_of, text_of
 
 
@@ -62,34 +60,18 @@ class RealtimeServer:
         self.headers: dict[str, str] = {}
         self.closed = threading.Event()
         app = Starlette(routes=[WebSocketRoute(self.path, self._session)])
-        self._sock = socket.socket()
-        self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self._sock.bind(("127.0.0.1", 0))
-        config = uvicorn.Config(
-            app, ws="wsproto", lifespan="off", log_level="critical", access_log=False
-        )
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(
-            target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True
-        )
+        self._asgi = ThreadedASGIServer(app, "the realtime test server")
 
     @property
     def url(self) -> str:
-        return f"ws://127.0.0.1:{self._sock.getsockname()[1]}{self.path}"
+        return f"ws://127.0.0.1:{self._asgi.port}{self.path}"
 
     def __enter__(self) -> RealtimeServer:
-        self._thread.start()
-        deadline = time.monotonic() + 30
-        while not self._server.started:
-            if not self._thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError("the realtime test server did not start")
-            time.sleep(0.01)
+        self._asgi.__enter__()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._server.should_exit = True
-        self._thread.join(10)
-        self._sock.close()
+        self._asgi.__exit__(*exc)
 
     async def _session(self, websocket: WebSocket) -> None:
         self.headers = {k.lower(): v for k, v in websocket.headers.items()}

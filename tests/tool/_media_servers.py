@@ -19,20 +19,19 @@ Every request is recorded (:class:`Recorded`).
 from __future__ import annotations
 
 import json
-import socket
 import threading
-import time
 from collections import deque
 from typing import Any
 
 import attrs
-import uvicorn
 from starlette.applications import Starlette
 from starlette.datastructures import UploadFile
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from .._local_http import ThreadedASGIServer
 
 WS_PATH = "/api-ws/v1/inference"
 
@@ -103,28 +102,17 @@ class MediaServer:
                 Route("/{path:path}", self._http, methods=["GET", "POST"]),
             ]
         )
-        self._sock = socket.socket()
-        # Accepted connections inherit this: without it every keep-alive answer waits ~40 ms
-        # for a delayed ACK.
-        self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self._sock.bind(("127.0.0.1", 0))
-        config = uvicorn.Config(
-            app, ws="wsproto", lifespan="off", log_level="critical", access_log=False
-        )
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(
-            target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True
-        )
+        self._asgi = ThreadedASGIServer(app, "the media test server")
 
     @property
     def url(self) -> str:
         """``http://127.0.0.1:<port>``."""
-        return f"http://127.0.0.1:{self._sock.getsockname()[1]}"
+        return f"http://127.0.0.1:{self._asgi.port}"
 
     @property
     def ws_url(self) -> str:
         """The WebSocket endpoint, ``ws://127.0.0.1:<port>/api-ws/v1/inference``."""
-        return f"ws://127.0.0.1:{self._sock.getsockname()[1]}{WS_PATH}"
+        return f"ws://127.0.0.1:{self._asgi.port}{WS_PATH}"
 
     def reset(self) -> None:
         """Forget the scripts, files and recorded requests."""
@@ -153,18 +141,11 @@ class MediaServer:
         self.script.extend(replies)
 
     def __enter__(self) -> MediaServer:
-        self._thread.start()
-        deadline = time.monotonic() + 30
-        while not self._server.started:
-            if not self._thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError("the media test server did not start")
-            time.sleep(0.01)
+        self._asgi.__enter__()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._server.should_exit = True
-        self._thread.join(10)
-        self._sock.close()
+        self._asgi.__exit__(*exc)
 
     # -- HTTP -------------------------------------------------------------------------------
 

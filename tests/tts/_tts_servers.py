@@ -22,19 +22,18 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-import socket
 import struct
 import threading
-import time
 from collections import deque
 from typing import Any
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from .._local_http import ThreadedASGIServer
 
 
 def pcm_of(text: str) -> bytes:
@@ -75,24 +74,15 @@ class TTSServer:
                 ),
             ]
         )
-        self._sock = socket.socket()
-        self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self._sock.bind(("127.0.0.1", 0))
-        config = uvicorn.Config(
-            app, ws="wsproto", lifespan="off", log_level="critical", access_log=False
-        )
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(
-            target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True
-        )
+        self._asgi = ThreadedASGIServer(app, "the TTS test server")
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self._sock.getsockname()[1]}"
+        return f"http://127.0.0.1:{self._asgi.port}"
 
     @property
     def ws_url(self) -> str:
-        return f"ws://127.0.0.1:{self._sock.getsockname()[1]}"
+        return f"ws://127.0.0.1:{self._asgi.port}"
 
     def reset(self) -> None:
         with self._lock:
@@ -104,18 +94,11 @@ class TTSServer:
             self.ws_input_done.clear()
 
     def __enter__(self) -> TTSServer:
-        self._thread.start()
-        deadline = time.monotonic() + 30
-        while not self._server.started:
-            if not self._thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError("the TTS test server did not start")
-            time.sleep(0.01)
+        self._asgi.__enter__()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._server.should_exit = True
-        self._thread.join(10)
-        self._sock.close()
+        self._asgi.__exit__(*exc)
 
     def _record(self, request: Request | WebSocket, body: Any) -> dict[str, Any]:
         record = {
