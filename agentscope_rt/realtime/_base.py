@@ -21,7 +21,7 @@ import anyio
 
 from .._provider import Secrets, redact_text
 from ..exception import ModelAPIError
-from ..message import AudioBlock, ImageBlock, TextBlock, ToolResultBlock
+from ..message import AudioBlock, Base64Source, ImageBlock, TextBlock, ToolResultBlock
 from ._model_events import ModelEvents
 
 __all__ = ["RealtimeModelBase"]
@@ -108,6 +108,16 @@ class RealtimeModelBase(ABC):
         stack, self._stack, self._connection = self._stack, None, None
         if stack is not None:
             await stack.aclose()
+
+    def _inline_source(self, block: AudioBlock | ImageBlock, what: str) -> Base64Source:
+        """*block*'s base64 data: realtime APIs take media inline, and fetching a URL here
+        would hold the session up.
+
+        :raises ValueError: for media given by URL.
+        """
+        if not isinstance(block.source, Base64Source):
+            raise ValueError(f"{type(self).__name__} sends base64 {what} only, not a URL")
+        return block.source
 
     def _error(self, exc: BaseException) -> ModelAPIError:
         text = getattr(exc, "body", None) or str(exc) or type(exc).__name__

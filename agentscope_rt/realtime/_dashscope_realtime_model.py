@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from .._ids import new_id
 from .._provider import SecretHeaders, Secrets, resolve_api_key
-from ..message import AudioBlock, Base64Source, ImageBlock, TextBlock, ToolResultBlock
+from ..message import AudioBlock, ImageBlock, TextBlock, ToolResultBlock
 from ._base import RealtimeModelBase
 from ._model_events import AudioFormat, ModelEvents
 
@@ -108,10 +108,10 @@ class DashScopeRealtimeModel(RealtimeModelBase):
         :raises ValueError: for audio or an image given by URL (not fetched here).
         """
         if isinstance(data, AudioBlock):
-            source = _base64(data, "audio")
+            source = self._inline_source(data, "audio")
             message: dict[str, Any] = {"type": "input_audio_buffer.append", "audio": source.data}
         elif isinstance(data, ImageBlock):
-            source = _base64(data, "images")
+            source = self._inline_source(data, "images")
             message = {"type": "input_image_buffer.append", "image": source.data}
         elif isinstance(data, TextBlock):
             message = {
@@ -222,12 +222,6 @@ class DashScopeRealtimeModel(RealtimeModelBase):
             code=str(error.get("code", "unknown")),
             message=str(error.get("message", "An unknown error occurred.")),
         )
-
-
-def _base64(block: AudioBlock | ImageBlock, what: str) -> Base64Source:
-    if not isinstance(block.source, Base64Source):
-        raise ValueError(f"DashScopeRealtimeModel sends base64 {what} only, not a URL")
-    return block.source
 
 
 _HANDLERS: dict[str, Any] = {

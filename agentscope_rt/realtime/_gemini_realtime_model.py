@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from .._ids import new_id
 from .._provider import SecretHeaders, Secrets
-from ..message import AudioBlock, Base64Source, ImageBlock, TextBlock, ToolResultBlock
+from ..message import AudioBlock, ImageBlock, TextBlock, ToolResultBlock
 from ._base import RealtimeModelBase
 from ._model_events import AudioFormat, ModelEvents, tool_use
 
@@ -109,13 +109,13 @@ class GeminiRealtimeModel(RealtimeModelBase):
         :raises ValueError: for audio or an image given by URL (not fetched here).
         """
         if isinstance(data, AudioBlock):
-            source = _base64(data, "audio")
+            source = self._inline_source(data, "audio")
             mime = f"audio/pcm;rate={self.input_sample_rate}"
             message: dict[str, Any] = {
                 "realtimeInput": {"audio": {"mimeType": mime, "data": source.data}}
             }
         elif isinstance(data, ImageBlock):
-            source = _base64(data, "images")
+            source = self._inline_source(data, "images")
             media = {"mimeType": source.media_type or "image/jpeg", "data": source.data}
             message = {"realtimeInput": {"video": media}}
         elif isinstance(data, TextBlock):
@@ -282,12 +282,6 @@ class GeminiRealtimeModel(RealtimeModelBase):
             )
         )
         return events
-
-
-def _base64(block: AudioBlock | ImageBlock, what: str) -> Base64Source:
-    if not isinstance(block.source, Base64Source):
-        raise ValueError(f"GeminiRealtimeModel sends base64 {what} only, not a URL")
-    return block.source
 
 
 def _tool_response(output: Any) -> dict[str, Any]:

@@ -10,7 +10,7 @@ import urllib.parse
 from typing import Any, Literal
 
 from .._provider import Secrets, resolve_api_key
-from ..message import AudioBlock, Base64Source, ImageBlock, TextBlock, ToolResultBlock
+from ..message import AudioBlock, ImageBlock, TextBlock, ToolResultBlock
 from ._base import RealtimeModelBase
 from ._model_events import AudioFormat, ModelEvents, tool_use
 
@@ -88,11 +88,9 @@ class OpenAIRealtimeModel(RealtimeModelBase):
         :raises ValueError: for audio given by URL (not fetched here).
         """
         if isinstance(data, AudioBlock):
-            if not isinstance(data.source, Base64Source):
-                raise ValueError("OpenAIRealtimeModel sends base64 audio only, not a URL")
             message: dict[str, Any] = {
                 "type": "input_audio_buffer.append",
-                "audio": data.source.data,
+                "audio": self._inline_source(data, "audio").data,
             }
         elif isinstance(data, TextBlock):
             content = [{"type": "input_text", "text": data.text}]
