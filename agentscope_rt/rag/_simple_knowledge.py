@@ -2,11 +2,12 @@
 
 ``add_documents`` checks every chunk's modality first (so a bad batch stores nothing), embeds
 all contents in one call to the model, and hands the chunks to the store in slices of
-:data:`STORE_BATCH` (a :class:`LocalVectorStore`: its own slice, 8 to 64 chunks by their
-size): each slice is one trip to the store's worker thread, and the event loop runs other
-tasks between slices instead of waiting for the whole corpus. Stores upsert by
-chunk id (derived from content), so adding the same documents again, or again after a
-cancelled add, overwrites them instead of duplicating them.
+:attr:`VDBStoreBase.add_batch` chunks (:data:`STORE_BATCH` by default; a
+:class:`LocalVectorStore`: its own slice, 8 to 64 chunks by their size): each slice is one trip
+to the store's worker thread, and the event loop runs other tasks between slices instead of
+waiting for the whole corpus. Stores upsert by chunk id (derived from content), so adding the
+same documents again, or again after a cancelled add, overwrites them instead of duplicating
+them.
 """
 
 from __future__ import annotations
@@ -19,32 +20,22 @@ from ..embedding import EmbeddingModelBase
 from ._document import DocMetadata, Document
 from ._knowledge_base import KnowledgeBase
 from ._store import LocalVectorStore, VDBStoreBase
-from ._store._local_collection import add_slice
-from ._store._store_base import SyncClientStoreBase
+from ._store._store_base import DEFAULT_ADD_BATCH, SyncClientStoreBase
 
 __all__ = ["STORE_BATCH", "SimpleKnowledge"]
 
-STORE_BATCH = 32
-"""Chunks handed to the store per call. Each slice is one trip to the store's worker thread,
-which builds the slice's rows and writes them (about 1 ms for 32 chunks with Qdrant's
-embedded engine). While that thread holds the interpreter, a task of the event loop that
-wakes up waits for it, so the slice bounds how late other tasks run; a smaller slice pays a
-thread round trip more often (about 0.06 ms each)."""
+STORE_BATCH = DEFAULT_ADD_BATCH
+"""Chunks handed to a store per call by default (:attr:`VDBStoreBase.add_batch`). Each slice is one
+trip to the store's worker thread, which builds the slice's rows and writes them (about 1 ms for
+32 chunks with Qdrant's embedded engine). While that thread holds the interpreter, a task of the
+event loop that wakes up waits for it, so the slice bounds how late other tasks run; a smaller
+slice pays a thread round trip more often (about 0.06 ms each)."""
 
 
 PREPARE_SLICE = 256
 """Chunks checked (and their contents converted for the model, their embeddings set) between
 two checkpoints of ``add_documents``: a few microseconds each, so about a millisecond before
 other tasks of the event loop run (10,000 chunks at once held it ~40 ms)."""
-
-
-def _store_batch(store: VDBStoreBase) -> int:
-    """Chunks per call to *store*: a :class:`LocalVectorStore` takes one of its own slices
-    (checked and written in one trip, sized to about a millisecond of work), the others
-    :data:`STORE_BATCH`."""
-    if isinstance(store, LocalVectorStore):
-        return add_slice(store.dimensions)
-    return STORE_BATCH
 
 
 def _package_store(store: VDBStoreBase) -> bool:
@@ -225,6 +216,7 @@ class SimpleKnowledge(KnowledgeBase):
                 doc.embedding = embedding
         if not _package_store(self.embedding_store):
             documents = [_agentscope_document(doc) for doc in documents]
-        step = _store_batch(self.embedding_store)
+        # A store written without this base (duck-typed) gets the default.
+        step = getattr(self.embedding_store, "add_batch", STORE_BATCH)
         for start in range(0, len(documents), step):
             await self.embedding_store.add(documents[start : start + step], **kwargs)

@@ -168,6 +168,12 @@ class LocalVectorStore(SyncClientStoreBase[LocalCollection]):
 
     # -- the store ------------------------------------------------------------------------------
 
+    @property
+    def add_batch(self) -> int:
+        """One of this store's own slices (:func:`add_slice`: 8 to 64 chunks by their size,
+        about a millisecond of work), checked and written in one trip."""
+        return add_slice(self.dimensions)
+
     async def add(self, documents: list[Document], **kwargs: Any) -> None:
         """Upsert *documents*, then bring the approximate index up to date (if the collection
         has one). Checked and written in slices of :func:`add_slice` chunks, one trip to the

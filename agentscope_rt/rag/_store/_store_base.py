@@ -39,6 +39,11 @@ __all__ = ["VDBStoreBase"]
 T = TypeVar("T")
 
 
+DEFAULT_ADD_BATCH = 32
+"""Chunks per :meth:`VDBStoreBase.add` call that a knowledge base uses unless a store says
+otherwise (:attr:`VDBStoreBase.add_batch`)."""
+
+
 class VDBStoreBase(ABC):
     """Base class of vector stores: where a knowledge base keeps embedded chunks.
 
@@ -63,6 +68,13 @@ class VDBStoreBase(ABC):
                 return function(*args)
 
         return await anyio.to_thread.run_sync(locked)
+
+    @property
+    def add_batch(self) -> int:
+        """How many chunks a caller with many should hand to one :meth:`add`: a knowledge
+        base adds in slices of this size and lets other tasks run between them. A store whose
+        trips cost differently says its own."""
+        return DEFAULT_ADD_BATCH
 
     @abstractmethod
     async def add(self, documents: list[Document], **kwargs: Any) -> None:
