@@ -8,7 +8,8 @@ what is here, so none of them imports another's private module:
   :func:`stream_with_retry`, :func:`classify_error`), which raises
   :class:`~agentscope_rt.exception.ModelAPIError` with every secret scrubbed;
 * one HTTP or SDK client per event loop, closed while that loop still runs
-  (:class:`LoopClients`, :func:`close_orphans`; for the SDKs :func:`loop_copy`,
+  (:class:`LoopClients`, :func:`close_orphans`; for httpx :func:`http_loop_clients` and the
+  streamed POST :func:`post_streamed`; for the SDKs :func:`loop_copy`,
   :func:`sdk_owns_http_client`, :func:`close_sdk_client`);
 * API keys and the secrets that never show in a repr, an error or a log
   (:func:`resolve_api_key`, :class:`Secrets`, :class:`SecretHeaders`,
@@ -24,7 +25,8 @@ that.
 """
 
 from ._dashscope_events import DASHSCOPE_RETRYABLE_CODES, DashScopeEvents
-from ._http_stream import response_lines, suspended_generator_chain
+from ._http_client import close_client, http_loop_clients, post_streamed
+from ._http_stream import response_bytes, response_lines, suspended_generator_chain
 from ._log_redaction import (
     LIBRARY_LOGGERS,
     SecretRedactingFilter,
@@ -76,22 +78,26 @@ __all__ = [
     "call_redis",
     "call_with_retry",
     "classify_error",
+    "close_client",
     "close_orphans",
     "close_sdk_client",
     "close_shielded",
     "excerpt",
     "header_secrets",
+    "http_loop_clients",
     "install_library_log_redaction",
     "library_log_filter",
     "loop_copy",
     "open_sync_redis",
     "parse_answer",
     "parse_retry_after",
+    "post_streamed",
     "reasoning_input_item",
     "reasoning_signature",
     "redact_text",
     "redacted_cause",
     "resolve_api_key",
+    "response_bytes",
     "response_lines",
     "sdk_owns_http_client",
     "shape_checked",

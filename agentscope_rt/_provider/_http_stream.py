@@ -20,7 +20,7 @@ import httpx
 
 from ._retry import CLOSE_TIMEOUT
 
-__all__ = ["response_lines", "suspended_generator_chain"]
+__all__ = ["response_bytes", "response_lines", "suspended_generator_chain"]
 
 
 def suspended_generator_chain(agen: Any) -> list[types.AsyncGeneratorType[Any, Any]]:
@@ -59,6 +59,21 @@ async def response_lines(response: httpx.Response) -> AsyncIterator[AsyncIterato
     try:
         yield lines
     finally:
-        with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_TIMEOUT):
-            for generator in suspended_generator_chain(lines):
-                await generator.aclose()
+        await _close_chain(lines)
+
+
+@contextlib.asynccontextmanager
+async def response_bytes(response: httpx.Response) -> AsyncIterator[AsyncIterator[bytes]]:
+    """``response.aiter_bytes()``, with the chain of httpx generators behind it closed on exit
+    (as :func:`response_lines`)."""
+    pieces = response.aiter_bytes()
+    try:
+        yield pieces
+    finally:
+        await _close_chain(pieces)
+
+
+async def _close_chain(agen: Any) -> None:
+    with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_TIMEOUT):
+        for generator in suspended_generator_chain(agen):
+            await generator.aclose()

@@ -11,13 +11,12 @@ message. The key itself lives in the client's headers only, never in a repr.
 
 from __future__ import annotations
 
-import inspect
 from typing import Any, ClassVar, Self
 
 import anyio.to_thread
 import httpx
 
-from .._provider import LoopClients, RetryConfig, Secrets, call_with_retry, close_orphans
+from .._provider import RetryConfig, Secrets, call_with_retry, close_orphans, http_loop_clients
 from ..exception import ModelAPIError
 from ._embedding_base import EmbeddingModelBase
 
@@ -61,19 +60,8 @@ class HttpEmbeddingModel(EmbeddingModelBase):
         self.base_url = base_url.rstrip("/")
         self.retry_config = retry_config
         self._redact = Secrets(s for s in secrets if s)
-        client_kwargs = {"timeout": DEFAULT_TIMEOUT, **(client_kwargs or {})}
-        try:
-            inspect.signature(httpx.AsyncClient).bind(**client_kwargs)
-        except TypeError as exc:
-            # Checked now: the client is made on the first call, far from the mistake.
-            raise TypeError(
-                f"{type(self).__name__}: {exc}; extra arguments go to httpx.AsyncClient "
-                f"({', '.join(sorted(client_kwargs))} given)"
-            ) from None
-        all_headers = {**dict(client_kwargs.pop("headers", None) or {}), **headers}
-        self._loop_clients = LoopClients(
-            lambda: httpx.AsyncClient(base_url=self.base_url, headers=all_headers, **client_kwargs),
-            _close_client,
+        self._loop_clients = http_loop_clients(
+            type(self).__name__, self.base_url, headers, client_kwargs, DEFAULT_TIMEOUT
         )
 
     async def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -115,7 +103,3 @@ class HttpEmbeddingModel(EmbeddingModelBase):
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
-
-
-async def _close_client(client: httpx.AsyncClient) -> None:
-    await client.aclose()

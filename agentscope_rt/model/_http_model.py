@@ -27,10 +27,11 @@ from .._provider import (
     LoopClients,
     RetryConfig,
     call_with_retry,
+    close_client,
     close_orphans,
-    close_shielded,
     excerpt,
     parse_answer,
+    post_streamed,
     response_lines,
     shape_checked,
     stream_with_retry,
@@ -66,7 +67,7 @@ class HttpChatModel(ChatModelBase):
         """The running event loop's client, made by :meth:`_new_client` on first use."""
         clients = self._loop_clients
         if clients is None:
-            clients = self._loop_clients = LoopClients(self._new_client, _close_client)
+            clients = self._loop_clients = LoopClients(self._new_client, close_client)
         return clients.get()
 
     async def aclose(self) -> None:
@@ -153,17 +154,7 @@ class HttpChatModel(ChatModelBase):
         :raises httpx.HTTPStatusError: for an error status, with the body already read.
         """
         headers = await self._request_headers()
-        client = self._client()
-        request = client.build_request("POST", path, params=params, json=body, headers=headers)
-        response = await client.send(request, stream=True)
-        try:
-            if response.is_error:
-                await response.aread()
-                response.raise_for_status()
+        async with post_streamed(
+            self._client(), path, body, params=params, headers=headers
+        ) as response:
             yield response
-        finally:
-            await close_shielded(response)
-
-
-async def _close_client(client: httpx.AsyncClient) -> None:
-    await client.aclose()

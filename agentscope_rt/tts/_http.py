@@ -11,31 +11,27 @@ retried and one response returned. Failures end as
 from __future__ import annotations
 
 import contextlib
-import inspect
 import time
 from abc import abstractmethod
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any, ClassVar
 
-import anyio
 import httpx
 
 from .._provider import (
-    CLOSE_TIMEOUT,
-    LoopClients,
     RetryConfig,
     Secrets,
     call_with_retry,
     close_orphans,
-    close_shielded,
+    http_loop_clients,
+    post_streamed,
     stream_with_retry,
-    suspended_generator_chain,
 )
 from ..message import Msg
 from ._tts_base import TTSModelBase
 from ._tts_response import AudioBuffer, TTSResponse, TTSUsage
 
-__all__ = ["HttpTTSModel", "response_bytes"]
+__all__ = ["HttpTTSModel"]
 
 DEFAULT_TIMEOUT = httpx.Timeout(300.0, connect=10.0)
 """A long text takes a while to speak; connecting should fail fast."""
@@ -72,19 +68,8 @@ class HttpTTSModel(TTSModelBase):
         self.retry_config = retry_config
         self.generate_kwargs = dict(generate_kwargs or {})
         self._redact = Secrets(s for s in secrets if s)
-        client_kwargs = {"timeout": DEFAULT_TIMEOUT, **(client_kwargs or {})}
-        try:
-            inspect.signature(httpx.AsyncClient).bind(**client_kwargs)
-        except TypeError as exc:
-            # Checked now: the client is made on the first call, far from the mistake.
-            raise TypeError(
-                f"{type(self).__name__}: {exc}; extra arguments go to httpx.AsyncClient "
-                f"({', '.join(sorted(client_kwargs))} given)"
-            ) from None
-        all_headers = {**dict(client_kwargs.pop("headers", None) or {}), **headers}
-        self._loop_clients: LoopClients[httpx.AsyncClient] = LoopClients(
-            lambda: httpx.AsyncClient(base_url=self.base_url, headers=all_headers, **client_kwargs),
-            _close_client,
+        self._loop_clients = http_loop_clients(
+            type(self).__name__, self.base_url, headers, client_kwargs, DEFAULT_TIMEOUT
         )
 
     async def aclose(self) -> None:
@@ -162,34 +147,11 @@ class HttpTTSModel(TTSModelBase):
 
         :raises httpx.HTTPStatusError: for an error status, with the body already read.
         """
-        client = self._client()
-        request = client.build_request("POST", path, params=params, json=body, headers=headers)
-        response = await client.send(request, stream=True)
-        try:
-            if response.is_error:
-                await response.aread()
-                response.raise_for_status()
+        async with post_streamed(
+            self._client(), path, body, params=params, headers=headers
+        ) as response:
             yield response
-        finally:
-            await close_shielded(response)
-
-
-@contextlib.asynccontextmanager
-async def response_bytes(response: httpx.Response) -> AsyncIterator[AsyncIterator[bytes]]:
-    """``response.aiter_bytes()``, with the chain of httpx generators behind it closed on exit
-    (shielded), so a reader that stops early leaves none suspended."""
-    pieces = response.aiter_bytes()
-    try:
-        yield pieces
-    finally:
-        with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_TIMEOUT):
-            for generator in suspended_generator_chain(pieces):
-                await generator.aclose()
 
 
 def _usage(started: float) -> TTSUsage:
     return TTSUsage(input_tokens=0, output_tokens=0, time=time.monotonic() - started)
-
-
-async def _close_client(client: httpx.AsyncClient) -> None:
-    await client.aclose()

@@ -11,8 +11,14 @@ import os
 from collections.abc import AsyncGenerator
 from typing import Any, ClassVar, Literal
 
-from .._provider import RetryConfig, SecretHeaders, header_secrets, resolve_api_key
-from ._http import HttpTTSModel, response_bytes
+from .._provider import (
+    RetryConfig,
+    SecretHeaders,
+    header_secrets,
+    resolve_api_key,
+    response_bytes,
+)
+from ._http import HttpTTSModel
 from ._tts_response import PCM_24K, AudioBuffer
 
 __all__ = ["OpenAITTSModel"]
