@@ -298,3 +298,39 @@ async def test_searching_while_another_task_adds_sees_whole_slices() -> None:
             await store.add(docs_of(data))
         assert len(set(seen)) > 2  # the watcher ran while add was under way
         assert all(count % 64 == 0 or count == 3000 for count in seen)
+
+
+async def test_small_in_memory_searches_answer_while_every_worker_thread_is_busy(
+    tmp_path: Path,
+) -> None:
+    # A small in-memory collection is searched on the event loop's thread (a scan of a few
+    # MiB costs less than a worker-thread round trip); a folder's goes through a thread. Both
+    # give the same answers.
+    data = vectors(500, 13)
+    query = vectors(1, 14)[0].tolist()
+    limiter = anyio.to_thread.current_default_thread_limiter()
+    async with (
+        LocalVectorStore(":memory:", "c", DIM) as memory_store,
+        LocalVectorStore(tmp_path, "c", DIM) as folder_store,
+    ):
+        await memory_store.add(docs_of(data))
+        await folder_store.add(docs_of(data))
+        expected = await folder_store.search(query, limit=5)
+        release = anyio.Event()
+        saved_tokens = limiter.total_tokens
+        limiter.total_tokens = 1
+        try:
+            async with anyio.create_task_group() as tg:
+                # The only worker thread is taken until release is set.
+                tg.start_soon(anyio.to_thread.run_sync, lambda: anyio.from_thread.run(release.wait))
+                await anyio.wait_all_tasks_blocked()
+                with anyio.fail_after(10):
+                    found = await memory_store.search(query, limit=5)
+                with anyio.move_on_after(0.2) as waiting:
+                    await folder_store.search(query, limit=5)
+                assert waiting.cancelled_caught  # no thread for it until the other is done
+                release.set()
+        finally:
+            limiter.total_tokens = saved_tokens
+        assert [(d.id, d.score) for d in found] == [(d.id, d.score) for d in expected]
+        assert texts(found) == [f"t{i}" for i in exact_top(data, np.array(query), 5)]

@@ -333,18 +333,35 @@ async def test_client_calls_run_in_worker_threads(make_store: StoreFactory) -> N
     store = make_store()
     client = store.get_client()
     loop_thread = threading.get_ident()
-    seen: list[int] = []
-    name = "query_points" if make_store.kind == "qdrant" else "search"  # milvus, local
-    original = getattr(client, name)
+    searched: list[int] = []
+    written: list[int] = []
+    names = {
+        "qdrant": ("query_points", "upsert"),
+        "milvus": ("search", "upsert"),
+        "local": ("search", "upsert"),
+    }[make_store.kind]
 
-    def recording(*args: object, **kwargs: object) -> object:
-        seen.append(threading.get_ident())
-        return original(*args, **kwargs)
+    def recording(name: str, seen: list[int]) -> None:
+        original = getattr(client, name)
 
-    setattr(client, name, recording)
+        def record(*args: object, **kwargs: object) -> object:
+            seen.append(threading.get_ident())
+            return original(*args, **kwargs)
+
+        setattr(client, name, record)
+
+    recording(names[0], searched)
+    recording(names[1], written)
     await store.add(await embedded_chunks(TEXT))
     assert len(await store.search(embed("x"), limit=2)) == 2
-    assert seen and loop_thread not in seen
+    assert written and loop_thread not in written
+    assert searched
+    if make_store.kind == "local":
+        # A small in-memory collection is searched on the event loop's thread (documented:
+        # cheaper than a worker-thread round trip, and it reads no disk).
+        assert searched == [loop_thread]
+    else:
+        assert loop_thread not in searched
 
 
 async def test_the_same_class_talks_to_a_qdrant_server_by_url() -> None:

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     FloatArray = npt.NDArray[np.float32]
     IntArray = npt.NDArray[np.int64]
 
-__all__ = ["LocalCollection", "add_slice", "exact_limit"]
+__all__ = ["INLINE_BYTES", "LocalCollection", "add_slice", "exact_limit"]
 
 EXACT_BYTES = 16 * 1024 * 1024
 """Collections whose vectors take at most this much (as float32) are searched exactly: a
@@ -48,6 +48,11 @@ SLICE_CHUNKS = 64
 SQLite row) is about 25 us of Python holding the interpreter, so 64 of them under 2 ms (32
 kept the event loop's p99 wait lower, 2-4 ms against 2-6 ms, but cost ~20% more CPU: a trip
 has ~150 us of fixed work)."""
+
+INLINE_BYTES = 4 * 1024 * 1024
+"""In-memory collections whose vectors take at most this much (as float32) are searched on the
+event loop's thread (:meth:`LocalCollection.searches_inline`): a scan of 4 MiB and the rows of
+the hits take a few hundred microseconds, less than a round trip to a worker thread."""
 
 INDEX_SLICE = 1024
 """Vectors added to the approximate index per trip to the worker thread, on every core but
@@ -582,6 +587,16 @@ class LocalCollection:
         slots = self._nearest(q, limit, allowed)
         return self._documents(slots, q, with_vectors)
 
+    def searches_inline(self) -> bool:
+        """Whether an unfiltered search is quick enough for the event loop's thread: exact,
+        over at most :data:`INLINE_BYTES` of vectors, with the rows in memory (no folder, so
+        no disk read)."""
+        return (
+            self._folder is None
+            and self._index is None
+            and self._high * self.dimensions * 4 <= INLINE_BYTES
+        )
+
     def _rank_keys(self, slots: IntArray | None, q: FloatArray) -> FloatArray:
         """Higher-is-nearer keys for *slots* (all slots below the high mark when ``None``)."""
         vectors = self._vectors[: self._high] if slots is None else self._vectors[slots]
@@ -667,7 +682,7 @@ class LocalCollection:
 
         if not len(slots):
             return []
-        wanted = [int(s) for s in slots]
+        wanted = slots.tolist()
         columns = "slot, id, doc_id, chunk_id, total_chunks, content" + (
             ", vector" if with_vectors else ""
         )
@@ -675,29 +690,22 @@ class LocalCollection:
         query = f"SELECT {columns} FROM chunks WHERE slot IN ({marks})"
         rows = {row[0]: row for row in self._db.execute(query, wanted)}
         docs = []
-        for slot in wanted:
+        for slot, score in zip(wanted, self._scores(slots, q), strict=True):
             row = rows[slot]
-            metadata = DocMetadata.from_dict(
-                {
-                    "content": json.loads(row[5]),
-                    "doc_id": row[2],
-                    "chunk_id": row[3],
-                    "total_chunks": row[4],
-                }
-            )
+            # The columns are typed by the table (TEXT and INTEGER NOT NULL): only the content,
+            # JSON, needs building (DocMetadata's converter checks it is a block).
+            metadata = DocMetadata(json.loads(row[5]), row[2], row[3], row[4])
             embedding = np.frombuffer(row[6], np.float32).tolist() if with_vectors else None
-            docs.append(
-                Document(
-                    metadata=metadata, id=row[1], embedding=embedding, score=self._score(slot, q)
-                )
-            )
+            docs.append(Document(metadata=metadata, id=row[1], embedding=embedding, score=score))
         return docs
 
-    def _score(self, slot: int, q: FloatArray) -> float:
-        vector = self._vectors[slot]
+    def _scores(self, slots: IntArray, q: FloatArray) -> list[float]:
         if self.distance != "euclid":
-            return float(vector @ q)
-        return distance_to_score(math.dist(vector.tolist(), q.tolist()))
+            return (self._vectors[slots] @ q).tolist()
+        return [
+            distance_to_score(math.dist(self._vectors[slot].tolist(), q.tolist()))
+            for slot in slots.tolist()
+        ]
 
     # -- closing -------------------------------------------------------------------------------
 

@@ -19,7 +19,11 @@ may lose the last transactions, a killed process does not). The index is saved w
 is closed and after :meth:`LocalVectorStore.build_index`; an index that does not match the
 database (the process died after a write) is dropped on opening and rebuilt.
 
-**Event loop.** Work runs in worker threads (``anyio.to_thread``) in slices: ``add`` checks and
+**Event loop.** An unfiltered search of a small in-memory collection (exact, at most
+4 MiB of vectors, ``INLINE_BYTES``: no disk read, a few hundred microseconds) runs on the event
+loop's thread, which a worker-thread round trip would cost more than; unless an ``add`` or
+``delete`` holds the store, when it waits for its turn in a worker thread like all the rest.
+Other work runs in worker threads (``anyio.to_thread``) in slices: ``add`` checks and
 writes at most :func:`add_slice` chunks per trip, and builds the index up to
 :data:`INDEX_SLICE` vectors per trip; NumPy's product and usearch's inserts release the
 interpreter while they compute. Opening a folder reads its vectors in steps, and loading or
@@ -269,6 +273,16 @@ class LocalVectorStore(SyncClientStoreBase[LocalCollection]):
                 "filter and with_vectors"
             )
         vector = check_vector(query_embedding, self.dimensions, "query_embedding")
+        collection = self._client
+        if where is None and collection is not None and collection.searches_inline():
+            await anyio.lowlevel.checkpoint()
+            # Small, exact and in memory: run here, unless an add or delete holds the store.
+            if self._lock.acquire(blocking=False):
+                try:
+                    found = collection.search(vector, limit, None, bool(with_vectors))
+                finally:
+                    self._lock.release()
+                return keep(found, score_threshold)
         found = await self._call(self._search, vector, limit, where, bool(with_vectors))
         return keep(found, score_threshold)
 
