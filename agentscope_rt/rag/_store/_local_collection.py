@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     FloatArray = npt.NDArray[np.float32]
     IntArray = npt.NDArray[np.int64]
 
-__all__ = ["INLINE_BYTES", "LocalCollection", "add_slice", "exact_limit"]
+__all__ = ["INLINE_BYTES", "LocalCollection", "add_slice", "checked_query", "exact_limit"]
 
 EXACT_BYTES = 16 * 1024 * 1024
 """Collections whose vectors take at most this much (as float32) are searched exactly: a
@@ -206,6 +206,30 @@ def _checked_vectors(documents: list[Document], dimensions: int) -> FloatArray:
             check_vector(doc.embedding, dimensions, f"documents[{index}]")
         raise
     return matrix.astype(np.float32)
+
+
+def checked_query(query: Any, dimensions: int) -> FloatArray:
+    """*query* as a float32 vector, checked as :func:`check_vector` checks it, in one NumPy
+    pass (the search path's own copy of the check: a Python loop over 384 values costs more
+    than an exact search's bookkeeping).
+
+    :raises ValueError: as :func:`check_vector`, whose message names the problem.
+    """
+    import numpy as np
+
+    try:
+        vector = np.asarray(query, dtype=np.float64)
+        ok = (
+            vector.shape == (dimensions,)
+            and np.abs(vector).max(initial=0.0) <= FLOAT32_MAX
+            and float(np.linalg.norm(vector)) <= NORM_MAX
+        )
+    except (ValueError, TypeError):
+        ok = False
+    if not ok:
+        # The shared check raises with the reason (or accepts what NumPy would not read).
+        vector = np.asarray(check_vector(query, dimensions, "query_embedding"), np.float64)
+    return vector.astype(np.float32)
 
 
 class LocalCollection:
@@ -567,7 +591,7 @@ class LocalCollection:
 
     def search(
         self,
-        query: list[float],
+        query: Sequence[float] | FloatArray,
         limit: int,
         where: Mapping[str, list[Any]] | None,
         with_vectors: bool,
@@ -584,8 +608,8 @@ class LocalCollection:
         allowed = None if where is None else self._matching(where)
         if allowed is not None and not len(allowed):
             return []
-        slots = self._nearest(q, limit, allowed)
-        return self._documents(slots, q, with_vectors)
+        slots, keys = self._nearest(q, limit, allowed)
+        return self._documents(slots, keys, q, with_vectors)
 
     def searches_inline(self) -> bool:
         """Whether an unfiltered search is quick enough for the event loop's thread: exact,
@@ -606,19 +630,24 @@ class LocalCollection:
         sq = self._sq_norms[: self._high] if slots is None else self._sq_norms[slots]
         return products * 2 - sq  # -|x - q|^2 + |q|^2
 
-    def _top(self, keys: FloatArray, slots: IntArray | None, limit: int) -> IntArray:
-        """The slots of the *limit* highest *keys*, highest first (-inf keys left out)."""
+    def _top(
+        self, keys: FloatArray, slots: IntArray | None, limit: int
+    ) -> tuple[IntArray, FloatArray]:
+        """The slots of the *limit* highest *keys*, highest first (-inf keys left out), and
+        their keys."""
         import numpy as np
 
         if len(keys) > limit:
-            part = np.argpartition(-keys, limit - 1)[:limit]
+            part = np.argpartition(keys, len(keys) - limit)[len(keys) - limit :]
         else:
             part = np.arange(len(keys))
         part = part[np.argsort(-keys[part], kind="stable")]
         part = part[keys[part] > -np.inf]
-        return part if slots is None else slots[part]
+        return (part if slots is None else slots[part]), keys[part]
 
-    def _exact(self, q: FloatArray, limit: int, slots: IntArray | None) -> IntArray:
+    def _exact(
+        self, q: FloatArray, limit: int, slots: IntArray | None
+    ) -> tuple[IntArray, FloatArray]:
         import numpy as np
 
         keys = self._rank_keys(slots, q)
@@ -626,7 +655,11 @@ class LocalCollection:
             keys = np.where(self._alive[: self._high], keys, -np.inf)
         return self._top(keys, slots, limit)
 
-    def _nearest(self, q: FloatArray, limit: int, allowed: IntArray | None) -> IntArray:
+    def _nearest(
+        self, q: FloatArray, limit: int, allowed: IntArray | None
+    ) -> tuple[IntArray, FloatArray]:
+        """The slots nearest *q* (among *allowed*), nearest first, and their ranking keys
+        (:meth:`_rank_keys`)."""
         import numpy as np
 
         index = self._index
@@ -664,7 +697,7 @@ class LocalCollection:
             want *= 4
             if want > self.exact_limit:
                 allowed = np.flatnonzero(mask & self._indexed[: self._high])
-                return self._exact(q, limit, allowed)
+                return self._exact(q, limit, allowed)[0]
 
     def _matching(self, where: Mapping[str, list[Any]]) -> IntArray:
         import numpy as np
@@ -676,8 +709,11 @@ class LocalCollection:
         query = f"SELECT slot FROM chunks WHERE {' AND '.join(clauses)}"
         return np.fromiter((r[0] for r in self._db.execute(query, params)), np.int64)
 
-    def _documents(self, slots: IntArray, q: FloatArray, with_vectors: bool) -> list[Document]:
-        """The documents at *slots*, in that order, with their exact scores."""
+    def _documents(
+        self, slots: IntArray, keys: FloatArray, q: FloatArray, with_vectors: bool
+    ) -> list[Document]:
+        """The documents at *slots*, in that order, with their exact scores (from their
+        ranking *keys*)."""
         import numpy as np
 
         if not len(slots):
@@ -690,7 +726,7 @@ class LocalCollection:
         query = f"SELECT {columns} FROM chunks WHERE slot IN ({marks})"
         rows = {row[0]: row for row in self._db.execute(query, wanted)}
         docs = []
-        for slot, score in zip(wanted, self._scores(slots, q), strict=True):
+        for slot, score in zip(wanted, self._scores(slots, keys, q), strict=True):
             row = rows[slot]
             # The columns are typed by the table (TEXT and INTEGER NOT NULL): only the content,
             # JSON, needs building (DocMetadata's converter checks it is a block).
@@ -699,9 +735,9 @@ class LocalCollection:
             docs.append(Document(metadata=metadata, id=row[1], embedding=embedding, score=score))
         return docs
 
-    def _scores(self, slots: IntArray, q: FloatArray) -> list[float]:
+    def _scores(self, slots: IntArray, keys: FloatArray, q: FloatArray) -> list[float]:
         if self.distance != "euclid":
-            return (self._vectors[slots] @ q).tolist()
+            return keys.tolist()  # the products themselves
         return [
             distance_to_score(math.dist(self._vectors[slot].tolist(), q.tolist()))
             for slot in slots.tolist()

@@ -49,7 +49,6 @@ from ._store_base import (
     check_limit,
     check_name,
     check_threshold,
-    check_vector,
     keep,
 )
 
@@ -70,6 +69,7 @@ from ._local_collection import (
     _checked_vectors,
     _require_libraries,
     add_slice,
+    checked_query,
 )
 from ._local_collection import (
     exact_limit as _exact_limit,
@@ -163,7 +163,7 @@ class LocalVectorStore(SyncClientStoreBase[LocalCollection]):
         return self._get().index_some(INDEX_SLICE)
 
     def _search(
-        self, vector: list[float], limit: int, where: dict[str, list[Any]] | None, vectors: bool
+        self, vector: FloatArray, limit: int, where: dict[str, list[Any]] | None, vectors: bool
     ) -> list[Document]:
         return self._get().search(vector, limit, where, vectors)
 
@@ -272,7 +272,7 @@ class LocalVectorStore(SyncClientStoreBase[LocalCollection]):
                 f"LocalVectorStore.search got unexpected arguments {sorted(kwargs)}; it takes "
                 "filter and with_vectors"
             )
-        vector = check_vector(query_embedding, self.dimensions, "query_embedding")
+        vector = checked_query(query_embedding, self.dimensions)
         collection = self._client
         if where is None and collection is not None and collection.searches_inline():
             await anyio.lowlevel.checkpoint()
