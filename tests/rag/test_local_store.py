@@ -334,3 +334,11 @@ async def test_small_in_memory_searches_answer_while_every_worker_thread_is_busy
             limiter.total_tokens = saved_tokens
         assert [(d.id, d.score) for d in found] == [(d.id, d.score) for d in expected]
         assert texts(found) == [f"t{i}" for i in exact_top(data, np.array(query), 5)]
+
+
+async def test_a_search_after_close_says_the_store_is_closed() -> None:
+    store = LocalVectorStore(":memory:", "c", DIM)
+    await store.add(docs_of(vectors(10, 15)))
+    await store.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        await store.search(vectors(1, 16)[0].tolist(), limit=3)

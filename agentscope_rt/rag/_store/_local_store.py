@@ -273,18 +273,31 @@ class LocalVectorStore(SyncClientStoreBase[LocalCollection]):
                 "filter and with_vectors"
             )
         vector = checked_query(query_embedding, self.dimensions)
-        collection = self._client
-        if where is None and collection is not None and collection.searches_inline():
+        client = self._client
+        if where is None and client is not None and client.searches_inline():
             await anyio.lowlevel.checkpoint()
-            # Small, exact and in memory: run here, unless an add or delete holds the store.
-            if self._lock.acquire(blocking=False):
-                try:
-                    found = collection.search(vector, limit, None, bool(with_vectors))
-                finally:
-                    self._lock.release()
+            found = self._search_here(vector, limit, bool(with_vectors))
+            if found is not None:
                 return keep(found, score_threshold)
         found = await self._call(self._search, vector, limit, where, bool(with_vectors))
         return keep(found, score_threshold)
+
+    def _search_here(self, vector: FloatArray, limit: int, vectors: bool) -> list[Document] | None:
+        """An unfiltered search run on the calling (event loop's) thread, or ``None`` when the
+        store is busy (an add or delete holds it) or the collection has outgrown
+        :meth:`LocalCollection.searches_inline` since the caller looked.
+
+        :raises RuntimeError: once the store is closed.
+        """
+        if not self._lock.acquire(blocking=False):
+            return None
+        try:
+            collection = self._get()
+            if not collection.searches_inline():
+                return None
+            return collection.search(vector, limit, None, vectors)
+        finally:
+            self._lock.release()
 
     async def delete(
         self,
