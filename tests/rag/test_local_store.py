@@ -342,3 +342,40 @@ async def test_a_search_after_close_says_the_store_is_closed() -> None:
     await store.close()
     with pytest.raises(RuntimeError, match="closed"):
         await store.search(vectors(1, 16)[0].tolist(), limit=3)
+
+
+async def test_in_memory_hits_show_the_rows_as_last_written(tmp_path: Path) -> None:
+    # An in-memory collection reads its hits' fields from its own copy of the rows: after
+    # deletes, reused slots and overwrites it answers as a folder (read from SQLite) does.
+    first = docs_of(vectors(300, 17), "a", per_doc=50)
+    second = docs_of(vectors(120, 18), "b", per_doc=40)
+    rewritten = docs_of(vectors(300, 17), "a", per_doc=50)[:20]
+    for doc in rewritten:
+        doc.metadata.total_chunks = 999  # not part of the id: the same chunks, overwritten
+    answers = []
+    for location in (":memory:", tmp_path):
+        async with LocalVectorStore(location, "c", DIM) as store:
+            await store.add(first)
+            await store.delete(doc_ids=["doc1", "doc3"])  # frees 100 slots
+            await store.add(second)  # takes freed slots, then new ones
+            await store.add(rewritten)
+            found = []
+            for doc in [*first[:20], *first[60:70], *second]:
+                hits = await store.search(doc.embedding or [], limit=1)
+                found.append(
+                    [
+                        (
+                            h.id,
+                            h.metadata.content["text"],
+                            h.metadata.doc_id,
+                            h.metadata.chunk_id,
+                            h.metadata.total_chunks,
+                        )
+                        for h in hits
+                    ]
+                )
+            answers.append(found)
+    memory, folder = answers
+    assert memory == folder
+    assert [hit[0][4] for hit in memory[:20]] == [999] * 20
+    assert all(hit[0][1].startswith("b") for hit in memory[30:])

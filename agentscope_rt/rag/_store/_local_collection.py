@@ -259,6 +259,11 @@ class LocalCollection:
         self._high = 0  # slots in use are below this
         self._index_from = 0  # slots below this are indexed or free: index_some starts here
         self._free: list[int] = []
+        # An in-memory collection also keeps each stored row's fields (id, doc_id, chunk_id,
+        # total_chunks, content JSON) by slot, and a search reads its hits here: SQLite's
+        # lookups, once a scan has emptied the caches, cost more than the rest of a small
+        # search. A folder's rows are read from its database.
+        self._row_cache: list[tuple[Any, ...] | None] | None = [] if path is None else None
         self._alive_count = 0
         self._backlog_count = 0
         self._generation = 0
@@ -513,6 +518,11 @@ class LocalCollection:
             self._set_meta("generation", str(self._generation))
         slot_array = np.asarray(slots, np.int64)
         self._grow(high)
+        cache = self._row_cache
+        if cache is not None:
+            cache.extend([None] * (high - len(cache)))
+            for slot, i in zip(slots, order, strict=True):
+                cache[slot] = batch.rows[i]
         self._unindex(slot_array)
         self._alive_count += len(ids) - len(existing)
         self._free, self._high = free, high
@@ -537,6 +547,9 @@ class LocalCollection:
             self._generation += 1
             self._set_meta("generation", str(self._generation))
         slot_array = np.asarray(slots, np.int64)
+        if self._row_cache is not None:
+            for slot in slots:
+                self._row_cache[slot] = None
         self._unindex(slot_array)
         self._alive[slot_array] = False
         self._alive_count -= len(slots)
@@ -719,12 +732,16 @@ class LocalCollection:
         if not len(slots):
             return []
         wanted = slots.tolist()
-        columns = "slot, id, doc_id, chunk_id, total_chunks, content" + (
-            ", vector" if with_vectors else ""
-        )
-        marks = ",".join("?" * len(wanted))
-        query = f"SELECT {columns} FROM chunks WHERE slot IN ({marks})"
-        rows = {row[0]: row for row in self._db.execute(query, wanted)}
+        cache = self._row_cache
+        if cache is not None and not with_vectors:
+            rows = {slot: (slot, *cache[slot]) for slot in wanted}
+        else:
+            columns = "slot, id, doc_id, chunk_id, total_chunks, content" + (
+                ", vector" if with_vectors else ""
+            )
+            marks = ",".join("?" * len(wanted))
+            query = f"SELECT {columns} FROM chunks WHERE slot IN ({marks})"
+            rows = {row[0]: row for row in self._db.execute(query, wanted)}
         docs = []
         for slot, score in zip(wanted, self._scores(slots, keys, q), strict=True):
             row = rows[slot]
