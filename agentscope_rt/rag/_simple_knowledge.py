@@ -3,7 +3,7 @@
 ``add_documents`` checks every chunk's modality first (so a bad batch stores nothing), embeds
 all contents in one call to the model, and hands the chunks to the store in slices of
 :attr:`VDBStoreBase.add_batch` chunks (:data:`STORE_BATCH` by default; a
-:class:`LocalVectorStore`: its own slice, 8 to 64 chunks by their size): each slice is one trip
+:class:`LocalVectorStore`: its own slice, 8 to 128 chunks by their size): each slice is one trip
 to the store's worker thread, and the event loop runs other tasks between slices instead of
 waiting for the whole corpus. Stores upsert by chunk id (derived from content), so adding the
 same documents again, or again after a cancelled add, overwrites them instead of duplicating

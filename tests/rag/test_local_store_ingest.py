@@ -76,9 +76,10 @@ def test_content_json_cannot_encode_is_refused() -> None:
 
 
 async def test_simple_knowledge_hands_the_store_its_own_slices(tmp_path: Path) -> None:
-    chunks = docs(150)
-    table = {d.metadata.content["text"]: list(d.embedding or []) for d in chunks}
     step = add_slice(DIM)
+    total = 2 * step + 22
+    chunks = docs(total)
+    table = {d.metadata.content["text"]: list(d.embedding or []) for d in chunks}
     async with LocalVectorStore(str(tmp_path), "kb", DIM) as store:
         sizes: list[int] = []
         original_add = store.add
@@ -90,11 +91,11 @@ async def test_simple_knowledge_hands_the_store_its_own_slices(tmp_path: Path) -
         store.add = counting_add  # type: ignore[method-assign]
         kb = SimpleKnowledge(store, TableEmbedding(table))
         await kb.add_documents(chunks)
-        assert sizes == [step, step, 150 - 2 * step]
-        assert store.get_client().count() == 150
+        assert sizes == [step, step, 22]
+        assert store.get_client().count() == total
     # Reopened: every chunk's text (stored as its JSON) and id read back.
     async with LocalVectorStore(str(tmp_path), "kb", DIM) as store:
-        for i in (0, 77, 149):
+        for i in (0, step + 1, total - 1):
             found = await store.search(table[f"t{i} é ✓"], limit=1)
             assert [d.metadata.content["text"] for d in found] == [f"t{i} é ✓"]
             meta = chunks[i].metadata
@@ -106,7 +107,9 @@ async def test_a_bad_chunk_in_the_last_slice_stores_nothing() -> None:
     assert chunks[-1].embedding is not None
     chunks[-1].embedding[5] = float("nan")
     async with LocalVectorStore(":memory:", "c", DIM) as store:
-        with pytest.raises(ValueError, match=r"documents\[63\] .*nan at position 5"):
+        with pytest.raises(
+            ValueError, match=rf"documents\[{add_slice(DIM) - 1}\] .*nan at position 5"
+        ):
             await store.add(chunks)
         assert store.get_client().count() == 0
 

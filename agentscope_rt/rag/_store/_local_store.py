@@ -28,7 +28,7 @@ writes at most :func:`add_slice` chunks per trip, and builds the index up to
 :data:`INDEX_SLICE` vectors per trip; NumPy's product and usearch's inserts release the
 interpreter while they compute. Opening a folder reads its vectors in steps, and loading or
 saving the index hands the interpreter over every few hundred vectors. So a task of the event
-loop waits for the store about a millisecond at most, on asyncio and trio.
+loop waits for the store a couple of milliseconds at most, on asyncio and trio.
 """
 
 from __future__ import annotations
@@ -174,8 +174,8 @@ class LocalVectorStore(SyncClientStoreBase[LocalCollection]):
 
     @property
     def add_batch(self) -> int:
-        """One of this store's own slices (:func:`add_slice`: 8 to 64 chunks by their size,
-        about a millisecond of work), checked and written in one trip."""
+        """One of this store's own slices (:func:`add_slice`: 8 to 128 chunks by their size,
+        about two milliseconds of work), checked and written in one trip."""
         return add_slice(self.dimensions)
 
     async def add(self, documents: list[Document], **kwargs: Any) -> None:
