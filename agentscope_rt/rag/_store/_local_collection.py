@@ -187,54 +187,57 @@ class _Batch:
         self.vectors = vectors
 
 
+def _float32_matrix(values: Any, shape: tuple[int, ...]) -> FloatArray | None:
+    """*values* as a float32 array of *shape*, or ``None`` unless every value is a finite
+    float32 number and every vector's norm at most :data:`NORM_MAX` (what
+    :func:`check_vector` asks of one vector, checked for all at once by NumPy)."""
+    import numpy as np
+
+    try:
+        matrix = np.asarray(values, dtype=np.float64)
+    except (ValueError, TypeError):
+        return None
+    if matrix.shape != shape:
+        return None
+    # NaN compares false, so a NaN anywhere fails the first test too.
+    if not (
+        np.abs(matrix).max(initial=0.0) <= FLOAT32_MAX
+        and (np.linalg.norm(matrix, axis=-1) <= NORM_MAX).all()
+    ):
+        return None
+    return matrix.astype(np.float32)
+
+
 def _checked_vectors(documents: list[Document], dimensions: int) -> FloatArray:
     """The embeddings of *documents* as a float32 matrix, every one checked at once.
 
     :raises ValueError: as :func:`check_vector`, whose message names the first bad document.
     """
-    import numpy as np
-
     embeddings = [doc.embedding for doc in documents]
-    try:
-        if any(e is None for e in embeddings):
-            raise ValueError
-        matrix = np.asarray(embeddings, dtype=np.float64)
-        if matrix.shape != (len(documents), dimensions):
-            raise ValueError
-        norms = np.linalg.norm(matrix, axis=1)
-        # NaN compares false, so a NaN anywhere fails the first test too.
-        if not (np.abs(matrix).max(initial=0.0) <= FLOAT32_MAX and (norms <= NORM_MAX).all()):
-            raise ValueError
-    except (ValueError, TypeError):
+    matrix = None
+    if all(e is not None for e in embeddings):
+        matrix = _float32_matrix(embeddings, (len(documents), dimensions))
+    if matrix is None:
         # The shared check names the culprit (and its position) for the error message.
         for index, doc in enumerate(documents):
             check_vector(doc.embedding, dimensions, f"documents[{index}]")
-        raise
-    return matrix.astype(np.float32)
+        raise ValueError("the embeddings do not form a matrix of finite float32 numbers")
+    return matrix
 
 
 def checked_query(query: Any, dimensions: int) -> FloatArray:
-    """*query* as a float32 vector, checked as :func:`check_vector` checks it, in one NumPy
-    pass (the search path's own copy of the check: a Python loop over 384 values costs more
-    than an exact search's bookkeeping).
+    """*query* as a float32 vector, checked as :func:`check_vector` checks it but in one NumPy
+    pass (a Python loop over 384 values costs more than an exact search's bookkeeping).
 
     :raises ValueError: as :func:`check_vector`, whose message names the problem.
     """
     import numpy as np
 
-    try:
-        vector = np.asarray(query, dtype=np.float64)
-        ok = (
-            vector.shape == (dimensions,)
-            and np.abs(vector).max(initial=0.0) <= FLOAT32_MAX
-            and float(np.linalg.norm(vector)) <= NORM_MAX
-        )
-    except (ValueError, TypeError):
-        ok = False
-    if not ok:
+    vector = _float32_matrix(query, (dimensions,))
+    if vector is None:
         # The shared check raises with the reason (or accepts what NumPy would not read).
-        vector = np.asarray(check_vector(query, dimensions, "query_embedding"), np.float64)
-    return vector.astype(np.float32)
+        vector = np.asarray(check_vector(query, dimensions, "query_embedding"), np.float32)
+    return vector
 
 
 class LocalCollection:
@@ -737,24 +740,26 @@ class LocalCollection:
         if not len(slots):
             return []
         wanted = slots.tolist()
+        # Each row: id, doc_id, chunk_id, total_chunks, content (JSON)[, vector].
         cache = self._row_cache
+        rows: Mapping[int, Any] | Sequence[Any]
         if cache is not None and not with_vectors:
-            rows = {slot: (slot, *cache[slot]) for slot in wanted}
+            rows = cache  # indexed by slot
         else:
             columns = "slot, id, doc_id, chunk_id, total_chunks, content" + (
                 ", vector" if with_vectors else ""
             )
             marks = ",".join("?" * len(wanted))
             query = f"SELECT {columns} FROM chunks WHERE slot IN ({marks})"
-            rows = {row[0]: row for row in self._db.execute(query, wanted)}
+            rows = {row[0]: row[1:] for row in self._db.execute(query, wanted)}
         docs = []
         for slot, score in zip(wanted, self._scores(slots, keys, q), strict=True):
             row = rows[slot]
             # The columns are typed by the table (TEXT and INTEGER NOT NULL): only the content,
             # JSON, needs building (DocMetadata's converter checks it is a block).
-            metadata = DocMetadata(json.loads(row[5]), row[2], row[3], row[4])
-            embedding = np.frombuffer(row[6], np.float32).tolist() if with_vectors else None
-            docs.append(Document(metadata=metadata, id=row[1], embedding=embedding, score=score))
+            metadata = DocMetadata(json.loads(row[4]), row[1], row[2], row[3])
+            embedding = np.frombuffer(row[5], np.float32).tolist() if with_vectors else None
+            docs.append(Document(metadata=metadata, id=row[0], embedding=embedding, score=score))
         return docs
 
     def _scores(self, slots: IntArray, keys: FloatArray, q: FloatArray) -> list[float]:

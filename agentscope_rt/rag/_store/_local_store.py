@@ -38,6 +38,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
+import anyio.lowlevel
 
 from .._document import Document, chunk_id_and_json
 from ._store_base import (
