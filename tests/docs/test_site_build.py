@@ -75,3 +75,19 @@ def test_every_page_is_in_the_navigation() -> None:
     nav = yaml.safe_load(re.sub(r"!!python/name:\S+", "null", text))["nav"]
     pages = {page.name for page in (ROOT / "docs").glob("*.md")}
     assert sorted(pages - _nav_pages(nav)) == []
+
+
+def test_the_api_pages_show_no_raw_cross_reference(site_build: SiteBuild) -> None:
+    # A docstring's :class:`~agentscope_rt.tool.ToolResponse` is a link (or, for an object with
+    # no entry, its plain name), never the Sphinx source text.
+    raw = re.compile(r"~agentscope_rt\.|:(?:class|func|meth|data|attr|exc|mod|obj):")
+    found = {
+        page.relative_to(site_build.folder).as_posix(): len(hits)
+        for page in site_build.folder.rglob("*.html")
+        if (hits := raw.findall(page.read_text(encoding="utf-8")))
+    }
+    assert found == {}
+    tool_page = (site_build.folder / "api" / "mcp.html").read_text(encoding="utf-8")
+    assert 'href="tool.html#agentscope_rt.tool.ToolResponse"><code>ToolResponse</code></a>' in (
+        tool_page
+    )
