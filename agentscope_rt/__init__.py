@@ -43,6 +43,7 @@ SUBPACKAGES = frozenset(
         "evaluate",
         "exception",
         "formatter",
+        "hooks",
         "mcp",
         "memory",
         "message",
