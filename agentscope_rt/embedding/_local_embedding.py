@@ -130,6 +130,9 @@ class LocalTextEmbedding(EmbeddingModelBase):
             if self._encoder is not None:
                 return self._encoder
             try:
+                # Checked here with the rest of the extra, though only _encode imports it.
+                import threadpoolctl  # noqa: F401
+
                 from ._bert import BertEncoder
             except ImportError as exc:
                 raise missing_extra(_USER, "embedding", exc.name) from exc

@@ -72,6 +72,12 @@ _CASES = [
         "setup_tracing('http://127.0.0.1:9/v1/traces')",
     ),
     (
+        "init-tracing-url",
+        ["opentelemetry"],
+        "tracing",
+        "import agentscope_rt\nagentscope_rt.init(tracing_url='http://127.0.0.1:9/v1/traces')",
+    ),
+    (
         "ray-evaluator",
         ["ray"],
         "ray",
@@ -102,6 +108,12 @@ _CASES = [
         "from agentscope_rt.token import HuggingFaceTokenCounter\nHuggingFaceTokenCounter('m')",
     ),
     (
+        "huggingface-jinja2",
+        ["jinja2"],
+        "huggingface",
+        "from agentscope_rt.token import HuggingFaceTokenCounter\nHuggingFaceTokenCounter('m')",
+    ),
+    (
         "redis",
         ["redis"],
         "redis",
@@ -114,8 +126,23 @@ _CASES = [
         "from agentscope_rt.memory import AsyncSQLAlchemyMemory\nAsyncSQLAlchemyMemory()",
     ),
     (
+        "sql-postgresql-driver",
+        ["psycopg"],
+        "sql",
+        "from agentscope_rt.memory import AsyncSQLAlchemyMemory\n"
+        "AsyncSQLAlchemyMemory('postgresql+psycopg://user@127.0.0.1:9/db')",
+    ),
+    (
         "embedding",
         ["tokenizers"],
+        "embedding",
+        "import anyio\n"
+        "from agentscope_rt.embedding import LocalTextEmbedding\n"
+        "anyio.run(LocalTextEmbedding().__call__, ['hello'])",
+    ),
+    (
+        "embedding-threadpoolctl",
+        ["threadpoolctl"],
         "embedding",
         "import anyio\n"
         "from agentscope_rt.embedding import LocalTextEmbedding\n"
@@ -136,6 +163,22 @@ _CASES = [
         "import anyio\n"
         "from agentscope_rt.rag import WordReader\n"
         "anyio.run(WordReader().__call__, 'missing.docx')",
+    ),
+    (
+        "office-excel",
+        ["openpyxl"],
+        "office",
+        "import anyio\n"
+        "from agentscope_rt.rag import ExcelReader\n"
+        "anyio.run(ExcelReader().__call__, 'missing.xlsx')",
+    ),
+    (
+        "office-powerpoint",
+        ["pptx"],
+        "office",
+        "import anyio\n"
+        "from agentscope_rt.rag import PowerPointReader\n"
+        "anyio.run(PowerPointReader().__call__, 'missing.pptx')",
     ),
     (
         "vector",
