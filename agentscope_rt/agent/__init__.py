@@ -11,7 +11,7 @@ imported, with its package and that package's extra, when first read. They are i
 but not in ``__all__``, so ``from agentscope_rt.agent import *`` needs no extra.
 """
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._moved import moved_attribute
 from ..realtime import RealtimeAgent  # AgentScope exports it here
@@ -50,9 +50,11 @@ __all__ = [
 # AgentScope's names for classes of the packages above (agentscope_rt._moved says why).
 _MOVED = {"A2AAgent": "agentscope_rt.a2a", "StudioUserInput": "agentscope_rt.studio"}
 
-
-def __getattr__(name: str) -> Any:
-    return moved_attribute(__name__, name, _MOVED)
+if not TYPE_CHECKING:
+    # Hidden from type checkers: to them a module __getattr__ makes every misspelt name of this
+    # package an Any; they find these classes, typed, at their own paths.
+    def __getattr__(name: str) -> Any:
+        return moved_attribute(__name__, name, _MOVED)
 
 
 def __dir__() -> list[str]:

@@ -16,7 +16,7 @@ AgentScope's ``agentscope.formatter.A2AChatFormatter`` answers here too
 in ``dir()``, not in ``__all__``).
 """
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._moved import moved_attribute
 from ._anthropic_formatter import AnthropicChatFormatter, AnthropicMultiAgentFormatter
@@ -81,9 +81,11 @@ __all__ = [
 # AgentScope's name for a class of the package above (agentscope_rt._moved says why).
 _MOVED = {"A2AChatFormatter": "agentscope_rt.a2a"}
 
-
-def __getattr__(name: str) -> Any:
-    return moved_attribute(__name__, name, _MOVED)
+if not TYPE_CHECKING:
+    # Hidden from type checkers: to them a module __getattr__ makes every misspelt name of this
+    # package an Any; they find these classes, typed, at their own paths.
+    def __getattr__(name: str) -> Any:
+        return moved_attribute(__name__, name, _MOVED)
 
 
 def __dir__() -> list[str]:

@@ -22,7 +22,7 @@ from agentscope_rt._extras import install_command
 _PACKAGE = Path(__file__).resolve().parents[2] / "agentscope_rt"
 
 _BLOCKER = """
-import importlib.abc, json, sys, traceback
+import importlib.abc, json, sys
 
 BLOCKED = {blocked!r}
 
