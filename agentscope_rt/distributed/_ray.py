@@ -23,9 +23,9 @@ def import_ray() -> Any:
     try:
         import ray
     except ImportError as exc:
-        raise ImportError(
-            "agentscope_rt.distributed needs Ray: pip install 'agentscope-rt[ray]'"
-        ) from exc
+        from .._extras import missing_extra
+
+        raise missing_extra("agentscope_rt.distributed", "ray", exc.name) from exc
     return ray
 
 

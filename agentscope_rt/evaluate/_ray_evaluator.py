@@ -54,7 +54,9 @@ def _import_ray() -> Any:
     try:
         import ray
     except ImportError as exc:
-        raise ImportError("RayEvaluator needs Ray: pip install 'agentscope-rt[ray]'") from exc
+        from .._extras import missing_extra
+
+        raise missing_extra("RayEvaluator", "ray", exc.name) from exc
     return ray
 
 
