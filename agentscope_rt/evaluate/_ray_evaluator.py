@@ -6,16 +6,13 @@ import math
 from typing import Any, TextIO
 
 import anyio
-import anyio.from_thread
 
+from .._ray import driver_only_modules, ensure_ray, import_ray, kill_actors, wait_ref
 from ._evaluator import EvaluatorBase, PendingPair, _positive_int
 from ._progress import Progress
 from ._run import PairOutcome, RetryPolicy, SolutionFunction, run_pair
 from ._storage import EvaluatorStorageBase
 from ._task import BenchmarkBase
-
-# How long a worker thread blocks in ray.get before it looks whether its task was cancelled.
-_POLL_S = 0.25
 
 
 class _PairWorker:
@@ -50,23 +47,6 @@ class _PairWorker:
         )
 
 
-def _import_ray() -> Any:
-    try:
-        import ray
-    except ImportError as exc:
-        raise ImportError("RayEvaluator needs Ray: pip install 'agentscope-rt[ray]'") from exc
-    return ray
-
-
-def _wait(ray: Any, ref: Any) -> Any:
-    """``ray.get(ref)`` in a worker thread that gives up when its task is cancelled."""
-    while True:
-        try:
-            return ray.get(ref, timeout=_POLL_S)
-        except ray.exceptions.GetTimeoutError:
-            anyio.from_thread.check_cancelled()
-
-
 class RayEvaluator(EvaluatorBase):
     """Runs the pairs on Ray actors spread over the cluster, up to ``n_workers`` at once.
 
@@ -79,14 +59,23 @@ class RayEvaluator(EvaluatorBase):
     actors, through the storage they were given (a shared folder on a multi-node cluster).
     The solution, the tasks and the storage must be picklable (Ray uses cloudpickle).
 
+    The modules defining the solution, the benchmark, its metrics and the storage are sent to
+    the actors (Ray's ``runtime_env`` ``py_modules``) when the workers could not import them
+    otherwise: not installed, and not in the current folder, the script's folder or
+    ``PYTHONPATH`` (e.g. a folder added to ``sys.path`` at run time). An ``actor_options``
+    ``runtime_env`` with its own ``py_modules`` or ``working_dir`` is left as given.
+
     The caller may run on asyncio or trio: Ray's object references are awaited with
     ``ray.get`` in worker threads. Cancelling the run cancels the Ray tasks in flight. Ray is
-    started (``ray.init()``) when not already running.
+    started (``ray.init(**ray_init_options)``) when not already running, from a thread kept
+    for the life of the process, so runs work in one event loop after another.
 
     :param n_workers: how many pairs run at once over the cluster.
     :param n_actors: how many actors to create (default: the cluster's CPUs, at most
         ``n_workers``).
     :param actor_options: more ``.options(...)`` for the actors (e.g. ``num_cpus``).
+    :param ray_init_options: keyword arguments of ``ray.init`` when this evaluator starts Ray
+        (``num_cpus``, ``address``...); ignored when Ray is already running.
     :raises ImportError: when Ray is not installed.
     :raises EvaluationError: for ``n_workers`` or ``n_actors`` below 1 (and see
         :class:`EvaluatorBase`).
@@ -102,6 +91,7 @@ class RayEvaluator(EvaluatorBase):
         *,
         n_actors: int | None = None,
         actor_options: dict[str, Any] | None = None,
+        ray_init_options: dict[str, Any] | None = None,
         timeout: float | None = None,
         retry: RetryPolicy | None = None,
         progress: bool | TextIO = True,
@@ -109,16 +99,18 @@ class RayEvaluator(EvaluatorBase):
         super().__init__(
             name, benchmark, n_repeat, storage, timeout=timeout, retry=retry, progress=progress
         )
-        self._ray = _import_ray()
+        self._ray = import_ray("RayEvaluator")
         self.n_workers = _positive_int(n_workers, "n_workers")
         self.n_actors = None if n_actors is None else _positive_int(n_actors, "n_actors")
         self.actor_options = dict(actor_options or {})
+        self.ray_init_options = dict(ray_init_options or {})
 
     async def run(self, solution: SolutionFunction) -> None:
         """Solve and evaluate every unfinished pair on the cluster, then aggregate.
 
-        :raises EvaluationError: when the benchmark has two tasks with one id, or a stored file
-            cannot be read.
+        :raises EvaluationError: before any solution runs, when the benchmark has two tasks
+            with one id or a name that cannot name a file (see :class:`EvaluatorBase`); when a
+            stored file cannot be read.
         :raises ray.exceptions.RayError: when an actor dies or Ray fails (the outcomes that
             arrived before are stored).
         """
@@ -134,6 +126,7 @@ class RayEvaluator(EvaluatorBase):
     async def _run_on_cluster(
         self, pending: list[PendingPair], solution: SolutionFunction, progress: Progress
     ) -> None:
+        await ensure_ray(self._ray, self.ray_init_options)
         actors = await anyio.to_thread.run_sync(self._start_actors, solution, len(pending))
         in_flight = [0] * len(actors)
         limiter = anyio.CapacityLimiter(self.n_workers)
@@ -156,17 +149,10 @@ class RayEvaluator(EvaluatorBase):
                     )
         finally:
             # Also when cancelled: actors left alive would hold their processes.
-            with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(self._kill, actors)
-
-    def _kill(self, actors: list[Any]) -> None:
-        for actor in actors:
-            self._ray.kill(actor)
+            await kill_actors(self._ray, actors)
 
     def _start_actors(self, solution: SolutionFunction, n_pairs: int) -> list[Any]:
         ray = self._ray
-        if not ray.is_initialized():
-            ray.init()
         cpus = int(ray.cluster_resources().get("CPU", 1)) or 1
         n_actors = min(self.n_actors or cpus, self.n_workers, n_pairs)
         options = {
@@ -176,11 +162,24 @@ class RayEvaluator(EvaluatorBase):
             "num_cpus": 0,
             **self.actor_options,
         }
+        self._ship_modules(options, solution)
         actor_class = ray.remote(_PairWorker)
         return [
             actor_class.options(**options).remote(solution, self.storage, self.timeout, self.retry)
             for _ in range(n_actors)
         ]
+
+    def _ship_modules(self, options: dict[str, Any], solution: SolutionFunction) -> None:
+        """Add the modules the actors need and could not import to *options*' runtime_env."""
+        env = dict(options.get("runtime_env") or {})
+        if "py_modules" in env or "working_dir" in env:
+            return
+        kinds: set[type] = {type(self.benchmark), type(self.storage)}
+        for task in self.benchmark:
+            kinds |= {type(task), *(type(metric) for metric in task.metrics)}
+        shipped = driver_only_modules([solution, *kinds])
+        if shipped:
+            options["runtime_env"] = {**env, "py_modules": shipped}
 
     async def _run_remote(
         self,
@@ -195,9 +194,7 @@ class RayEvaluator(EvaluatorBase):
         try:
             ref = actor.run.remote(pair)
             try:
-                outcome: PairOutcome = await anyio.to_thread.run_sync(
-                    _wait, self._ray, ref, limiter=threads
-                )
+                outcome: PairOutcome = await wait_ref(self._ray, ref, threads)
             except BaseException:
                 self._ray.cancel(ref)
                 raise

@@ -15,6 +15,7 @@ from typing import Any
 import anyio
 
 from agentscope_rt.evaluate import FileEvaluatorStorage, GeneralEvaluator, RayEvaluator
+from tests.distributed._two_loops import run_two_loops
 
 from ._sums import Sums, failing_on_t2, hanging_on_t3, solution_with_pid
 
@@ -103,3 +104,10 @@ async def test_cancelling_a_ray_run_stops_it_and_the_next_run_does_the_rest(
         json.loads(p.read_text("utf-8"))["meta"].get("pid") for p in tmp_path.rglob("solution.json")
     }
     assert len(pids - {None}) == 1  # only t3 ran again (the others have no pid in meta)
+
+
+def test_the_evaluator_works_in_one_event_loop_after_another(tmp_path: Path) -> None:
+    # A new process with its own Ray cluster, started by the evaluator under asyncio and used
+    # again under trio (tests/distributed/_two_loops.py).
+    lines = run_two_loops("evaluator", tmp_path)
+    assert lines == ["asyncio: ['t1', 't2', 't3']", "trio: ['t1', 't2', 't3']"]
