@@ -21,13 +21,21 @@ import sysconfig
 import threading
 from collections.abc import Callable, Iterable
 from queue import SimpleQueue
+from types import ModuleType
 from typing import Any
 
 import anyio
 import anyio.from_thread
 import anyio.to_thread
 
-__all__ = ["driver_only_modules", "ensure_ray", "import_ray", "kill_actors", "wait_ref"]
+__all__ = [
+    "driver_only_modules",
+    "ensure_ray",
+    "import_ray",
+    "kill_actors",
+    "send_by_value",
+    "wait_ref",
+]
 
 # How long a worker thread blocks on Ray before it looks whether its task was cancelled.
 _POLL_S = 0.25
@@ -165,8 +173,8 @@ def _worker_path() -> set[str]:
     return {os.path.realpath(folder) for folder in folders if folder}
 
 
-def _module_root(name: str) -> str | None:
-    """The file or folder of the top-level module of *name*, ``None`` when it has none."""
+def _module_root(name: str) -> tuple[ModuleType, str] | None:
+    """The top-level module of *name* and its file or folder; ``None`` when it has none."""
     top = name.partition(".")[0]
     module = sys.modules.get(top)
     # This package is on the workers (they run its actors); a script sends itself by value.
@@ -176,29 +184,39 @@ def _module_root(name: str) -> str | None:
     locations = list(getattr(module, "__path__", []) or [])
     if not locations and getattr(module, "__file__", None):
         locations = [module.__file__]
-    return os.path.realpath(locations[0]) if len(locations) == 1 else None
+    return (module, os.path.realpath(locations[0])) if len(locations) == 1 else None
 
 
-def driver_only_modules(objects: Iterable[Any]) -> list[str]:
-    """The top-level modules (their file or folder) defining *objects* (functions, classes, or
-    instances of classes) that Ray's workers cannot import: not installed, and not in a folder
-    the workers' path holds (see :func:`_worker_path`). Scripts (``__main__``) are left out:
-    cloudpickle sends what they define by value.
-
-    What it returns goes to an actor's ``runtime_env={"py_modules": [...]}``.
+def driver_only_modules(objects: Iterable[Any]) -> list[ModuleType]:
+    """The top-level modules defining *objects* (functions, classes, or instances of classes)
+    that Ray's workers cannot import: not installed, and not in a folder the workers' path
+    holds (see :func:`_worker_path`). Scripts (``__main__``) are left out: cloudpickle sends
+    what they define by value already.
     """
     installed = _installed_roots()
     on_path = _worker_path()
-    found: list[str] = []
+    found: list[ModuleType] = []
     for obj in objects:
         name = getattr(obj, "__module__", None) or type(obj).__module__
-        root = _module_root(name) if isinstance(name, str) else None
-        if (
-            root is None
-            or root.startswith(installed)
-            or os.path.dirname(root) in on_path
-            or root in found
-        ):
+        located = _module_root(name) if isinstance(name, str) else None
+        if located is None or located[0] in found:
             continue
-        found.append(root)
+        module, root = located
+        if not root.startswith(installed) and os.path.dirname(root) not in on_path:
+            found.append(module)
     return found
+
+
+def send_by_value(ray: Any, modules: Iterable[ModuleType]) -> None:
+    """Have Ray pickle what *modules* define by value from now on (for the life of the
+    process), so workers that cannot import them still get their functions and classes.
+
+    Ray's own way, a ``runtime_env`` with ``py_modules``, takes local paths only for the whole
+    job (``ray.init``), which may have been started without them; by value works on any
+    running cluster.
+    """
+    pickler = ray.cloudpickle
+    registered = pickler.list_registry_pickle_by_value()
+    for module in modules:
+        if module.__name__ not in registered:
+            pickler.register_pickle_by_value(module)

@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Awaitable
 from typing import Any, TextIO
 
 import anyio
 
-from .._ray import driver_only_modules, ensure_ray, import_ray, kill_actors, wait_ref
+from .._file_names import shown_name
+from .._ray import (
+    driver_only_modules,
+    ensure_ray,
+    import_ray,
+    kill_actors,
+    send_by_value,
+    wait_ref,
+)
+from ..exception import EvaluationError
 from ._evaluator import EvaluatorBase, PendingPair, _positive_int
 from ._progress import Progress
 from ._run import PairOutcome, RetryPolicy, SolutionFunction, run_pair
@@ -32,6 +42,10 @@ class _PairWorker:
         self._retry = retry
         # The actor's process exists for this evaluation: its spans are counted for good.
         EvaluatorBase._start_statistics()
+
+    def ready(self) -> bool:
+        """Answers once the actor is built (its arguments unpickled)."""
+        return True
 
     async def run(self, pair: PendingPair) -> PairOutcome:
         hook = self._storage.get_agent_pre_print_hook(pair.task.id, pair.repeat_id)
@@ -59,11 +73,14 @@ class RayEvaluator(EvaluatorBase):
     actors, through the storage they were given (a shared folder on a multi-node cluster).
     The solution, the tasks and the storage must be picklable (Ray uses cloudpickle).
 
-    The modules defining the solution, the benchmark, its metrics and the storage are sent to
-    the actors (Ray's ``runtime_env`` ``py_modules``) when the workers could not import them
-    otherwise: not installed, and not in the current folder, the script's folder or
-    ``PYTHONPATH`` (e.g. a folder added to ``sys.path`` at run time). An ``actor_options``
-    ``runtime_env`` with its own ``py_modules`` or ``working_dir`` is left as given.
+    The modules defining the solution, the benchmark, its tasks and metrics and the storage
+    are sent to the actors by value (cloudpickle's ``register_pickle_by_value``, for the life
+    of the process) when the workers could not import them: not installed, and not in the
+    current folder, the script's folder or ``PYTHONPATH`` (e.g. a folder added to
+    ``sys.path`` at run time). With an ``actor_options`` ``runtime_env`` holding
+    ``py_modules`` or ``working_dir``, nothing is sent: the workers import as told. Actors
+    that cannot be built fail the run at once with an :class:`EvaluationError` naming what
+    they missed.
 
     The caller may run on asyncio or trio: Ray's object references are awaited with
     ``ray.get`` in worker threads. Cancelling the run cancels the Ray tasks in flight. Ray is
@@ -111,8 +128,10 @@ class RayEvaluator(EvaluatorBase):
         :raises EvaluationError: before any solution runs, when the benchmark has two tasks
             with one id or a name that cannot name a file (see :class:`EvaluatorBase`); when a
             stored file cannot be read.
-        :raises ray.exceptions.RayError: when an actor dies or Ray fails (the outcomes that
-            arrived before are stored).
+        :raises EvaluationError: when the actors cannot be built (a module they need is
+            missing on the workers: the message names it), or an actor dies (the outcomes
+            that arrived before are stored), with what killed it.
+        :raises ray.exceptions.RayError: when Ray itself fails.
         """
         pending, finished = await anyio.to_thread.run_sync(self._prepare)
         progress = self._progress_bar(finished + len(pending), finished)
@@ -133,6 +152,9 @@ class RayEvaluator(EvaluatorBase):
         # One blocked thread per pair in flight (the default pool has 40 threads).
         threads = anyio.CapacityLimiter(self.n_workers)
         try:
+            # An actor that cannot be built (a module its arguments need is missing there)
+            # fails here once, before any pair is sent, rather than once per pair.
+            await self._wait(wait_ref(self._ray, [a.ready.remote() for a in actors]), None)
             async with anyio.create_task_group() as tg:
                 for pair in pending:
                     borrower = object()
@@ -170,16 +192,15 @@ class RayEvaluator(EvaluatorBase):
         ]
 
     def _ship_modules(self, options: dict[str, Any], solution: SolutionFunction) -> None:
-        """Add the modules the actors need and could not import to *options*' runtime_env."""
-        env = dict(options.get("runtime_env") or {})
+        """Send the modules the actors need and could not import by value (see
+        :func:`send_by_value`), unless *options* say how the workers get them."""
+        env = options.get("runtime_env") or {}
         if "py_modules" in env or "working_dir" in env:
             return
         kinds: set[type] = {type(self.benchmark), type(self.storage)}
         for task in self.benchmark:
             kinds |= {type(task), *(type(metric) for metric in task.metrics)}
-        shipped = driver_only_modules([solution, *kinds])
-        if shipped:
-            options["runtime_env"] = {**env, "py_modules": shipped}
+        send_by_value(self._ray, driver_only_modules([solution, *kinds]))
 
     async def _run_remote(
         self,
@@ -194,7 +215,7 @@ class RayEvaluator(EvaluatorBase):
         try:
             ref = actor.run.remote(pair)
             try:
-                outcome: PairOutcome = await wait_ref(self._ray, ref, threads)
+                outcome: PairOutcome = await self._wait(wait_ref(self._ray, ref, threads), pair)
             except BaseException:
                 self._ray.cancel(ref)
                 raise
@@ -203,3 +224,27 @@ class RayEvaluator(EvaluatorBase):
         finally:
             in_flight[index] -= 1
             limiter.release_on_behalf_of(borrower)
+
+    async def _wait(self, waiting: Awaitable[Any], pair: PendingPair | None) -> Any:
+        """What *waiting* (a wait on actors) gives, with an actor's death as an
+        :class:`EvaluationError` saying what killed it (*pair*: what it was running)."""
+        try:
+            return await waiting
+        except (
+            self._ray.exceptions.RayActorError,
+            self._ray.exceptions.RuntimeEnvSetupError,
+        ) as exc:
+            lines = str(exc).strip().splitlines()
+            cause = lines[-1].strip() if lines else type(exc).__name__
+            if pair is None:
+                raise EvaluationError(
+                    f"evaluation {self.name!r}: its Ray actors could not be built: {cause}. A "
+                    "module missing there must be importable on the workers (installed, in "
+                    "PYTHONPATH, or given as actor_options={'runtime_env': {'py_modules': "
+                    "[...]}})"
+                ) from None
+            raise EvaluationError(
+                f"evaluation {self.name!r}: the Ray actor running task "
+                f"{shown_name(pair.task.id)} (repeat {pair.repeat_id}) died: {cause}. The "
+                "outcomes that arrived before are stored; the next run resumes from them"
+            ) from None
