@@ -10,7 +10,14 @@ import anyio
 import anyio.to_thread
 
 from .._ids import new_id
-from .._ray import ensure_ray, import_ray, kill_actors, wait_ref
+from .._ray import (
+    driver_only_modules,
+    ensure_ray,
+    import_ray,
+    kill_actors,
+    send_by_value,
+    wait_ref,
+)
 from ..agent import AgentBase
 from ._actor import HostActor
 from ._proxy import AgentHostDiedError, RemoteAgent
@@ -142,11 +149,15 @@ class AgentHost:
         """Build ``factory(**kwargs)`` on the host for each *kwargs* of *calls* (in batches of
         a few thousand per Ray call); their proxies, in order.
 
-        :raises TypeError: when the factory cannot be pickled or does not return an agent
-            (agents of earlier batches stay on the host).
+        The factory's module is sent by value when the host could not import it (neither
+        installed nor in the current folder, the script's folder or ``PYTHONPATH``).
+
+        :raises TypeError: when the factory cannot be pickled, cannot be loaded on the host,
+            or does not return an agent (agents of earlier batches stay on the host).
         :raises AgentHostDiedError: when the host is gone.
         """
         calls = [dict(kwargs) for kwargs in calls]
+        send_by_value(self._ray, driver_only_modules([factory]))
         proxies: list[RemoteAgent] = []
         for start in range(0, len(calls), _CREATE_BATCH):
             batch = calls[start : start + _CREATE_BATCH]
@@ -157,7 +168,15 @@ class AgentHost:
                     f"agent host {self.name!r}: the agent factory (or its arguments) cannot be "
                     f"sent to the host: {type(exc).__name__}: {exc}"
                 ) from None
-            created = await self.wait(ref, None)
+            try:
+                created = await self.wait(ref, None)
+            except self._ray.exceptions.RaySystemError as exc:  # the arguments did not unpickle
+                lines = str(exc).strip().splitlines()
+                raise TypeError(
+                    f"agent host {self.name!r} cannot load the agent factory (or its arguments): "
+                    f"{lines[0] if lines else type(exc).__name__}; make its module importable "
+                    "there (installed, or in PYTHONPATH when Ray starts)"
+                ) from None
             proxies += [RemoteAgent(self, agent_id, name) for agent_id, name in created]
         return proxies
 
