@@ -162,3 +162,12 @@ async def solution_naming_its_task(task: Task, pre_print_hook: Any) -> SolutionO
     output = await solution(task, pre_print_hook)
     output.meta = {**(output.meta or {}), "task": task.id}
     return output
+
+
+async def dying_on_t2(task: Task, pre_print_hook: Any) -> SolutionOutput:
+    """:func:`solution`, except that task t2 ends the process running it."""
+    if task.id == "t2":
+        import os
+
+        os._exit(3)
+    return await solution(task, pre_print_hook)

@@ -22,7 +22,7 @@ from agentscope_rt.evaluate import FileEvaluatorStorage, GeneralEvaluator, RayEv
 from agentscope_rt.exception import EvaluationError
 from tests.distributed._two_loops import run_two_loops
 
-from ._sums import Sums, failing_on_t2, hanging_on_t3, solution_with_pid
+from ._sums import Sums, dying_on_t2, failing_on_t2, hanging_on_t3, solution_with_pid
 
 TASKS = [(f"t{i}", i, 2 * i) for i in range(1, 9)]
 
@@ -189,3 +189,20 @@ async def test_a_solution_in_a_module_only_this_process_can_import_reaches_the_a
     assert result["repeats"]["0"]["completed_ids"] == ["d0", "d1", "d2", "d3"]
     assert result["repeats"]["0"]["failed_ids"] == []
     assert os.getpid() not in _pids(tmp_path / "out")
+
+
+async def test_an_actor_that_dies_is_an_evaluation_error_naming_its_task(
+    tmp_path: Path, ray_cluster: Any
+) -> None:
+    storage = FileEvaluatorStorage(tmp_path)
+    evaluator = RayEvaluator(
+        "e", Sums(TASKS[:3]), 1, storage, n_workers=1, n_actors=1, progress=False
+    )
+    caught: list[BaseException] = []
+    with anyio.fail_after(120):
+        try:
+            await evaluator.run(dying_on_t2)
+        except* EvaluationError as group:
+            caught += group.exceptions
+    assert len(caught) == 1 and "task 't2' (repeat 0) died" in str(caught[0])
+    assert (tmp_path / "t1" / "0" / "solution.json").exists()  # stored before it died
