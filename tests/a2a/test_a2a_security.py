@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import anyio
@@ -14,6 +14,9 @@ import httpx
 import pytest
 from a2a.client import A2AClientError
 from a2a.types import HTTPAuthSecurityScheme, SecurityScheme
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from starlette.testclient import TestClient
 
 from agentscope_rt.a2a import A2AAgent, A2AAuth, A2AServer, WellKnownAgentCardResolver
 from agentscope_rt.exception import A2AError
@@ -354,4 +357,103 @@ async def test_bad_input_is_a_json_rpc_error_without_a_traceback(
     answer = await _post(url, json.dumps(body).encode() if isinstance(body, dict) else body)
     assert answer.status_code == 200
     assert answer.json()["error"]["code"] == code
+    assert not [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR]
+
+
+# -- fuzzing the JSON-RPC shapes ---------------------------------------------------------------
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+# Mostly the right shapes with wrong values in them: that is where the converters are reached.
+_value = st.text(max_size=12) | _json
+_part = st.fixed_dictionaries(
+    {},
+    optional={
+        "text": _value,
+        "raw": _value,
+        "url": _value,
+        "data": _json,
+        "kind": st.sampled_from(["text", "file", "data", "x"]),
+        "file": st.fixed_dictionaries(
+            {}, optional={"bytes": _value, "uri": _value, "mimeType": _value, "name": _value}
+        ),
+        "mediaType": _value,
+        "filename": _value,
+        "metadata": _json,
+    },
+)
+_message = st.fixed_dictionaries(
+    {"parts": st.lists(_part, min_size=1, max_size=3)},
+    optional={
+        "messageId": _value,
+        "role": st.sampled_from(["ROLE_USER", "ROLE_AGENT", "ROLE_UNSPECIFIED", "user", "agent"]),
+        "kind": st.just("message"),
+        "taskId": _value,
+        "contextId": _value,
+        "metadata": _json,
+        "referenceTaskIds": _json,
+        "extensions": _json,
+    },
+)
+_params = st.fixed_dictionaries(
+    {},
+    optional={
+        "message": _message,
+        "id": _value,
+        "historyLength": _json,
+        "configuration": st.fixed_dictionaries(
+            {}, optional={"returnImmediately": _json, "historyLength": _json, "blocking": _json}
+        ),
+        "metadata": _json,
+    },
+)
+_METHODS = [
+    "SendMessage",
+    "SendStreamingMessage",
+    "GetTask",
+    "CancelTask",
+    "SubscribeToTask",
+    "GetExtendedAgentCard",
+    "message/send",
+    "message/stream",
+    "tasks/get",
+    "tasks/cancel",
+    "tasks/resubscribe",
+    "agent/getAuthenticatedExtendedCard",
+]
+_requests = st.fixed_dictionaries(
+    {"jsonrpc": st.just("2.0"), "method": st.sampled_from(_METHODS), "params": _params},
+    optional={"id": _json},
+)
+
+
+@pytest.fixture(scope="module", params=["asyncio", "trio"])
+def app_client(request: pytest.FixtureRequest) -> Iterator[TestClient]:
+    server = A2AServer(Counter("Counter"), max_body_bytes=1 << 16)
+    with TestClient(server.app, backend=request.param) as client:
+        yield client
+
+
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(body=_requests)
+def test_no_json_rpc_shape_gets_a_500_or_a_logged_traceback(
+    app_client: TestClient, body: dict[str, Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.clear()
+    if body.get("method") in ("SendStreamingMessage", "message/stream", "SubscribeToTask"):
+        body["method"] = "SendMessage"  # a stream that started would wait for its task
+    if body.get("method") == "tasks/resubscribe":
+        body["method"] = "message/send"
+    answer = app_client.post("/", content=json.dumps(body))
+    assert answer.status_code == 200, answer.text
+    assert "result" in answer.json() or "error" in answer.json()
     assert not [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR]
