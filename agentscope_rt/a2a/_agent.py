@@ -49,6 +49,8 @@ Consumer = Callable[[StreamResponse, AgentCard], Any]
 _HTTP_TIMEOUT_S = 600.0
 # How long an interrupted reply waits for the server to accept the task's cancellation.
 _CANCEL_TIMEOUT_S = 10.0
+# How long closing a reply's clients may take (a peer that never acknowledges is left).
+_CLOSE_TIMEOUT_S = 5.0
 _FINAL_STATES = frozenset(
     {
         TaskState.TASK_STATE_COMPLETED,
@@ -290,11 +292,11 @@ class A2AAgent(AgentBase):
             try:
                 yield client
             finally:
-                with anyio.CancelScope(shield=True):
+                with anyio.CancelScope(shield=True), anyio.move_on_after(_CLOSE_TIMEOUT_S):
                     await client.close()
         finally:
             if own_http is not None:
-                with anyio.CancelScope(shield=True):
+                with anyio.CancelScope(shield=True), anyio.move_on_after(_CLOSE_TIMEOUT_S):
                     await own_http.aclose()
 
     async def handle_interrupt(self, msg: Msg | list[Msg] | None = None, **kwargs: Any) -> Msg:

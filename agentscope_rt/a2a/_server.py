@@ -56,6 +56,8 @@ _CANCEL_WAIT_S = 30.0
 _GRACEFUL_TIMEOUT_S = 2.0
 # How long a client may take to send a request's body: a peer that stalls is cut off.
 _BODY_TIMEOUT_S = 60.0
+# How long the application's credential check may take before the request is refused.
+_CHECK_TIMEOUT_S = 30.0
 # Bodies larger than this are parsed in a worker thread (10 MiB of JSON holds the loop ~50 ms).
 _THREADED_PARSE_BYTES = 1 << 20
 MAX_BODY_BYTES = 10 * 1024 * 1024
@@ -284,7 +286,8 @@ class A2AServer:
         if self._auth is None:
             return
         try:
-            allowed = await self._auth.allows(request.headers)
+            with anyio.fail_after(_CHECK_TIMEOUT_S):
+                allowed = await self._auth.allows(request.headers)
         except Exception as exc:
             # The application's check failed: say which, never with the headers it read.
             logger.error("A2AAuth's check raised %s: the request is refused", type(exc).__name__)

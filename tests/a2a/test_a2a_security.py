@@ -457,3 +457,16 @@ def test_no_json_rpc_shape_gets_a_500_or_a_logged_traceback(
     assert answer.status_code == 200, answer.text
     assert "result" in answer.json() or "error" in answer.json()
     assert not [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR]
+
+
+async def test_a_check_that_raises_refuses_and_logs_no_credential(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def broken(headers: Any) -> bool:
+        raise ValueError(f"cannot verify {headers.get('authorization')}")
+
+    async for url in _serve(A2AServer(Counter("C"), auth=A2AAuth(check=broken))):
+        answer = await _post(url, _send("SendMessage", "hi"), {"Authorization": f"Bearer {TOKEN}"})
+    assert answer.status_code == 401
+    assert "A2AAuth's check raised ValueError" in caplog.text
+    assert TOKEN not in caplog.text
