@@ -66,7 +66,7 @@ MAX_BODY_BYTES = 10 * 1024 * 1024
 class _Refused(Exception):
     """A request refused before it is read: the HTTP status and the JSON-RPC error."""
 
-    def __init__(self, status: int, error: RpcError, headers: dict[str, str] | None = None):
+    def __init__(self, status: int, error: RpcError, headers: dict[str, str] | None = None) -> None:
         super().__init__(error.message)
         self.status = status
         self.error = error
