@@ -301,9 +301,9 @@ async def test_a_printed_reply_is_streamed_once(printer_url: str) -> None:
 
 
 def _agentscope_python() -> str | None:
-    """An interpreter with AgentScope 1.x installed ($AGENTSCOPE_PYTHON, or /work/venv-as)."""
-    path = os.environ.get("AGENTSCOPE_PYTHON", "/work/venv-as/bin/python")
-    if not os.path.exists(path):
+    """An interpreter with AgentScope 1.x and a2a-sdk 0.3 installed ($AGENTSCOPE_PYTHON)."""
+    path = os.environ.get("AGENTSCOPE_PYTHON", "")
+    if not path or not os.path.exists(path):
         return None
     probe = subprocess.run([path, "-c", "import agentscope, a2a"], capture_output=True)
     return path if probe.returncode == 0 else None
@@ -312,7 +312,10 @@ def _agentscope_python() -> str | None:
 async def test_agentscope_s_own_client_prints_our_reply_once(printer_url: str) -> None:
     python = _agentscope_python()
     if python is None:
-        pytest.skip("AgentScope 1.x is not installed in an interpreter here (AGENTSCOPE_PYTHON)")
+        pytest.skip(
+            "set AGENTSCOPE_PYTHON to an interpreter with agentscope==1.0.21 and a2a-sdk "
+            "(bench/_agentscope_env.py makes one) to run AgentScope's own client against ours"
+        )
     script = str(Path(__file__).with_name("_agentscope_client.py"))
     with anyio.fail_after(TIMEOUT_S * 2):
         done = await anyio.run_process([python, script, printer_url, "hi"])
