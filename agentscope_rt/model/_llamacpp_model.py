@@ -24,7 +24,6 @@ Why it is built this way:
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import logging
 import math
@@ -44,6 +43,7 @@ import anyio
 import anyio.from_thread
 import anyio.to_thread
 
+from .._extras import check_extra
 from .._locks import FairLock
 from .._provider import TokenCounterBase
 from .._schema import StructuredModel, structured_model_schema, validate_structured_output
@@ -59,7 +59,6 @@ __all__ = ["LlamaCppChatModel"]
 
 logger = logging.getLogger(__name__)
 
-_INSTALL_HINT = 'pip install "agentscope-rt[local]"'
 # Generation defaults; anything in generate_kwargs or the call's kwargs overrides them.
 _DEFAULT_MAX_TOKENS = 512
 # Prompt tokens read per batch: the engine reports progress, and can be stopped, between
@@ -81,11 +80,7 @@ _THREAD_KEYS = ("n_threads", "n_threads_batch")
 
 
 def _require_runtime() -> None:
-    if importlib.util.find_spec("xllamacpp") is None:
-        raise ImportError(
-            f"LlamaCppChatModel needs xllamacpp (llama.cpp, prebuilt), which is not installed; "
-            f"run `{_INSTALL_HINT}`"
-        )
+    check_extra(("xllamacpp",), extra="local", user="LlamaCppChatModel (llama.cpp, prebuilt)")
 
 
 def _import_runtime() -> Any:
