@@ -19,7 +19,7 @@ from typing import Any, Literal
 from .._ids import new_id
 from .._provider import SecretHeaders, Secrets, resolve_api_key
 from ..message import AudioBlock, ImageBlock, TextBlock, ToolResultBlock
-from ._base import RealtimeModelBase
+from ._base import RealtimeModelBase, error_event
 from ._model_events import AudioFormat, ModelEvents
 
 __all__ = ["DashScopeRealtimeModel"]
@@ -216,12 +216,7 @@ class DashScopeRealtimeModel(RealtimeModelBase):
         )
 
     def _provider_error(self, data: dict[str, Any]) -> _Event:
-        error = data.get("error") or {}
-        return ModelEvents.ModelErrorEvent(
-            error_type=str(error.get("type", "unknown")),
-            code=str(error.get("code", "unknown")),
-            message=str(error.get("message", "An unknown error occurred.")),
-        )
+        return error_event(data.get("error"))
 
 
 _HANDLERS: dict[str, Any] = {

@@ -19,7 +19,7 @@ from typing import Any, Literal
 from .._ids import new_id
 from .._provider import SecretHeaders, Secrets
 from ..message import AudioBlock, ImageBlock, TextBlock, ToolResultBlock
-from ._base import RealtimeModelBase
+from ._base import RealtimeModelBase, error_event
 from ._model_events import AudioFormat, ModelEvents, tool_use
 
 __all__ = ["GeminiRealtimeModel"]
@@ -158,15 +158,8 @@ class GeminiRealtimeModel(RealtimeModelBase):
             left = data["goAway"].get("timeLeft", "")
             reason = f"the server ends the session (time left: {left or 'none'})"
             events.append(ModelEvents.ModelSessionEndedEvent(session_id=_SESSION_ID, reason=reason))
-        if isinstance(data.get("error"), dict):
-            error = data["error"]
-            events.append(
-                ModelEvents.ModelErrorEvent(
-                    error_type=str(error.get("status", "unknown")),
-                    code=str(error.get("code", "unknown")),
-                    message=str(error.get("message", "An unknown error occurred.")),
-                )
-            )
+        if data.get("error"):
+            events.append(error_event(data["error"], type_field="status"))
         return events or None
 
     def _server_content(self, content: dict[str, Any]) -> list[_Event]:
@@ -197,6 +190,9 @@ class GeminiRealtimeModel(RealtimeModelBase):
     def _model_part(self, part: dict[str, Any]) -> list[_Event]:
         inline = part.get("inlineData") or {}
         if str(inline.get("mimeType", "")).startswith("audio/") and inline.get("data"):
+            if not isinstance(inline["data"], str):
+                # Checked before the response starts: the message is skipped whole.
+                raise TypeError(f"audio data is {type(inline['data']).__name__}, not base64 text")
             events = self._start_response()
             self._said["audio"] = True
             events.append(

@@ -14,7 +14,8 @@ naming a story is answered with :data:`STORY` in 100 ms pieces of audio, held af
 ``barge_after`` pieces until the user speaks again: then the user's speech is reported started,
 the rest of the story (already on its way, as from the real API) follows, and the response ends
 cancelled (``truncated`` is set when a truncate arrives). Everything a session receives is
-recorded in ``received`` and per session in ``sessions``.
+recorded in ``received`` and per session in ``sessions``. ``preamble`` holds raw frames (text
+or binary) every server sends first, right after accepting: messages a client cannot read.
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ class RealtimeServer:
         self.truncated = threading.Event()
         self.headers: dict[str, str] = {}
         self.closed = threading.Event()
+        self.preamble: list[str | bytes] = []
         app = Starlette(routes=[WebSocketRoute(self.path, self._session)])
         self._asgi = ThreadedASGIServer(app, "the realtime test server")
 
@@ -73,11 +75,19 @@ class RealtimeServer:
     def __exit__(self, *exc: object) -> None:
         self._asgi.__exit__(*exc)
 
-    async def _session(self, websocket: WebSocket) -> None:
+    async def _accept(self, websocket: WebSocket) -> None:
         self.headers = {k.lower(): v for k, v in websocket.headers.items()}
+        await websocket.accept()
+        for frame in self.preamble:
+            if isinstance(frame, bytes):
+                await websocket.send_bytes(frame)
+            else:
+                await websocket.send_text(frame)
+
+    async def _session(self, websocket: WebSocket) -> None:
         received: list[dict[str, Any]] = []
         self.sessions.append(received)
-        await websocket.accept()
+        await self._accept(websocket)
 
         async def send(**event: Any) -> None:
             await websocket.send_text(json.dumps(event))
