@@ -15,6 +15,7 @@ import anyio
 import pytest
 
 from agentscope_rt.agent import ReActAgent
+from agentscope_rt.exception import ModelAPIError
 from agentscope_rt.formatter import OpenAIChatFormatter
 from agentscope_rt.message import AudioBlock, Base64Source, Msg
 from agentscope_rt.model import ScriptedChatModel
@@ -209,3 +210,11 @@ def test_tts_model_must_be_a_tts_model() -> None:
             OpenAIChatFormatter(),
             tts_model="espeak",  # type: ignore[arg-type]
         )
+
+
+async def test_a_silent_provider_does_not_hang_the_speaking_agent(server: TTSServer) -> None:
+    server.silent = True  # accepts, then never answers
+    agent = _agent(DashScopeRealtimeTTSModel(api_key=KEY, read_timeout=0.5))
+    with anyio.fail_after(30), pytest.raises(ModelAPIError, match=r"sent nothing for 0\.5 s"):
+        await agent(Msg("user", "Weather?", "user"))
+    assert await anyio.to_thread.run_sync(server.ws_closed.wait, 10.0)
