@@ -15,7 +15,9 @@ naming a story is answered with :data:`STORY` in 100 ms pieces of audio, held af
 the rest of the story (already on its way, as from the real API) follows, and the response ends
 cancelled (``truncated`` is set when a truncate arrives). Everything a session receives is
 recorded in ``received`` and per session in ``sessions``. ``preamble`` holds raw frames (text
-or binary) every server sends first, right after accepting: messages a client cannot read.
+or binary) every server sends first, right after accepting: messages a client cannot read;
+``close_with`` (a code and a reason) makes the OpenAI session close on the first message after
+the session's configuration.
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ class RealtimeServer:
         self.headers: dict[str, str] = {}
         self.closed = threading.Event()
         self.preamble: list[str | bytes] = []
+        self.close_with: tuple[int, str] | None = None
         app = Starlette(routes=[WebSocketRoute(self.path, self._session)])
         self._asgi = ThreadedASGIServer(app, "the realtime test server")
 
@@ -118,6 +121,9 @@ class RealtimeServer:
                 self.received.append(event)
                 received.append(event)
                 kind = event["type"]
+                if self.close_with is not None and kind != "session.update":
+                    await websocket.close(*self.close_with)
+                    return
                 if kind == "conversation.item.truncate":
                     self.truncated.set()
                 elif kind == "session.update":
