@@ -1,0 +1,90 @@
+"""A provider whose TCP connection is reset right after the WebSocket upgrade: the shared
+WebSocket client reports it as WebSocketClosed (1006), never the transport's own error, and
+the speech and realtime models as ModelAPIError.
+
+The server is a raw anyio TCP listener on 127.0.0.1 answering the upgrade with wsproto, then
+closing with SO_LINGER 0, which makes the kernel send a reset instead of a FIN."""
+
+from __future__ import annotations
+
+import math
+import socket
+import struct
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anyio
+import anyio.abc
+import pytest
+from wsproto import ConnectionType, WSConnection
+from wsproto.events import AcceptConnection, Request
+
+from agentscope_rt._provider import websocket
+from agentscope_rt.exception import ModelAPIError
+from agentscope_rt.message import Msg, TextBlock
+from agentscope_rt.realtime import OpenAIRealtimeModel
+from agentscope_rt.tts import DashScopeRealtimeTTSModel
+
+KEY = "sk-reset-secret-42"
+
+
+async def _accept_then_reset(stream: anyio.abc.SocketStream) -> None:
+    ws = WSConnection(ConnectionType.SERVER)
+    while True:
+        ws.receive_data(await stream.receive())
+        for event in ws.events():
+            if isinstance(event, Request):
+                await stream.send(ws.send(AcceptConnection()))
+                raw = stream.extra(anyio.abc.SocketAttribute.raw_socket)
+                raw.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                await stream.aclose()
+                return
+
+
+@pytest.fixture
+async def reset_url() -> AsyncIterator[str]:
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
+    port = listener.extra(anyio.abc.SocketAttribute.local_port)
+    async with listener, anyio.create_task_group() as tg:
+        tg.start_soon(listener.serve, _accept_then_reset)
+        yield f"ws://127.0.0.1:{port}/api-ws/v1/realtime"
+        tg.cancel_scope.cancel()
+
+
+async def test_a_send_after_a_reset_is_websocket_closed(reset_url: str) -> None:
+    async with websocket.connect(reset_url, {}) as connection:
+        with anyio.fail_after(10), pytest.raises(websocket.WebSocketClosed) as caught:
+            while True:  # the first sends may still find room in the kernel's buffer
+                await connection.send_text("x" * 1024)
+                await anyio.sleep(0.01)
+    assert caught.value.code == 1006
+
+
+async def test_a_reset_fails_a_synthesis_with_model_api_error(reset_url: str) -> None:
+    model = DashScopeRealtimeTTSModel(api_key=KEY, client_kwargs={"url": reset_url})
+    msg = Msg("a", "Hello there.", "assistant")
+    with anyio.fail_after(20), pytest.raises(ModelAPIError) as caught:
+        async with model:
+            await model.push(msg)
+            await model.synthesize(msg)
+    assert KEY not in str(caught.value)
+    assert not model.connected
+
+
+async def test_a_reset_ends_a_realtime_session_visibly(reset_url: str) -> None:
+    model = OpenAIRealtimeModel("gpt-realtime", api_key=KEY, websocket_url=reset_url)
+    send, receive = anyio.create_memory_object_stream[Any](math.inf)
+    with send, receive:
+        try:
+            await model.connect(send, "", None)
+        except ModelAPIError:
+            return  # the reset came before the session's configuration went out
+        try:
+            with anyio.fail_after(20):
+                events = [await receive.receive(), await receive.receive()]
+            assert [e.type for e in events] == ["model_error", "model_websocket_disconnect"]
+            assert not model.connected
+            with pytest.raises(ModelAPIError):
+                await model.send(TextBlock(text="anyone?"))
+        finally:
+            await model.disconnect()
