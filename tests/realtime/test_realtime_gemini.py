@@ -250,6 +250,11 @@ BAD_FRAMES = [
         ).encode(),
         id="audio-delta-number",
     ),
+    # Kept by the model until the turn ends, it would have failed every later turn.
+    pytest.param(
+        json.dumps({"serverContent": {"inputTranscription": {"text": 5}}}).encode(),
+        id="transcription-number",
+    ),
 ]
 
 
