@@ -32,7 +32,7 @@ from ..exception import ModelAPIError
 from ..message import AudioBlock, Base64Source, ImageBlock, TextBlock, ToolResultBlock
 from ._model_events import ModelEvents
 
-__all__ = ["RealtimeModelBase", "error_event"]
+__all__ = ["RealtimeModelBase", "error_event", "response_id_of"]
 
 _NORMAL_CLOSURE = 1000
 _INVALID_MESSAGE = "invalid_message"
@@ -59,6 +59,16 @@ def error_event(error: Any, type_field: str = "type") -> ModelEvents.ModelErrorE
         code=str(error.get("code", "unknown")),
         message=str(error.get("message", "An unknown error occurred.")),
     )
+
+
+def response_id_of(data: dict[str, Any]) -> str:
+    """The id of a ``response.created`` / ``response.done`` event's response, as text
+    (``""`` when absent). The model keeps it for the response's later events, so a number
+    here is taken as its text rather than failing each of them."""
+    response = data.get("response")
+    if not isinstance(response, dict) or response.get("id") is None:
+        return ""
+    return str(response["id"])
 
 
 class RealtimeModelBase(ABC):

@@ -254,3 +254,17 @@ async def test_the_reader_closes_the_connection_when_nobody_listens(
     server: DashScopeServer,
 ) -> None:
     await deaf_listener_closes(_model(server), server)
+
+
+async def test_a_numeric_response_id_does_not_fail_the_response_s_events(
+    server: DashScopeServer,
+) -> None:
+    # Kept for the response's later events: as a number it failed each of them.
+    delta = {"type": "response.audio.delta", "item_id": "i", "delta": "AAA="}
+    server.preamble = [json.dumps({"type": "response.created", "response": {"id": 5}})]
+    server.preamble.append(json.dumps(delta))
+    opening, _ = await answer_after_bad_frame(_model(server), _audio("Can you hear me?"))
+    kinds = [e.type for e in opening]
+    assert kinds[:2] == [T.MODEL_RESPONSE_CREATED, T.MODEL_RESPONSE_AUDIO_DELTA]
+    assert opening[1].response_id == "5"
+    assert T.MODEL_ERROR not in kinds

@@ -177,3 +177,21 @@ async def test_the_reader_closes_the_connection_when_nobody_listens(
 ) -> None:
     model = OpenAIRealtimeModel("gpt-realtime", api_key=KEY, websocket_url=server.url)
     await deaf_listener_closes(model, server)
+
+
+async def test_a_numeric_response_id_does_not_fail_the_response_s_events(
+    server: RealtimeServer,
+) -> None:
+    # Kept for the response's later events: as a number it failed each of them.
+    delta = {"type": "response.output_audio.delta", "item_id": "i", "delta": "AAA="}
+    server.preamble = [json.dumps({"type": "response.created", "response": {"id": 5}})]
+    server.preamble.append(json.dumps(delta))
+    model = OpenAIRealtimeModel("gpt-realtime", api_key=KEY, websocket_url=server.url)
+    opening, _ = await answer_after_bad_frame(model, _audio("Can you hear me?"))
+    kinds = [e.type for e in opening]
+    assert kinds[:2] == [
+        ModelEventType.MODEL_RESPONSE_CREATED,
+        ModelEventType.MODEL_RESPONSE_AUDIO_DELTA,
+    ]
+    assert opening[1].response_id == "5"
+    assert ModelEventType.MODEL_ERROR not in kinds
