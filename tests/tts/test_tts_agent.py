@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import math
+import sys
 import wave
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,11 +21,13 @@ from agentscope_rt.formatter import OpenAIChatFormatter
 from agentscope_rt.message import AudioBlock, Base64Source, Msg
 from agentscope_rt.model import ScriptedChatModel
 from agentscope_rt.tts import (
+    CommandSink,
     DashScopeRealtimeTTSModel,
     OpenAITTSModel,
     SpeechPlayer,
     TTSModelBase,
     WavFileSink,
+    _player,
 )
 
 from ._tts_servers import TTSServer, pcm_of, text_of
@@ -218,3 +221,15 @@ async def test_a_silent_provider_does_not_hang_the_speaking_agent(server: TTSSer
     with anyio.fail_after(30), pytest.raises(ModelAPIError, match=r"sent nothing for 0\.5 s"):
         await agent(Msg("user", "Weather?", "user"))
     assert await anyio.to_thread.run_sync(server.ws_closed.wait, 10.0)
+
+
+async def test_a_stuck_player_program_is_killed_on_close(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A program that neither reads its input nor exits: a sound server that does not answer.
+    monkeypatch.setattr(_player, "PLAY_OUT_TIMEOUT", 0.5)
+    sink = CommandSink([sys.executable, "-c", "import time; time.sleep(120)"])
+    await sink.write(pcm_of("hi"), 24000)
+    process = sink._process
+    assert process is not None
+    with anyio.fail_after(60):  # the close is shielded: without a bound it waited 120 s
+        await sink.aclose()
+    assert process.returncode is not None and process.returncode != 0
