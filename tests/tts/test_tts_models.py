@@ -175,6 +175,20 @@ async def test_gemini_without_stream_calls_generate_content(server: TTSServer) -
     assert server.requests[0]["path"].endswith(":generateContent")
 
 
+@pytest.mark.parametrize("data", ["!!not-base64", 5], ids=["not-base64", "a-number"])
+async def test_gemini_audio_that_cannot_be_decoded_is_a_model_api_error(
+    server: TTSServer, data: Any
+) -> None:
+    inline = {"mimeType": "audio/pcm", "data": data}
+    answer = {"candidates": [{"content": {"parts": [{"inlineData": inline}]}}]}
+    server.fail.extend([(200, answer)] * 3)  # each attempt of NO_WAIT's three
+    model = _gemini(server, stream=False)
+    with pytest.raises(ModelAPIError, match="could not be read") as caught:
+        await model.synthesize(Msg("a", TEXT, "assistant"))
+    await model.aclose()
+    assert caught.value.status_code == 200 and caught.value.attempts == 3
+
+
 # -- DashScope over HTTP -----------------------------------------------------------------------
 
 
