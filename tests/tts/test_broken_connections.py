@@ -1,4 +1,5 @@
-"""Providers that break the WebSocket itself right after the upgrade: a reset TCP connection
+"""Providers that break the WebSocket itself: a TLS handshake that fails (a ModelAPIError
+naming it, not anyio's bare BrokenResourceError), a reset TCP connection after the upgrade
 (the shared WebSocket client reports WebSocketClosed 1006, never the transport's own error;
 the speech and realtime models ModelAPIError) and a text frame that is not UTF-8 (the client
 fails the connection with close code 1007 and sends nothing more on it).
@@ -167,3 +168,32 @@ async def test_a_text_frame_that_is_not_utf8_ends_a_realtime_session(
             assert not model.connected
         finally:
             await model.disconnect()
+
+
+async def _plain_http(stream: anyio.abc.SocketStream) -> None:
+    # What a wss:// URL pointing at a plain HTTP port meets: no TLS at all.
+    with contextlib.suppress(anyio.BrokenResourceError):
+        await stream.send(b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\n\r\n")
+    await stream.aclose()
+
+
+async def _hang_up(stream: anyio.abc.SocketStream) -> None:
+    await stream.aclose()  # during the TLS handshake: anyio says BrokenResourceError
+
+
+@pytest.mark.parametrize(
+    ("peer", "reason"),
+    [(_plain_http, "wrong version number"), (_hang_up, "TLS handshake with 127.0.0.1")],
+    ids=["plain-http", "hang-up"],
+)
+async def test_a_failed_tls_handshake_is_a_model_api_error(peer: Any, reason: str) -> None:
+    async with _serving(peer) as url:
+        url = url.replace("ws://", "wss://")
+        model = OpenAIRealtimeModel("gpt-realtime", api_key=KEY, websocket_url=url)
+        send, receive = anyio.create_memory_object_stream[Any](1)
+        with send, receive, anyio.fail_after(20), pytest.raises(ModelAPIError, match=reason):
+            await model.connect(send, "", None)
+        tts = DashScopeRealtimeTTSModel(api_key=KEY, client_kwargs={"url": url}, max_retries=0)
+        with anyio.fail_after(20), pytest.raises(ModelAPIError, match=reason):
+            async with tts:
+                pass
