@@ -167,6 +167,7 @@ class RealtimeAgent(StateModule):
         self._speech: dict[str, _Speech] = {}
         self._audio_send: tuple[str, anyio.CancelScope] | None = None
         self._ended = False  # an AgentEndedEvent went out for this session
+        self._model_gone = False  # the model's connection ended: inputs go nowhere
 
     def __repr__(self) -> str:
         return f"RealtimeAgent(name={self.name!r}, model={self.model!r})"
@@ -208,7 +209,7 @@ class RealtimeAgent(StateModule):
             # disconnects, so none of them sends to a closed connection.
             stack.callback(group.cancel_scope.cancel)
             self._speech.clear()
-            self._ended = False
+            self._ended = self._model_gone = False
             group.start_soon(self._forward_loop)
             group.start_soon(self._intake_loop, model_receive, work_send)
             group.start_soon(self._model_response_loop, work_receive, deliver)
@@ -250,7 +251,7 @@ class RealtimeAgent(StateModule):
 
     async def _forward_loop(self) -> None:
         async for event in self._incoming_receive:
-            if not self.model.connected:
+            if self._model_gone:
                 continue  # the session is over, and the frontend was told (AgentEndedEvent)
             try:
                 block = self._block_of(event)
@@ -357,6 +358,8 @@ class RealtimeAgent(StateModule):
             event, ModelEvents.ModelSessionEndedEvent | ModelEvents.WebsocketDisconnectEvent
         ):
             # The model's connection is gone (announced or not): the frontend hears it once.
+            if isinstance(event, ModelEvents.WebsocketDisconnectEvent):
+                self._model_gone = True
             if not self._ended:
                 self._ended = True
                 await deliver(ServerEvents.AgentEndedEvent(agent_id=self.id, agent_name=self.name))
