@@ -11,7 +11,11 @@ send while another receives (sends are serialised by a lock).
 Guarantees: :func:`connect` is an async context manager that always closes the TCP stream on
 exit — after a close handshake when the connection is still open, bounded by
 :data:`CLOSE_TIMEOUT` and shielded, so a cancelled caller does not leave a socket behind.
-Header values (which carry API keys) never appear in an exception message.
+Header values (which carry API keys) never appear in an exception message. Once connected,
+every failure of the connection is a :class:`WebSocketClosed` (code 1006 for a reset or lost
+TCP stream), never the transport's own exception. :meth:`WebSocketConnection.receive` waits
+for the server as long as the caller lets it: callers bound it (``anyio.fail_after``) or cancel
+it.
 """
 
 from __future__ import annotations
@@ -94,7 +98,14 @@ class WebSocketConnection:
     async def _send(self, data: bytes) -> None:
         # The reader answers pings and close frames while another task may be sending.
         async with self._send_lock:
-            await self._stream.send(data)
+            try:
+                await self._stream.send(data)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+                # A reset or closed TCP stream is the connection's end, in this module's
+                # terms: callers handle one error type, whichever backend raised.
+                lost = WebSocketClosed(1006, f"the connection was lost ({type(exc).__name__})")
+                self._closed = self._closed or lost
+                raise self._closed from None
 
     async def send_bytes(self, data: bytes) -> None:
         """Send one binary message.
@@ -150,9 +161,13 @@ class WebSocketConnection:
                 await self._send(self._ws.send(event.response()))
             elif isinstance(event, CloseConnection):
                 self._closed = WebSocketClosed(event.code, event.reason)
-                if self._ws.state is ConnectionState.REMOTE_CLOSING:
-                    with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+                with contextlib.suppress(WebSocketClosed):
+                    if self._ws.state is ConnectionState.REMOTE_CLOSING:
                         await self._send(self._ws.send(event.response()))
+                    elif self._ws.state is ConnectionState.OPEN:
+                        # wsproto could not parse a frame (1002, 1007 for text that is not
+                        # UTF-8, ...): the connection is failed, and the server told why.
+                        await self._send(self._ws.send(CloseConnection(code=event.code)))
 
     async def aclose(self) -> None:
         """Close handshake (when still open), then close the stream; shielded, bounded by
@@ -199,22 +214,18 @@ async def connect(
     :raises ValueError: for a URL that is not a WebSocket URL.
     :raises WebSocketHandshakeError: when the server refuses the upgrade (e.g. HTTP 401).
     :raises WebSocketClosed: when the connection ends during the handshake.
-    :raises OSError: when the server cannot be reached.
+    :raises OSError: when the server cannot be reached or the TLS handshake fails.
     :raises TimeoutError: when connecting takes longer than *connect_timeout*.
     """
     host, port, tls, host_header, target = _endpoint(url)
     ws = WSConnection(ConnectionType.CLIENT)
     with anyio.fail_after(connect_timeout):
-        stream: anyio.abc.ByteStream
-        if tls:
-            stream = await anyio.connect_tcp(host, port, tls=True, tls_hostname=host)
-        else:
-            stream = await anyio.connect_tcp(host, port)
+        stream = await _connect_tcp(host, port, tls)
     connection = WebSocketConnection(stream, ws)
     try:
         with anyio.fail_after(connect_timeout):
             extra = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()]
-            await stream.send(
+            await connection._send(
                 ws.send(Request(host=host_header, target=target, extra_headers=extra))
             )
             await _handshake(stream, ws)
@@ -223,6 +234,21 @@ async def connect(
         yield connection
     finally:
         await connection.aclose()
+
+
+async def _connect_tcp(host: str, port: int, tls: bool) -> anyio.abc.ByteStream:
+    """A TCP (or TLS) stream to *host*.
+
+    :raises OSError: when it cannot be opened; a failed TLS handshake (anyio's
+        ``BrokenResourceError``) is a ``ConnectionError`` naming the cause.
+    """
+    if not tls:
+        return await anyio.connect_tcp(host, port)
+    try:
+        return await anyio.connect_tcp(host, port, tls=True, tls_hostname=host)
+    except anyio.BrokenResourceError as exc:
+        cause = exc.__cause__ or exc
+        raise ConnectionError(f"TLS handshake with {host}:{port} failed: {cause}") from None
 
 
 async def _receive_or_none(stream: anyio.abc.ByteStream) -> bytes | None:

@@ -19,7 +19,7 @@ from typing import Any, Literal
 from .._ids import new_id
 from .._provider import SecretHeaders, Secrets, resolve_api_key
 from ..message import AudioBlock, ImageBlock, TextBlock, ToolResultBlock
-from ._base import RealtimeModelBase
+from ._base import RealtimeModelBase, error_event, response_id_of
 from ._model_events import AudioFormat, ModelEvents
 
 __all__ = ["DashScopeRealtimeModel"]
@@ -157,13 +157,13 @@ class DashScopeRealtimeModel(RealtimeModelBase):
         )
 
     def _response_created(self, data: dict[str, Any]) -> _Event:
-        self._response_id = (data.get("response") or {}).get("id", "")
+        self._response_id = response_id_of(data)
         return ModelEvents.ModelResponseCreatedEvent(response_id=self._response_id)
 
     def _response_done(self, data: dict[str, Any]) -> _Event:
         response = data.get("response") or {}
         usage = response.get("usage") or {}
-        response_id = response.get("id") or self._response_id
+        response_id = response_id_of(data) or self._response_id
         self._response_id = ""
         return ModelEvents.ModelResponseDoneEvent(
             response_id=response_id,
@@ -216,12 +216,7 @@ class DashScopeRealtimeModel(RealtimeModelBase):
         )
 
     def _provider_error(self, data: dict[str, Any]) -> _Event:
-        error = data.get("error") or {}
-        return ModelEvents.ModelErrorEvent(
-            error_type=str(error.get("type", "unknown")),
-            code=str(error.get("code", "unknown")),
-            message=str(error.get("message", "An unknown error occurred.")),
-        )
+        return error_event(data.get("error"))
 
 
 _HANDLERS: dict[str, Any] = {

@@ -19,7 +19,7 @@ from typing import Any, Literal
 from .._ids import new_id
 from .._provider import SecretHeaders, Secrets
 from ..message import AudioBlock, ImageBlock, TextBlock, ToolResultBlock
-from ._base import RealtimeModelBase
+from ._base import RealtimeModelBase, error_event
 from ._model_events import AudioFormat, ModelEvents, tool_use
 
 __all__ = ["GeminiRealtimeModel"]
@@ -158,22 +158,18 @@ class GeminiRealtimeModel(RealtimeModelBase):
             left = data["goAway"].get("timeLeft", "")
             reason = f"the server ends the session (time left: {left or 'none'})"
             events.append(ModelEvents.ModelSessionEndedEvent(session_id=_SESSION_ID, reason=reason))
-        if isinstance(data.get("error"), dict):
-            error = data["error"]
-            events.append(
-                ModelEvents.ModelErrorEvent(
-                    error_type=str(error.get("status", "unknown")),
-                    code=str(error.get("code", "unknown")),
-                    message=str(error.get("message", "An unknown error occurred.")),
-                )
-            )
+        if data.get("error"):
+            events.append(error_event(data["error"], type_field="status"))
         return events or None
 
     def _server_content(self, content: dict[str, Any]) -> list[_Event]:
         """The events of one ``serverContent``, in the order a listener needs them: what the
         user said, the barge-in, the response's output, its end."""
         events: list[_Event] = []
-        heard = (content.get("inputTranscription") or {}).get("text", "")
+        # Both read before anything is kept: a transcript that is not text (kept, it would
+        # fail every later turn) skips the message whole.
+        heard = _text(content.get("inputTranscription"), "inputTranscription")
+        said = _text(content.get("outputTranscription"), "outputTranscription")
         if heard:
             self._heard.append(heard)
             events.append(ModelEvents.ModelInputTranscriptionDeltaEvent(item_id="", delta=heard))
@@ -183,7 +179,6 @@ class GeminiRealtimeModel(RealtimeModelBase):
             events += self._finish_response()
         for part in (content.get("modelTurn") or {}).get("parts") or []:
             events += self._model_part(part)
-        said = (content.get("outputTranscription") or {}).get("text", "")
         if said:
             events += self._transcript_delta(said)
         if content.get("generationComplete"):
@@ -197,6 +192,9 @@ class GeminiRealtimeModel(RealtimeModelBase):
     def _model_part(self, part: dict[str, Any]) -> list[_Event]:
         inline = part.get("inlineData") or {}
         if str(inline.get("mimeType", "")).startswith("audio/") and inline.get("data"):
+            if not isinstance(inline["data"], str):
+                # Checked before the response starts: the message is skipped whole.
+                raise TypeError(f"audio data is {type(inline['data']).__name__}, not base64 text")
             events = self._start_response()
             self._said["audio"] = True
             events.append(
@@ -209,7 +207,7 @@ class GeminiRealtimeModel(RealtimeModelBase):
             )
             return events
         if part.get("text") and not part.get("thought"):
-            return self._transcript_delta(part["text"])
+            return self._transcript_delta(_text(part, "a model turn's part"))
         return []
 
     def _transcript_delta(self, text: str) -> list[_Event]:
@@ -223,8 +221,11 @@ class GeminiRealtimeModel(RealtimeModelBase):
         return events
 
     def _tool_calls(self, call: dict[str, Any]) -> list[_Event]:
+        functions = call.get("functionCalls") or []
+        if not isinstance(functions, list) or not all(isinstance(f, dict) for f in functions):
+            raise TypeError("toolCall.functionCalls is not a list of objects")
         events = self._start_response()
-        for function in call.get("functionCalls") or []:
+        for function in functions:
             args = function.get("args") or {}
             raw = json.dumps(args, ensure_ascii=False)
             events.append(
@@ -282,6 +283,19 @@ class GeminiRealtimeModel(RealtimeModelBase):
             )
         )
         return events
+
+
+def _text(container: Any, what: str) -> str:
+    """The ``text`` of *container* (``""`` when it is absent or has none).
+
+    :raises TypeError: when *container* is not an object or its text is not a string.
+    """
+    if not container:
+        return ""
+    text = container.get("text", "") if isinstance(container, dict) else None
+    if not isinstance(text, str):
+        raise TypeError(f"{what} is not an object with a text")
+    return text
 
 
 def _tool_response(output: Any) -> dict[str, Any]:

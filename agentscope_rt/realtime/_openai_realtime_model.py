@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from .._provider import Secrets, resolve_api_key
 from ..message import AudioBlock, ImageBlock, TextBlock, ToolResultBlock
-from ._base import RealtimeModelBase
+from ._base import RealtimeModelBase, error_event, response_id_of
 from ._model_events import AudioFormat, ModelEvents, tool_use
 
 __all__ = ["OpenAIRealtimeModel"]
@@ -146,14 +146,14 @@ class OpenAIRealtimeModel(RealtimeModelBase):
                 session_id=(data.get("session") or {}).get("id", "")
             )
         if kind == "response.created":
-            self._response_id = (data.get("response") or {}).get("id", "")
+            self._response_id = response_id_of(data)
             return ModelEvents.ModelResponseCreatedEvent(response_id=self._response_id)
         if kind == "response.done":
             response = data.get("response") or {}
             usage = response.get("usage") or {}
             self._response_id = ""
             return ModelEvents.ModelResponseDoneEvent(
-                response_id=response.get("id", response_id),
+                response_id=response_id_of(data) or response_id,
                 input_tokens=usage.get("input_tokens", 0),
                 output_tokens=usage.get("output_tokens", 0),
             )
@@ -210,12 +210,7 @@ class OpenAIRealtimeModel(RealtimeModelBase):
                 item_id=item_id, audio_end_ms=data.get("audio_end_ms", 0)
             )
         if kind == "error":
-            error = data.get("error") or {}
-            return ModelEvents.ModelErrorEvent(
-                error_type=error.get("type", "unknown"),
-                code=str(error.get("code", "unknown")),
-                message=error.get("message", "An unknown error occurred."),
-            )
+            return error_event(data.get("error"))
         logger.debug("Unknown OpenAI realtime model event type: %s", kind)
         return None
 

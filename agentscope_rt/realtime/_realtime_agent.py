@@ -166,6 +166,8 @@ class RealtimeAgent(StateModule):
         self._group: TaskGroup | None = None
         self._speech: dict[str, _Speech] = {}
         self._audio_send: tuple[str, anyio.CancelScope] | None = None
+        self._ended = False  # an AgentEndedEvent went out for this session
+        self._model_gone = False  # the model's connection ended: inputs go nowhere
 
     def __repr__(self) -> str:
         return f"RealtimeAgent(name={self.name!r}, model={self.model!r})"
@@ -207,6 +209,7 @@ class RealtimeAgent(StateModule):
             # disconnects, so none of them sends to a closed connection.
             stack.callback(group.cancel_scope.cancel)
             self._speech.clear()
+            self._ended = self._model_gone = False
             group.start_soon(self._forward_loop)
             group.start_soon(self._intake_loop, model_receive, work_send)
             group.start_soon(self._model_response_loop, work_receive, deliver)
@@ -248,6 +251,8 @@ class RealtimeAgent(StateModule):
 
     async def _forward_loop(self) -> None:
         async for event in self._incoming_receive:
+            if self._model_gone:
+                continue  # the session is over, and the frontend was told (AgentEndedEvent)
             try:
                 block = self._block_of(event)
                 if block is not None:
@@ -349,8 +354,15 @@ class RealtimeAgent(StateModule):
                 self._group.start_soon(self._acting, event.tool_use, deliver)
         elif isinstance(event, ModelEvents.ModelSessionCreatedEvent):
             await deliver(ServerEvents.AgentReadyEvent(agent_id=self.id, agent_name=self.name))
-        elif isinstance(event, ModelEvents.ModelSessionEndedEvent):
-            await deliver(ServerEvents.AgentEndedEvent(agent_id=self.id, agent_name=self.name))
+        elif isinstance(
+            event, ModelEvents.ModelSessionEndedEvent | ModelEvents.WebsocketDisconnectEvent
+        ):
+            # The model's connection is gone (announced or not): the frontend hears it once.
+            if isinstance(event, ModelEvents.WebsocketDisconnectEvent):
+                self._model_gone = True
+            if not self._ended:
+                self._ended = True
+                await deliver(ServerEvents.AgentEndedEvent(agent_id=self.id, agent_name=self.name))
         elif isinstance(event, _DIRECT):
             await deliver(ServerEvents.from_model_event(event, **who))
             await self._after_delivery(event)

@@ -13,7 +13,6 @@ until ``task-finished`` (``task-failed`` fails the synthesis).
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 from collections.abc import AsyncGenerator
@@ -30,11 +29,13 @@ from ._dashscope_common import (
 from ._tts_base import TTSModelBase
 from ._tts_response import PCM_24K, TTSResponse, TTSUsage
 from ._websocket_tts import (
+    READ_TIMEOUT,
     ProviderError,
     Session,
     WebSocketTTSModel,
-    api_error,
+    json_event,
     open_websocket,
+    positive_timeout,
 )
 
 __all__ = ["DashScopeCosyVoiceRealtimeTTSModel", "DashScopeCosyVoiceTTSModel"]
@@ -60,7 +61,7 @@ class _CosyVoice:
 
     async def _start(self, session: Session) -> None:
         await self._run_task(session)
-        await session.started.wait()
+        await session.wait_started()
 
     async def _run_task(self, session: Session) -> None:
         task_id = session.values["task_id"] = uuid.uuid4().hex
@@ -91,9 +92,13 @@ class _CosyVoice:
 
     def _on_message(self, session: Session, message: str | bytes) -> None:
         if isinstance(message, bytes):
+            if not session.started.is_set():
+                raise ProviderError("the provider sent audio before task-started")
             session.buffer.add(message)
             return
-        header = json.loads(message).get("header") or {}
+        header = json_event(message, "CosyVoice's duplex protocol").get("header") or {}
+        if not isinstance(header, dict):
+            raise ProviderError(f"the provider sent a header that is not an object: {header!r:.80}")
         name = header.get("event")
         if name == "task-started":
             session.started.set()
@@ -129,7 +134,8 @@ class DashScopeCosyVoiceRealtimeTTSModel(_CosyVoice, WebSocketTTSModel):
     :param generate_kwargs: more ``run-task`` parameters (``volume``, ``rate``, ``pitch``).
     :param max_retries: retries of a refused or failed connection.
     :param retry_delay: seconds before the first retry (doubling after each).
-    :raises ValueError: when no API key is given or found.
+    :param read_timeout: seconds a synthesis waits for the provider's next message.
+    :raises ValueError: when no API key is given or found, or *read_timeout* is not positive.
     """
 
     provider: ClassVar[str] = "dashscope"
@@ -146,6 +152,8 @@ class DashScopeCosyVoiceRealtimeTTSModel(_CosyVoice, WebSocketTTSModel):
         generate_kwargs: dict[str, Any] | None = None,
         max_retries: int = 3,
         retry_delay: float = 5.0,
+        *,
+        read_timeout: float = READ_TIMEOUT,
     ) -> None:
         key = dashscope_key(api_key, type(self).__name__)
         super().__init__(
@@ -155,6 +163,7 @@ class DashScopeCosyVoiceRealtimeTTSModel(_CosyVoice, WebSocketTTSModel):
             cold_start_length=cold_start_length,
             cold_start_words=cold_start_words,
             retry_config=RetryConfig(max_retries=max_retries, initial_delay=retry_delay),
+            read_timeout=read_timeout,
         )
         self._key_headers = dashscope_headers(key)
         self.voice = voice
@@ -176,7 +185,8 @@ class DashScopeCosyVoiceTTSModel(_CosyVoice, TTSModelBase):
     :param client_kwargs: ``url`` of the endpoint and ``headers`` of the upgrade request.
     :param generate_kwargs: more ``run-task`` parameters (``volume``, ``rate``, ``pitch``).
     :param retry_config: the retry policy of the connection (default: 3 retries).
-    :raises ValueError: when no API key is given or found.
+    :param read_timeout: seconds a synthesis waits for the provider's next message.
+    :raises ValueError: when no API key is given or found, or *read_timeout* is not positive.
     """
 
     supports_streaming_input: bool = False
@@ -191,8 +201,11 @@ class DashScopeCosyVoiceTTSModel(_CosyVoice, TTSModelBase):
         client_kwargs: dict[str, Any] | None = None,
         generate_kwargs: dict[str, Any] | None = None,
         retry_config: RetryConfig | None = None,
+        *,
+        read_timeout: float = READ_TIMEOUT,
     ) -> None:
         super().__init__(model_name, stream)
+        self.read_timeout = positive_timeout(read_timeout)
         key = dashscope_key(api_key, type(self).__name__)
         self._key_headers = dashscope_headers(key)
         self._secrets = Secrets((key,))
@@ -226,25 +239,25 @@ class DashScopeCosyVoiceTTSModel(_CosyVoice, TTSModelBase):
         async with open_websocket(
             self.provider, self._url(), self._headers(), self._secrets, self.retry_config
         ) as connection:
-            session = Session(connection, PCM_24K)
+            session = Session(
+                connection,
+                PCM_24K,
+                provider=self.provider,
+                secrets=self._secrets,
+                read_timeout=self.read_timeout,
+            )
             try:
                 await self._run_task(session)
                 while not session.started.is_set():
-                    self._on_message(session, await connection.receive())
+                    self._on_message(session, await session.receive())
                 await self._send_text(session, text)
                 await self._finish_input(session)
                 while not session.done:
                     size = session.buffer.size
-                    self._on_message(session, await connection.receive())
+                    self._on_message(session, await session.receive())
                     if session.buffer.size > size and self.stream:
                         yield session.buffer.response(final=False)
-            except (ProviderError, ValueError, self._closed_error()) as exc:
-                raise api_error(self.provider, exc, self._secrets) from None
+            except Exception as exc:
+                raise session.failure(exc) from None
         usage = TTSUsage(input_tokens=0, output_tokens=0, time=time.monotonic() - started)
         yield session.buffer.response(final=True, usage=usage)
-
-    @staticmethod
-    def _closed_error() -> type[Exception]:
-        from .._provider import websocket
-
-        return websocket.WebSocketClosed

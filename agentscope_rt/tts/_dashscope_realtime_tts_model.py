@@ -12,7 +12,6 @@ event fails the synthesis.
 
 from __future__ import annotations
 
-import json
 import urllib.parse
 import uuid
 from typing import Any, ClassVar, Literal
@@ -24,7 +23,7 @@ from ._dashscope_common import (
     dashscope_key,
     dashscope_realtime_url,
 )
-from ._websocket_tts import ProviderError, Session, WebSocketTTSModel
+from ._websocket_tts import READ_TIMEOUT, ProviderError, Session, WebSocketTTSModel, json_event
 
 __all__ = ["DashScopeRealtimeTTSModel"]
 
@@ -47,7 +46,9 @@ class DashScopeRealtimeTTSModel(WebSocketTTSModel):
     :param generate_kwargs: more ``session.update`` fields (``language_type``, ...).
     :param max_retries: retries of a refused or failed connection.
     :param retry_delay: seconds before the first retry (doubling after each).
-    :raises ValueError: when no API key is given or found.
+    :param read_timeout: seconds a synthesis waits for the provider's next message (see
+        ``READ_TIMEOUT`` in ``docs/tts.md``).
+    :raises ValueError: when no API key is given or found, or *read_timeout* is not positive.
     """
 
     provider: ClassVar[str] = "dashscope"
@@ -64,6 +65,8 @@ class DashScopeRealtimeTTSModel(WebSocketTTSModel):
         generate_kwargs: dict[str, Any] | None = None,
         max_retries: int = 3,
         retry_delay: float = 5.0,
+        *,
+        read_timeout: float = READ_TIMEOUT,
     ) -> None:
         key = dashscope_key(api_key, type(self).__name__)
         super().__init__(
@@ -73,6 +76,7 @@ class DashScopeRealtimeTTSModel(WebSocketTTSModel):
             cold_start_length=cold_start_length,
             cold_start_words=cold_start_words,
             retry_config=RetryConfig(max_retries=max_retries, initial_delay=retry_delay),
+            read_timeout=read_timeout,
         )
         self._key_headers = dashscope_headers(key)
         self.voice = voice
@@ -109,9 +113,7 @@ class DashScopeRealtimeTTSModel(WebSocketTTSModel):
         await session.send_json(_event("session.finish"))
 
     def _on_message(self, session: Session, message: str | bytes) -> None:
-        if isinstance(message, bytes):
-            return
-        event = json.loads(message)
+        event = json_event(message, "Qwen realtime TTS")
         kind = event.get("type")
         if kind == "response.audio.delta" and event.get("delta"):
             session.buffer.add_base64(event["delta"])

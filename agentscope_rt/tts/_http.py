@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 import httpx
 
 from .._provider import (
+    BadResponse,
     RetryConfig,
     Secrets,
     call_with_retry,
@@ -101,7 +102,7 @@ class HttpTTSModel(TTSModelBase):
         async def attempt() -> TTSResponse:
             buffer = AudioBuffer(self.media_type)
             started = time.monotonic()
-            async for _ in self._fill(buffer, text, options, stream=False):
+            async for _ in self._filled(buffer, text, options, stream=False):
                 pass
             return buffer.response(final=True, usage=_usage(started))
 
@@ -112,7 +113,7 @@ class HttpTTSModel(TTSModelBase):
     ) -> AsyncGenerator[TTSResponse, None]:
         buffer = AudioBuffer(self.media_type)
         started = time.monotonic()
-        fill = self._fill(buffer, text, options, stream=True)
+        fill = self._filled(buffer, text, options, stream=True)
         try:
             async for _ in fill:
                 if buffer.size:
@@ -120,6 +121,23 @@ class HttpTTSModel(TTSModelBase):
         finally:
             await fill.aclose()
         yield buffer.response(final=True, usage=_usage(started))
+
+    async def _filled(
+        self, buffer: AudioBuffer, text: str, options: dict[str, Any], *, stream: bool
+    ) -> AsyncGenerator[None, None]:
+        """:meth:`_fill`, where an answer that cannot be read (audio that is not base64, or
+        not text; a body that is not JSON) raises :class:`BadResponse`, which the retry layer
+        turns into a :class:`ModelAPIError`, instead of a bare ``ValueError``/``TypeError``."""
+        fill = self._fill(buffer, text, options, stream=stream)
+        try:
+            async for _ in fill:
+                yield
+        except (ValueError, TypeError, AttributeError, KeyError, IndexError) as exc:
+            raise BadResponse(
+                f"the response could not be read ({type(exc).__name__}: {exc})"
+            ) from None
+        finally:
+            await fill.aclose()
 
     @abstractmethod
     def _fill(

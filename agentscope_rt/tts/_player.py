@@ -12,6 +12,7 @@ way, then asks the sink to discard what it buffered, so speech stops at once (an
 from __future__ import annotations
 
 import base64
+import contextlib
 import math
 import re
 import shutil
@@ -34,6 +35,12 @@ __all__ = ["AudioSink", "CommandSink", "SpeechPlayer", "WavFileSink", "default_s
 
 DEFAULT_RATE = 24000
 """The sample rate assumed for audio whose media type names none."""
+
+PLAY_OUT_TIMEOUT = 10.0
+"""Seconds a player program may take to exit once its input is closed. The pipe holds at most
+64 KiB (1.4 s of 24 kHz speech) and the players buffer a second or two more: one still
+running after 10 s is stuck (a sound server that does not answer), and waiting for it would
+hold up whoever closes the player, which no cancellation could end."""
 
 _RATE = re.compile(r"rate=(\d+)")
 
@@ -128,15 +135,26 @@ class CommandSink:
         process, self._process = self._process, None
         if process is not None:
             process.kill()
-            with anyio.CancelScope(shield=True):
-                await process.aclose()
+            await _reap(process, PLAY_OUT_TIMEOUT)
 
     async def aclose(self) -> None:
-        """Close the program's input and wait for it to play out."""
+        """Close the program's input and wait for it to play out, at most
+        :data:`PLAY_OUT_TIMEOUT` seconds (then it is killed); shielded from cancellation."""
         process, self._process = self._process, None
         if process is not None:
-            with anyio.CancelScope(shield=True):
-                await process.aclose()
+            await _reap(process, PLAY_OUT_TIMEOUT)
+
+
+async def _reap(process: anyio.abc.Process, play_out: float) -> None:
+    """Close *process*'s input and wait *play_out* seconds for it to exit, then kill it and
+    wait for that; shielded, so a cancelled caller leaves no process behind."""
+    with anyio.CancelScope(shield=True):
+        with anyio.move_on_after(play_out):
+            await process.aclose()
+            return
+        with contextlib.suppress(ProcessLookupError):  # it exited meanwhile
+            process.kill()
+        await process.aclose()
 
 
 def default_sink() -> CommandSink | None:

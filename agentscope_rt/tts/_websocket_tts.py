@@ -8,6 +8,14 @@ cancellation, e.g. an agent's ``interrupt()`` — cancels the reader and closes 
 ``close`` returns. The reader never raises into that task group: a provider error is kept and
 raised by the next :meth:`~WebSocketTTSModel.push` or by :meth:`~WebSocketTTSModel.synthesize`.
 
+No wait on the provider is unbounded: a synthesis that waits for the provider (for the start of
+a task, for audio, for the end) fails with :class:`ModelAPIError` once the provider has sent
+nothing for ``read_timeout`` seconds (:data:`READ_TIMEOUT` by default). A message the protocol
+does not allow (a binary frame where only JSON events are sent, JSON that is not an object, a
+field of the wrong type) ends the synthesis with a :class:`ModelAPIError` saying so, and every
+error that leaves, from the reader or from a send, is a :class:`ModelAPIError` with the key
+scrubbed.
+
 Needs ``wsproto`` (the ``dashscope`` extra).
 """
 
@@ -27,7 +35,22 @@ from ..message import Msg
 from ._tts_base import TTSModelBase
 from ._tts_response import PCM_24K, AudioBuffer, TTSResponse
 
-__all__ = ["ProviderError", "Session", "WebSocketTTSModel", "open_websocket"]
+__all__ = [
+    "READ_TIMEOUT",
+    "ProviderError",
+    "Session",
+    "WebSocketTTSModel",
+    "json_event",
+    "open_websocket",
+    "positive_timeout",
+]
+
+READ_TIMEOUT = 30.0
+"""Seconds a synthesis waits for the provider's next message before it fails. A working
+provider sends its events well under a second apart once it has text (speech is made faster
+than it plays, and the first audio comes within about a second); 30 s leaves room for a loaded
+provider and a slow network, and is the WebSocket connect timeout too, yet ends a dead session
+before a listener waiting for speech gives up on it."""
 
 
 class ProviderError(Exception):
@@ -41,19 +64,35 @@ class ProviderError(Exception):
 class Session:
     """One synthesis on one connection: the audio so far and how it ended.
 
+    :param connection: the open WebSocket connection.
+    :param media_type: the audio's media type.
+    :param provider: the provider's name, for errors.
+    :param secrets: what to scrub from error messages.
+    :param read_timeout: seconds a wait for the provider lasts (see :data:`READ_TIMEOUT`).
     :ivar buffer: the audio received.
     :ivar started: set when the provider is ready for text.
     :ivar done: whether the provider said the synthesis is complete (or it failed).
     :ivar error: the failure, raised to the caller.
     """
 
-    def __init__(self, connection: Any, media_type: str = PCM_24K) -> None:
+    def __init__(
+        self,
+        connection: Any,
+        media_type: str = PCM_24K,
+        *,
+        provider: str,
+        secrets: tuple[str, ...] = (),
+        read_timeout: float = READ_TIMEOUT,
+    ) -> None:
         self.connection = connection
         self.buffer = AudioBuffer(media_type)
         self.started = anyio.Event()
         self.done = False
         self.error: ModelAPIError | None = None
         self.input_finished = False
+        self.provider = provider
+        self.secrets = secrets
+        self.read_timeout = positive_timeout(read_timeout)
         self._changed = anyio.Event()
         self.values: dict[str, Any] = {}
         """What a provider keeps about its session (a task id, ...)."""
@@ -64,10 +103,91 @@ class Session:
         self._changed = anyio.Event()
 
     async def wait_change(self) -> None:
-        await self._changed.wait()
+        """Wait for the provider's next message (or the end).
+
+        :raises ModelAPIError: when none comes within ``read_timeout`` seconds.
+        """
+        await self._bounded(self._changed.wait(), "audio")
+
+    async def wait_started(self) -> None:
+        """Wait until the provider is ready for text.
+
+        :raises ModelAPIError: when it is not within ``read_timeout`` seconds.
+        """
+        await self._bounded(self.started.wait(), "the start of the task")
+
+    async def receive(self) -> str | bytes:
+        """The provider's next message, read in the caller's task.
+
+        :raises ModelAPIError: when none comes within ``read_timeout`` seconds, or the
+            connection ends.
+        """
+        with anyio.move_on_after(self.read_timeout):
+            try:
+                message: str | bytes = await self.connection.receive()
+            except Exception as exc:
+                raise self.failure(exc) from None
+            return message
+        raise self._silence("its next message")
 
     async def send_json(self, event: dict[str, Any]) -> None:
-        await self.connection.send_text(json.dumps(event, ensure_ascii=False))
+        """Send one event.
+
+        :raises ModelAPIError: when the connection is closed or lost (the reader's error,
+            when it has one: the provider's own reason comes first).
+        """
+        try:
+            await self.connection.send_text(json.dumps(event, ensure_ascii=False))
+        except _websocket_module().WebSocketClosed as exc:
+            raise self.error or self.failure(exc) from None
+
+    def failure(self, exc: BaseException) -> ModelAPIError:
+        """*exc*, met while talking to the provider, as the error to raise."""
+        return api_error(self.provider, exc, self.secrets)
+
+    async def _bounded(self, wait: Any, what: str) -> None:
+        with anyio.move_on_after(self.read_timeout):
+            await wait
+            return
+        raise self._silence(what)
+
+    def _silence(self, what: str) -> ModelAPIError:
+        return ModelAPIError(
+            self.provider,
+            f"the provider sent nothing for {self.read_timeout:g} s while the synthesis waited "
+            f"for {what}; the synthesis was stopped (pass a larger read_timeout if the "
+            "provider is only slow)",
+        )
+
+
+def positive_timeout(seconds: float) -> float:
+    """*seconds*, checked.
+
+    :raises ValueError: when it is not a positive number.
+    """
+    if not seconds > 0:
+        raise ValueError(f"read_timeout must be a positive number of seconds, not {seconds!r}")
+    return seconds
+
+
+def json_event(message: str | bytes, protocol: str) -> dict[str, Any]:
+    """The JSON object one text message holds.
+
+    :param protocol: the protocol's name, for the error.
+    :raises ProviderError: for a binary message, or text that is not a JSON object.
+    """
+    if isinstance(message, bytes):
+        raise ProviderError(
+            f"the provider sent a binary message ({len(message)} bytes) where {protocol} "
+            "sends only JSON events"
+        )
+    try:
+        event = json.loads(message)
+    except ValueError:
+        event = None
+    if not isinstance(event, dict):
+        raise ProviderError(f"the provider sent a message that is not a JSON object: {message:.80}")
+    return event
 
 
 def _websocket_module() -> Any:
@@ -81,14 +201,21 @@ def _websocket_module() -> Any:
 
 
 def api_error(provider: str, exc: BaseException, secrets: tuple[str, ...]) -> ModelAPIError:
-    """*exc* (a WebSocket or provider failure) as a :class:`ModelAPIError`, secrets scrubbed."""
+    """*exc* (a WebSocket or provider failure, or a message that could not be read) as a
+    :class:`ModelAPIError`, secrets scrubbed."""
+    if isinstance(exc, ModelAPIError):
+        return exc
     websocket = _websocket_module()
     known = [(s, "***") for s in secrets]
     status: int | None = None
     if isinstance(exc, websocket.WebSocketHandshakeError):
         status, text = exc.status_code, exc.body or f"HTTP {exc.status_code}"
-    else:
+    elif isinstance(exc, ProviderError | websocket.WebSocketClosed | OSError):
         text = str(exc) or type(exc).__name__
+    else:
+        # A field of the wrong type, base64 that is not: the provider's message was not
+        # what its protocol says.
+        text = f"a message of the provider could not be read ({type(exc).__name__}: {exc})"
     return ModelAPIError(provider, redact_text(text, known), status_code=status)
 
 
@@ -155,6 +282,9 @@ class WebSocketTTSModel(TTSModelBase):
 
     :param cold_start_length: the first text is sent only once it has this many characters.
     :param cold_start_words: ... and this many words (split on spaces).
+    :param read_timeout: seconds a synthesis waits for the provider's next message
+        (:data:`READ_TIMEOUT`).
+    :raises ValueError: for a *read_timeout* that is not positive.
     """
 
     supports_streaming_input: bool = True
@@ -170,11 +300,13 @@ class WebSocketTTSModel(TTSModelBase):
         cold_start_length: int | None,
         cold_start_words: int | None,
         retry_config: RetryConfig | None,
+        read_timeout: float = READ_TIMEOUT,
     ) -> None:
         super().__init__(model_name, stream)
         self.cold_start_length = cold_start_length
         self.cold_start_words = cold_start_words
         self.retry_config = retry_config
+        self.read_timeout = positive_timeout(read_timeout)
         self._secrets = Secrets(s for s in secrets if s)
         self._stack: contextlib.AsyncExitStack | None = None
         self._session: Session | None = None
@@ -232,7 +364,7 @@ class WebSocketTTSModel(TTSModelBase):
                     self.provider, self._url(), self._headers(), self._secrets, self.retry_config
                 )
             )
-            session = Session(connection, self.media_type)
+            session = self._session_on(connection)
             group = await stack.enter_async_context(anyio.create_task_group())
             # Runs first on exit: the reader stops before the socket closes.
             stack.callback(group.cancel_scope.cancel)
@@ -246,6 +378,15 @@ class WebSocketTTSModel(TTSModelBase):
             raise
         self._stack, self._session = stack, session
         self._reset_input()
+
+    def _session_on(self, connection: Any) -> Session:
+        return Session(
+            connection,
+            self.media_type,
+            provider=self.provider,
+            secrets=self._secrets,
+            read_timeout=self.read_timeout,
+        )
 
     async def close(self) -> None:
         """Stop the reader and close the connection (the close handshake is shielded and
@@ -262,7 +403,7 @@ class WebSocketTTSModel(TTSModelBase):
                 session.notify()
         except Exception as exc:
             if not session.done:
-                session.error = api_error(self.provider, exc, self._secrets)
+                session.error = session.failure(exc)
         finally:
             session.done = True
             session.started.set()

@@ -13,10 +13,15 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 from typing import Any
 
 import anyio
+import pytest
 from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from agentscope_rt.exception import ModelAPIError
+from agentscope_rt.message import TextBlock
 
 from ..tts._tts_servers import text_of
 from ._realtime_server import RealtimeServer, b64
@@ -30,8 +35,7 @@ class GeminiServer(RealtimeServer):
     path = "/ws/google.ai.generativelanguage.v1alpha.GenerativeService.BidiGenerateContent"
 
     async def _session(self, websocket: WebSocket) -> None:
-        self.headers = {k.lower(): v for k, v in websocket.headers.items()}
-        await websocket.accept()
+        await self._accept(websocket)
 
         async def send(**message: Any) -> None:
             # Gemini sends its JSON in binary frames.
@@ -93,9 +97,8 @@ class DashScopeServer(RealtimeServer):
     path = "/api-ws/v1/realtime"
 
     async def _session(self, websocket: WebSocket) -> None:
-        self.headers = {k.lower(): v for k, v in websocket.headers.items()}
         self.query = dict(websocket.query_params)
-        await websocket.accept()
+        await self._accept(websocket)
 
         async def send(**event: Any) -> None:
             await websocket.send_text(json.dumps(event))
@@ -166,3 +169,38 @@ async def until(receive: Any, kind: Any) -> list[Any]:
             if event.type == kind:
                 return events
     raise AssertionError(f"the stream ended before {kind}")
+
+
+async def answer_after_bad_frame(model: Any, question: Any) -> tuple[list[Any], list[Any]]:
+    """Connect *model* to a server whose ``preamble`` is one frame the model cannot read, then
+    ask *question* (an audio block): the events up to the session's creation, and those of
+    the answer. The model is connected (and read) all along, or this fails."""
+    send, receive = anyio.create_memory_object_stream[Any](math.inf)
+    await model.connect(send, "", None)
+    try:
+        opening = await until(receive, "model_session_created")
+        assert model.connected
+        await model.send(question)
+        answer = await until(receive, "model_response_done")
+        assert model.connected
+    finally:
+        await model.disconnect()
+        send.close()
+        receive.close()
+    return opening, answer
+
+
+async def deaf_listener_closes(model: Any, server: Any) -> None:
+    """When nobody reads *model*'s events any more, its reader ends and closes the connection:
+    ``connected`` turns false and the server sees the close, before ``disconnect``."""
+    send, receive = anyio.create_memory_object_stream[Any](math.inf)
+    receive.close()  # the session's first event finds no listener
+    await model.connect(send, "", None)
+    try:
+        assert await anyio.to_thread.run_sync(server.closed.wait, 10.0)
+        assert not model.connected
+        with pytest.raises(ModelAPIError, match="closed"):
+            await model.send(TextBlock(text="anyone?"))
+    finally:
+        await model.disconnect()
+        send.close()

@@ -14,7 +14,10 @@ naming a story is answered with :data:`STORY` in 100 ms pieces of audio, held af
 ``barge_after`` pieces until the user speaks again: then the user's speech is reported started,
 the rest of the story (already on its way, as from the real API) follows, and the response ends
 cancelled (``truncated`` is set when a truncate arrives). Everything a session receives is
-recorded in ``received`` and per session in ``sessions``.
+recorded in ``received`` and per session in ``sessions``. ``preamble`` holds raw frames (text
+or binary) every server sends first, right after accepting: messages a client cannot read;
+``close_with`` (a code and a reason) makes the OpenAI session close on the first message after
+the session's configuration.
 """
 
 from __future__ import annotations
@@ -59,6 +62,8 @@ class RealtimeServer:
         self.truncated = threading.Event()
         self.headers: dict[str, str] = {}
         self.closed = threading.Event()
+        self.preamble: list[str | bytes] = []
+        self.close_with: tuple[int, str] | None = None
         app = Starlette(routes=[WebSocketRoute(self.path, self._session)])
         self._asgi = ThreadedASGIServer(app, "the realtime test server")
 
@@ -73,11 +78,19 @@ class RealtimeServer:
     def __exit__(self, *exc: object) -> None:
         self._asgi.__exit__(*exc)
 
-    async def _session(self, websocket: WebSocket) -> None:
+    async def _accept(self, websocket: WebSocket) -> None:
         self.headers = {k.lower(): v for k, v in websocket.headers.items()}
+        await websocket.accept()
+        for frame in self.preamble:
+            if isinstance(frame, bytes):
+                await websocket.send_bytes(frame)
+            else:
+                await websocket.send_text(frame)
+
+    async def _session(self, websocket: WebSocket) -> None:
         received: list[dict[str, Any]] = []
         self.sessions.append(received)
-        await websocket.accept()
+        await self._accept(websocket)
 
         async def send(**event: Any) -> None:
             await websocket.send_text(json.dumps(event))
@@ -108,6 +121,9 @@ class RealtimeServer:
                 self.received.append(event)
                 received.append(event)
                 kind = event["type"]
+                if self.close_with is not None and kind != "session.update":
+                    await websocket.close(*self.close_with)
+                    return
                 if kind == "conversation.item.truncate":
                     self.truncated.set()
                 elif kind == "session.update":

@@ -423,3 +423,31 @@ async def test_an_input_that_cannot_be_sent_is_skipped(server: RealtimeServer) -
     assert transcript_of(events) == "I heard you."
     appended = [e for e in server.sessions[0] if e["type"] == "input_audio_buffer.append"]
     assert len(appended) == 1
+
+
+async def test_the_provider_closing_the_session_ends_the_agent_visibly(
+    server: RealtimeServer,
+) -> None:
+    server.close_with = (1011, "Internal server error")
+    agent = RealtimeAgent("Friday", "Be brief.", model_for(server))
+    send, receive = anyio.create_memory_object_stream[Any](100)
+    with send, receive:
+        await agent.start(send)
+        try:
+            await agent.handle_input(said("Hello?"))
+            events = await read_until(receive, lambda ev: count(ev, T.AGENT_ENDED) == 1)
+            assert not agent.model.connected
+            # Later input is dropped quietly, and the end is told once.
+            await agent.handle_input(said("Anyone?"))
+            await anyio.wait_all_tasks_blocked()
+        finally:
+            await agent.stop()
+        assert [e.type for e in events] == [T.AGENT_READY, T.AGENT_ERROR, T.AGENT_ENDED]
+        assert events[1].code == "1011"
+        rest = []
+        while True:
+            try:
+                rest.append(receive.receive_nowait())
+            except anyio.WouldBlock:
+                break
+        assert all(e.type != T.AGENT_ENDED for e in rest)

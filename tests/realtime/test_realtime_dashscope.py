@@ -26,7 +26,12 @@ from agentscope_rt.message import (
 from agentscope_rt.realtime import DashScopeRealtimeModel, ModelEvents, ModelEventType
 
 from ..tts._tts_servers import pcm_of, text_of
-from ._provider_servers import DashScopeServer, until
+from ._provider_servers import (
+    DashScopeServer,
+    answer_after_bad_frame,
+    deaf_listener_closes,
+    until,
+)
 
 KEY = "sk-dashscope-secret-42"
 MODEL = "qwen3-omni-flash-realtime"
@@ -172,6 +177,7 @@ async def test_a_provider_error_and_a_closed_connection(server: DashScopeServer)
         image = Base64Source(media_type="image/jpeg", data=base64.b64encode(b"jpg").decode())
         await model.send(ImageBlock(source=image))
         events = await until(receive, T.MODEL_WEBSOCKET_DISCONNECT)
+        assert not model.connected  # ended visibly, before disconnect()
         with pytest.raises(ModelAPIError, match="code 1011") as caught:
             await model.send(_audio("Anyone?"))
     finally:
@@ -221,3 +227,44 @@ async def test_the_session_s_end_and_messages_that_are_not_events() -> None:
     assert await model.parse_api_message(json.dumps({"type": "response.audio.delta"})) is None
     assert await model.parse_api_message("{") is None
     assert await model.parse_api_message('"text"') is None
+
+
+BAD_FRAMES = [
+    pytest.param(b"\xff\xfe not UTF-8", id="binary-not-utf8"),
+    pytest.param(json.dumps({"type": "error", "error": f"bad key {KEY}"}), id="error-string"),
+    pytest.param(
+        json.dumps({"type": "response.audio.delta", "item_id": "i", "delta": 5}),
+        id="audio-delta-number",
+    ),
+]
+
+
+@pytest.mark.parametrize("frame", BAD_FRAMES)
+async def test_a_bad_frame_is_reported_and_skipped(
+    server: DashScopeServer, frame: str | bytes
+) -> None:
+    server.preamble = [frame]
+    opening, answer = await answer_after_bad_frame(_model(server), _audio("Can you hear me?"))
+    errors = [e for e in opening if e.type == T.MODEL_ERROR]
+    assert len(errors) == 1 and KEY not in errors[0].message
+    assert answer[-1].type == T.MODEL_RESPONSE_DONE
+
+
+async def test_the_reader_closes_the_connection_when_nobody_listens(
+    server: DashScopeServer,
+) -> None:
+    await deaf_listener_closes(_model(server), server)
+
+
+async def test_a_numeric_response_id_does_not_fail_the_response_s_events(
+    server: DashScopeServer,
+) -> None:
+    # Kept for the response's later events: as a number it failed each of them.
+    delta = {"type": "response.audio.delta", "item_id": "i", "delta": "AAA="}
+    server.preamble = [json.dumps({"type": "response.created", "response": {"id": 5}})]
+    server.preamble.append(json.dumps(delta))
+    opening, _ = await answer_after_bad_frame(_model(server), _audio("Can you hear me?"))
+    kinds = [e.type for e in opening]
+    assert kinds[:2] == [T.MODEL_RESPONSE_CREATED, T.MODEL_RESPONSE_AUDIO_DELTA]
+    assert opening[1].response_id == "5"
+    assert T.MODEL_ERROR not in kinds

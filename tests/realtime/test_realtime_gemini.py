@@ -25,7 +25,7 @@ from agentscope_rt.message import (
 from agentscope_rt.realtime import GeminiRealtimeModel, ModelEvents, ModelEventType
 
 from ..tts._tts_servers import pcm_of, text_of
-from ._provider_servers import GeminiServer, until
+from ._provider_servers import GeminiServer, answer_after_bad_frame, deaf_listener_closes, until
 
 KEY = "AIza-gemini-secret-42"
 TOOLS = [
@@ -237,3 +237,39 @@ async def test_thoughts_cancellations_and_error_messages() -> None:
     assert await model.parse_api_message("not json") is None
     assert await model.parse_api_message("[1]") is None
     assert await model.parse_api_message(json.dumps({"sessionResumptionUpdate": {}})) is None
+
+
+# Gemini sends its JSON in binary frames: so do these.
+_AUDIO_NUMBER = {"mimeType": "audio/pcm;rate=24000", "data": 5}
+BAD_FRAMES = [
+    pytest.param(b"\xff\xfe not UTF-8", id="binary-not-utf8"),
+    pytest.param(json.dumps({"error": f"bad key {KEY}"}).encode(), id="error-string"),
+    pytest.param(
+        json.dumps(
+            {"serverContent": {"modelTurn": {"parts": [{"inlineData": _AUDIO_NUMBER}]}}}
+        ).encode(),
+        id="audio-delta-number",
+    ),
+    # Kept by the model until the turn ends, it would have failed every later turn.
+    pytest.param(
+        json.dumps({"serverContent": {"inputTranscription": {"text": 5}}}).encode(),
+        id="transcription-number",
+    ),
+]
+
+
+@pytest.mark.parametrize("frame", BAD_FRAMES)
+async def test_a_bad_frame_is_reported_and_skipped(server: GeminiServer, frame: bytes) -> None:
+    server.preamble = [frame]
+    model = GeminiRealtimeModel("gemini-live", api_key=KEY, websocket_url=server.url)
+    opening, answer = await answer_after_bad_frame(model, _audio("Can you hear me?"))
+    errors = [e for e in opening if e.type == T.MODEL_ERROR]
+    assert len(errors) == 1 and KEY not in errors[0].message
+    # The skipped audio started no response: the answer is the first one, whole.
+    assert [e.type for e in answer].count(T.MODEL_RESPONSE_CREATED) == 1
+    assert _spoken(answer) == ("I heard you.", "I heard you.")
+
+
+async def test_the_reader_closes_the_connection_when_nobody_listens(server: GeminiServer) -> None:
+    model = GeminiRealtimeModel("gemini-live", api_key=KEY, websocket_url=server.url)
+    await deaf_listener_closes(model, server)

@@ -4,6 +4,7 @@ transcripts and audio out, a tool call and its result, errors, disconnects."""
 from __future__ import annotations
 
 import base64
+import json
 import math
 from collections.abc import Iterator
 from typing import Any
@@ -16,6 +17,7 @@ from agentscope_rt.message import AudioBlock, Base64Source, TextBlock, ToolResul
 from agentscope_rt.realtime import ModelEvents, ModelEventType, OpenAIRealtimeModel
 
 from ..tts._tts_servers import pcm_of, text_of
+from ._provider_servers import answer_after_bad_frame, deaf_listener_closes
 from ._realtime_server import RealtimeServer
 
 KEY = "sk-realtime-secret-42"
@@ -145,3 +147,51 @@ async def test_a_refused_connection_is_a_model_api_error() -> None:
     with send, receive, pytest.raises(ModelAPIError):
         await model.connect(send, "", None)
     assert not model.connected
+
+
+# One frame the parser cannot take, each kind: it is reported once and skipped.
+BAD_FRAMES = [
+    pytest.param(b"\xff\xfe not UTF-8", id="binary-not-utf8"),
+    pytest.param(json.dumps({"type": "error", "error": f"bad key {KEY}"}), id="error-string"),
+    pytest.param(
+        json.dumps({"type": "response.output_audio.delta", "item_id": "i", "delta": 5}),
+        id="audio-delta-number",
+    ),
+]
+
+
+@pytest.mark.parametrize("frame", BAD_FRAMES)
+async def test_a_bad_frame_is_reported_and_skipped(
+    server: RealtimeServer, frame: str | bytes
+) -> None:
+    server.preamble = [frame]
+    model = OpenAIRealtimeModel("gpt-realtime", api_key=KEY, websocket_url=server.url)
+    opening, answer = await answer_after_bad_frame(model, _audio("Can you hear me?"))
+    errors = [e for e in opening if e.type == ModelEventType.MODEL_ERROR]
+    assert len(errors) == 1 and KEY not in errors[0].message
+    assert answer[-1].type == ModelEventType.MODEL_RESPONSE_DONE
+
+
+async def test_the_reader_closes_the_connection_when_nobody_listens(
+    server: RealtimeServer,
+) -> None:
+    model = OpenAIRealtimeModel("gpt-realtime", api_key=KEY, websocket_url=server.url)
+    await deaf_listener_closes(model, server)
+
+
+async def test_a_numeric_response_id_does_not_fail_the_response_s_events(
+    server: RealtimeServer,
+) -> None:
+    # Kept for the response's later events: as a number it failed each of them.
+    delta = {"type": "response.output_audio.delta", "item_id": "i", "delta": "AAA="}
+    server.preamble = [json.dumps({"type": "response.created", "response": {"id": 5}})]
+    server.preamble.append(json.dumps(delta))
+    model = OpenAIRealtimeModel("gpt-realtime", api_key=KEY, websocket_url=server.url)
+    opening, _ = await answer_after_bad_frame(model, _audio("Can you hear me?"))
+    kinds = [e.type for e in opening]
+    assert kinds[:2] == [
+        ModelEventType.MODEL_RESPONSE_CREATED,
+        ModelEventType.MODEL_RESPONSE_AUDIO_DELTA,
+    ]
+    assert opening[1].response_id == "5"
+    assert ModelEventType.MODEL_ERROR not in kinds

@@ -13,8 +13,10 @@ text becomes one 16-bit sample holding the character's code point (:func:`pcm_of
 
 ``fail`` holds scripted HTTP failures (status, JSON body), popped one per request;
 ``ws_fail`` an error event sent instead of audio; ``hold`` makes the WebSocket endpoints wait
-(sending nothing more) after the input ends, until the client goes. Everything received is
-recorded.
+(sending nothing more) after the input ends, until the client goes; ``silent`` makes them
+accept and then send nothing at all; ``binary`` makes them answer every message with a binary
+frame only (the test voice of its text); ``close_reason`` makes them close (code 1008, that
+reason) on the client's first message. Everything received is recorded.
 """
 
 from __future__ import annotations
@@ -58,6 +60,9 @@ class TTSServer:
         self.fail: deque[tuple[int, Any]] = deque()
         self.ws_fail: dict[str, Any] | None = None
         self.hold = False
+        self.silent = False
+        self.binary = False
+        self.close_reason: str | None = None
         self.ws_closed = threading.Event()
         self.ws_input_done = threading.Event()
         self._lock = threading.Lock()
@@ -90,6 +95,9 @@ class TTSServer:
             self.fail.clear()
             self.ws_fail = None
             self.hold = False
+            self.silent = False
+            self.binary = False
+            self.close_reason = None
             self.ws_closed.clear()
             self.ws_input_done.clear()
 
@@ -180,12 +188,32 @@ class TTSServer:
 
     # -- WebSocket -------------------------------------------------------------------------
 
+    async def _misbehave(self, websocket: WebSocket, record: dict[str, Any]) -> bool:
+        """Play ``silent``, ``binary`` or ``close_reason`` (whichever is set) until the client
+        goes: whether one was."""
+        if not (self.silent or self.binary or self.close_reason):
+            return False
+        try:
+            while True:
+                message = json.loads(await websocket.receive_text())
+                record["messages"].append(message)
+                if self.close_reason is not None:
+                    await websocket.close(code=1008, reason=self.close_reason)
+                    return True
+                if self.binary:
+                    await websocket.send_bytes(pcm_of(json.dumps(message)))
+        except WebSocketDisconnect:
+            self.ws_closed.set()
+        return True
+
     async def _realtime(self, websocket: WebSocket) -> None:
         record = self._record(websocket, None)
         if (failure := self._failure()) is not None:
             await websocket.send_denial_response(failure)
             return
         await websocket.accept()
+        if await self._misbehave(websocket, record):
+            return
         await websocket.send_text(json.dumps({"type": "session.created", "session": {}}))
         try:
             while True:
@@ -215,6 +243,8 @@ class TTSServer:
             await websocket.send_denial_response(failure)
             return
         await websocket.accept()
+        if await self._misbehave(websocket, record):
+            return
 
         def event(name: str, task_id: str, **header: Any) -> str:
             head = {"event": name, "task_id": task_id, "attributes": {}, **header}

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import math
+import sys
 import wave
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,15 +16,18 @@ import anyio
 import pytest
 
 from agentscope_rt.agent import ReActAgent
+from agentscope_rt.exception import ModelAPIError
 from agentscope_rt.formatter import OpenAIChatFormatter
 from agentscope_rt.message import AudioBlock, Base64Source, Msg
 from agentscope_rt.model import ScriptedChatModel
 from agentscope_rt.tts import (
+    CommandSink,
     DashScopeRealtimeTTSModel,
     OpenAITTSModel,
     SpeechPlayer,
     TTSModelBase,
     WavFileSink,
+    _player,
 )
 
 from ._tts_servers import TTSServer, pcm_of, text_of
@@ -209,3 +213,23 @@ def test_tts_model_must_be_a_tts_model() -> None:
             OpenAIChatFormatter(),
             tts_model="espeak",  # type: ignore[arg-type]
         )
+
+
+async def test_a_silent_provider_does_not_hang_the_speaking_agent(server: TTSServer) -> None:
+    server.silent = True  # accepts, then never answers
+    agent = _agent(DashScopeRealtimeTTSModel(api_key=KEY, read_timeout=0.5))
+    with anyio.fail_after(30), pytest.raises(ModelAPIError, match=r"sent nothing for 0\.5 s"):
+        await agent(Msg("user", "Weather?", "user"))
+    assert await anyio.to_thread.run_sync(server.ws_closed.wait, 10.0)
+
+
+async def test_a_stuck_player_program_is_killed_on_close(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A program that neither reads its input nor exits: a sound server that does not answer.
+    monkeypatch.setattr(_player, "PLAY_OUT_TIMEOUT", 0.5)
+    sink = CommandSink([sys.executable, "-c", "import time; time.sleep(120)"])
+    await sink.write(pcm_of("hi"), 24000)
+    process = sink._process
+    assert process is not None
+    with anyio.fail_after(60):  # the close is shielded: without a bound it waited 120 s
+        await sink.aclose()
+    assert process.returncode is not None and process.returncode != 0

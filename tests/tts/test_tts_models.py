@@ -12,7 +12,7 @@ from typing import Any
 import anyio
 import pytest
 
-from agentscope_rt._provider import RetryConfig
+from agentscope_rt._provider import RetryConfig, Secrets
 from agentscope_rt.exception import ModelAPIError
 from agentscope_rt.message import AudioBlock, Msg
 from agentscope_rt.tts import (
@@ -26,6 +26,7 @@ from agentscope_rt.tts import (
     TTSModelBase,
     TTSResponse,
 )
+from agentscope_rt.tts._websocket_tts import Session, open_websocket
 
 from ._tts_servers import TTSServer, text_of
 
@@ -174,6 +175,20 @@ async def test_gemini_without_stream_calls_generate_content(server: TTSServer) -
     assert server.requests[0]["path"].endswith(":generateContent")
 
 
+@pytest.mark.parametrize("data", ["!!not-base64", 5], ids=["not-base64", "a-number"])
+async def test_gemini_audio_that_cannot_be_decoded_is_a_model_api_error(
+    server: TTSServer, data: Any
+) -> None:
+    inline = {"mimeType": "audio/pcm", "data": data}
+    answer = {"candidates": [{"content": {"parts": [{"inlineData": inline}]}}]}
+    server.fail.extend([(200, answer)] * 3)  # each attempt of NO_WAIT's three
+    model = _gemini(server, stream=False)
+    with pytest.raises(ModelAPIError, match="could not be read") as caught:
+        await model.synthesize(Msg("a", TEXT, "assistant"))
+    await model.aclose()
+    assert caught.value.status_code == 200 and caught.value.attempts == 3
+
+
 # -- DashScope over HTTP -----------------------------------------------------------------------
 
 
@@ -212,15 +227,15 @@ def _chunks_of(text: str, msg_id: str, size: int = 5) -> list[Msg]:
     return msgs
 
 
-@pytest.mark.parametrize(
-    "make",
-    [
-        pytest.param(lambda **kw: DashScopeRealtimeTTSModel(api_key=KEY, **kw), id="qwen"),
-        pytest.param(
-            lambda **kw: DashScopeCosyVoiceRealtimeTTSModel(api_key=KEY, **kw), id="cosyvoice"
-        ),
-    ],
-)
+STREAMING_INPUT = [
+    pytest.param(lambda **kw: DashScopeRealtimeTTSModel(api_key=KEY, **kw), id="qwen"),
+    pytest.param(
+        lambda **kw: DashScopeCosyVoiceRealtimeTTSModel(api_key=KEY, **kw), id="cosyvoice"
+    ),
+]
+
+
+@pytest.mark.parametrize("make", STREAMING_INPUT)
 async def test_realtime_models_take_text_as_it_streams(server: TTSServer, make: Any) -> None:
     model: TTSModelBase = make()
     assert model.supports_streaming_input
@@ -428,3 +443,87 @@ def test_repr_shows_no_key() -> None:
     model = DashScopeRealtimeTTSModel(api_key=KEY)
     assert KEY not in repr(model)
     assert KEY not in json.dumps({k: repr(v) for k, v in vars(model).items()})
+
+
+# -- providers that misbehave: every wait ends, every error is a ModelAPIError without the key --
+
+
+async def _speak_through(model: TTSModelBase, stream: bool = True) -> None:
+    """Speak TEXT with a streaming-input *model*, as an agent does."""
+    msg = Msg("a", TEXT, "assistant")
+    async with model:
+        await model.push(msg)
+        result = await model.synthesize(msg)
+        if stream:
+            await _collect(result)
+
+
+@pytest.mark.parametrize("stream", [True, False])
+@pytest.mark.parametrize("when", ["from the start", "after the input"])
+@pytest.mark.parametrize("make", STREAMING_INPUT)
+async def test_a_silent_provider_fails_after_the_read_timeout(
+    server: TTSServer, make: Any, when: str, stream: bool
+) -> None:
+    server.silent = when == "from the start"
+    server.hold = when == "after the input"
+    model = make(read_timeout=0.5, stream=stream)
+    with anyio.fail_after(30), pytest.raises(ModelAPIError, match=r"sent nothing for 0\.5 s"):
+        await _speak_through(model, stream)
+    assert not model.connected
+    assert await anyio.to_thread.run_sync(server.ws_closed.wait, 10.0)
+
+
+@pytest.mark.parametrize("stream", [True, False])
+async def test_a_silent_provider_fails_a_whole_text_synthesis(
+    server: TTSServer, stream: bool
+) -> None:
+    server.silent = True
+    model = DashScopeCosyVoiceTTSModel(api_key=KEY, stream=stream, read_timeout=0.5)
+    with anyio.fail_after(30), pytest.raises(ModelAPIError, match=r"sent nothing for 0\.5 s"):
+        result = await model.synthesize(Msg("a", TEXT, "assistant"))
+        if stream:
+            await _collect(result)
+    assert await anyio.to_thread.run_sync(server.ws_closed.wait, 10.0)
+
+
+@pytest.mark.parametrize(
+    ("make", "reason"),
+    [
+        pytest.param(STREAMING_INPUT[0].values[0], "binary message", id="qwen"),
+        pytest.param(STREAMING_INPUT[1].values[0], "audio before task-started", id="cosyvoice"),
+    ],
+)
+async def test_a_provider_sending_only_binary_frames_fails_clearly(
+    server: TTSServer, make: Any, reason: str
+) -> None:
+    server.binary = True
+    model = make()  # the default read timeout: the frames themselves are refused
+    with anyio.fail_after(20), pytest.raises(ModelAPIError, match=reason):
+        await _speak_through(model)
+    assert not model.connected
+
+
+@pytest.mark.parametrize("make", STREAMING_INPUT)
+async def test_a_close_reason_with_the_key_is_a_model_api_error_without_it(
+    server: TTSServer, make: Any
+) -> None:
+    server.close_reason = f"invalid api key {KEY}"
+    model = make()
+    with anyio.fail_after(20), pytest.raises(ModelAPIError, match="1008") as caught:
+        await _speak_through(model)
+    assert KEY not in str(caught.value)
+
+
+async def test_a_send_after_the_provider_closed_is_a_model_api_error_without_the_key(
+    server: TTSServer,
+) -> None:
+    server.close_reason = f"invalid api key {KEY}"
+    url = f"{server.ws_url}/api-ws/v1/realtime"
+    async with open_websocket("dashscope", url, {}, Secrets((KEY,)), NO_WAIT) as connection:
+        session = Session(connection, provider="dashscope", secrets=(KEY,))
+        await session.send_json({"type": "session.update"})
+        with anyio.fail_after(10), pytest.raises(ModelAPIError, match="1008") as closed:
+            await session.receive()  # the close, its reason scrubbed
+        with pytest.raises(ModelAPIError, match="1008") as caught:
+            await session.send_json({"type": "input_text_buffer.append", "text": "hi"})
+    assert KEY not in str(closed.value) and KEY not in str(caught.value)
