@@ -20,6 +20,12 @@ nox.options.sessions = ["tests"]
 nox.options.reuse_existing_virtualenvs = True
 
 ROOT = pathlib.Path(__file__).parent
+# Every dependency installs from a wheel: pip refuses to build anything from source but the
+# project itself, so a dependency that would compile fails the install at once, with pip's
+# message naming it, instead of compiling (llama-cpp-python, pulled in by the package that
+# ships the local model, compiled llama.cpp for 527 of the examples session's 759 s, and
+# cannot install at all without a C++ toolchain).
+BINARY_ONLY = ("--only-binary", ":all:")
 # Each example's run must end within this (the README promises under a minute each).
 EXAMPLE_TIMEOUT_S = 60
 CHROMIUM = "/usr/bin/chromium"
@@ -31,8 +37,17 @@ def tests(session: nox.Session) -> None:
     _install_chromium(session)
     # playwright drives Debian's Chromium; it must never download a browser of its own.
     session.env["PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD"] = "1"
-    session.install("-e", ".[dev,local]", silent=False)
+    _install_project(session, "dev,local")
     session.run("pytest", *session.posargs)
+
+
+def _install_project(session: nox.Session, extras: str) -> None:
+    """Install the project (editable) with *extras*, every dependency from a wheel; with the
+    ``local`` extra, also fetch the local model's file (``agentscope-rt-fetch-model``: once
+    per user, checked against its SHA-256; the tests and examples then run offline)."""
+    session.install(*BINARY_ONLY, "-e", f".[{extras}]", silent=False)
+    if "local" in extras.split(","):
+        session.run("agentscope-rt-fetch-model")
 
 
 def _install_chromium(session: nox.Session) -> None:
@@ -59,11 +74,7 @@ def examples(session: nox.Session) -> None:
     # The examples also show the optional stores and readers (RAG, SQL and Redis memories) and
     # A2A, the evaluators (statistics, Ray), the studio, tracing, and the voice (speech over
     # WebSocket).
-    session.install(
-        "-e",
-        ".[local,rag,sql,redis,a2a,evaluate,ray,studio,tracing,voice,dashscope]",
-        silent=False,
-    )
+    _install_project(session, "local,rag,sql,redis,a2a,evaluate,ray,studio,tracing,voice,dashscope")
     scripts = sorted(p for p in (ROOT / "examples").glob("*.py") if not p.name.startswith("_"))
     if session.posargs:
         scripts = [p for p in scripts if any(arg in p.name for arg in session.posargs)]
@@ -136,7 +147,7 @@ def _print_table(rows: list[tuple[str, str, float, str]]) -> None:
 def docs(session: nox.Session) -> None:
     """Build the documentation site into site/ (mkdocs --strict: a warning or a broken link
     fails the build). ``nox -s docs -- serve`` serves it at http://127.0.0.1:8000 instead."""
-    session.install("-e", ".[docs]", silent=False)
+    _install_project(session, "docs")
     # Material prints a notice about MkDocs 2.0 on every build; the build itself is what counts.
     session.env["NO_MKDOCS_2_WARNING"] = "1"
     if session.posargs[:1] == ["serve"]:
@@ -148,7 +159,7 @@ def docs(session: nox.Session) -> None:
 @nox.session
 def lint(session: nox.Session) -> None:
     """ruff check, ruff format --check and mypy on the package."""
-    session.install("-e", ".[dev]")
+    _install_project(session, "dev")
     session.run("ruff", "check", "agentscope_rt", "tests", "examples", "bench", "noxfile.py")
     session.run("ruff", "format", "--check", "agentscope_rt", "tests", "examples", "bench")
     session.run("mypy", "agentscope_rt")

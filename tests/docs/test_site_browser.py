@@ -22,20 +22,16 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from ..studio._browser import open_browser
-from ._snippets import ROOT
+from ._site import SiteBuild
 
 TIMEOUT_MS = 30_000
 expect.set_options(timeout=TIMEOUT_MS)
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("site")
-    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
-    build = [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "-d", str(out)]
-    done = subprocess.run(build, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stdout + done.stderr
-    return out
+def site(site_build: SiteBuild) -> Path:
+    assert site_build.returncode == 0 and not site_build.warnings(), site_build.output
+    return site_build.folder
 
 
 @contextlib.contextmanager

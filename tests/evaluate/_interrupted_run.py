@@ -34,4 +34,8 @@ async def main(folder: str, mode: str) -> None:
 
 
 if __name__ == "__main__":
+    # Ctrl+C is what this run stands for, from whatever the test suite was started by: a job
+    # started in the background (``nohup ... &``) hands its children SIGINT ignored, and then
+    # the SIGINT sent above would do nothing and the run would wait forever.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     anyio.run(main, sys.argv[1], sys.argv[3], backend=sys.argv[2])

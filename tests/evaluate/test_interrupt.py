@@ -11,14 +11,22 @@ import pytest
 
 from .conftest import ROOT
 
+# Starts the rest of the command line with SIGINT ignored, as a shell starts a background job
+# (``nohup ... &``, some CI runners): the run must be interruptible however the suite started.
+_AS_A_BACKGROUND_JOB = (
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+    "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])"
+)
+
 
 def _run(folder: Path, backend: str, mode: str) -> subprocess.CompletedProcess[str]:
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
     }
+    child = ["-m", "tests.evaluate._interrupted_run", str(folder), backend, mode]
     return subprocess.run(
-        [sys.executable, "-m", "tests.evaluate._interrupted_run", str(folder), backend, mode],
+        [sys.executable, "-c", _AS_A_BACKGROUND_JOB, *child],
         capture_output=True,
         text=True,
         timeout=120,
