@@ -31,6 +31,7 @@ from urllib.parse import unquote, urlparse
 import anyio
 import httpx
 
+from .._urls import redact_url
 from ._errors import FormatterError
 from ._local_files import check_local_file, saved_media_dir
 
@@ -300,7 +301,7 @@ async def fetch_base64(url: str) -> tuple[str, bytes, str | None]:
                 data = response.content
                 return base64.b64encode(data).decode("ascii"), data[:16], media_type
         raise FormatterError(
-            f"could not download media from {url!r} after {DOWNLOAD_ATTEMPTS} attempts "
+            f"could not download media from {redact_url(url)!r} after {DOWNLOAD_ATTEMPTS} attempts "
             f"({last_error}); this provider needs the bytes, so pass a reachable URL, a local "
             "file or base64 data"
         )

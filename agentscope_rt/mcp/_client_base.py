@@ -8,7 +8,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
 from contextlib import AbstractAsyncContextManager
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlsplit
 
 import anyio
 import mcp
@@ -16,6 +16,7 @@ import mcp.types
 from mcp import ClientSession
 
 from .._provider import install_library_log_redaction
+from .._urls import redact_url
 from ..exception import FunctionNotFoundError, MCPError
 from ._mcp_function import MCPToolFunction
 from ._session import list_all_tools
@@ -63,15 +64,6 @@ def call_timeout_text(seconds: float) -> str:
     return (
         f"Timed out while waiting for response to ClientRequest. Waited {float(seconds)} seconds."
     )
-
-
-def redact_url(url: str) -> str:
-    """The URL without credentials and query string, safe for reprs and error messages."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if parts.port is not None:
-        host = f"{host}:{parts.port}"
-    return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
 def url_redactions(url: str) -> list[tuple[str, str]]:

@@ -24,7 +24,6 @@ import inspect
 import logging
 import os
 import threading
-import urllib.parse
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable
@@ -38,6 +37,7 @@ import anyio.to_thread
 import httpx
 
 from .._schema import StructuredModel, structured_model_schema
+from .._urls import redact_url
 from ..agent import AgentBase, TerminalUserInput, UserAgent, UserInputBase, UserInputData
 from ..exception import AgentError
 from ..message import Msg
@@ -69,15 +69,6 @@ FLUSH_TIMEOUT: Final = 3.0
 HOOK_NAME: Final = "as_studio_forward_message_pre_print_hook"
 
 
-def _without_credentials(url: str) -> str:
-    parts = urllib.parse.urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
-
-
 class _Waiter:
     """A :class:`StudioUserInput` call waiting in the agent's loop for its answer."""
 
@@ -97,8 +88,8 @@ class StudioLink:
 
     def __init__(self, studio_url: str, run_id: str) -> None:
         self.studio_url = studio_url.rstrip("/")
-        self.shown_url = _without_credentials(self.studio_url)
-        """The URL as logs and errors show it (no user or password)."""
+        self.shown_url = redact_url(self.studio_url)
+        """The URL as logs and errors show it (no user info or query)."""
         self.run_id = run_id
         self.dropped = 0
         """Posts dropped because too many were waiting."""
@@ -443,7 +434,9 @@ def connect_studio(studio_url: str, *, project: str, name: str, run_id: str) -> 
     :raises ValueError: when *studio_url* is not an ``http(s)://`` URL.
     """
     if not isinstance(studio_url, str) or not studio_url.startswith(("http://", "https://")):
-        raise ValueError(f"studio_url must be an http:// or https:// URL, not {studio_url!r}")
+        raise ValueError(
+            f"studio_url must be an http:// or https:// URL, not {redact_url(str(studio_url))!r}"
+        )
     disconnect_studio(timeout=0.5)
     link = _link(studio_url, run_id)
     link.post(
