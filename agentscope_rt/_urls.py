@@ -8,9 +8,16 @@ one in an error message passes it through :func:`redact_url` first.
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
-__all__ = ["redact_url"]
+__all__ = ["MIN_SECRET_LENGTH", "REDACTED", "redact_url", "url_redactions"]
+
+REDACTED = "***"
+"""What stands in a log record for a secret taken out of it."""
+
+MIN_SECRET_LENGTH = 6
+"""Shorter values (flags such as ``1`` or ``true``) are not treated as secrets: replacing them
+would garble messages without protecting anything."""
 
 
 def redact_url(url: str) -> str:
@@ -32,3 +39,20 @@ def redact_url(url: str) -> str:
         return urlunsplit((parts.scheme, parts.netloc.rpartition("@")[2], parts.path, "", ""))
     head = text.split("?", 1)[0].split("#", 1)[0]
     return head.rpartition("@")[2]
+
+
+def url_redactions(url: str) -> list[tuple[str, str]]:
+    """``(text, replacement)`` pairs that hide the credentials and query of *url* wherever a
+    library logs it (whole, or its password, query or query values alone), for a log filter.
+
+    :param url: the URL a client of the package was given.
+    """
+    parts = urlsplit(url)
+    pairs = [(url, redact_url(url))]
+    if parts.password:
+        pairs.append((parts.password, REDACTED))
+    if parts.query:
+        pairs.append((parts.query, REDACTED))
+        pairs.extend((value, REDACTED) for _, value in parse_qsl(parts.query))
+    # A URL is replaced whole; a short part ("2" in "page=2") would garble every number.
+    return [(text, new) for text, new in pairs if text == url or len(text) >= MIN_SECRET_LENGTH]

@@ -66,6 +66,9 @@ RETRIES: Final = 3
 FLUSH_TIMEOUT: Final = 3.0
 """Seconds :func:`disconnect_studio` waits for queued posts."""
 
+CLOSE_SECONDS: Final = 5.0
+"""Seconds closing the HTTP connections to Studio may take once the link stops."""
+
 HOOK_NAME: Final = "as_studio_forward_message_pre_print_hook"
 
 
@@ -204,7 +207,8 @@ class StudioLink:
             )
 
     async def _send_forever(self) -> None:
-        async with httpx.AsyncClient(timeout=POST_TIMEOUT) as client:
+        client = httpx.AsyncClient(timeout=POST_TIMEOUT)
+        try:
             while True:
                 while True:
                     with self._lock:
@@ -216,6 +220,10 @@ class StudioLink:
                     await self._send(client, path, payload)
                 await self._wake.wait()
                 self._wake = anyio.Event()
+        finally:
+            # The loop ends by cancellation: the connections are still closed, boundedly.
+            with anyio.move_on_after(CLOSE_SECONDS, shield=True):
+                await client.aclose()
 
     async def _send(self, client: httpx.AsyncClient, path: str, payload: dict[str, Any]) -> None:
         body = dict(payload)
@@ -278,7 +286,9 @@ class StudioLink:
         )
 
     async def _on_event(self, name: str, args: list[Any]) -> None:
-        if name != "forwardUserInput" or not args or args[0] not in self._waiters:
+        if name != "forwardUserInput" or not args or not isinstance(args[0], str):
+            return
+        if args[0] not in self._waiters:
             return
         blocks = args[1] if len(args) > 1 else None
         structured = args[2] if len(args) > 2 else None

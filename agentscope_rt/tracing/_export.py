@@ -12,6 +12,7 @@ it, and answers ``True`` only when all of them were exported.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Sequence
@@ -19,7 +20,24 @@ from collections.abc import Sequence
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
-__all__ = ["SCHEDULE_DELAY_MILLIS", "SHUTDOWN_FLUSH_SECONDS", "FlushableBatchSpanProcessor"]
+from .._provider import library_log_filter
+from .._urls import url_redactions
+
+__all__ = [
+    "SCHEDULE_DELAY_MILLIS",
+    "SHUTDOWN_FLUSH_SECONDS",
+    "FlushableBatchSpanProcessor",
+    "hide_endpoint_in_logs",
+]
+
+_EXPORT_LOGGERS = (
+    "opentelemetry.exporter.otlp.proto.http.trace_exporter",
+    "opentelemetry.exporter.otlp.common.http",
+    "opentelemetry.sdk._shared_internal",
+    "urllib3.connectionpool",
+)
+"""The loggers that print an export's failure or request with the collector's URL in it (its
+query included: ``Max retries exceeded with url: /v1/traces?key=...``)."""
 
 SCHEDULE_DELAY_MILLIS = 200
 """How often the batch worker wakes to send what it holds (the SDK's default is 5 s): a flush
@@ -116,3 +134,15 @@ class FlushableBatchSpanProcessor(BatchSpanProcessor):
         self._closed = True
         self._settling.shutdown()
         super().shutdown()
+
+
+def hide_endpoint_in_logs(owner: object, endpoint: str) -> None:
+    """While *owner* lives, take the user info and query of *endpoint* out of what the
+    exporting libraries log (the package's own records show it through
+    :func:`~agentscope_rt._urls.redact_url`)."""
+    redaction = library_log_filter()
+    for name in _EXPORT_LOGGERS:
+        library_logger = logging.getLogger(name)
+        if redaction not in library_logger.filters:
+            library_logger.addFilter(redaction)
+    redaction.remember(owner, url_redactions(endpoint))

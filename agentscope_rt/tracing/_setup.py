@@ -168,12 +168,13 @@ def setup_tracing(endpoint: str) -> None:
     """Export spans over OTLP/HTTP (protobuf) to *endpoint* and turn tracing on.
 
     The exporter sits behind a ``BatchSpanProcessor`` (spans are sent in batches from its
-    background thread, every 0.2 s, so that :func:`flush_tracing` keeps its timeout) added to the application's SDK tracer provider, or to one installed
-    as the global provider when none is set. Headers and other exporter settings come from
-    the usual ``OTEL_EXPORTER_OTLP_*`` environment variables. Calling it again with another
-    endpoint replaces the previous exporter (after it sent what it held, for at most 5 s
-    plus the request under way); with the same endpoint it changes nothing: there is never a
-    second exporter. The endpoint is logged without its user info and query.
+    background thread, every 0.2 s, so that :func:`flush_tracing` keeps its timeout) added to
+    the application's SDK tracer provider, or to one installed as the global provider when
+    none is set. Headers and other exporter settings come from the usual
+    ``OTEL_EXPORTER_OTLP_*`` environment variables. Calling it again with another endpoint
+    replaces the previous exporter (after it sent what it held, for at most 5 s plus the
+    request under way); with the same endpoint it changes nothing: there is never a second
+    exporter. The endpoint is logged without its user info and query.
 
     :param endpoint: the full URL spans are POSTed to, e.g. ``http://127.0.0.1:4318/v1/traces``.
     :raises ValueError: when *endpoint* is not an http(s) URL.
@@ -192,7 +193,7 @@ def setup_tracing(endpoint: str) -> None:
         raise ImportError(
             "setup_tracing needs the OTLP/HTTP exporter: pip install 'agentscope-rt[tracing]'"
         ) from exc
-    from ._export import FlushableBatchSpanProcessor
+    from ._export import FlushableBatchSpanProcessor, hide_endpoint_in_logs
 
     with _lock:
         provider = _global_sdk_provider()
@@ -202,6 +203,7 @@ def setup_tracing(endpoint: str) -> None:
             enable_tracing(capture_content=_state.capture_content or None)
             return
         processor = FlushableBatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint))
+        hide_endpoint_in_logs(processor, endpoint)
         _fanout(provider).add(processor)
         _endpoint_processor = (endpoint, provider, processor)
         if previous is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import logging
 import pathlib
 import threading
 from collections.abc import Callable, Iterator
@@ -201,3 +202,21 @@ def test_the_endpoint_is_logged_without_user_info_or_query(
             with pytest.raises(ValueError, match="http") as info:
                 call(tracing_url=bad) if call is agentscope_rt.init else call(bad)
             assert "pa55word" not in str(info.value) and "t0ken" not in str(info.value)
+
+
+async def test_the_exporters_own_logs_show_no_user_info_or_query(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    def unavailable(handler: QuietHandler) -> None:
+        send_body(handler, 503, b"", "application/x-protobuf")  # retried, and logged
+
+    with caplog.at_level(logging.DEBUG), _collector(unavailable) as url:
+        secret_url = url.replace("http://", "http://alice:pa55word@") + "?key=t0ken-value"
+        agentscope_rt.tracing.setup_tracing(secret_url)
+        _one_span()
+        with anyio.fail_after(60):
+            while not any("retrying" in r.getMessage() for r in caplog.records):  # noqa: ASYNC110 (logged by the exporter thread)
+                await anyio.sleep(0.05)
+    logged = "\n".join(r.getMessage() for r in caplog.records)
+    assert "/v1/traces" in logged  # the request was logged, its secrets were not
+    assert "pa55word" not in logged and "t0ken-value" not in logged
