@@ -36,7 +36,7 @@ from ..agent import AgentBase
 from ._observe import AgentObserver
 from ._page_input import AlreadyAnsweredError, PageUserInput
 from ._spans import StudioSpanProcessor
-from ._state import PAGE_BUFFER, EventBus, StudioState
+from ._state import PAGE_BUFFER, EventBus, StudioState, encode
 
 __all__ = ["Studio", "serve"]
 
@@ -193,7 +193,8 @@ def _app(studio: Studio) -> Starlette:
 
     @guarded
     async def state(request: Request) -> Response:
-        return JSONResponse(studio.bus.state.snapshot())
+        # Encoded as the event feed encodes it: an object of no JSON type shows as its repr.
+        return Response(encode(studio.bus.state.snapshot()), media_type="application/json")
 
     return Starlette(
         routes=[

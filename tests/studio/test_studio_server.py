@@ -250,6 +250,25 @@ async def test_bad_bodies_are_refused_with_4xx_never_500() -> None:
             assert (await send(b'{"request_id": "x", "agent_id": "x"}')).status_code == 404
 
 
+async def test_the_state_route_answers_strict_json_whatever_the_spans_hold() -> None:
+    def refuse(constant: str) -> None:
+        raise AssertionError(f"{constant} is not JSON")
+
+    async with serve() as studio, httpx.AsyncClient(base_url=studio.base_url) as client:
+        provider = TracerProvider()
+        provider.add_span_processor(studio.span_processor)
+        tracer = provider.get_tracer("test")
+        with tracer.start_as_current_span("odd") as span:
+            span.set_attribute("gen_ai.usage.ratio", float("nan"))
+            span.set_attribute("agentscope.score", float("inf"))
+        await settle(studio)
+        state = await client.get("/api/state", params={"token": studio.token})
+        assert state.status_code == 200
+        [odd] = json.loads(state.text, parse_constant=refuse)["entities"]["span"]
+        assert odd["attributes"] == {"gen_ai.usage.ratio": "nan", "agentscope.score": "inf"}
+        provider.shutdown()
+
+
 async def test_the_interrupt_route_interrupts_the_replying_agent() -> None:
     dana = UserAgent("Dana")
     answers: list[Msg] = []
