@@ -265,7 +265,10 @@ async def _sse(bus: EventBus) -> AsyncIterator[str]:
                     return
             yield ": keepalive\n\n" if line is None else f"data: {line}\n\n"
     finally:
-        await feed.aclose()
+        # Shielded (a cancelled response still unregisters its page); it only closes memory
+        # streams, so it ends at once.
+        with anyio.CancelScope(shield=True):
+            await feed.aclose()
 
 
 def _enable_tracing(studio: Studio) -> Callable[[], None] | None:
