@@ -23,6 +23,7 @@ from agentscope_rt.message import Msg
 from agentscope_rt.model import ScriptedChatModel
 from agentscope_rt.pipeline import MsgHub, add_hub_observer, remove_hub_observer
 from agentscope_rt.studio import MAX_BODY_BYTES, Studio, serve
+from agentscope_rt.studio import _server as studio_server
 from agentscope_rt.studio._state import EventBus, StudioState
 
 VOTE = {
@@ -248,6 +249,21 @@ async def test_bad_bodies_are_refused_with_4xx_never_500() -> None:
                 assert answer.status_code == 400, (route, bad, answer.status_code)
                 assert "error" in answer.json()
             assert (await send(b'{"request_id": "x", "agent_id": "x"}')).status_code == 404
+
+
+async def test_a_body_that_stops_arriving_is_answered_408(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(studio_server, "BODY_READ_SECONDS", 0.2)
+    async with serve() as studio:
+        with anyio.fail_after(30):
+            async with await anyio.connect_tcp("127.0.0.1", studio.port) as stream:
+                await stream.send(
+                    f"POST /api/input?token={studio.token} HTTP/1.1\r\nHost: studio\r\n"
+                    "Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{".encode()
+                )
+                answer = b""
+                while b"\r\n\r\n" not in answer:
+                    answer += await stream.receive()
+    assert answer.startswith(b"HTTP/1.1 408")
 
 
 async def test_the_state_route_answers_strict_json_whatever_the_spans_hold() -> None:
