@@ -29,6 +29,7 @@ import importlib
 import os
 from types import ModuleType
 
+from ._extras import missing_extra
 from ._logging import logger, setup_logger
 from ._run_config import config as _config
 from ._urls import redact_url
@@ -43,6 +44,7 @@ SUBPACKAGES = frozenset(
         "evaluate",
         "exception",
         "formatter",
+        "hooks",
         "mcp",
         "memory",
         "message",
@@ -121,10 +123,7 @@ def _connect_studio(studio_url: str) -> None:
         studio = importlib.import_module(f"{__name__}.studio")
     except ModuleNotFoundError as exc:
         if exc.name != f"{__name__}.studio":
-            raise ImportError(
-                f"init(studio_url=...) needs the studio extra: pip install "
-                f"'agentscope-rt[studio]' (could not import {exc.name})"
-            ) from exc
+            raise missing_extra("init(studio_url=...)", "studio", exc.name) from exc
         raise ImportError(
             "init(studio_url=...) needs agentscope_rt.studio, which this installation of "
             "agentscope-rt does not have"

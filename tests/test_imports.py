@@ -98,6 +98,7 @@ _FRAMEWORK = (
     "a2a",
     "evaluate",
     "studio",
+    "hooks",
     "tracing",
     "distributed",
 )

@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 
 import anyio.to_thread
 
+from .._extras import missing_extra
 from ..exception import SessionError
 
 __all__ = ["call_redis", "open_sync_redis"]
@@ -60,9 +61,7 @@ def open_sync_redis(
     try:
         import redis
     except ImportError as exc:
-        raise ImportError(
-            f"{owner} needs the 'redis' package: pip install 'agentscope-rt[redis]'"
-        ) from exc
+        raise missing_extra(owner, "redis", exc.name) from exc
     if connection_pool is not None and type(connection_pool).__module__.startswith("redis.asyncio"):
         raise TypeError(
             f"{owner} takes redis-py's synchronous ConnectionPool (redis.ConnectionPool); an "

@@ -8,13 +8,14 @@
 * :class:`A2AServer` — serves any agent to A2A clients (agent card, JSON-RPC, SSE streaming,
   protocol 1.0 and 0.3), on Starlette and hypercorn, under trio or asyncio;
   :class:`A2AUserInput` turns a :class:`~agentscope_rt.agent.UserAgent`'s need for input into
-  the task's ``input-required`` state.
+  the task's ``input-required`` state; :class:`A2AAuth` says which credentials it accepts.
 
 Needs the ``a2a`` extra (a2a-sdk 1.x, Starlette, hypercorn).
 """
 
 from . import _sdk  # noqa: F401  (the clear error when the extra is missing comes first)
 from ._agent import A2AAgent, Consumer
+from ._auth import A2AAuth
 from ._card import (
     AgentCardResolverBase,
     FileAgentCardResolver,
@@ -29,6 +30,7 @@ from ._server import A2AServer, A2AUserInput
 
 __all__ = [
     "A2AAgent",
+    "A2AAuth",
     "A2AChatFormatter",
     "A2AServer",
     "A2AUserInput",

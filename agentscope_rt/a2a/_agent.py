@@ -10,14 +10,16 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from contextlib import aclosing, asynccontextmanager
 from typing import Any, cast
 
 import anyio
 import httpx
-from a2a.client import Client, ClientConfig, ClientFactory
+from a2a.client import A2AClientError, Client, ClientConfig, ClientFactory
+from a2a.client.auth import AuthInterceptor
 from a2a.client.client_factory import TransportProducer
+from a2a.client.interceptors import ClientCallInterceptor
 from a2a.types import (
     AgentCard,
     CancelTaskRequest,
@@ -30,9 +32,11 @@ from a2a.types import (
 from ..agent import AgentBase
 from ..exception import A2AError
 from ..message import Msg
+from ._auth import AgentCredentials
 from ._card import to_agent_card
 from ._formatter import A2AChatFormatter
 from ._http import new_http_client
+from ._jsonrpc import shorten
 
 __all__ = ["A2AAgent", "Consumer"]
 
@@ -45,6 +49,8 @@ Consumer = Callable[[StreamResponse, AgentCard], Any]
 _HTTP_TIMEOUT_S = 600.0
 # How long an interrupted reply waits for the server to accept the task's cancellation.
 _CANCEL_TIMEOUT_S = 10.0
+# How long closing a reply's clients may take (a peer that never acknowledges is left).
+_CLOSE_TIMEOUT_S = 5.0
 _FINAL_STATES = frozenset(
     {
         TaskState.TASK_STATE_COMPLETED,
@@ -98,6 +104,22 @@ class _TaskView:
         return self.task
 
 
+async def _next_event(events: AsyncIterator[StreamResponse]) -> StreamResponse | None:
+    """The next of *events* (``None`` at the end), with what a2a-sdk or httpx raise for a
+    failed exchange as ``A2AClientError`` (a2a-sdk lets some through as they are: a
+    ``UnicodeDecodeError`` for an answer that is not UTF-8, httpx's errors, parse errors)."""
+    try:
+        return await anext(events)
+    except StopAsyncIteration:
+        return None
+    except A2AClientError:
+        raise
+    except (httpx.HTTPError, ValueError, TypeError, KeyError, AttributeError) as exc:
+        raise A2AClientError(
+            f"the A2A exchange failed: {type(exc).__name__}: {shorten(str(exc), 300)}"
+        ) from exc
+
+
 class A2AAgent(AgentBase):
     """A remote agent reached over the A2A protocol.
 
@@ -117,7 +139,12 @@ class A2AAgent(AgentBase):
         (a2a-sdk 1.x ``StreamResponse``) and the card.
     :param additional_transport_producers: transport label -> a2a-sdk 1.x transport producer
         (``(card, url, config) -> ClientTransport``).
-    :raises TypeError: for a card of another type, or consumers that are not callable.
+    :param credentials: the credentials to send, by the name of the card's security scheme
+        they answer (``{"bearer": token}`` or ``{"apiKey": key}`` for an
+        :class:`A2AServer` with :class:`A2AAuth`): each goes where its scheme says
+        (``Authorization: Bearer``, the API key's header). Never shown in a repr or the state.
+    :raises TypeError: for a card of another type, consumers that are not callable, or
+        credentials that are not strings by scheme name.
     :raises A2AError: for a card dict that is not a valid card.
     """
 
@@ -127,6 +154,8 @@ class A2AAgent(AgentBase):
         client_config: ClientConfig | None = None,
         consumers: Sequence[Consumer] | None = None,
         additional_transport_producers: dict[str, TransportProducer] | None = None,
+        *,
+        credentials: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__()
         card = to_agent_card(agent_card)
@@ -143,6 +172,7 @@ class A2AAgent(AgentBase):
         self._client_config = client_config or ClientConfig()
         self._consumers = list(consumers or ())
         self._transport_producers = dict(additional_transport_producers or {})
+        self._credentials = None if credentials is None else AgentCredentials(credentials)
         self._observed_msgs: list[Msg] = []
         # (task id, context id) of a remote task waiting for our input.
         self._waiting_task: tuple[str, str] | None = None
@@ -165,7 +195,10 @@ class A2AAgent(AgentBase):
 
         :raises ValueError: when ``structured_model`` is passed (A2A has no structured output).
         :raises A2AError: when the remote agent answers nothing, or the remote task failed
-            without a message; a2a-sdk's ``A2AClientError`` for transport failures.
+            without a message.
+        :raises A2AClientError: (a2a-sdk's) for transport failures and answers that cannot be
+            read (not UTF-8, not JSON, not A2A), also when a2a-sdk or httpx raised another
+            error for them.
         """
         if "structured_model" in kwargs:
             raise ValueError(
@@ -189,7 +222,7 @@ class A2AAgent(AgentBase):
                 # aclosing: an interrupted stream is closed here, not left to the collector.
                 stream = cast(AsyncGenerator[StreamResponse, None], client.send_message(request))
                 async with aclosing(stream) as events:
-                    async for event in events:
+                    while (event := await _next_event(events)) is not None:
                         await self._consume(event)
                         for msg in await self._answer(event, view):
                             if msg.content != shown:
@@ -252,15 +285,18 @@ class A2AAgent(AgentBase):
             factory = ClientFactory(config)
             for label, producer in self._transport_producers.items():
                 factory.register(label, producer)
-            client = factory.create(self.agent_card)
+            interceptors: list[ClientCallInterceptor] = []
+            if self._credentials is not None:
+                interceptors.append(AuthInterceptor(self._credentials))
+            client = factory.create(self.agent_card, interceptors)
             try:
                 yield client
             finally:
-                with anyio.CancelScope(shield=True):
+                with anyio.CancelScope(shield=True), anyio.move_on_after(_CLOSE_TIMEOUT_S):
                     await client.close()
         finally:
             if own_http is not None:
-                with anyio.CancelScope(shield=True):
+                with anyio.CancelScope(shield=True), anyio.move_on_after(_CLOSE_TIMEOUT_S):
                     await own_http.aclose()
 
     async def handle_interrupt(self, msg: Msg | list[Msg] | None = None, **kwargs: Any) -> Msg:

@@ -20,6 +20,7 @@ from a2a.compat.v0_3.conversions import (
 )
 from a2a.types import (
     CancelTaskRequest,
+    GetExtendedAgentCardRequest,
     GetTaskRequest,
     SendMessageRequest,
     SendMessageResponse,
@@ -30,9 +31,17 @@ from a2a.types import (
 from google.protobuf.json_format import MessageToDict, ParseDict, ParseError
 from google.protobuf.message import Message as ProtoMessage
 
-__all__ = ["Rpc", "RpcError", "parse_rpc", "render_event", "render_result"]
+__all__ = ["Rpc", "RpcError", "parse_rpc", "render_event", "render_result", "shorten"]
 
-Kind = Literal["send", "stream", "get", "cancel", "resubscribe"]
+Kind = Literal["send", "stream", "get", "cancel", "resubscribe", "card"]
+
+# How deep the params of a request may nest (a message's metadata, a data part): deeper JSON
+# makes the converters recurse past Python's stack.
+MAX_DEPTH = 64
+# Longer values are cut short where an error message names them.
+_SHOWN_CHARS = 100
+# Request ids longer than this are refused rather than echoed in every answer.
+_MAX_ID_CHARS = 256
 
 _V10: dict[str, tuple[Kind, type[ProtoMessage]]] = {
     "SendMessage": ("send", SendMessageRequest),
@@ -40,6 +49,7 @@ _V10: dict[str, tuple[Kind, type[ProtoMessage]]] = {
     "GetTask": ("get", GetTaskRequest),
     "CancelTask": ("cancel", CancelTaskRequest),
     "SubscribeToTask": ("resubscribe", SubscribeToTaskRequest),
+    "GetExtendedAgentCard": ("card", GetExtendedAgentCardRequest),
 }
 _V03: dict[str, Kind] = {
     "message/send": "send",
@@ -47,6 +57,7 @@ _V03: dict[str, Kind] = {
     "tasks/get": "get",
     "tasks/cancel": "cancel",
     "tasks/resubscribe": "resubscribe",
+    "agent/getAuthenticatedExtendedCard": "card",
 }
 
 
@@ -61,10 +72,20 @@ class Rpc:
     request: Any
 
 
+def shorten(value: Any, limit: int = _SHOWN_CHARS) -> str:
+    """*value* as text for an error message: cut to *limit* characters (saying how long it
+    was), so that a client's megabytes are never echoed back or logged."""
+    text = value if isinstance(value, str) else repr(value)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text)} characters)"
+
+
 class RpcError(Exception):
     """A JSON-RPC error answer (A2A's error codes)."""
 
     def __init__(self, request_id: Any, code: int, message: str) -> None:
+        message = shorten(message, 4 * _SHOWN_CHARS)
         super().__init__(message)
         self.request_id = request_id
         self.code = code
@@ -80,7 +101,7 @@ class RpcError(Exception):
 
     @classmethod
     def task_not_found(cls, task_id: str) -> RpcError:
-        return cls(None, -32001, f"Task not found: {task_id!r}")
+        return cls(None, -32001, f"Task not found: {shorten(repr(task_id))}")
 
     @classmethod
     def not_cancelable(cls, task_id: str, state: str) -> RpcError:
@@ -94,35 +115,76 @@ class RpcError(Exception):
     def internal(cls, message: str) -> RpcError:
         return cls(None, -32603, f"Internal error: {message}")
 
+    @classmethod
+    def invalid_request(cls, message: str, request_id: Any = None) -> RpcError:
+        return cls(request_id, -32600, f"Invalid Request: {message}")
+
 
 def parse_rpc(body: Any) -> Rpc:
     """The request *body* (parsed JSON) asks for.
 
     :raises RpcError: for a body that is not a JSON-RPC 2.0 request (-32700 when it was not
-        JSON), an unknown method (-32601) or params that do not fit the method (-32602).
+        JSON; -32600 for another shape, or an id that is not a short string, a number or
+        null), an unknown method (-32601) or params that do not fit the method (-32602,
+        params nested deeper than :data:`MAX_DEPTH` among them).
     """
     if body is None:
         raise RpcError(None, -32700, "Parse error: the request body is not JSON")
     if not isinstance(body, dict) or body.get("jsonrpc") != "2.0":
-        raise RpcError(None, -32600, "Invalid Request: not a JSON-RPC 2.0 request object")
-    request_id = body.get("id")
+        raise RpcError.invalid_request("not a JSON-RPC 2.0 request object")
+    request_id = _request_id(body.get("id"))
     method = body.get("method")
     if not isinstance(method, str):
-        raise RpcError(request_id, -32600, "Invalid Request: 'method' must be a string")
+        raise RpcError.invalid_request("'method' must be a string", request_id)
     params = body.get("params", {})
     if not isinstance(params, dict):
         raise RpcError.invalid_params("'params' must be an object", request_id)
+    if _deeper_than(params, MAX_DEPTH):
+        raise RpcError.invalid_params(
+            f"the params nest deeper than {MAX_DEPTH} levels; send flatter metadata or data",
+            request_id,
+        )
     if method in _V10:
         kind, request_type = _V10[method]
         try:
             request = ParseDict(params, request_type(), ignore_unknown_fields=True)
-        except ParseError as exc:
+        except (ParseError, ValueError, TypeError) as exc:
             raise RpcError.invalid_params(str(exc), request_id) from None
         return Rpc(kind, request_id, "1.0", request)
     if method in _V03:
         kind = _V03[method]
         return Rpc(kind, request_id, "0.3", _v03_request(kind, params, request_id))
-    raise RpcError(request_id, -32601, f"Method not found: {method!r}")
+    raise RpcError(request_id, -32601, f"Method not found: {shorten(repr(method))}")
+
+
+def _request_id(value: Any) -> Any:
+    """The request's id, as JSON-RPC allows it (a string, a number or null).
+
+    :raises RpcError: (-32600) for anything else, or a string too long to echo back.
+    """
+    if value is None or (isinstance(value, int | float) and not isinstance(value, bool)):
+        return value
+    if isinstance(value, str) and len(value) <= _MAX_ID_CHARS:
+        return value
+    raise RpcError.invalid_request(
+        f"'id' must be a string of at most {_MAX_ID_CHARS} characters, a number or null"
+    )
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether JSON *value* nests deeper than *limit* (walked without recursion)."""
+    level: list[Any] = [value]
+    for _ in range(limit):
+        level = [
+            item
+            for container in level
+            if isinstance(container, dict | list)
+            for item in (container.values() if isinstance(container, dict) else container)
+            if isinstance(item, dict | list)
+        ]
+        if not level:
+            return False
+    return True
 
 
 def _v03_request(kind: Kind, params: dict[str, Any], request_id: Any) -> Any:
@@ -141,8 +203,13 @@ def _v03_request(kind: Kind, params: dict[str, Any], request_id: Any) -> Any:
             if query.history_length is not None:
                 get.history_length = query.history_length
             return get
+        if kind == "card":
+            return GetExtendedAgentCardRequest()
         ids = types_v03.TaskIdParams.model_validate(params)
-    except pydantic.ValidationError as exc:
+    except (ValueError, TypeError) as exc:
+        # a2a-sdk's converters raise plain ValueErrors too (a file part's invalid base64).
+        if not isinstance(exc, pydantic.ValidationError):
+            raise RpcError.invalid_params(str(exc), request_id) from None
         errors = "; ".join(
             f"{'.'.join(map(str, e['loc'])) or 'params'}: {e['msg']}" for e in exc.errors()
         )

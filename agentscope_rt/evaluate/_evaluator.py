@@ -11,9 +11,11 @@ from typing import Any, TextIO
 
 import anyio
 
+from .._file_names import shown_name
 from ..exception import EvaluationError
 from ..message import now_timestamp
 from ._metric import MetricBase, MetricResult, MetricType
+from ._names import check_metric_name, check_task_id
 from ._progress import Progress
 from ._run import PairOutcome, RetryPolicy, SolutionFunction, run_pair
 from ._solution import SolutionOutput
@@ -52,7 +54,9 @@ class EvaluatorBase:
     :param progress: draw a progress bar on standard error when it is a terminal (``True``),
         never (``False``), or on the given stream when that is a terminal. This library's.
     :raises EvaluationError: for a benchmark that is not a :class:`BenchmarkBase`, ``n_repeat``
-        below 1, a timeout that is not positive, or two tasks with one id.
+        below 1, or a timeout that is not positive; from :meth:`run`, before any solution runs,
+        for two tasks with one id, or a task id or metric name that cannot name a file (too
+        long, a path separator, one of the storage's own file names), naming the task.
     """
 
     def __init__(
@@ -104,9 +108,16 @@ class EvaluatorBase:
                 raise EvaluationError(
                     f"benchmark {self.benchmark.name!r} yielded {type(task).__name__}, not a Task"
                 )
+            # Checked again: a Task's fields may have changed since it was built.
+            check_task_id(task.id)
+            for metric in task.metrics:
+                try:
+                    check_metric_name(getattr(metric, "name", None))
+                except EvaluationError as exc:
+                    raise EvaluationError(f"task {shown_name(task.id)}: {exc}") from None
             if task.id in seen:
                 raise EvaluationError(
-                    f"benchmark {self.benchmark.name!r} has two tasks with id {task.id!r}"
+                    f"benchmark {self.benchmark.name!r} has two tasks with id {shown_name(task.id)}"
                 )
             seen.add(task.id)
         return tasks
@@ -145,10 +156,11 @@ class EvaluatorBase:
         they delayed the first solution by a second per 1,000 tasks on this machine's disk.
         """
         tasks = self._tasks()
-        self.storage.save_evaluation_meta(self._evaluation_meta())
         pending: list[PendingPair] = []
         finished = 0
         self._unwritten_task_meta = {}
+        # Every task's paths are asked for here, before anything runs or is written: an id the
+        # storage refuses (one of its own file names) stops the run at once.
         for task in tasks:
             for repeat in range(self.n_repeat):
                 pair = self._pending(task, str(repeat))
@@ -157,6 +169,7 @@ class EvaluatorBase:
                 else:
                     pending.append(pair)
                     self._unwritten_task_meta.setdefault(task.id, task.meta())
+        self.storage.save_evaluation_meta(self._evaluation_meta())
         return pending, finished
 
     def _progress_bar(self, total: int, finished: int) -> Progress:
@@ -372,8 +385,9 @@ class GeneralEvaluator(EvaluatorBase):
     async def run(self, solution: SolutionFunction) -> None:
         """Solve and evaluate every unfinished pair, then aggregate.
 
-        :raises EvaluationError: when the benchmark has two tasks with one id, or a stored file
-            cannot be read.
+        :raises EvaluationError: before any solution runs, when the benchmark has two tasks
+            with one id or a name that cannot name a file (see :class:`EvaluatorBase`); when a
+            stored file cannot be read.
         """
         stop_statistics = self._start_statistics()
         try:

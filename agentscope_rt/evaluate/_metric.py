@@ -9,7 +9,7 @@ from typing import Any
 
 from ..exception import EvaluationError
 from ..message import now_timestamp
-from ._names import check_file_name
+from ._names import check_metric_name
 
 
 @dataclass
@@ -72,7 +72,8 @@ class MetricType(StrEnum):
 class MetricBase(ABC):
     """A metric: ``await metric(solution)`` gives a :class:`MetricResult`.
 
-    :param name: the metric's name; it names the result file, so it must be a valid file name.
+    :param name: the metric's name; it names the result file ``{name}.json``, so it must be a
+        plain file name (no ``/``, ``\\`` or NUL, not ``.`` or ``..``) of at most 217 bytes.
     :param metric_type: :attr:`MetricType.CATEGORY` or :attr:`MetricType.NUMERICAL` (or their
         string values).
     :param description: what the metric measures.
@@ -93,7 +94,7 @@ class MetricBase(ABC):
         description: str | None = None,
         categories: list[str] | None = None,
     ) -> None:
-        check_file_name(name, "metric name")
+        check_metric_name(name)
         try:
             kind = MetricType(metric_type)
         except ValueError:

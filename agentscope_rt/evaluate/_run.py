@@ -14,6 +14,7 @@ from typing import Any
 
 import anyio
 
+from .._file_names import shown_name
 from ..exception import EvaluationError
 from ..message import now_timestamp
 from ..message.serde import check_json
@@ -158,6 +159,12 @@ async def _measure(
                 raise EvaluationError(
                     f"metric {metric.name!r} returned {type(result).__name__}, not a MetricResult"
                 )
+            if result.name != metric.name:
+                # The result is stored under its name and looked for under the metric's.
+                raise EvaluationError(
+                    f"metric {metric.name!r} returned a result named {shown_name(result.name)}: "
+                    "name the MetricResult after its metric"
+                )
             data = result.to_dict()
             check_json(data, "metric result")
             outcome.metric_results.append(data)
@@ -181,7 +188,8 @@ async def run_pair(
 
     A solution that raises, times out or returns something that is not a JSON-able
     :class:`SolutionOutput` is recorded in ``outcome.error`` (after the retries *retry*
-    allows); so is a metric that raises. Cancellation propagates.
+    allows); so is a metric that raises, or returns a result that is not a JSON-able
+    :class:`MetricResult` named after the metric. Cancellation propagates.
     """
     outcome = PairOutcome(task.id, repeat_id)
     if stored is None:

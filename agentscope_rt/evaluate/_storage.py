@@ -14,7 +14,7 @@ import anyio
 
 from ..exception import EvaluationError
 from ._metric import MetricResult
-from ._names import check_file_name
+from ._names import check_metric_name, check_repeat_id, check_task_id
 from ._solution import SolutionOutput
 
 PrintHook = Callable[[Any, dict[str, Any]], Awaitable[None] | None]
@@ -122,6 +122,12 @@ class FileEvaluatorStorage(EvaluatorStorageBase):
     written whole or not at all (to a temporary file, then renamed), so an interrupted run
     never leaves a truncated result for the next run to trip over.
 
+    Task ids name folders and metric names name files, so every method refuses a task id that
+    cannot name a folder or is ``evaluation_meta.json`` / ``evaluation_result.json`` (the
+    storage's own files beside the task folders), and a metric name that cannot name a file,
+    with :class:`~agentscope_rt.exception.EvaluationError` naming it; the evaluators ask for
+    every task's paths before any solution runs.
+
     :param save_dir: the folder (created when first written).
     """
 
@@ -143,9 +149,9 @@ class FileEvaluatorStorage(EvaluatorStorageBase):
     # -- paths and files -------------------------------------------------------------------
 
     def _path(self, task_id: str, repeat_id: str | None, *parts: str) -> str:
-        check_file_name(task_id, "task id")
+        check_task_id(task_id, (self.EVALUATION_META_FILE, self.EVALUATION_RESULT_FILE))
         if repeat_id is not None:
-            check_file_name(repeat_id, "repeat id")
+            check_repeat_id(repeat_id)
         components = [task_id, *([repeat_id] if repeat_id is not None else []), *parts]
         return os.path.join(self.save_dir, *components)
 
@@ -216,7 +222,7 @@ class FileEvaluatorStorage(EvaluatorStorageBase):
     # -- metric results --------------------------------------------------------------------
 
     def _metric_path(self, task_id: str, repeat_id: str, metric_name: str) -> str:
-        check_file_name(metric_name, "metric name")
+        check_metric_name(metric_name)
         return self._path(task_id, repeat_id, self.EVALUATION_DIR_NAME, f"{metric_name}.json")
 
     def save_evaluation_result(

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._metric import MetricBase, MetricResult
-from ._names import check_file_name
+from ._names import check_task_id
 from ._solution import SolutionOutput
 
 
@@ -16,7 +16,8 @@ from ._solution import SolutionOutput
 class Task:
     """One task of a benchmark (AgentScope's ``Task``).
 
-    :raises EvaluationError: (when built) for an id that cannot name a folder; the id is the
+    :raises EvaluationError: (when built) for an id that cannot name a folder (empty, ``.`` or
+        ``..``, holding ``/``, ``\\`` or NUL, or longer than 255 bytes in UTF-8); the id is the
         task's folder in the storage.
     """
 
@@ -34,7 +35,7 @@ class Task:
     """Anything else the solution may need (not stored in ``task_meta.json``)."""
 
     def __post_init__(self) -> None:
-        check_file_name(self.id, "task id")
+        check_task_id(self.id)
 
     async def evaluate(self, solution: SolutionOutput) -> list[MetricResult]:
         """Every metric's result for *solution*, in the order of :attr:`metrics`.

@@ -10,8 +10,15 @@ application allows with :func:`allow_local_files`; nothing is allowed by default
 models and tools that read media go through the same functions (:func:`check_local_file`,
 :func:`read_local_bytes`, :func:`local_path_of`, :func:`sniff_media_type`), so one allow-list
 governs every local read.
+
+AgentScope's ``agentscope.formatter.A2AChatFormatter`` answers here too
+(:class:`agentscope_rt.a2a.A2AChatFormatter`, imported with the ``a2a`` extra when first read;
+in ``dir()``, not in ``__all__``).
 """
 
+from typing import TYPE_CHECKING, Any
+
+from .._moved import moved_attribute
 from ._anthropic_formatter import AnthropicChatFormatter, AnthropicMultiAgentFormatter
 from ._dashscope_formatter import DashScopeChatFormatter, DashScopeMultiAgentFormatter
 from ._deepseek_formatter import DeepSeekChatFormatter, DeepSeekMultiAgentFormatter
@@ -70,3 +77,16 @@ __all__ = [
     "read_local_bytes",
     "sniff_media_type",
 ]
+
+# AgentScope's name for a class of the package above (agentscope_rt._moved says why).
+_MOVED = {"A2AChatFormatter": "agentscope_rt.a2a"}
+
+if not TYPE_CHECKING:
+    # Hidden from type checkers: to them a module __getattr__ makes every misspelt name of this
+    # package an Any; they find these classes, typed, at their own paths.
+    def __getattr__(name: str) -> Any:
+        return moved_attribute(__name__, name, _MOVED)
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_MOVED})

@@ -1,4 +1,4 @@
-"""A long-term memory on the mem0 library (``pip install "agentscope-rt[mem0]"``).
+"""A long-term memory on the mem0 library (the ``mem0`` extra).
 
 mem0 asks an LLM to extract facts from what it is given, embeds them and keeps them in a
 vector store (Qdrant by default), with a SQLite history beside it. This adapter runs mem0 on
@@ -22,7 +22,6 @@ fetches a notice configuration from GitHub. mem0 still creates its folder (``~/.
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 import os
 import sys
@@ -35,6 +34,7 @@ import anyio.from_thread
 import anyio.lowlevel
 import anyio.to_thread
 
+from .._extras import check_extra
 from .._locks import FairLock
 from ..message import Msg, TextBlock, ToolUseBlock
 from ..tool import ToolResponse
@@ -80,11 +80,7 @@ class _LoopBridge:
 
 
 def _require_mem0() -> None:
-    if importlib.util.find_spec("mem0") is None:
-        raise ImportError(
-            "Mem0LongTermMemory needs the mem0 library, which is not installed: install it "
-            "with `pip install 'agentscope-rt[mem0]'` (or `pip install mem0ai`)"
-        )
+    check_extra(("mem0",), extra="mem0", user="Mem0LongTermMemory (the mem0 library)")
     _telemetry_off()
 
 

@@ -53,6 +53,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import anyio
 import anyio.to_thread
 
+from .._extras import install_command, missing_extra
 from .._locks import FairLock
 from ..message import Msg
 from ._memory_base import MemoryBase, _allow_duplicates, _batch, _check_mark_args, _check_marks
@@ -231,9 +232,7 @@ class AsyncSQLAlchemyMemory(MemoryBase):
         try:
             import sqlalchemy as sa
         except ImportError as exc:
-            raise ImportError(
-                "AsyncSQLAlchemyMemory needs SQLAlchemy: pip install 'agentscope-rt[sql]'"
-            ) from exc
+            raise missing_extra("AsyncSQLAlchemyMemory", "sql", exc.name) from exc
         self.session_id = session_id or "default_session"
         self.user_id = user_id or "default_user"
         for what, value in (("session_id", self.session_id), ("user_id", self.user_id)):
@@ -311,8 +310,10 @@ class AsyncSQLAlchemyMemory(MemoryBase):
             engine = sa.create_engine(url, **kwargs)
         except ImportError as exc:
             raise ImportError(
-                f"the database driver for {url.drivername!r} is not installed: "
-                f"{exc}. pip install 'agentscope-rt[sql]' brings SQLite and PostgreSQL (psycopg)"
+                f"the database driver for {url.drivername!r} is not installed ({exc}); the "
+                f"'sql' extra brings SQLite's and PostgreSQL's (psycopg): install it with "
+                f"{install_command('sql')}",
+                name=exc.name,
             ) from exc
         if sqlite and url.database not in (None, "", ":memory:"):
             timeout_ms = int(SQLITE_BUSY_TIMEOUT_S * 1000)

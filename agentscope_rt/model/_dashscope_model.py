@@ -302,11 +302,6 @@ class DashScopeChatModel(OpenAIChatModel):
         key = resolve_api_key(api_key, self.api_key_env, "DashScopeChatModel")
         client_kwargs = dict(client_kwargs or {})
         client_kwargs.setdefault("base_url", base_http_api_url or DASHSCOPE_BASE_URL)
-        generate_kwargs = dict(generate_kwargs or {})
-        if enable_thinking is not None:
-            extra_body = dict(generate_kwargs.get("extra_body") or {})
-            extra_body.setdefault("enable_thinking", enable_thinking)
-            generate_kwargs["extra_body"] = extra_body
         self.enable_thinking = enable_thinking
         self.multimodality = multimodality
         self._native: LoopClients[httpx.AsyncClient] | None = None
@@ -338,6 +333,7 @@ class DashScopeChatModel(OpenAIChatModel):
         generate_kwargs: dict[str, Any],
     ) -> dict[str, Any]:
         check_formatted_messages(messages)
+        generate_kwargs = self._with_thinking(generate_kwargs)
         if self._native is not None:
             return self._native_body(
                 messages, tools, tool_choice, structured_model, generate_kwargs
@@ -345,6 +341,22 @@ class DashScopeChatModel(OpenAIChatModel):
         return super()._request_kwargs(
             compatible_messages(messages), tools, tool_choice, structured_model, generate_kwargs
         )
+
+    def _with_thinking(self, generate_kwargs: dict[str, Any]) -> dict[str, Any]:
+        """The call's *generate_kwargs* with ``enable_thinking`` added to the request body
+        (through ``extra_body``), unless it is None or the call or ``generate_kwargs`` already
+        set it. Added per request, as AgentScope does, so :attr:`generate_kwargs` stays what
+        was passed."""
+        thinking = self.enable_thinking
+        if thinking is None:
+            return generate_kwargs
+        extra_body = generate_kwargs.get("extra_body", self.generate_kwargs.get("extra_body"))
+        extra_body = extra_body if isinstance(extra_body, dict) else {}
+        if "enable_thinking" in extra_body or any(
+            "enable_thinking" in kwargs for kwargs in (generate_kwargs, self.generate_kwargs)
+        ):
+            return generate_kwargs
+        return {**generate_kwargs, "extra_body": {**extra_body, "enable_thinking": thinking}}
 
     # -- the native multimodal endpoint ---------------------------------------------------
 

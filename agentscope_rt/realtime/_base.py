@@ -7,7 +7,7 @@ configuration. Each provider message becomes zero or more :class:`ModelEvents` s
 outgoing stream. The reader never raises into its task group: a failure is sent as a
 ``ModelErrorEvent``, the end of the connection as a ``WebsocketDisconnectEvent``.
 
-Needs ``wsproto`` (``pip install 'agentscope-rt[dashscope]'``).
+Needs ``wsproto`` (the ``dashscope`` extra).
 """
 
 from __future__ import annotations
@@ -33,9 +33,9 @@ def _websocket() -> Any:
     try:
         from .._provider import websocket
     except ImportError as exc:
-        raise ImportError(
-            "the realtime models need the 'wsproto' package: pip install 'agentscope-rt[dashscope]'"
-        ) from exc
+        from .._extras import missing_extra
+
+        raise missing_extra("the realtime models", "dashscope", exc.name) from exc
     return websocket
 
 

@@ -25,6 +25,7 @@ import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from .._file_names import check_file_name
 from .._json import json_problem
 from ..exception import SessionError, StateError
 from ..module import StateModule
@@ -41,8 +42,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-_FORBIDDEN_IN_IDS = ("/", "\\", "\x00")
-
 
 def check_session_ids(session_id: str, user_id: str) -> None:
     """Refuse ids that are not strings, could escape a storage location, or cannot be stored.
@@ -55,20 +54,11 @@ def check_session_ids(session_id: str, user_id: str) -> None:
     for what, value in (("session_id", session_id), ("user_id", user_id)):
         if not isinstance(value, str):
             raise TypeError(f"{what} must be a str, not {type(value).__name__}")
-        if any(ch in value for ch in _FORBIDDEN_IN_IDS) or value in (".", ".."):
-            raise SessionError(
-                f"{what} {value!r} may not contain '/', '\\\\' or NUL, nor be '.' or '..'; "
-                "choose an id that is a plain name"
+        # An empty user id is allowed (no user); JSONSession hashes names that are too long.
+        if value or what == "session_id":
+            check_file_name(
+                value, what, SessionError, max_bytes=None, advice="choose an id that is plain text"
             )
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            raise SessionError(
-                f"{what} {value!r} holds a lone surrogate, which cannot be stored; "
-                "choose an id that is valid text"
-            ) from None
-    if not session_id:
-        raise SessionError("session_id must not be empty")
 
 
 def escape_id(value: str, special: str) -> str:

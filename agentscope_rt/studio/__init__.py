@@ -9,9 +9,11 @@
   namespace), from a background thread: a Studio that is down or slow costs the agents a
   logged warning, nothing more.
 
-Needs the ``studio`` extra (``pip install agentscope-rt[studio]``).
+Needs the ``studio`` extra (``pip install -e ".[studio]"`` in a clone of the repository).
 """
 
+# First: a missing extra is named here, before any module fails to import its library.
+from . import _requires  # noqa: F401
 from ._page_input import PageUserInput
 from ._remote import (
     StudioLink,

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
 
+from .._extras import missing_extra
 from ._token_base import TokenCounterBase
 
 if TYPE_CHECKING:
@@ -37,8 +38,6 @@ if TYPE_CHECKING:
 __all__ = ["DEFAULT_CHAT_TEMPLATE", "HuggingFaceTokenCounter"]
 
 logger = logging.getLogger(__name__)
-
-_INSTALL_HINT = 'pip install "agentscope-rt[huggingface]"'
 
 DEFAULT_CHAT_TEMPLATE = (
     "{%- if tools %}{{ '<|im_start|>system\n# Tools\n' + (tools | tojson) + '<|im_end|>\n' }}"
@@ -225,9 +224,7 @@ class HuggingFaceTokenCounter(TokenCounterBase):
             import jinja2  # noqa: F401
             import tokenizers  # noqa: F401
         except ImportError as error:
-            raise ImportError(
-                f"HuggingFaceTokenCounter needs the {error.name!r} package: {_INSTALL_HINT}"
-            ) from error
+            raise missing_extra("HuggingFaceTokenCounter", "huggingface", error.name) from error
         unknown = sorted(set(kwargs) - set(_KNOWN_KWARGS))
         if unknown:
             logger.warning("HuggingFaceTokenCounter ignores the arguments %s", unknown)

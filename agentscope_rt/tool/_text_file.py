@@ -378,10 +378,14 @@ def _insert_locked(path: str, file_path: str, content: str, line_number: int) ->
             f"InvalidArgumentsError: The given line_number ({line_number}) is not in the valid "
             f"range [1, {len(lines) + 1}]."
         )
-    head = lines[: line_number - 1]
+    head, tail = lines[: line_number - 1], lines[line_number - 1 :]
     if head and not head[-1].endswith("\n"):
         head[-1] += "\n"
-    new_text = "".join([*head, _ensure_newline(content), *lines[line_number - 1 :]])
+    # Content put before a line ends its own line; appended content is written as given, as
+    # AgentScope does (and as write_text_file does at the end of a file), so a file keeps
+    # ending without a newline when the content has none.
+    inserted = _ensure_newline(content) if tail else content
+    new_text = "".join([*head, inserted, *tail])
     _atomic_write(path, new_text)
     new_lines = new_text.splitlines(keepends=True)
     start, end = _view_ranges(len(lines), len(new_lines), line_number, line_number)

@@ -1,6 +1,6 @@
 """OpenTelemetry tracing of agents, models, formatters, tools and embeddings.
 
-Needs the ``tracing`` extra (``pip install 'agentscope-rt[tracing]'``) to make spans;
+Needs the ``tracing`` extra (``pip install -e ".[tracing]"`` in a clone) to make spans;
 importing this package and decorating functions does not. Off by default, and free while
 off: the runtime's routes are wrapped only while tracing is enabled.
 

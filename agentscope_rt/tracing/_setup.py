@@ -47,10 +47,9 @@ def _import_sdk() -> Any:
     try:
         import opentelemetry.sdk.trace as sdk_trace
     except ImportError as exc:
-        raise ImportError(
-            "tracing needs OpenTelemetry's SDK: pip install 'agentscope-rt[tracing]' "
-            f"(could not import {exc.name})"
-        ) from exc
+        from .._extras import missing_extra
+
+        raise missing_extra("tracing (OpenTelemetry's SDK)", "tracing", exc.name) from exc
     return sdk_trace
 
 
@@ -190,9 +189,9 @@ def setup_tracing(endpoint: str) -> None:
     try:
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     except ImportError as exc:
-        raise ImportError(
-            "setup_tracing needs the OTLP/HTTP exporter: pip install 'agentscope-rt[tracing]'"
-        ) from exc
+        from .._extras import missing_extra
+
+        raise missing_extra("setup_tracing (the OTLP/HTTP exporter)", "tracing", exc.name) from exc
     from ._export import FlushableBatchSpanProcessor, hide_endpoint_in_logs
 
     with _lock:

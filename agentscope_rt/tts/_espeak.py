@@ -1,7 +1,7 @@
 """eSpeak NG through ctypes: the offline voice.
 
-The library and its voice data come from the ``espeakng-loader`` wheel (``pip install
-'agentscope-rt[voice]'``: libespeak-ng and its data inside a 10 MB wheel, nothing downloaded at
+The library and its voice data come from the ``espeakng-loader`` wheel (the ``voice``
+extra: libespeak-ng and its data inside a 10 MB wheel, nothing downloaded at
 run time); without it a system libespeak-ng (Debian's ``espeak-ng`` package) is used. eSpeak's
 state is process-wide, so one synthesis runs at a time (a lock), in a worker thread; a
 cancelled caller makes the library stop at its next audio chunk.
@@ -55,9 +55,11 @@ def _load() -> Any:
     except ImportError:
         name = ctypes.util.find_library("espeak-ng")
         if name is None:
+            from .._extras import install_command
+
             raise RuntimeError(
-                "the offline voice needs eSpeak NG: pip install 'agentscope-rt[voice]' "
-                "(or install the system's espeak-ng package)"
+                "the offline voice needs eSpeak NG: install the 'voice' extra with "
+                f"{install_command('voice')} (or the system's espeak-ng package)"
             ) from None
         lib = ctypes.CDLL(name)
     lib.espeak_Initialize.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_char_p, ctypes.c_int]

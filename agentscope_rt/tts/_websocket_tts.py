@@ -8,7 +8,7 @@ cancellation, e.g. an agent's ``interrupt()`` — cancels the reader and closes 
 ``close`` returns. The reader never raises into that task group: a provider error is kept and
 raised by the next :meth:`~WebSocketTTSModel.push` or by :meth:`~WebSocketTTSModel.synthesize`.
 
-Needs ``wsproto`` (``pip install 'agentscope-rt[dashscope]'``).
+Needs ``wsproto`` (the ``dashscope`` extra).
 """
 
 from __future__ import annotations
@@ -74,10 +74,9 @@ def _websocket_module() -> Any:
     try:
         from .._provider import websocket
     except ImportError as exc:
-        raise ImportError(
-            "the WebSocket text-to-speech models need the 'wsproto' package: "
-            "pip install 'agentscope-rt[dashscope]'"
-        ) from exc
+        from .._extras import missing_extra
+
+        raise missing_extra("the WebSocket text-to-speech models", "dashscope", exc.name) from exc
     return websocket
 
 

@@ -1,5 +1,7 @@
 """An agent served by a2a-sdk's own server classes (on uvicorn, asyncio), in its own process:
-``python _sdk_server.py PORT``. Answers protocol 1.0 and, on the same URL, 0.3.
+``python _sdk_server.py PORT [TOKEN]``. Answers protocol 1.0 and, on the same URL, 0.3. With a
+TOKEN, the card declares an HTTP bearer scheme named ``bearer`` and JSON-RPC requests without
+``Authorization: Bearer TOKEN`` get 401 (a2a-sdk leaves checking to the application).
 
 The agent echoes ``sdk echo: <text>``; for ``slow ...`` it reports ``working`` and waits until
 the task is cancelled.
@@ -22,12 +24,17 @@ from a2a.types import (
     AgentCard,
     AgentInterface,
     AgentSkill,
+    HTTPAuthSecurityScheme,
     Role,
+    SecurityRequirement,
+    SecurityScheme,
     Task,
     TaskState,
     TaskStatus,
 )
 from starlette.applications import Starlette
+from starlette.middleware.base import BaseHTTPMiddleware
+from starlette.responses import JSONResponse
 
 
 class Executor(AgentExecutor):
@@ -54,7 +61,7 @@ class Executor(AgentExecutor):
         await updater.cancel(new_text_message("cancelled", role=Role.ROLE_AGENT))
 
 
-def app(url: str) -> Starlette:
+def app(url: str, token: str | None = None) -> Starlette:
     card = AgentCard(
         name="SdkAgent",
         description="an agent served by a2a-sdk",
@@ -68,6 +75,13 @@ def app(url: str) -> Starlette:
         default_output_modes=["text/plain"],
         skills=[AgentSkill(id="echo", name="echo", description="echo", tags=["echo"])],
     )
+    if token:
+        card.security_schemes["bearer"].CopyFrom(
+            SecurityScheme(http_auth_security_scheme=HTTPAuthSecurityScheme(scheme="Bearer"))
+        )
+        requirement = SecurityRequirement()
+        requirement.schemes["bearer"].SetInParent()
+        card.security_requirements.append(requirement)
     handler = DefaultRequestHandler(
         agent_executor=Executor(), task_store=InMemoryTaskStore(), agent_card=card
     )
@@ -75,9 +89,22 @@ def app(url: str) -> Starlette:
         *create_agent_card_routes(card),
         *create_jsonrpc_routes(handler, "/", enable_v0_3_compat=True),
     ]
-    return Starlette(routes=routes)
+    served = Starlette(routes=routes)
+    if token:
+
+        async def check(request, call_next):  # type: ignore[no-untyped-def]
+            given = request.headers.get("authorization", "")
+            if request.method == "POST" and given != f"Bearer {token}":
+                return JSONResponse({"error": "unauthenticated"}, status_code=401)
+            return await call_next(request)
+
+        served.add_middleware(BaseHTTPMiddleware, dispatch=check)
+    return served
 
 
 if __name__ == "__main__":
     port = int(sys.argv[1])
-    uvicorn.run(app(f"http://127.0.0.1:{port}/"), host="127.0.0.1", port=port, log_level="warning")
+    secret = sys.argv[2] if len(sys.argv) > 2 else None
+    uvicorn.run(
+        app(f"http://127.0.0.1:{port}/", secret), host="127.0.0.1", port=port, log_level="warning"
+    )

@@ -3,7 +3,8 @@
 * ``served_url(backend)``: an agentscope-rt agent served by A2AServer under that backend
   (tests/a2a/_served_agent.py);
 * ``sdk_url``: an agent served by a2a-sdk's own server classes on uvicorn (asyncio), answering
-  protocol 1.0 and 0.3 (tests/a2a/_sdk_server.py).
+  protocol 1.0 and 0.3 (tests/a2a/_sdk_server.py);
+* ``sdk_secured_url``: the same, wanting the bearer token ``sdk-token``.
 """
 
 from __future__ import annotations
@@ -64,12 +65,21 @@ def served_url() -> Iterator[Callable[[str], str]]:
         process.stdout.close()
 
 
-@pytest.fixture(scope="session")
-def sdk_url() -> Iterator[str]:
+def _sdk_server(*args: str) -> Iterator[str]:
     port = free_port()
-    process = _spawn(str(_HERE / "_sdk_server.py"), str(port))
+    process = _spawn(str(_HERE / "_sdk_server.py"), str(port), *args)
     _wait_listening(process, port, "a2a-sdk server", lambda: _stop(process, 9))
     yield f"http://127.0.0.1:{port}/"
     _stop(process, 15)
     assert process.stdout is not None
     process.stdout.close()
+
+
+@pytest.fixture(scope="session")
+def sdk_url() -> Iterator[str]:
+    yield from _sdk_server()
+
+
+@pytest.fixture(scope="session")
+def sdk_secured_url() -> Iterator[str]:
+    yield from _sdk_server("sdk-token")

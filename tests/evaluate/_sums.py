@@ -136,3 +136,38 @@ async def hanging_on_t3(task: Task, pre_print_hook: Any) -> SolutionOutput:
 
         await anyio.sleep_forever()
     return await solution(task, pre_print_hook)
+
+
+class NamedOtherwise(MetricBase):
+    """A metric whose result for task *task_id* is named ``a/b`` (not after the metric)."""
+
+    def __init__(self, task_id: str) -> None:
+        super().__init__("named", MetricType.NUMERICAL, "names its result badly for one task")
+        self.task_id = task_id
+
+    async def __call__(self, solution: SolutionOutput) -> MetricResult:
+        bad = solution.meta is not None and solution.meta.get("task") == self.task_id
+        return MetricResult(name="a/b" if bad else "named", result=1)
+
+
+def with_badly_named_result(bench: Sums, task_id: str) -> Sums:
+    """*bench*, every task also measured by :class:`NamedOtherwise` for *task_id*."""
+    for task in bench.tasks:
+        task.metrics.append(NamedOtherwise(task_id))
+    return bench
+
+
+async def solution_naming_its_task(task: Task, pre_print_hook: Any) -> SolutionOutput:
+    """:func:`solution`, with the task's id in ``meta["task"]``."""
+    output = await solution(task, pre_print_hook)
+    output.meta = {**(output.meta or {}), "task": task.id}
+    return output
+
+
+async def dying_on_t2(task: Task, pre_print_hook: Any) -> SolutionOutput:
+    """:func:`solution`, except that task t2 ends the process running it."""
+    if task.id == "t2":
+        import os
+
+        os._exit(3)
+    return await solution(task, pre_print_hook)

@@ -328,3 +328,27 @@ def test_native_messages_copy_on_write() -> None:
         {"audio": "https://a/b.mp3"},
         {"video": "https://a/v.mp4"},
     ]
+
+
+async def test_enable_thinking_false_is_sent_per_request_and_generate_kwargs_stay_as_given(
+    server: WireServer,
+) -> None:
+    # AgentScope adds enable_thinking to each request; its generate_kwargs are what was passed.
+    server.add(Reply(body=openai_completion("2")), Reply(body=openai_completion("2")))
+    model = DashScopeChatModel(
+        "qwen-plus",
+        api_key=SECRET,
+        stream=False,
+        enable_thinking=False,
+        generate_kwargs={"temperature": 0},
+        base_http_api_url=server.url,
+    )
+    assert model.generate_kwargs == {"temperature": 0}
+    async with model:
+        await model(MESSAGES)
+        # A value the call sets itself is kept.
+        await model(MESSAGES, extra_body={"enable_thinking": True})
+    assert model.generate_kwargs == {"temperature": 0}
+    first, second = (request.body for request in server.requests)
+    assert first["enable_thinking"] is False and first["temperature"] == 0
+    assert second["enable_thinking"] is True

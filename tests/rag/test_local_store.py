@@ -278,7 +278,7 @@ def test_without_the_extra_the_default_says_which_extra_to_install() -> None:
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
     ).stdout
-    assert "pip install 'agentscope-rt[vector]'" in out and "usearch" in out
+    assert "'vector' extra" in out and 'pip install -e ".[vector]"' in out and "usearch" in out
 
 
 async def test_searching_while_another_task_adds_sees_whole_slices() -> None:

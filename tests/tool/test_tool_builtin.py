@@ -148,7 +148,7 @@ async def test_view_write_insert(tmp_path: pathlib.Path) -> None:
     assert "at line 1 successfully" in inserted.get_text()
     appended = await insert_text_file(path, "end", 6)
     assert "successfully" in appended.get_text()
-    assert pathlib.Path(path).read_text() == "zero\na\nB1\nB2\nc\nend\n"
+    assert pathlib.Path(path).read_text() == "zero\na\nB1\nB2\nc\nend"
     overwritten = await write_text_file(path, "new")
     assert overwritten.get_text() == f"Overwrite {path} successfully."
     assert pathlib.Path(path).read_text() == "new"

@@ -751,8 +751,9 @@ async def test_dashscope_text_to_audio_without_wsproto(
     monkeypatch.delattr(agentscope_rt._provider, "websocket")
     response = await dashscope_text_to_audio("hi", DASHSCOPE_KEY)
     assert _text(response) == (
-        "Failed to generate audio: dashscope_text_to_audio needs the 'wsproto' package: "
-        "pip install 'agentscope-rt[dashscope]'"
+        "Failed to generate audio: dashscope_text_to_audio needs the 'dashscope' extra (wsproto "
+        'is not installed): install it with pip install -e ".[dashscope]" in a clone of the '
+        "agentscope-rt repository"
     )
     assert server.requests == []
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import base64
 import functools
-import importlib
 import json
 import os
 import re
@@ -17,6 +16,7 @@ from typing import Any, TypeVar
 
 import anyio.to_thread
 
+from ..._extras import require_extra
 from ...exception import ReaderError
 from ...message import Base64Source, ImageBlock
 
@@ -46,13 +46,7 @@ def require(module: str, *, package: str, extra: str, user: str) -> ModuleType:
     :param user: the class that needs it, for the message.
     :raises ImportError: if *module* is not installed.
     """
-    try:
-        return importlib.import_module(module)
-    except ImportError as exc:
-        raise ImportError(
-            f"{user} needs {package}, which is not installed: install it with "
-            f"`pip install 'agentscope-rt[{extra}]'` (or `pip install {package}`)"
-        ) from exc
+    return require_extra(module, extra=extra, user=f"{user} ({package})")
 
 
 def check_file(path: str | os.PathLike[str], extensions: Iterable[str], kind: str) -> str:

@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..._extras import missing_extra
 from .._document import DocMetadata, Document
 from ._store_base import (
     FLOAT32_MAX,
@@ -123,11 +124,7 @@ def _require_libraries() -> None:
         import numpy  # noqa: F401
         import usearch.index  # noqa: F401
     except ImportError as error:
-        raise ImportError(
-            f"LocalVectorStore needs NumPy and usearch, and {error.name or 'one'} is not "
-            "installed: install them with `pip install 'agentscope-rt[vector]'` (or `pip "
-            "install numpy usearch`)"
-        ) from error
+        raise missing_extra("LocalVectorStore (NumPy and usearch)", "vector", error.name) from error
 
 
 def _yielding_progress() -> Callable[[int, int], bool]:

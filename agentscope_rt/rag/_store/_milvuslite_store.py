@@ -10,7 +10,6 @@ see :mod:`._store_base` for the score, identity and threading rules.
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import json
 import logging
 import math
@@ -18,6 +17,7 @@ import os
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
+from ..._extras import check_extra
 from .._document import DocMetadata, Document, chunk_id_of
 from ._store_base import (
     SyncClientStoreBase,
@@ -44,12 +44,7 @@ _ID_LENGTH = 64
 
 
 def _require_milvus() -> None:
-    if importlib.util.find_spec("pymilvus") is None:
-        raise ImportError(
-            "MilvusLiteStore needs pymilvus with Milvus Lite, which is not installed: install "
-            "it with `pip install 'agentscope-rt[milvus]'` (or `pip install "
-            "'pymilvus[milvus_lite]'`)"
-        )
+    check_extra(("pymilvus",), extra="milvus", user="MilvusLiteStore (pymilvus with Milvus Lite)")
 
 
 def _drop_unimplemented_rpc(record: logging.LogRecord) -> bool:

@@ -9,13 +9,13 @@ threads; see :mod:`._store_base` for the score, identity and threading rules.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
+from ..._extras import check_extra
 from .._document import DocMetadata, Document, chunk_id_of
 from ._store_base import (
     SyncClientStoreBase,
@@ -45,11 +45,7 @@ _HOST_PORT = re.compile(r"[\w.-]+:\d+")
 
 
 def _require_qdrant() -> None:
-    if importlib.util.find_spec("qdrant_client") is None:
-        raise ImportError(
-            "QdrantStore needs qdrant-client, which is not installed: install it with "
-            "`pip install 'agentscope-rt[qdrant]'` (or `pip install qdrant-client`)"
-        )
+    check_extra(("qdrant_client",), extra="qdrant", user="QdrantStore")
 
 
 def _is_uuid(value: str) -> bool:

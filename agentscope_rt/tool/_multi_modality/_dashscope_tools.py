@@ -14,7 +14,7 @@ The requests are the ones the ``dashscope`` SDK sends, spoken directly (see the
 * :func:`dashscope_text_to_audio` — Sambert speech synthesis, which DashScope serves over
   WebSocket only: ``run-task`` is sent to ``{ws_base}``, the audio arrives as binary messages
   until ``task-finished`` (or ``task-failed``). Needs ``wsproto``
-  (``pip install 'agentscope-rt[dashscope]'``).
+  (the ``dashscope`` extra).
 
 ``{base}`` is ``DASHSCOPE_HTTP_BASE_URL`` when set, else
 ``https://dashscope.aliyuncs.com/api/v1``; ``{ws_base}`` is ``DASHSCOPE_WEBSOCKET_BASE_URL``
@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
+from ..._extras import missing_extra
 from ..._version import __version__
 from ...message import Base64Source, ImageBlock, TextBlock, URLSource
 from .._response import ToolResponse
@@ -371,10 +372,7 @@ async def _synthesize_speech(key: str, payload: dict[str, Any]) -> bytes:
     try:
         from ..._provider import websocket as _websocket
     except ImportError as exc:
-        raise ImportError(
-            "dashscope_text_to_audio needs the 'wsproto' package: "
-            "pip install 'agentscope-rt[dashscope]'"
-        ) from exc
+        raise missing_extra("dashscope_text_to_audio", "dashscope", exc.name) from exc
 
     url = os.environ.get("DASHSCOPE_WEBSOCKET_BASE_URL", DASHSCOPE_WEBSOCKET_BASE_URL)
     task_id = uuid.uuid4().hex
