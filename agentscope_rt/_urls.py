@@ -23,9 +23,10 @@ would garble messages without protecting anything."""
 def redact_url(url: str) -> str:
     """*url* without its user info, query and fragment (scheme, host, port and path stay).
 
-    Text that is not a URL with a host loses whatever stands before its last ``@`` and from
-    its first ``?`` or ``#`` on, so credentials in a malformed URL are not shown either.
-    Never raises.
+    Text that is not a URL with a host (a local path, a malformed URL) loses everything from
+    its first ``?`` or ``#`` on, and a leading ``user:password@`` (an ``@`` with a ``:`` and no
+    ``/`` before it), so credentials in a malformed URL are not shown either while a path that
+    holds an ``@`` stays whole. Never raises.
 
     :param url: the URL (or anything meant as one).
     """
@@ -38,7 +39,10 @@ def redact_url(url: str) -> str:
     if parts.netloc:
         return urlunsplit((parts.scheme, parts.netloc.rpartition("@")[2], parts.path, "", ""))
     head = text.split("?", 1)[0].split("#", 1)[0]
-    return head.rpartition("@")[2]
+    userinfo, at, rest = head.rpartition("@")
+    if at and ":" in userinfo and "/" not in userinfo:
+        return rest
+    return head
 
 
 def url_redactions(url: str) -> list[tuple[str, str]]:

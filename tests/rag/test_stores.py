@@ -344,6 +344,11 @@ def test_reprs_hold_no_secrets() -> None:
     store = QdrantStore("http://127.0.0.1:1", "c", 3, client_kwargs={"api_key": "s3cret"})
     milvus = MilvusLiteStore("http://127.0.0.1:1", "c", 3, token="user:s3cret")
     assert "s3cret" not in repr(store) and "s3cret" not in repr(milvus)
+    # Credentials written into the address itself are left out too.
+    store = QdrantStore("http://admin:s3cret@127.0.0.1:1/?api-key=s3cret", "c", 3)
+    milvus = MilvusLiteStore("http://root:s3cret@127.0.0.1:1", "c", 3)
+    assert "s3cret" not in repr(store) and "s3cret" not in repr(milvus)
+    assert "127.0.0.1:1" in repr(store) and "127.0.0.1:1" in repr(milvus)
 
 
 async def test_client_calls_run_in_worker_threads(make_store: StoreFactory) -> None:

@@ -90,6 +90,8 @@ def test_a_tracing_url_that_is_not_http_is_refused_first() -> None:
         ("http://[::1]:4318/v1/traces?key=t0k", "http://[::1]:4318/v1/traces"),
         ("http://127.0.0.1:4318/v1/traces", "http://127.0.0.1:4318/v1/traces"),
         ("u:p4ss@example.com/v1?key=t0k", "example.com/v1"),
+        ("/data/team@corp/kb", "/data/team@corp/kb"),
+        ("./milvus.db", "./milvus.db"),
         ("http://[::1/v1", "<a malformed URL>"),
     ],
 )
