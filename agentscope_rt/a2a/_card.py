@@ -24,7 +24,8 @@ from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill
 from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH, TransportProtocol
 from google.protobuf.json_format import ParseError
 
-from .._urls import redact_url
+from .._provider import redact_text
+from .._urls import redact_url, url_redactions
 from ..exception import A2AError
 from ._http import new_http_client
 
@@ -212,6 +213,8 @@ class WellKnownAgentCardResolver(AgentCardResolverBase):
                 relative = parsed.path if parsed.path.strip("/") else None
                 return await resolver.get_agent_card(relative_card_path=relative)
         except Exception as exc:
-            raise A2AError(
-                f"Failed to resolve AgentCard from URL {redact_url(self._base_url)}: {exc}"
-            ) from exc
+            shown = redact_url(self._base_url)
+            reason = redact_text(str(exc), url_redactions(self._base_url))
+            # The cause's text holds the URL as given: not chained when that has credentials.
+            cause = exc if shown == self._base_url else None
+            raise A2AError(f"Failed to resolve AgentCard from URL {shown}: {reason}") from cause
