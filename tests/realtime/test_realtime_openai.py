@@ -145,3 +145,12 @@ async def test_a_refused_connection_is_a_model_api_error() -> None:
     with send, receive, pytest.raises(ModelAPIError):
         await model.connect(send, "", None)
     assert not model.connected
+
+
+async def test_a_websocket_url_refused_is_named_without_its_credentials() -> None:
+    from agentscope_rt._provider.websocket import connect
+
+    with pytest.raises(ValueError, match="not a WebSocket URL") as refused:
+        async with connect("https://bob:pa55word@127.0.0.1:9/v1?key=s3cret", {}):
+            pass
+    assert "pa55word" not in str(refused.value) and "s3cret" not in str(refused.value)
