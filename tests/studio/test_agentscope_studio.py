@@ -246,3 +246,12 @@ async def test_credentials_in_the_studio_url_stay_out_of_logs_and_errors(
         disconnect_studio(timeout=0.1)
     assert "hunter2" not in caplog.text
     assert "127.0.0.1" in caplog.text
+
+
+def test_a_studio_url_refused_is_named_without_its_credentials() -> None:
+    with pytest.raises(ValueError, match="studio_url") as refused:
+        connect_studio(
+            "ftp://admin:hunter2@127.0.0.1:9/?key=s3cret", project="p", name="n", run_id="r"
+        )
+    assert "hunter2" not in str(refused.value) and "s3cret" not in str(refused.value)
+    assert "127.0.0.1:9" in str(refused.value)
