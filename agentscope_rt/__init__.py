@@ -32,6 +32,7 @@ from types import ModuleType
 from ._extras import missing_extra
 from ._logging import logger, setup_logger
 from ._run_config import config as _config
+from ._urls import redact_url
 from ._version import __version__
 
 SUBPACKAGES = frozenset(
@@ -101,7 +102,7 @@ def init(
     """
     endpoint = tracing_url or (studio_url.rstrip("/") + "/v1/traces" if studio_url else None)
     if endpoint is not None and not endpoint.startswith(("http://", "https://")):
-        raise ValueError(f"the tracing URL must be an http(s) URL, not {endpoint!r}")
+        raise ValueError(f"the tracing URL must be an http(s) URL, not {redact_url(endpoint)!r}")
     setup_logger(logging_level, logging_path)
     if project:
         _config.project = project

@@ -40,15 +40,18 @@ copies messages and providers' SDKs serialise them by recursion, one or two Pyth
 level, against a recursion limit of 1,000 frames by default: 200 levels leave room for the
 caller's own stack, and no real message or tool call comes near them."""
 
-MAX_TOOL_INPUT_DEPTH = 100
-"""How deeply a tool call's arguments (``ToolUseBlock.input``) may nest: the one rule for the
-arguments a model writes, applied where they enter (the providers' parsing of tool-call text,
-and the ReAct agent's reasoning step for models that build their blocks themselves). Deeper
-arguments are not kept: the call becomes an argument error the model reads.
+MAX_TOOL_INPUT_DEPTH = MAX_JSON_DEPTH // 2
+"""How deeply the JSON data a message carries may nest (100 levels): a tool call's arguments
+(``ToolUseBlock.input``) and the message's metadata. The one rule for that data, applied where
+it enters: the providers' parsing of tool-call text and the ReAct agent's reasoning step (deeper
+arguments are not kept: the call becomes an argument error the model reads), and every
+memory's ``add`` (a deeper message is refused with
+:class:`~agentscope_rt.exception.MessageFormatError`).
 
-It is half of :data:`MAX_JSON_DEPTH` because the arguments are saved inside a state (session,
-agent, memory, message, block, and a durable reply's checkpoint around those), and the whole
-state must stay within :data:`MAX_JSON_DEPTH`; no real tool call nests anywhere near it."""
+It is half of :data:`MAX_JSON_DEPTH`, the limit a saved state is held to, because the message
+is saved inside a state (session, agent, memory, message, block, and a durable reply's
+checkpoint around those) that must stay within :data:`MAX_JSON_DEPTH` as a whole: whatever a
+memory accepts can be saved; no real tool call nests anywhere near it."""
 
 
 def _scalar_problem(value: Any) -> str | None:

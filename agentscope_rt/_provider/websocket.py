@@ -40,6 +40,8 @@ from wsproto.events import (
     TextMessage,
 )
 
+from .._urls import redact_url
+
 __all__ = [
     "CLOSE_TIMEOUT",
     "WebSocketClosed",
@@ -191,7 +193,7 @@ def _endpoint(url: str) -> tuple[str, int, bool, str, str]:
     """
     parts = urllib.parse.urlsplit(url)
     if parts.scheme not in ("ws", "wss") or not parts.hostname:
-        raise ValueError(f"not a WebSocket URL (ws:// or wss://): {url!r}")
+        raise ValueError(f"not a WebSocket URL (ws:// or wss://): {redact_url(url)!r}")
     tls = parts.scheme == "wss"
     default_port = 443 if tls else 80
     port = parts.port or default_port

@@ -24,6 +24,8 @@ from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill
 from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH, TransportProtocol
 from google.protobuf.json_format import ParseError
 
+from .._provider import redact_text
+from .._urls import redact_url, url_redactions
 from ..exception import A2AError
 from ._http import new_http_client
 
@@ -104,7 +106,7 @@ def build_agent_card(
     """
     parsed = urlparse(url)
     if parsed.scheme not in ("http", "https") or not parsed.netloc:
-        raise ValueError(f"url must be an absolute http(s) URL, not {url!r}")
+        raise ValueError(f"url must be an absolute http(s) URL, not {redact_url(url)!r}")
     return AgentCard(
         name=name,
         description=description or f"{name}, an agentscope-rt agent",
@@ -195,7 +197,7 @@ class WellKnownAgentCardResolver(AgentCardResolverBase):
         """
         parsed = urlparse(self._base_url)
         if not parsed.scheme or not parsed.netloc:
-            raise ValueError(f"Invalid URL format: {self._base_url}")
+            raise ValueError(f"Invalid URL format: {redact_url(self._base_url)}")
         base_url = f"{parsed.scheme}://{parsed.netloc}"
         path = (
             self._agent_card_path
@@ -211,4 +213,8 @@ class WellKnownAgentCardResolver(AgentCardResolverBase):
                 relative = parsed.path if parsed.path.strip("/") else None
                 return await resolver.get_agent_card(relative_card_path=relative)
         except Exception as exc:
-            raise A2AError(f"Failed to resolve AgentCard from URL {self._base_url}: {exc}") from exc
+            shown = redact_url(self._base_url)
+            reason = redact_text(str(exc), url_redactions(self._base_url))
+            # The cause's text holds the URL as given: not chained when that has credentials.
+            cause = exc if shown == self._base_url else None
+            raise A2AError(f"Failed to resolve AgentCard from URL {shown}: {reason}") from cause

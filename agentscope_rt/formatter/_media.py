@@ -31,6 +31,8 @@ from urllib.parse import unquote, urlparse
 import anyio
 import httpx
 
+from .._provider import redact_text
+from .._urls import redact_url, url_redactions
 from ._errors import FormatterError
 from ._local_files import check_local_file, saved_media_dir
 
@@ -300,9 +302,9 @@ async def fetch_base64(url: str) -> tuple[str, bytes, str | None]:
                 data = response.content
                 return base64.b64encode(data).decode("ascii"), data[:16], media_type
         raise FormatterError(
-            f"could not download media from {url!r} after {DOWNLOAD_ATTEMPTS} attempts "
-            f"({last_error}); this provider needs the bytes, so pass a reachable URL, a local "
-            "file or base64 data"
+            f"could not download media from {redact_url(url)!r} after {DOWNLOAD_ATTEMPTS} attempts "
+            f"({redact_text(str(last_error), url_redactions(url))}); this provider needs the "
+            "bytes, so pass a reachable URL, a local file or base64 data"
         )
 
     result: tuple[str, bytes, str | None] = await current_call().cached(("web", url), load)

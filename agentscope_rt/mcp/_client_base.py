@@ -8,7 +8,6 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
 from contextlib import AbstractAsyncContextManager
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 import anyio
 import mcp
@@ -16,6 +15,9 @@ import mcp.types
 from mcp import ClientSession
 
 from .._provider import install_library_log_redaction
+from .._urls import MIN_SECRET_LENGTH as _MIN_SECRET_LENGTH
+from .._urls import REDACTED as _REDACTED
+from .._urls import redact_url, url_redactions
 from ..exception import FunctionNotFoundError, MCPError
 from ._mcp_function import MCPToolFunction
 from ._session import list_all_tools
@@ -41,11 +43,6 @@ _REQUEST_TIMEOUT = mcp.types.REQUEST_TIMEOUT
 DEFAULT_CONNECT_TIMEOUT = 30.0
 """Default bound on connecting plus the initialize handshake, and on one listing of the tools."""
 
-# Shorter values (flags such as "1" or "true") are left alone: replacing them would garble
-# error messages without protecting anything.
-_MIN_SECRET_LENGTH = 6
-_REDACTED = "***"
-
 
 def check_timeout(label: str, value: float) -> float:
     """*value* as a float if it is a positive, finite number of seconds.
@@ -63,28 +60,6 @@ def call_timeout_text(seconds: float) -> str:
     return (
         f"Timed out while waiting for response to ClientRequest. Waited {float(seconds)} seconds."
     )
-
-
-def redact_url(url: str) -> str:
-    """The URL without credentials and query string, safe for reprs and error messages."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if parts.port is not None:
-        host = f"{host}:{parts.port}"
-    return urlunsplit((parts.scheme, host, parts.path, "", ""))
-
-
-def url_redactions(url: str) -> list[tuple[str, str]]:
-    """``(text, replacement)`` pairs that hide the credentials and query of *url*."""
-    parts = urlsplit(url)
-    pairs = [(url, redact_url(url))]
-    if parts.password:
-        pairs.append((parts.password, _REDACTED))
-    if parts.query:
-        pairs.append((parts.query, _REDACTED))
-        pairs.extend((value, _REDACTED) for _, value in parse_qsl(parts.query))
-    # A URL is replaced whole; a short part ("2" in "page=2") would garble every number.
-    return [(text, new) for text, new in pairs if text == url or len(text) >= _MIN_SECRET_LENGTH]
 
 
 def value_redactions(values: Iterable[str]) -> list[tuple[str, str]]:

@@ -13,7 +13,7 @@ whether a long-term memory implements what an agent's ``long_term_memory_mode`` 
 from ._in_memory_memory import InMemoryMemory
 from ._long_term_memory import LongTermMemoryBase, check_long_term_memory_mode
 from ._mem0_long_term_memory import Mem0LongTermMemory
-from ._memory_base import MemoryBase, MemoryMark
+from ._memory_base import MemoryBase, MemoryMark, check_storable
 
 # These two import SQLAlchemy / redis only when a memory is built, so importing this package
 # stays cheap and works without the optional extras.
@@ -33,4 +33,5 @@ __all__ = [
     "RedisMemory",
     "VectorLongTermMemory",
     "check_long_term_memory_mode",
+    "check_storable",
 ]

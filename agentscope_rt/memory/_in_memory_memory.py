@@ -19,7 +19,7 @@ from ..message.serde import (
     structure,
     unstructure_msg,
 )
-from ._memory_base import MemoryBase, _check_mark_args, _check_marks
+from ._memory_base import MemoryBase, _check_mark_args, _check_marks, check_storable
 
 __all__ = ["InMemoryMemory"]
 
@@ -169,6 +169,9 @@ class InMemoryMemory(MemoryBase):
 
         :raises TypeError: for an item that is not a Msg, or marks that are not strings
             (checked for the whole batch first: then nothing is stored).
+        :raises MessageFormatError: for a message a saved memory could not hold (tool
+            arguments or metadata nested deeper than ``MAX_TOOL_INPUT_DEPTH``, 100 levels;
+            checked for the whole batch first too).
         """
         self.add_sync(memories, marks, allow_duplicates)
 
@@ -185,6 +188,7 @@ class InMemoryMemory(MemoryBase):
         :param copy: ``False`` keeps the given messages themselves instead of copies: for a
             caller that hands them over and never changes them afterwards.
         :raises TypeError: as :meth:`add`.
+        :raises MessageFormatError: as :meth:`add`.
         """
         if memories is None:
             return
@@ -201,6 +205,9 @@ class InMemoryMemory(MemoryBase):
             raise TypeError(
                 f"memories must be a Msg, a list of Msg or None, not {type(memories).__name__}"
             )
+        for msg in batch:
+            if msg is not None:
+                check_storable(msg)
         mark_list = _check_marks(marks, "marks") if marks is not None else None
         ids = self._ids
         if ids is _NO_IDS:

@@ -6,7 +6,9 @@ import enum
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
-from ..message import Msg
+from .._json import MAX_TOOL_INPUT_DEPTH, flat_json_object, json_problem, tool_input_problem
+from ..exception import MessageFormatError
+from ..message import Msg, ToolUseBlock
 from ..module import StateModule
 
 __all__ = ["MemoryBase", "MemoryMark"]
@@ -124,8 +126,13 @@ class MemoryBase(StateModule, ABC):
     ) -> None:
         """Store copies of *memories* (``None`` is ignored), each with *marks*.
 
+        Every message is checked with :func:`check_storable` before any is stored, so that
+        what a memory holds can always be saved; a subclass does the same.
+
         :param allow_duplicates: when false, a message whose id is already stored is skipped.
         :raises TypeError: for something that is not a Msg, or marks that are not strings.
+        :raises MessageFormatError: for a message nesting JSON data deeper than a saved
+            memory could hold (see :func:`check_storable`).
         """
 
     @abstractmethod
@@ -233,17 +240,55 @@ def _check_mark_args(**marks: Any) -> None:
         _check_mark_arg(value, what)
 
 
+def check_storable(msg: Msg) -> None:
+    """Refuse *msg* if a saved state could not hold it: every memory's ``add`` calls this for
+    each message before storing any, so that whatever a memory holds can be saved.
+
+    A tool call's arguments and the metadata may nest at most
+    :data:`~agentscope_rt._json.MAX_TOOL_INPUT_DEPTH` levels (the half of the save's
+    :data:`~agentscope_rt._json.MAX_JSON_DEPTH` a message may use; the states around it use
+    the rest).
+
+    :raises MessageFormatError: naming the message, the part and the limit.
+    """
+    content = msg.content
+    if content.__class__ is not str:
+        for block in content:
+            if isinstance(block, ToolUseBlock):
+                problem = tool_input_problem(block.input)
+                if problem is not None:
+                    raise _not_storable(msg, f"the arguments of tool call {block.name!r}", problem)
+    metadata = msg.metadata
+    if metadata and not (metadata.__class__ is dict and flat_json_object(metadata)):
+        found = json_problem(metadata, "metadata", max_depth=MAX_TOOL_INPUT_DEPTH)
+        if found is not None:
+            raise _not_storable(msg, "its metadata", f"{found[1]} (at {found[0][:60]})")
+
+
+def _not_storable(msg: Msg, part: str, problem: str) -> MessageFormatError:
+    return MessageFormatError(
+        f"message {msg.id!r} from {msg.name!r} cannot be added to memory: {part}: {problem}. "
+        f"A message's JSON data may nest at most {MAX_TOOL_INPUT_DEPTH} levels so that the "
+        "memory can still be saved; flatten it (or pass it as a JSON string)"
+    )
+
+
 def _batch(memories: Msg | list[Msg] | None) -> list[Msg]:
-    """The messages of an ``add`` call, checked as :class:`InMemoryMemory` checks them."""
+    """The messages of an ``add`` call, checked as :class:`InMemoryMemory` checks them
+    (types first, then :func:`check_storable`: nothing is stored unless all pass)."""
     if memories is None:
         return []
     if isinstance(memories, Msg):
+        check_storable(memories)
         return [memories]
     if isinstance(memories, list | tuple):
         for index, msg in enumerate(memories):
             if msg is not None and not isinstance(msg, Msg):
                 raise TypeError(f"memories[{index}] must be a Msg, not {type(msg).__name__}")
-        return [m for m in memories if m is not None]
+        batch = [m for m in memories if m is not None]
+        for msg in batch:
+            check_storable(msg)
+        return batch
     raise TypeError(f"memories must be a Msg, a list of Msg or None, not {type(memories).__name__}")
 
 

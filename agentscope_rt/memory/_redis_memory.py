@@ -395,6 +395,8 @@ class RedisMemory(MemoryBase):
         :raises TypeError: for an item that is not a Msg, or marks that are not strings.
         :raises ValueError: with *allow_duplicates*, for an id already stored (or repeated in
             the call). Nothing is stored then.
+        :raises MessageFormatError: for a message a saved memory could not hold
+            (:func:`check_storable`); nothing is stored then.
         """
         allow_duplicates = _allow_duplicates(allow_duplicates, kwargs)
         batch = _batch(memories)

@@ -568,6 +568,8 @@ class AsyncSQLAlchemyMemory(MemoryBase):
             message id or mark too long for the tables; for an id or mark holding a lone
             surrogate (no driver encodes it), or a message holding one on a database other
             than SQLite (PostgreSQL's JSON cannot read it back). Nothing is stored then.
+        :raises MessageFormatError: for a message a saved memory could not hold
+            (:func:`check_storable`); nothing is stored then.
         """
         allow = _allow_duplicates(allow_duplicates, kwargs)
         batch = _batch(memories)

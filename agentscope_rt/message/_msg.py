@@ -269,8 +269,9 @@ class Msg:
 
         :raises MessageFormatError: for anything malformed; the message names the offending
             path (e.g. ``content[2].source.url``). Nothing half-built is returned. JSON data
-            (``metadata``, a tool call's ``input``) nested deeper than 200 levels is malformed
-            too, at any depth (never a ``RecursionError``).
+            (``metadata``, a tool call's ``input``) nested deeper than ``MAX_JSON_DEPTH``
+            (:mod:`agentscope_rt.message.serde`) levels is malformed too, at any depth (never
+            a ``RecursionError``).
         """
         from ._convert import structure_msg
 

@@ -22,10 +22,11 @@ from ._remote import (
     connect_studio,
     disconnect_studio,
 )
-from ._server import Studio, serve
+from ._server import MAX_BODY_BYTES, Studio, serve
 from ._spans import StudioSpanProcessor
 
 __all__ = [
+    "MAX_BODY_BYTES",
     "PageUserInput",
     "Studio",
     "StudioLink",

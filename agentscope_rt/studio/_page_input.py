@@ -8,6 +8,7 @@ once, and the request disappears from the page.
 from __future__ import annotations
 
 import uuid
+from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -20,7 +21,15 @@ from ..message import TextBlock
 if TYPE_CHECKING:
     from ._observe import AgentObserver
 
-__all__ = ["InputRequest", "PageUserInput"]
+__all__ = ["ANSWERED_KEPT", "AlreadyAnsweredError", "InputRequest", "PageUserInput"]
+
+ANSWERED_KEPT = 1024
+"""How many answered questions are remembered, so that a late second answer to one is told
+it came too late (409) rather than that the question never existed (404)."""
+
+
+class AlreadyAnsweredError(Exception):
+    """The question was answered (or closed) before this answer came: only the first counts."""
 
 
 class InputRequest:
@@ -44,10 +53,16 @@ class InputRequest:
     def fulfil(self, text: str, structured: Any) -> None:
         """Answer the question.
 
+        :raises AlreadyAnsweredError: when the question already has its answer (another page,
+            or a second click, answered first) or the studio closed it; the answer the agent
+            gets stays the first one.
         :raises ValueError: when *text* is not a str, or structured fields are missing or
             invalid for the requested schema (the message says which); nothing is answered
             then and the page may try again.
         """
+        # Checked and set with no await between: of two answers posted at once, one is first.
+        if self.answered.is_set():
+            raise AlreadyAnsweredError("this question was already answered")
         if not isinstance(text, str):
             raise ValueError(f"the answer's text must be a string, not {type(text).__name__}")
         fields: dict[str, Any] | None = None
@@ -69,6 +84,8 @@ class PageUserInput(UserInputBase):
     def __init__(self, observer: AgentObserver) -> None:
         self._observer = observer
         self.requests: dict[str, InputRequest] = {}
+        self.answered: OrderedDict[str, None] = OrderedDict()
+        """The ids of the latest :data:`ANSWERED_KEPT` questions answered, oldest first."""
         self._closed = False
 
     async def __call__(
@@ -94,11 +111,18 @@ class PageUserInput(UserInputBase):
             await request.answered.wait()
         finally:
             self.requests.pop(request.id, None)
+            if request.answer is not None:
+                self._remember_answered(request.id)
             if agent is not None:
                 self._observer.set_input(agent, None)
         if request.answer is None:
             raise AgentError(f"the studio closed before {agent_name}'s question was answered")
         return request.answer
+
+    def _remember_answered(self, request_id: str) -> None:
+        self.answered[request_id] = None
+        if len(self.answered) > ANSWERED_KEPT:
+            self.answered.popitem(last=False)
 
     def close(self) -> None:
         """Refuse new questions and end every waiting one with :class:`AgentError`."""

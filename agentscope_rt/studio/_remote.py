@@ -24,7 +24,6 @@ import inspect
 import logging
 import os
 import threading
-import urllib.parse
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable
@@ -38,6 +37,7 @@ import anyio.to_thread
 import httpx
 
 from .._schema import StructuredModel, structured_model_schema
+from .._urls import redact_url
 from ..agent import AgentBase, TerminalUserInput, UserAgent, UserInputBase, UserInputData
 from ..exception import AgentError
 from ..message import Msg
@@ -66,16 +66,10 @@ RETRIES: Final = 3
 FLUSH_TIMEOUT: Final = 3.0
 """Seconds :func:`disconnect_studio` waits for queued posts."""
 
+CLOSE_SECONDS: Final = 5.0
+"""Seconds closing the HTTP connections to Studio may take once the link stops."""
+
 HOOK_NAME: Final = "as_studio_forward_message_pre_print_hook"
-
-
-def _without_credentials(url: str) -> str:
-    parts = urllib.parse.urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
 
 
 class _Waiter:
@@ -97,8 +91,8 @@ class StudioLink:
 
     def __init__(self, studio_url: str, run_id: str) -> None:
         self.studio_url = studio_url.rstrip("/")
-        self.shown_url = _without_credentials(self.studio_url)
-        """The URL as logs and errors show it (no user or password)."""
+        self.shown_url = redact_url(self.studio_url)
+        """The URL as logs and errors show it (no user info or query)."""
         self.run_id = run_id
         self.dropped = 0
         """Posts dropped because too many were waiting."""
@@ -213,7 +207,8 @@ class StudioLink:
             )
 
     async def _send_forever(self) -> None:
-        async with httpx.AsyncClient(timeout=POST_TIMEOUT) as client:
+        client = httpx.AsyncClient(timeout=POST_TIMEOUT)
+        try:
             while True:
                 while True:
                     with self._lock:
@@ -225,6 +220,10 @@ class StudioLink:
                     await self._send(client, path, payload)
                 await self._wake.wait()
                 self._wake = anyio.Event()
+        finally:
+            # The loop ends by cancellation: the connections are still closed, boundedly.
+            with anyio.move_on_after(CLOSE_SECONDS, shield=True):
+                await client.aclose()
 
     async def _send(self, client: httpx.AsyncClient, path: str, payload: dict[str, Any]) -> None:
         body = dict(payload)
@@ -287,7 +286,9 @@ class StudioLink:
         )
 
     async def _on_event(self, name: str, args: list[Any]) -> None:
-        if name != "forwardUserInput" or not args or args[0] not in self._waiters:
+        if name != "forwardUserInput" or not args or not isinstance(args[0], str):
+            return
+        if args[0] not in self._waiters:
             return
         blocks = args[1] if len(args) > 1 else None
         structured = args[2] if len(args) > 2 else None
@@ -443,7 +444,9 @@ def connect_studio(studio_url: str, *, project: str, name: str, run_id: str) -> 
     :raises ValueError: when *studio_url* is not an ``http(s)://`` URL.
     """
     if not isinstance(studio_url, str) or not studio_url.startswith(("http://", "https://")):
-        raise ValueError(f"studio_url must be an http:// or https:// URL, not {studio_url!r}")
+        raise ValueError(
+            f"studio_url must be an http:// or https:// URL, not {redact_url(str(studio_url))!r}"
+        )
     disconnect_studio(timeout=0.5)
     link = _link(studio_url, run_id)
     link.post(

@@ -5,15 +5,23 @@ upserts from ``GET /events`` (server-sent events) and acts through two POST rout
 (``/api/interrupt``, ``/api/input``). Every route but a bare ``GET /`` without the token
 answers 403 unless the request carries the studio's random token (``?token=`` or the
 ``X-Studio-Token`` header): the URL printed to the person holds it, so only they see data.
+
+Bad input is answered with a 4xx and a JSON ``{"error": ...}`` saying what is wrong, never a
+500: a POST body is read up to :data:`MAX_BODY_BYTES` (413 past it) within
+:data:`BODY_READ_SECONDS` (408), must be JSON (400) nested at most
+:data:`~agentscope_rt._json.MAX_JSON_DEPTH` levels (400); a second answer to one question is
+refused with 409 (the agent keeps the first).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib.resources
+import json
 import logging
 import secrets
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -23,11 +31,12 @@ from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingR
 from starlette.routing import Route
 
 from .._asgi import hypercorn_config, hypercorn_serve, listening_socket
+from .._json import MAX_JSON_DEPTH, json_problem
 from ..agent import AgentBase
 from ._observe import AgentObserver
-from ._page_input import PageUserInput
+from ._page_input import AlreadyAnsweredError, PageUserInput
 from ._spans import StudioSpanProcessor
-from ._state import PAGE_BUFFER, EventBus, StudioState
+from ._state import PAGE_BUFFER, EventBus, StudioState, encode
 
 __all__ = ["Studio", "serve"]
 
@@ -38,6 +47,23 @@ RECONCILE_SECONDS = 0.5
 
 KEEPALIVE_SECONDS = 15.0
 """A comment line is sent on an idle event stream this often, so proxies keep it open."""
+
+MAX_BODY_BYTES = 1024 * 1024
+"""The most a POST route reads of a request body (1 MiB); a larger one is answered 413. An
+interrupt is a few dozen bytes, and an answer is what a person types: this leaves room for a
+pasted document while bounding what one request can make the studio hold."""
+
+BODY_READ_SECONDS = 30.0
+"""How long a POST route waits for the whole body; a client still sending then gets 408."""
+
+
+class _BadRequest(Exception):
+    """A request the studio refuses: answered with *status* and ``{"error": message}``."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
 
 
 class Studio:
@@ -109,8 +135,21 @@ def _app(studio: Studio) -> Starlette:
         given = request.query_params.get("token") or request.headers.get("x-studio-token") or ""
         return secrets.compare_digest(given.encode(), studio.token.encode())
 
-    def forbidden() -> Response:
-        return JSONResponse({"error": "a valid studio token is required"}, status_code=403)
+    def guarded(
+        handler: Callable[[Request], Awaitable[Response]],
+    ) -> Callable[[Request], Awaitable[Response]]:
+        """*handler* behind the token check, with a refused request answered as such."""
+
+        @functools.wraps(handler)
+        async def route(request: Request) -> Response:
+            if not authorised(request):
+                return _error(403, "a valid studio token is required")
+            try:
+                return await handler(request)
+            except _BadRequest as bad:
+                return _error(bad.status, bad.message)
+
+        return route
 
     async def index(request: Request) -> Response:
         if not authorised(request):
@@ -120,45 +159,42 @@ def _app(studio: Studio) -> Starlette:
             )
         return HTMLResponse(page, headers={"Cache-Control": "no-store"})
 
+    @guarded
     async def events(request: Request) -> Response:
-        if not authorised(request):
-            return forbidden()
         return StreamingResponse(
             _sse(studio.bus),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
         )
 
+    @guarded
     async def interrupt(request: Request) -> Response:
-        if not authorised(request):
-            return forbidden()
-        body = await _json_body(request)
-        agent_id = body.get("agent_id") if isinstance(body, dict) else None
-        if not isinstance(agent_id, str):
-            return JSONResponse({"error": "agent_id (a string) is required"}, status_code=400)
+        agent_id = _string_field(await _json_body(request), "agent_id")
         if not studio.interrupt(agent_id):
-            return JSONResponse({"error": f"no agent {agent_id!r}"}, status_code=404)
+            return _error(404, f"no agent {agent_id!r}")
         return JSONResponse({"ok": True})
 
+    @guarded
     async def answer(request: Request) -> Response:
-        if not authorised(request):
-            return forbidden()
         body = await _json_body(request)
-        if not isinstance(body, dict) or not isinstance(body.get("request_id"), str):
-            return JSONResponse({"error": "request_id (a string) is required"}, status_code=400)
-        pending = studio.user_input.requests.get(body["request_id"])
+        request_id = _string_field(body, "request_id")
+        pending = studio.user_input.requests.get(request_id)
         if pending is None:
-            return JSONResponse({"error": "no such question is waiting"}, status_code=404)
+            if request_id in studio.user_input.answered:
+                return _error(409, "this question was already answered")
+            return _error(404, "no such question is waiting")
         try:
             pending.fulfil(body.get("text", ""), body.get("structured"))
+        except AlreadyAnsweredError as exc:
+            return _error(409, str(exc))
         except ValueError as exc:
-            return JSONResponse({"error": str(exc)}, status_code=422)
+            return _error(422, str(exc))
         return JSONResponse({"ok": True})
 
+    @guarded
     async def state(request: Request) -> Response:
-        if not authorised(request):
-            return forbidden()
-        return JSONResponse(studio.bus.state.snapshot())
+        # Encoded as the event feed encodes it: an object of no JSON type shows as its repr.
+        return Response(encode(studio.bus.state.snapshot()), media_type="application/json")
 
     return Starlette(
         routes=[
@@ -171,11 +207,50 @@ def _app(studio: Studio) -> Starlette:
     )
 
 
+def _error(status: int, message: str) -> Response:
+    return JSONResponse({"error": message}, status_code=status)
+
+
+def _string_field(body: Any, name: str) -> str:
+    """The string *name* of a JSON object *body*.
+
+    :raises _BadRequest: (400) when *body* is not an object or has no such string.
+    """
+    value = body.get(name) if isinstance(body, dict) else None
+    if not isinstance(value, str):
+        raise _BadRequest(400, f"{name} (a string) is required in a JSON object")
+    return value
+
+
 async def _json_body(request: Request) -> Any:
+    """The request's body decoded as JSON, read up to :data:`MAX_BODY_BYTES`.
+
+    :raises _BadRequest: 413 for a longer body (announced or sent), 408 when it is not all
+        there within :data:`BODY_READ_SECONDS`, 400 for a body that is not JSON or nests
+        deeper than :data:`~agentscope_rt._json.MAX_JSON_DEPTH` levels.
+    """
+    announced = request.headers.get("content-length", "")
+    if announced.isdigit() and int(announced) > MAX_BODY_BYTES:
+        raise _BadRequest(413, f"the body is larger than {MAX_BODY_BYTES} bytes")
+    data = bytearray()
+    with anyio.move_on_after(BODY_READ_SECONDS) as reading:
+        async for chunk in request.stream():
+            data += chunk
+            if len(data) > MAX_BODY_BYTES:
+                raise _BadRequest(413, f"the body is larger than {MAX_BODY_BYTES} bytes")
+    if reading.cancelled_caught:
+        raise _BadRequest(408, f"the body did not arrive within {BODY_READ_SECONDS:g} s")
     try:
-        return await request.json()
-    except ValueError:
-        return None
+        value = json.loads(data)
+    except RecursionError:
+        raise _BadRequest(400, f"the JSON is nested deeper than {MAX_JSON_DEPTH} levels") from None
+    except ValueError as exc:  # also a body that is not UTF-8
+        raise _BadRequest(400, f"the body must be JSON: {exc}") from None
+    problem = json_problem(value, "")
+    if problem is not None:
+        where, reason = problem
+        raise _BadRequest(400, f"the JSON body is refused at {where or 'the top'}: {reason}")
+    return value
 
 
 async def _sse(bus: EventBus) -> AsyncIterator[str]:
@@ -190,7 +265,10 @@ async def _sse(bus: EventBus) -> AsyncIterator[str]:
                     return
             yield ": keepalive\n\n" if line is None else f"data: {line}\n\n"
     finally:
-        await feed.aclose()
+        # Shielded (a cancelled response still unregisters its page); it only closes memory
+        # streams, so it ends at once.
+        with anyio.CancelScope(shield=True):
+            await feed.aclose()
 
 
 def _enable_tracing(studio: Studio) -> Callable[[], None] | None:

@@ -10,11 +10,16 @@ anyio (asyncio or trio) over the package's WebSocket client:
 * the server pings (``2``) and the client answers ``3``; silence longer than
   ``pingInterval + pingTimeout`` means the connection is dead;
 * an event is ``42/python,["name", arg, ...]`` (an ack id may sit before the ``[``).
+
+Every wait on the server has a limit (the open packet: the connect timeout; then the ping
+silence; a send: the same silence), and a malformed event is logged and skipped: it never ends
+the session, so an answer sent after it still arrives.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import urllib.parse
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -26,6 +31,11 @@ from .._provider.websocket import WebSocketConnection, connect
 __all__ = ["SocketIOError", "run_namespace", "socketio_url"]
 
 EventHandler = Callable[[str, list[Any]], Awaitable[None]]
+
+logger = logging.getLogger("agentscope_rt.studio")
+
+_DEFAULT_SILENCE_MS = 25000 + 20000
+"""Engine.IO's default ping interval plus ping timeout, for a server that names neither."""
 
 
 class SocketIOError(Exception):
@@ -60,14 +70,40 @@ async def run_namespace(
     async with connect(socketio_url(base_url), {}, connect_timeout=connect_timeout) as ws:
         with anyio.fail_after(connect_timeout):
             opening = await ws.receive()
-        if not isinstance(opening, str) or not opening.startswith("0"):
-            raise SocketIOError(f"expected the Engine.IO open packet, got {opening!r:.80}")
-        handshake = json.loads(opening[1:])
-        silence = (
-            handshake.get("pingInterval", 25000) + handshake.get("pingTimeout", 20000)
-        ) / 1000
-        await ws.send_text(f"40{namespace},{json.dumps(auth)}")
+        silence = _silence(opening)
+        with anyio.fail_after(silence):
+            await ws.send_text(f"40{namespace},{json.dumps(auth)}")
         await _session(ws, namespace, on_event, on_connect, silence)
+
+
+def _silence(opening: str | bytes) -> float:
+    """How long the server of the Engine.IO open packet *opening* may stay silent (seconds).
+
+    :raises SocketIOError: for anything but an open packet with a JSON object.
+    """
+    if not isinstance(opening, str) or not opening.startswith("0"):
+        raise SocketIOError(f"expected the Engine.IO open packet, got {opening!r:.80}")
+    try:
+        handshake = json.loads(opening[1:])
+        interval, timeout = handshake.get("pingInterval", 0), handshake.get("pingTimeout", 0)
+        total = float(interval) + float(timeout)
+    except (ValueError, TypeError, AttributeError, RecursionError):
+        raise SocketIOError(f"malformed Engine.IO open packet: {opening!r:.80}") from None
+    return (total if total > 0 else _DEFAULT_SILENCE_MS) / 1000
+
+
+def _event(body: str) -> tuple[str, list[Any]] | None:
+    """``(name, args)`` of an event packet's *body* (after ``42/ns,``), or None if malformed."""
+    start = body.find("[")
+    if start < 0:
+        return None
+    try:
+        message = json.loads(body[start:])
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(message, list) or not message or not isinstance(message[0], str):
+        return None
+    return message[0], message[1:]
 
 
 async def _session(
@@ -87,7 +123,8 @@ async def _session(
         if not isinstance(packet, str):
             continue  # binary attachments are not used by Studio
         if packet == "2":
-            await ws.send_text("3")
+            with anyio.fail_after(silence):
+                await ws.send_text("3")
         elif packet == "1":
             raise SocketIOError("the server closed the Engine.IO session")
         elif packet.startswith(prefix.format(0)):
@@ -98,8 +135,8 @@ async def _session(
         elif packet.startswith(prefix.format(1)):
             raise SocketIOError(f"the server closed {namespace}")
         elif packet.startswith(prefix.format(2)):
-            body = packet[len(prefix) - 1 :]
-            body = body[body.index("[") :] if "[" in body else "[]"
-            message = json.loads(body)
-            if message and isinstance(message[0], str):
-                await on_event(message[0], message[1:])
+            event = _event(packet[len(prefix) - 1 :])
+            if event is None:
+                logger.warning("AgentScope Studio sent a malformed event (ignored): %.80r", packet)
+            else:
+                await on_event(*event)

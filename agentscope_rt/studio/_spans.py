@@ -7,6 +7,7 @@ it ends, with its latency and status. Only the GenAI attributes the page shows a
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -24,13 +25,21 @@ _HIDDEN = ("gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.system_ins
 _MAX_VALUE = 500
 
 
+def _is_json_scalar(value: Any) -> bool:
+    # NaN and infinities have no JSON form: shown as their repr ("nan"), not sent as a token
+    # that the page's JSON.parse refuses.
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return isinstance(value, str | int | bool)
+
+
 def _attributes(span: ReadableSpan) -> dict[str, Any]:
     shown: dict[str, Any] = {}
     for key, value in (span.attributes or {}).items():
         if key.startswith(_SHOWN_PREFIXES) and key not in _HIDDEN:
             if isinstance(value, str) and len(value) > _MAX_VALUE:
                 value = value[:_MAX_VALUE] + "..."
-            shown[key] = value if isinstance(value, str | int | float | bool) else repr(value)
+            shown[key] = value if _is_json_scalar(value) else repr(value)
     return shown
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
@@ -45,4 +46,11 @@ class FanoutSpanProcessor(SpanProcessor):
             processor.shutdown()
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
-        return all(p.force_flush(timeout_millis) for p in self._processors)
+        """Flush each processor in turn with what is left of *timeout_millis*; ``False`` as
+        soon as one says not everything was exported, or the time is up."""
+        deadline = time.monotonic() + timeout_millis / 1000
+        for processor in self._processors:
+            remaining = int((deadline - time.monotonic()) * 1000)
+            if remaining < 0 or not processor.force_flush(remaining):
+                return False
+        return True

@@ -13,8 +13,10 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from typing import TYPE_CHECKING, Any
 
+from .._urls import redact_url
 from .._version import __version__
 from . import _state
 
@@ -165,11 +167,13 @@ def setup_tracing(endpoint: str) -> None:
     """Export spans over OTLP/HTTP (protobuf) to *endpoint* and turn tracing on.
 
     The exporter sits behind a ``BatchSpanProcessor`` (spans are sent in batches from its
-    background thread) added to the application's SDK tracer provider, or to one installed
-    as the global provider when none is set. Headers and other exporter settings come from
-    the usual ``OTEL_EXPORTER_OTLP_*`` environment variables. Calling it again with another
-    endpoint replaces the previous exporter (after it sent what it held); with the same
-    endpoint it changes nothing: there is never a second exporter.
+    background thread, every 0.2 s, so that :func:`flush_tracing` keeps its timeout) added to
+    the application's SDK tracer provider, or to one installed as the global provider when
+    none is set. Headers and other exporter settings come from the usual
+    ``OTEL_EXPORTER_OTLP_*`` environment variables. Calling it again with another endpoint
+    replaces the previous exporter (after it sent what it held, for at most 5 s plus the
+    request under way); with the same endpoint it changes nothing: there is never a second
+    exporter. The endpoint is logged without its user info and query.
 
     :param endpoint: the full URL spans are POSTed to, e.g. ``http://127.0.0.1:4318/v1/traces``.
     :raises ValueError: when *endpoint* is not an http(s) URL.
@@ -178,7 +182,9 @@ def setup_tracing(endpoint: str) -> None:
     """
     global _endpoint_processor
     if not isinstance(endpoint, str) or not endpoint.startswith(("http://", "https://")):
-        raise ValueError(f"the tracing endpoint must be an http(s) URL, not {endpoint!r}")
+        raise ValueError(
+            f"the tracing endpoint must be an http(s) URL, not {redact_url(str(endpoint))!r}"
+        )
     sdk_trace = _import_sdk()
     try:
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -186,7 +192,7 @@ def setup_tracing(endpoint: str) -> None:
         from .._extras import missing_extra
 
         raise missing_extra("setup_tracing (the OTLP/HTTP exporter)", "tracing", exc.name) from exc
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    from ._export import FlushableBatchSpanProcessor, hide_endpoint_in_logs
 
     with _lock:
         provider = _global_sdk_provider()
@@ -195,19 +201,39 @@ def setup_tracing(endpoint: str) -> None:
         if previous is not None and previous[0] == endpoint and previous[1] is provider:
             enable_tracing(capture_content=_state.capture_content or None)
             return
-        processor = BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint))
+        processor = FlushableBatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint))
+        hide_endpoint_in_logs(processor, endpoint)
         _fanout(provider).add(processor)
         _endpoint_processor = (endpoint, provider, processor)
         if previous is not None:
             _fanout(previous[1]).remove(previous[2])
-            previous[2].shutdown()
         enable_tracing(capture_content=_state.capture_content or None)
-    logger.info("tracing: exporting spans over OTLP/HTTP to %s", endpoint)
+    if previous is not None:
+        # Outside the lock: it may wait for the old collector (boundedly, see its shutdown).
+        previous[2].shutdown()
+    logger.info("tracing: exporting spans over OTLP/HTTP to %s", redact_url(endpoint))
 
 
 def flush_tracing(timeout: float = 30.0) -> bool:
-    """Have every processor added here export what it holds; ``True`` when all did within
-    *timeout* seconds. It blocks: from async code, run it with ``anyio.to_thread.run_sync``."""
+    """Have every processor added here export what it holds, waiting at most *timeout*
+    seconds in all.
+
+    It blocks: from async code, run it with ``anyio.to_thread.run_sync``. The exporter of
+    :func:`setup_tracing` keeps the deadline whatever the collector does (a request still under
+    way is left to finish on the exporter's thread). A processor the application added is
+    asked with the time left; the SDK's own ``BatchSpanProcessor`` ignores it and exports from
+    this thread, however long that takes.
+
+    :param timeout: seconds to wait in all (0 only checks that nothing is waiting).
+    :returns: ``True`` only when every span ended before the call was exported in time and
+        no export failed since the previous flush; ``False`` when the time ran out, a batch was
+        refused or lost, or the collector could not be reached.
+    """
+    deadline = time.monotonic() + max(timeout, 0.0)
     with _lock:
         fanouts = [fanout for _, fanout in _fanouts.values()]
-    return all(fanout.force_flush(int(timeout * 1000)) for fanout in fanouts)
+    for fanout in fanouts:
+        remaining = int((deadline - time.monotonic()) * 1000)
+        if remaining < 0 or not fanout.force_flush(remaining):
+            return False
+    return True

@@ -65,6 +65,18 @@ async def test_the_well_known_resolver_says_what_is_wrong() -> None:
         await WellKnownAgentCardResolver(f"http://127.0.0.1:{free_port()}").get_agent_card()
 
 
+async def test_card_errors_name_the_url_without_its_credentials() -> None:
+    port = free_port()
+    with pytest.raises(RuntimeError, match="Failed to resolve AgentCard") as failed:
+        await WellKnownAgentCardResolver(
+            f"http://bob:pa55word@127.0.0.1:{port}/?k=s3cret"
+        ).get_agent_card()
+    with pytest.raises(ValueError, match="http") as refused:
+        build_agent_card("x", "ftp://bob:pa55word@host/?k=s3cret")
+    for error in (failed.value, refused.value):
+        assert "pa55word" not in str(error) and "s3cret" not in str(error)
+
+
 def test_cards_of_either_protocol_are_accepted() -> None:
     legacy = types_v03.AgentCard(
         name="Old",

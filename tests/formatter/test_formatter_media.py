@@ -325,6 +325,17 @@ async def test_failed_download_is_a_clear_error(media_server: tuple[str, list[st
     assert hits.count("/missing.png") == 3
 
 
+async def test_a_failed_download_names_the_url_without_its_credentials(
+    media_server: tuple[str, list[str]],
+) -> None:
+    base, _ = media_server
+    url = base.replace("http://", "http://alice:pa55word@") + "/missing.png?X-Sig=s3cretsig"
+    with pytest.raises(FormatterError, match="could not download") as info:
+        await GeminiChatFormatter().format([Msg("user", [_image(url)], "user")])
+    assert "/missing.png" in str(info.value)
+    assert "s3cretsig" not in str(info.value) and "pa55word" not in str(info.value)
+
+
 # -- concurrency and input validation -------------------------------------------------------
 
 

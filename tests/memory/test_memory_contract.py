@@ -6,11 +6,19 @@ Each test runs once per memory kind (the ``make_memory`` fixture) and per event 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import anyio
 import pytest
 
+from agentscope_rt.agent import ReActAgent
+from agentscope_rt.exception import MessageFormatError
+from agentscope_rt.formatter import OpenAIChatFormatter
 from agentscope_rt.memory import MemoryBase, MemoryMark
 from agentscope_rt.message import Msg, TextBlock, ToolResultBlock, ToolUseBlock
+from agentscope_rt.message.serde import MAX_TOOL_INPUT_DEPTH
+from agentscope_rt.model import ScriptedChatModel
+from agentscope_rt.session import JSONSession
 
 from .conftest import MemoryFactory
 
@@ -269,3 +277,47 @@ async def test_concurrent_writers_lose_nothing(make_memory: MemoryFactory) -> No
     assert await memory.size() == 15
     # Either order leaves the 15 odd messages, each marked "seen".
     assert len(await memory.get_memory(mark="seen")) == 15
+
+
+def _nested(levels: int) -> dict[str, object]:
+    """A JSON object nested *levels* levels deep (itself counting as one)."""
+    value: dict[str, object] = {}
+    for _ in range(levels - 1):
+        value = {"a": value}
+    return value
+
+
+async def test_a_message_a_saved_memory_could_not_hold_is_refused(
+    make_memory: MemoryFactory,
+) -> None:
+    memory = make_memory()
+    ok = _msg("ok")
+    deep_call = Msg("assistant", [ToolUseBlock(id="c1", name="t", input=_nested(250))], "assistant")
+    deep_metadata = Msg("assistant", "x", "assistant", metadata=_nested(150))
+    for bad in (deep_call, deep_metadata):
+        with pytest.raises(MessageFormatError, match=r"cannot be added to memory.*100 levels"):
+            await memory.add([ok, bad])
+    assert await memory.size() == 0  # checked before anything was stored
+    at_limit = Msg("assistant", [ToolUseBlock(id="c2", name="t", input=_nested(100))], "assistant")
+    await memory.add(at_limit)
+    assert await memory.size() == 1
+
+
+async def test_what_memory_accepts_can_be_saved_in_a_session(tmp_path: Path) -> None:
+    agent = ReActAgent("Friday", "You are Friday.", ScriptedChatModel([]), OpenAIChatFormatter())
+    deepest = Msg(
+        "assistant",
+        [ToolUseBlock(id="c1", name="t", input=_nested(MAX_TOOL_INPUT_DEPTH))],
+        "assistant",
+        metadata=_nested(MAX_TOOL_INPUT_DEPTH),
+    )
+    await agent.memory.add(deepest)
+    with pytest.raises(MessageFormatError):
+        await agent.memory.add(
+            Msg("assistant", [ToolUseBlock(id="c3", name="t", input=_nested(250))], "assistant")
+        )
+    session = JSONSession(save_dir=str(tmp_path))
+    await session.save_session_state("s", friday=agent)
+    again = ReActAgent("Friday", "You are Friday.", ScriptedChatModel([]), OpenAIChatFormatter())
+    await session.load_session_state("s", friday=again)
+    assert [m.id for m in await again.memory.get_memory()] == [deepest.id]

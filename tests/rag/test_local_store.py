@@ -379,3 +379,20 @@ async def test_in_memory_hits_show_the_rows_as_last_written(tmp_path: Path) -> N
     assert memory == folder
     assert [hit[0][4] for hit in memory[:20]] == [999] * 20
     assert all(hit[0][1].startswith("b") for hit in memory[30:])
+
+
+async def test_a_timeout_inside_the_block_still_closes_the_store(tmp_path: Path) -> None:
+    data = vectors(300, 8)
+    with anyio.move_on_after(60) as scope:
+        async with LocalVectorStore(tmp_path, "kb", DIM, exact_limit=200) as store:
+            await store.add(docs_of(data))
+            assert store.get_client().backlog() == 0
+            scope.cancel()  # as a timeout firing inside the block
+            await anyio.sleep_forever()
+    assert scope.cancelled_caught
+    # Closed for all that: the folder's lock is released and the index was saved with it.
+    assert (tmp_path / "kb.usearch").is_file()
+    async with LocalVectorStore(tmp_path, "kb", DIM, exact_limit=200) as again:
+        assert again.get_client().count() == 300
+        assert again.get_client().backlog() == 0
+        assert texts(await again.search(data[42].tolist(), limit=1)) == ["t42"]

@@ -256,6 +256,23 @@ async def test_qdrant_on_disk_collection_survives_reopening(tmp_path: Path) -> N
         assert len(await store.search(embed("x"), limit=10)) == 3
 
 
+async def test_qdrant_folder_is_released_when_a_timeout_fires_inside_the_block(
+    tmp_path: Path,
+) -> None:
+    folder = str(tmp_path / "qdrant")
+    docs = await embedded_chunks(TEXT)
+    with anyio.move_on_after(60) as scope:
+        async with QdrantStore(folder, "kb", DIM) as store:
+            await store.add(docs)
+            scope.cancel()  # as a timeout firing inside the block
+            await anyio.sleep_forever()
+    assert scope.cancelled_caught
+    with pytest.raises(RuntimeError, match="closed"):
+        store.get_client()
+    async with QdrantStore(folder, "kb", DIM) as again:
+        assert len(await again.search(embed("x"), limit=10)) == len(docs)
+
+
 async def test_milvus_rows_survive_reopening_with_the_same_ids(tmp_path: Path) -> None:
     uri = str(tmp_path / "kb.db")
     docs = await embedded_chunks(TEXT)
@@ -327,6 +344,11 @@ def test_reprs_hold_no_secrets() -> None:
     store = QdrantStore("http://127.0.0.1:1", "c", 3, client_kwargs={"api_key": "s3cret"})
     milvus = MilvusLiteStore("http://127.0.0.1:1", "c", 3, token="user:s3cret")
     assert "s3cret" not in repr(store) and "s3cret" not in repr(milvus)
+    # Credentials written into the address itself are left out too.
+    store = QdrantStore("http://admin:s3cret@127.0.0.1:1/?api-key=s3cret", "c", 3)
+    milvus = MilvusLiteStore("http://root:s3cret@127.0.0.1:1", "c", 3)
+    assert "s3cret" not in repr(store) and "s3cret" not in repr(milvus)
+    assert "127.0.0.1:1" in repr(store) and "127.0.0.1:1" in repr(milvus)
 
 
 async def test_client_calls_run_in_worker_threads(make_store: StoreFactory) -> None:

@@ -195,3 +195,12 @@ async def test_a_numeric_response_id_does_not_fail_the_response_s_events(
     ]
     assert opening[1].response_id == "5"
     assert ModelEventType.MODEL_ERROR not in kinds
+
+
+async def test_a_websocket_url_refused_is_named_without_its_credentials() -> None:
+    from agentscope_rt._provider.websocket import connect
+
+    with pytest.raises(ValueError, match="not a WebSocket URL") as refused:
+        async with connect("https://bob:pa55word@127.0.0.1:9/v1?key=s3cret", {}):
+            pass
+    assert "pa55word" not in str(refused.value) and "s3cret" not in str(refused.value)

@@ -31,6 +31,7 @@ class FakeStudio:
     def __init__(self, *, slow: bool = False) -> None:
         self.posts: list[tuple[str, Any]] = []
         self.auths: list[Any] = []
+        self.eio_sids: list[str] = []
         self.slow = slow
         self._lock = threading.Lock()
         self.sio = socketio.AsyncServer(async_mode="asgi", cors_allowed_origins="*")
@@ -41,6 +42,7 @@ class FakeStudio:
     async def _on_connect(self, sid: str, environ: Any, auth: Any = None) -> None:
         with self._lock:
             self.auths.append(auth)
+            self.eio_sids.append(self.sio.manager.eio_sid_from_sid(sid, "/python"))
 
     async def _trpc(self, request: Request) -> JSONResponse:
         body = await request.json()
@@ -64,6 +66,14 @@ class FakeStudio:
                 "forwardUserInput", (request_id, blocks, structured), namespace="/python"
             )
         )
+
+    def send_raw(self, packet: str) -> None:
+        """Send *packet* as an Engine.IO message (``4`` + *packet*) to every client as it is,
+        malformed or not (``2/python,[...]`` is an event of ``/python``)."""
+        with self._lock:
+            sids = list(self.eio_sids)
+        for sid in sids:
+            self._portal.call(self.sio.eio.send, sid, packet)
 
     @contextlib.contextmanager
     def running(self) -> Iterator[FakeStudio]:

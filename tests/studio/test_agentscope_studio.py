@@ -14,6 +14,7 @@ import pytest
 from agentscope_rt.agent import ReActAgent, TerminalUserInput, UserAgent
 from agentscope_rt.exception import AgentError
 from agentscope_rt.formatter import OpenAIChatFormatter
+from agentscope_rt.message import Msg
 from agentscope_rt.model import ScriptedChatModel
 from agentscope_rt.studio import StudioUserInput, connect_studio, disconnect_studio
 from agentscope_rt.studio._remote import _link
@@ -126,6 +127,41 @@ async def test_studio_user_input_is_an_awaited_event_the_other_tasks_run_meanwhi
     assert answers[0].role == "user"
 
 
+async def test_malformed_events_from_studio_are_skipped_and_the_answer_after_them_arrives(
+    fake: FakeStudio, caplog: pytest.LogCaptureFixture
+) -> None:
+    connect_studio(fake.url, project="proj", name="n", run_id="run-9")
+    dana = UserAgent("Dana")
+    answers: list[Msg] = []
+
+    async def ask() -> None:
+        answers.append(await dana())
+
+    with caplog.at_level(logging.WARNING, logger="agentscope_rt.studio"):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(ask)
+            await until(
+                lambda: fake.posted("/trpc/requestUserInput") and _link(fake.url, "run-9").connected
+            )
+            [request] = fake.posted("/trpc/requestUserInput")
+            for raw in (
+                '2/python,["forwardUserInput", ["not", "an", "id"], [], null]',
+                '2/python,["forwardUserInput", {"not": "an id"}]',
+                '2/python,["forwardUserInput", ',
+                '2/python,{"an": "object"}',
+                "2/python," + "[" * 5000 + "]" * 5000,
+                "2/python,[]",
+                "2/python,[1, 2]",
+                "2/python,no array at all",
+            ):
+                fake.send_raw(raw)
+            fake.forward_user_input(request["requestId"], [{"type": "text", "text": "Yes."}], None)
+            await until(lambda: answers)
+    assert answers[0].content == "Yes."
+    assert len(fake.auths) == 1  # the socket was never dropped and joined again
+    assert "malformed event" in caplog.text
+
+
 async def test_an_interrupt_ends_the_wait_for_studio_input(fake: FakeStudio) -> None:
     connect_studio(fake.url, project="proj", name="n", run_id="run-3")
     dana = UserAgent("Dana")
@@ -210,3 +246,12 @@ async def test_credentials_in_the_studio_url_stay_out_of_logs_and_errors(
         disconnect_studio(timeout=0.1)
     assert "hunter2" not in caplog.text
     assert "127.0.0.1" in caplog.text
+
+
+def test_a_studio_url_refused_is_named_without_its_credentials() -> None:
+    with pytest.raises(ValueError, match="studio_url") as refused:
+        connect_studio(
+            "ftp://admin:hunter2@127.0.0.1:9/?key=s3cret", project="p", name="n", run_id="r"
+        )
+    assert "hunter2" not in str(refused.value) and "s3cret" not in str(refused.value)
+    assert "127.0.0.1:9" in str(refused.value)

@@ -22,7 +22,8 @@ from agentscope_rt.formatter import OpenAIChatFormatter
 from agentscope_rt.message import Msg
 from agentscope_rt.model import ScriptedChatModel
 from agentscope_rt.pipeline import MsgHub, add_hub_observer, remove_hub_observer
-from agentscope_rt.studio import Studio, serve
+from agentscope_rt.studio import MAX_BODY_BYTES, Studio, serve
+from agentscope_rt.studio import _server as studio_server
 from agentscope_rt.studio._state import EventBus, StudioState
 
 VOTE = {
@@ -177,6 +178,111 @@ async def test_the_person_answers_a_user_agent_and_bad_fields_are_refused() -> N
         await settle(studio)
         assert studio.bus.state.get("agent", dana.id)["input"] is None  # type: ignore[index]
     assert answers[0].content == "Yes." and answers[0].metadata == {"vote": "for"}
+
+
+async def test_of_two_answers_posted_at_once_only_the_first_counts() -> None:
+    dana = UserAgent("Dana")
+    answers: list[Msg] = []
+    async with serve() as studio, httpx.AsyncClient(base_url=studio.base_url) as client:
+        dana.override_instance_input_method(studio.user_input)
+        params = {"token": studio.token}
+
+        async def ask() -> None:
+            answers.append(await dana())
+
+        responses: dict[str, httpx.Response] = {}
+
+        async def post(text: str, request_id: str) -> None:
+            responses[text] = await client.post(
+                "/api/input", params=params, json={"request_id": request_id, "text": text}
+            )
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(ask)
+            with anyio.fail_after(30):
+                while not studio.user_input.requests:  # noqa: ASYNC110 (no event to await)
+                    await anyio.sleep(0.01)
+            [request_id] = studio.user_input.requests
+            async with anyio.create_task_group() as posts:
+                posts.start_soon(post, "first", request_id)
+                posts.start_soon(post, "second", request_id)
+        statuses = sorted(r.status_code for r in responses.values())
+        assert statuses == [200, 409], statuses
+        [kept] = [text for text, r in responses.items() if r.status_code == 200]
+        [refused] = [r for r in responses.values() if r.status_code == 409]
+        assert "already answered" in refused.json()["error"]
+        assert [m.content for m in answers] == [kept]
+        # Later still, the question is known to have been answered.
+        late = await client.post(
+            "/api/input", params=params, json={"request_id": request_id, "text": "late"}
+        )
+        assert late.status_code == 409 and "already answered" in late.json()["error"]
+
+
+async def test_bad_bodies_are_refused_with_4xx_never_500() -> None:
+    deep = b"[" * 100_000 + b"]" * 100_000
+    async with serve() as studio, httpx.AsyncClient(base_url=studio.base_url) as client:
+        params = {"token": studio.token}
+        for route in ("/api/input", "/api/interrupt"):
+
+            async def send(body: bytes, route: str = route) -> httpx.Response:
+                return await client.post(
+                    route, params=params, content=body, headers={"content-type": "application/json"}
+                )
+
+            too_deep = await send(deep)
+            assert too_deep.status_code == 400 and "deeper" in too_deep.json()["error"]
+            one_past = await send(b"[" * 201 + b"]" * 201)
+            assert one_past.status_code == 400 and "200" in one_past.json()["error"]
+            huge = await send(b'{"text": "' + b"x" * (MAX_BODY_BYTES + 1) + b'"}')
+            assert huge.status_code == 413 and "larger" in huge.json()["error"]
+
+            async def chunks() -> Any:
+                for _ in range(MAX_BODY_BYTES // 65536 + 2):
+                    yield b" " * 65536
+
+            # No content-length announced: the studio stops reading at the limit.
+            streamed = await client.post(route, params=params, content=chunks())
+            assert streamed.status_code == 413
+            for bad in (b"", b"{", b"\xff\xfe", b'{"a": NaN}', b"[1]", b'{"request_id": 1}'):
+                answer = await send(bad)
+                assert answer.status_code == 400, (route, bad, answer.status_code)
+                assert "error" in answer.json()
+            assert (await send(b'{"request_id": "x", "agent_id": "x"}')).status_code == 404
+
+
+async def test_a_body_that_stops_arriving_is_answered_408(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(studio_server, "BODY_READ_SECONDS", 0.2)
+    async with serve() as studio:
+        with anyio.fail_after(30):
+            async with await anyio.connect_tcp("127.0.0.1", studio.port) as stream:
+                await stream.send(
+                    f"POST /api/input?token={studio.token} HTTP/1.1\r\nHost: studio\r\n"
+                    "Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{".encode()
+                )
+                answer = b""
+                while b"\r\n\r\n" not in answer:
+                    answer += await stream.receive()
+    assert answer.startswith(b"HTTP/1.1 408")
+
+
+async def test_the_state_route_answers_strict_json_whatever_the_spans_hold() -> None:
+    def refuse(constant: str) -> None:
+        raise AssertionError(f"{constant} is not JSON")
+
+    async with serve() as studio, httpx.AsyncClient(base_url=studio.base_url) as client:
+        provider = TracerProvider()
+        provider.add_span_processor(studio.span_processor)
+        tracer = provider.get_tracer("test")
+        with tracer.start_as_current_span("odd") as span:
+            span.set_attribute("gen_ai.usage.ratio", float("nan"))
+            span.set_attribute("agentscope.score", float("inf"))
+        await settle(studio)
+        state = await client.get("/api/state", params={"token": studio.token})
+        assert state.status_code == 200
+        [odd] = json.loads(state.text, parse_constant=refuse)["entities"]["span"]
+        assert odd["attributes"] == {"gen_ai.usage.ratio": "nan", "agentscope.score": "inf"}
+        provider.shutdown()
 
 
 async def test_the_interrupt_route_interrupts_the_replying_agent() -> None:

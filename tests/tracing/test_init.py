@@ -12,6 +12,7 @@ import pytest
 
 import agentscope_rt
 from agentscope_rt import _logging
+from agentscope_rt._urls import redact_url
 
 
 def _ours() -> list[logging.Handler]:
@@ -77,3 +78,22 @@ def test_a_tracing_url_that_is_not_http_is_refused_first() -> None:
     with pytest.raises(ValueError, match="http"):
         agentscope_rt.init(logging_level="ERROR", tracing_url="ftp://127.0.0.1/v1/traces")
     assert _ours() == []  # logging untouched
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        (
+            "https://u:p4ss@example.com:8443/v1/traces?key=t0k#frag",
+            "https://example.com:8443/v1/traces",
+        ),
+        ("http://[::1]:4318/v1/traces?key=t0k", "http://[::1]:4318/v1/traces"),
+        ("http://127.0.0.1:4318/v1/traces", "http://127.0.0.1:4318/v1/traces"),
+        ("u:p4ss@example.com/v1?key=t0k", "example.com/v1"),
+        ("/data/team@corp/kb", "/data/team@corp/kb"),
+        ("./milvus.db", "./milvus.db"),
+        ("http://[::1/v1", "<a malformed URL>"),
+    ],
+)
+def test_urls_are_shown_without_user_info_or_query(url: str, shown: str) -> None:
+    assert redact_url(url) == shown

@@ -18,6 +18,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..._extras import check_extra
+from ..._urls import redact_url
 from .._document import DocMetadata, Document, chunk_id_of
 from ._store_base import (
     SyncClientStoreBase,
@@ -129,7 +130,8 @@ class MilvusLiteStore(SyncClientStoreBase["MilvusClient"]):
 
     def __repr__(self) -> str:
         return (
-            f"MilvusLiteStore(uri={self.uri!r}, collection_name={self.collection_name!r}, "
+            f"MilvusLiteStore(uri={redact_url(self.uri)!r}, "
+            f"collection_name={self.collection_name!r}, "
             f"dimensions={self.dimensions}, distance={self.distance!r})"
         )
 

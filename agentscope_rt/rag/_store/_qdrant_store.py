@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..._extras import check_extra
+from ..._urls import redact_url
 from .._document import DocMetadata, Document, chunk_id_of
 from ._store_base import (
     SyncClientStoreBase,
@@ -111,7 +112,8 @@ class QdrantStore(SyncClientStoreBase["QdrantClient"]):
 
     def __repr__(self) -> str:
         return (
-            f"QdrantStore(location={self.location!r}, collection_name={self.collection_name!r}, "
+            f"QdrantStore(location={redact_url(self.location)!r}, "
+            f"collection_name={self.collection_name!r}, "
             f"dimensions={self.dimensions}, distance={self.distance!r})"
         )
 

@@ -230,8 +230,13 @@ class SyncClientStoreBase(VDBStoreBase, Generic[C]):
             return self._get()
 
     async def close(self) -> None:
-        """Close the client."""
-        await self._call(self._close)
+        """Close the client, even when the caller is cancelled (a timeout firing inside
+        ``async with store:``): what the client frees on closing (a folder's lock, an index
+        saved beside it) must not be left behind by a cancellation. The trip to the worker
+        thread is shielded; it waits for an operation under way (a trip is never abandoned)
+        and for the client's own ``close``, both local work that ends by itself."""
+        with anyio.CancelScope(shield=True):
+            await self._call(self._close)
 
 
 def check_name(value: object, what: str) -> str:
