@@ -75,6 +75,7 @@ __all__ = [
     "close_shielded",
     "excerpt",
     "parse_retry_after",
+    "parsed_sdk_answer",
     "redacted_cause",
     "shape_checked",
     "stream_with_retry",
@@ -213,6 +214,20 @@ def parse_answer(raw: Any, parse: Callable[[], T]) -> T:
             f"the response does not have the expected shape ({type(exc).__name__}: "
             f"{exc}): {excerpt(raw)}"
         ) from None
+
+
+async def parsed_sdk_answer(request: Callable[[], Awaitable[Any]], parse: Callable[[Any], T]) -> T:
+    """``parse(raw)`` of the answer *raw* an SDK call ``request()`` returned, as one retried
+    attempt needs it: a body that is not JSON (which the SDKs let out as ``JSONDecodeError``),
+    not a JSON object, or of the wrong shape raises :class:`BadResponse` quoting what came.
+    """
+    try:
+        raw = await request()
+    except json.JSONDecodeError as exc:
+        raise BadResponse(f"the response body is not JSON ({exc})") from None
+    if raw is None or isinstance(raw, str | bytes | list | int | float):
+        raise BadResponse(f"the response body is not a JSON object: {excerpt(raw)}")
+    return parse_answer(raw, lambda: parse(raw))
 
 
 def excerpt(value: Any) -> str:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import codecs
 import functools
 import inspect
-import json
 import time
 import types
 from abc import abstractmethod
@@ -33,10 +32,9 @@ from .._provider import (
     close_generator_chain,
     close_orphans,
     close_sdk_client,
-    excerpt,
     header_secrets,
     loop_copy,
-    parse_answer,
+    parsed_sdk_answer,
     sdk_owns_http_client,
     shape_checked,
     stream_with_retry,
@@ -373,14 +371,9 @@ class SdkClientModel(ChatModelBase):
         async def attempt() -> ChatResponse:
             # Parsed inside the retried attempt: an answer that is not what the protocol
             # promises raises BadResponse, which the policy retries as a server fault.
-            try:
-                raw = await self._create(kwargs)
-            except json.JSONDecodeError as exc:
-                raise BadResponse(f"the response body is not JSON ({exc})") from None
-            if raw is None or isinstance(raw, str | bytes | list | int | float):
-                raise BadResponse(f"the response body is not a JSON object: {excerpt(raw)}")
-            return parse_answer(
-                raw, lambda: scrub_surrogates(self._parse_response(raw, start, structured_model))
+            return await parsed_sdk_answer(
+                lambda: self._create(kwargs),
+                lambda raw: scrub_surrogates(self._parse_response(raw, start, structured_model)),
             )
 
         return await call_with_retry(

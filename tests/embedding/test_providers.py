@@ -141,6 +141,25 @@ async def test_openai_gives_up_after_the_retry_budget(server: EmbeddingServer) -
     assert info.value.status_code == 429 and info.value.attempts == 3
 
 
+@pytest.mark.parametrize(
+    "answer",
+    [b"<html><body>502 Bad Gateway</body></html>", {"object": "list", "data": "none"}, [1, 2]],
+    ids=["html", "wrong-shape", "list"],
+)
+async def test_openai_a_200_answer_that_is_not_embeddings_is_retried_then_a_model_api_error(
+    server: EmbeddingServer, answer: Any
+) -> None:
+    server.fail(Failure(200, answer))
+    async with openai(server, retry_config=RetryConfig(max_retries=2, initial_delay=0.01)) as model:
+        response = await model(["hello"])
+        assert response.embeddings == [vector("hello", 1024)]
+        server.fail(*[Failure(200, answer)] * 3)
+        with pytest.raises(ModelAPIError) as info:
+            await model(["hello"])
+    assert info.value.status_code == 200 and info.value.attempts == 3
+    assert len(server.requests) == 5
+
+
 async def test_openai_rejects_input_that_is_not_text(server: EmbeddingServer) -> None:
     async with openai(server) as model:
         with pytest.raises(ValueError, match="item 1 is a int"):
