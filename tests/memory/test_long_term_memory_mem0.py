@@ -310,3 +310,28 @@ async def test_cancelling_a_call_cancels_the_model_call_and_leaves_the_memory_us
         await memory.record([Msg("user", "I play the piano.", "user")])
         question = Msg("user", "What instrument do I play?", "user")
         assert await memory.retrieve(question) == "User play the piano."
+
+
+async def test_a_memory_cancelled_mid_use_still_releases_its_store(
+    embedding: LocalTextEmbedding, tmp_path: Path
+) -> None:
+    # The close of ``async with`` runs in the cancelled scope: it must still close mem0's
+    # on-disk vector store, or the next memory on the same folder cannot open it.
+    def memory() -> Mem0LongTermMemory:
+        return Mem0LongTermMemory(
+            user_name="ada",
+            model=FunctionChatModel(Extractor()),
+            embedding_model=embedding,
+            mem0_config=_config(tmp_path),
+        )
+
+    first = memory()  # still referenced: no collector closes it
+    with anyio.CancelScope() as scope:
+        async with first:
+            await first.record([Msg("user", "I live in Paris.", "user")])
+            scope.cancel()
+            await anyio.sleep(1)
+    assert scope.cancelled_caught
+    assert first.long_term_working_memory is None
+    async with memory() as again:
+        assert "User live in Paris." in await again.retrieve(Msg("user", "Which city?", "user"))

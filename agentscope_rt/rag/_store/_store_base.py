@@ -32,6 +32,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 import anyio.to_thread
 
+from ..._cleanup import close_in_thread
 from .._document import Document
 
 __all__ = ["VDBStoreBase"]
@@ -58,16 +59,16 @@ class VDBStoreBase(ABC):
 
     async def _call(self, function: Callable[..., T], *args: Any) -> T:
         """Run *function(*args)* in a worker thread, holding the store's lock there."""
+        return await anyio.to_thread.run_sync(self._locked, function, *args)
+
+    def _locked(self, function: Callable[..., T], *args: Any) -> T:
+        """*function(*args)* under the store's lock (in the calling thread)."""
         # A subclass written for AgentScope's base (which has no __init__) may not call ours.
         lock = self.__dict__.get("_lock")
         if lock is None:
             lock = self.__dict__.setdefault("_lock", threading.Lock())
-
-        def locked() -> T:
-            with lock:
-                return function(*args)
-
-        return await anyio.to_thread.run_sync(locked)
+        with lock:
+            return function(*args)
 
     @property
     def add_batch(self) -> int:
@@ -230,8 +231,9 @@ class SyncClientStoreBase(VDBStoreBase, Generic[C]):
             return self._get()
 
     async def close(self) -> None:
-        """Close the client."""
-        await self._call(self._close)
+        """Close the client; also when the calling task is cancelled (``async with`` cut
+        short), so an on-disk database is released for the next store."""
+        await close_in_thread(self._locked, self._close)
 
 
 def check_name(value: object, what: str) -> str:
