@@ -223,7 +223,7 @@ async def parsed_sdk_answer(request: Callable[[], Awaitable[Any]], parse: Callab
     """
     try:
         raw = await request()
-    except json.JSONDecodeError as exc:
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:  # a body that is not JSON text
         raise BadResponse(f"the response body is not JSON ({exc})") from None
     if raw is None or isinstance(raw, str | bytes | list | int | float):
         raise BadResponse(f"the response body is not a JSON object: {excerpt(raw)}")

@@ -160,6 +160,29 @@ async def test_openai_a_200_answer_that_is_not_embeddings_is_retried_then_a_mode
     assert len(server.requests) == 5
 
 
+@pytest.mark.parametrize(
+    ("make", "answer"),
+    [
+        (dashscope, {"output": {"embeddings": [{"text_index": "first", "embedding": [1.0]}]}}),
+        (dashscope, {"output": {"embeddings": ["not an object"]}}),
+        (gemini, {"embeddings": ["not an object"]}),
+        (gemini, {"embeddings": [{"values": ["not a number"]}]}),
+        (ollama, {"embeddings": [["not a number"]]}),
+        (ollama, {"embeddings": [7]}),
+    ],
+)
+async def test_an_answer_of_the_wrong_shape_is_a_model_api_error(
+    server: EmbeddingServer, make: Any, answer: Any
+) -> None:
+    server.fail(Failure(200, answer))
+    async with make(server) as model:
+        with pytest.raises(ModelAPIError, match="expected shape") as info:
+            await model(["hello"])
+        assert KEY not in str(info.value)
+        # The next answer is used as usual.
+        assert len((await model(["hello"])).embeddings) == 1
+
+
 async def test_openai_rejects_input_that_is_not_text(server: EmbeddingServer) -> None:
     async with openai(server) as model:
         with pytest.raises(ValueError, match="item 1 is a int"):

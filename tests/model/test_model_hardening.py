@@ -326,6 +326,8 @@ def _bad_answers(provider: Provider) -> dict[str, Any]:
     return {
         "html": cls(raw=NOT_JSON, content_type="text/html"),
         "not-json": cls(raw=b'{"id": "x", "choices": [', content_type="application/json"),
+        # A byte-order mark makes the JSON decoder read UTF-16, which three bytes are not.
+        "not-text": cls(raw=b"\xff\xfe{", content_type="application/json"),
         "empty-object": cls(body={}),
         "list": cls(body=[1, 2]),
         "wrong-shape": cls(
@@ -340,7 +342,9 @@ def _bad_answers(provider: Provider) -> dict[str, Any]:
     }
 
 
-@pytest.mark.parametrize("kind", ["html", "not-json", "empty-object", "list", "wrong-shape"])
+@pytest.mark.parametrize(
+    "kind", ["html", "not-json", "not-text", "empty-object", "list", "wrong-shape"]
+)
 @pytest.mark.parametrize("name", PROVIDERS)
 async def test_a_200_answer_that_is_not_an_answer_is_a_model_api_error(
     wire: Any, name: str, kind: str
