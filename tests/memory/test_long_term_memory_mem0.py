@@ -23,6 +23,7 @@ from agentscope_rt.embedding import LocalTextEmbedding
 from agentscope_rt.memory import Mem0LongTermMemory
 from agentscope_rt.message import Msg, TextBlock
 from agentscope_rt.model import FunctionChatModel, ScriptedChatModel
+from tests._cancellation import used_then_cancelled
 from tests.react._support import make_agent, prompt_text, response, text, user
 
 RETRIEVED = "<long_term_memory>The content below are retrieved from long-term memory"
@@ -326,12 +327,7 @@ async def test_a_memory_cancelled_mid_use_still_releases_its_store(
         )
 
     first = memory()  # still referenced: no collector closes it
-    with anyio.CancelScope() as scope:
-        async with first:
-            await first.record([Msg("user", "I live in Paris.", "user")])
-            scope.cancel()
-            await anyio.sleep(1)
-    assert scope.cancelled_caught
+    await used_then_cancelled(first, lambda m: m.record([Msg("user", "I live in Paris.", "user")]))
     assert first.long_term_working_memory is None
     async with memory() as again:
         assert "User live in Paris." in await again.retrieve(Msg("user", "Which city?", "user"))

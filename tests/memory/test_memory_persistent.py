@@ -19,6 +19,8 @@ from agentscope_rt.message import Msg, TextBlock
 from agentscope_rt.model import ScriptedChatModel
 from agentscope_rt.tool import Toolkit, ToolResponse
 
+from .._cancellation import used_then_cancelled
+from .._servers import redis_clients
 from ..react._support import call, make_agent, response, text
 from .conftest import MemoryFactory
 
@@ -123,14 +125,6 @@ async def test_a_closed_memory_reconnects_when_used_again(make_persistent: Memor
     assert await _texts(memory) == ["a", "b"]
 
 
-def _redis_clients(port: int) -> int:
-    """How many clients the Redis server has, besides the one asking."""
-    import redis
-
-    with redis.Redis(host="127.0.0.1", port=port) as client:
-        return len(client.client_list()) - 1
-
-
 def _postgres_clients(url: str) -> int:
     """How many client sessions the PostgreSQL server has, besides the one asking."""
     import psycopg
@@ -146,20 +140,15 @@ def _postgres_clients(url: str) -> int:
 
 async def _used_then_cancelled(memory: Any) -> None:
     """Use *memory* in ``async with``, cancelled in the middle of the block."""
-    with anyio.CancelScope() as scope:
-        async with memory:
-            await memory.add(_msg("a"))
-            scope.cancel()
-            await anyio.sleep(1)
-    assert scope.cancelled_caught
+    await used_then_cancelled(memory, lambda m: m.add(_msg("a")))
 
 
 async def test_redis_cancelled_mid_use_still_closes_its_connections(redis_port: int) -> None:
     # The close of ``async with`` runs in the cancelled scope: it must still disconnect.
-    before = await anyio.to_thread.run_sync(_redis_clients, redis_port)
+    before = await anyio.to_thread.run_sync(redis_clients, redis_port)
     memory = RedisMemory("s", "u", host="127.0.0.1", port=redis_port)
     await _used_then_cancelled(memory)
-    assert await anyio.to_thread.run_sync(_redis_clients, redis_port) == before
+    assert await anyio.to_thread.run_sync(redis_clients, redis_port) == before
 
 
 async def test_sql_cancelled_mid_use_still_closes_its_connections(postgres_url: str) -> None:
