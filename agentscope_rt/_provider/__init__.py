@@ -26,7 +26,12 @@ that.
 
 from ._dashscope_events import DASHSCOPE_RETRYABLE_CODES, DashScopeEvents
 from ._http_client import close_client, http_loop_clients, post_streamed
-from ._http_stream import response_bytes, response_lines, suspended_generator_chain
+from ._http_stream import (
+    close_generator_chain,
+    response_bytes,
+    response_lines,
+    suspended_generator_chain,
+)
 from ._log_redaction import (
     LIBRARY_LOGGERS,
     SecretRedactingFilter,
@@ -51,6 +56,7 @@ from ._retry import (
     excerpt,
     parse_answer,
     parse_retry_after,
+    parsed_sdk_answer,
     redacted_cause,
     shape_checked,
     stream_with_retry,
@@ -79,6 +85,7 @@ __all__ = [
     "call_with_retry",
     "classify_error",
     "close_client",
+    "close_generator_chain",
     "close_orphans",
     "close_sdk_client",
     "close_shielded",
@@ -91,6 +98,7 @@ __all__ = [
     "open_sync_redis",
     "parse_answer",
     "parse_retry_after",
+    "parsed_sdk_answer",
     "post_streamed",
     "reasoning_input_item",
     "reasoning_signature",

@@ -20,7 +20,12 @@ import httpx
 
 from ._retry import CLOSE_TIMEOUT
 
-__all__ = ["response_bytes", "response_lines", "suspended_generator_chain"]
+__all__ = [
+    "close_generator_chain",
+    "response_bytes",
+    "response_lines",
+    "suspended_generator_chain",
+]
 
 
 def suspended_generator_chain(agen: Any) -> list[types.AsyncGeneratorType[Any, Any]]:
@@ -59,7 +64,7 @@ async def response_lines(response: httpx.Response) -> AsyncIterator[AsyncIterato
     try:
         yield lines
     finally:
-        await _close_chain(lines)
+        await close_generator_chain(lines)
 
 
 @contextlib.asynccontextmanager
@@ -70,10 +75,12 @@ async def response_bytes(response: httpx.Response) -> AsyncIterator[AsyncIterato
     try:
         yield pieces
     finally:
-        await _close_chain(pieces)
+        await close_generator_chain(pieces)
 
 
-async def _close_chain(agen: Any) -> None:
+async def close_generator_chain(agen: Any) -> None:
+    """Close *agen* and the async generators it is suspended in, outermost first; shielded
+    and bounded by :data:`CLOSE_TIMEOUT`, so a cancelled caller still releases them."""
     with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_TIMEOUT):
         for generator in suspended_generator_chain(agen):
             await generator.aclose()

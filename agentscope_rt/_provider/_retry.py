@@ -75,6 +75,7 @@ __all__ = [
     "close_shielded",
     "excerpt",
     "parse_retry_after",
+    "parsed_sdk_answer",
     "redacted_cause",
     "shape_checked",
     "stream_with_retry",
@@ -215,6 +216,20 @@ def parse_answer(raw: Any, parse: Callable[[], T]) -> T:
         ) from None
 
 
+async def parsed_sdk_answer(request: Callable[[], Awaitable[Any]], parse: Callable[[Any], T]) -> T:
+    """``parse(raw)`` of the answer *raw* an SDK call ``request()`` returned, as one retried
+    attempt needs it: a body that is not JSON (which the SDKs let out as ``JSONDecodeError``),
+    not a JSON object, or of the wrong shape raises :class:`BadResponse` quoting what came.
+    """
+    try:
+        raw = await request()
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:  # a body that is not JSON text
+        raise BadResponse(f"the response body is not JSON ({exc})") from None
+    if raw is None or isinstance(raw, str | bytes | list | int | float):
+        raise BadResponse(f"the response body is not a JSON object: {excerpt(raw)}")
+    return parse_answer(raw, lambda: parse(raw))
+
+
 def excerpt(value: Any) -> str:
     """What a provider sent, printable, for an error message. Not shortened here: the retry
     layer shortens messages only after scrubbing the secrets, since a cut through an echoed
@@ -320,7 +335,9 @@ def classify_error(exc: BaseException) -> FailureInfo | None:
 
     Understands the ``openai`` and ``anthropic`` SDK errors (status errors, connection errors,
     timeouts, errors reported inside a stream), :class:`StreamErrorEvent`, ``httpx`` status,
-    transport and timeout errors, and the builtin ``ConnectionError`` / ``TimeoutError``.
+    transport and timeout errors, ``httpx2``'s transport and timeout errors (which the SDKs
+    let out of a stream already under way), and the builtin ``ConnectionError`` /
+    ``TimeoutError``.
     """
     if isinstance(exc, StreamErrorEvent):
         return FailureInfo(exc.status_code, exc.message, exc.retryable)
@@ -373,9 +390,11 @@ def classify_error(exc: BaseException) -> FailureInfo | None:
             status in RETRYABLE_STATUS or status >= 500,
             parse_retry_after(exc.response.headers),
         )
-    if isinstance(exc, httpx.TimeoutException):
+    # The SDKs read through httpx2 (a fork with classes of its own); a stream that breaks or
+    # goes silent after its first event raises httpx2's error unwrapped (anthropic's does).
+    if isinstance(exc, httpx.TimeoutException) or _is_sdk_error(exc, "httpx2", "TimeoutException"):
         return FailureInfo(None, f"request timed out: {type(exc).__name__}", True)
-    if isinstance(exc, httpx.TransportError):
+    if isinstance(exc, httpx.TransportError) or _is_sdk_error(exc, "httpx2", "TransportError"):
         return FailureInfo(None, f"connection error: {exc}", True)
     if isinstance(exc, TimeoutError):
         return FailureInfo(None, f"request timed out: {exc}", True)
@@ -478,13 +497,16 @@ async def shape_checked(
     """The items of *stream*, a provider's stream parser (passed through *each*, if given);
     an event of the wrong shape (the parser meeting a string where an object belongs, a
     missing key) raises :class:`BadResponse` instead of a bare ``AttributeError``/
-    ``TypeError``/``KeyError``/``IndexError``. *stream* is closed however this generator
-    ends."""
+    ``TypeError``/``KeyError``/``IndexError``, and so does an event that is not JSON or not
+    UTF-8 text (``JSONDecodeError``/``UnicodeDecodeError`` from an SDK's decoder). *stream*
+    is closed however this generator ends."""
     try:
         async for item in stream:
             yield item if each is None else each(item)
     except json.JSONDecodeError as exc:  # an SDK decoding an event's data
         raise BadResponse(f"a stream event is not JSON ({exc})") from None
+    except UnicodeDecodeError as exc:  # the SDKs decode server-sent events strictly
+        raise BadResponse(f"a stream event is not UTF-8 text ({exc.reason})") from None
     except _SHAPE_ERRORS as exc:
         raise BadResponse(
             f"a stream event does not have the expected shape ({type(exc).__name__}: {exc})"

@@ -131,10 +131,18 @@ class DashScopeTextEmbedding(HttpEmbeddingModel):
                 f"expected {len(batch['input'])} embeddings in output.embeddings, got "
                 f"{len(items) if isinstance(items, list) else 'none'}",
             )
-        # DashScope numbers each vector with its text's position; order by it.
-        ordered = sorted(items, key=lambda item: int(item.get("text_index", 0)))
-        usage = data.get("usage") or {}
-        return EmbeddingResponse(
-            embeddings=[list(map(float, item["embedding"])) for item in ordered],
-            usage=EmbeddingUsage(time=seconds, tokens=int(usage.get("total_tokens") or 0)),
-        )
+        embeddings, usage = self._parsed(data, lambda d: _vectors_and_usage(d, items, seconds))
+        return EmbeddingResponse(embeddings=embeddings, usage=usage)
+
+
+def _vectors_and_usage(
+    data: dict[str, Any], items: list[Any], seconds: float
+) -> tuple[list[list[float]], EmbeddingUsage]:
+    """The vectors of an answer's *items* in text order, and its usage."""
+    # DashScope numbers each vector with its text's position; order by it.
+    ordered = sorted(items, key=lambda item: int(item.get("text_index", 0)))
+    usage = data.get("usage") or {}
+    return (
+        [list(map(float, item["embedding"])) for item in ordered],
+        EmbeddingUsage(time=seconds, tokens=int(usage.get("total_tokens") or 0)),
+    )

@@ -182,14 +182,21 @@ class DashScopeMultiModalEmbedding(HttpEmbeddingModel):
                 f"expected {len(contents)} embeddings in output.embeddings, got "
                 f"{len(items) if isinstance(items, list) else 'none'}",
             )
-        # DashScope numbers each vector with its content's position; order by it.
-        ordered = sorted(enumerate(items), key=lambda pair: int(pair[1].get("index", pair[0])))
-        usage = data.get("usage") or {}
-        used = int(usage.get("input_tokens") or 0) + int(usage.get("image_tokens") or 0)
-        return EmbeddingResponse(
-            embeddings=[list(map(float, item["embedding"])) for _, item in ordered],
-            usage=EmbeddingUsage(time=seconds, tokens=used),
-        )
+        embeddings, usage = self._parsed(data, lambda d: _vectors_and_usage(d, items, seconds))
+        return EmbeddingResponse(embeddings=embeddings, usage=usage)
+
+
+def _vectors_and_usage(
+    data: dict[str, Any], items: list[Any], seconds: float
+) -> tuple[list[list[float]], EmbeddingUsage]:
+    """The vectors of an answer's *items* in content order, and its usage."""
+    # DashScope numbers each vector with its content's position; order by it.
+    ordered = sorted(enumerate(items), key=lambda pair: int(pair[1].get("index", pair[0])))
+    usage = data.get("usage") or {}
+    used = int(usage.get("input_tokens") or 0) + int(usage.get("image_tokens") or 0)
+    return [list(map(float, item["embedding"])) for _, item in ordered], EmbeddingUsage(
+        time=seconds, tokens=used
+    )
 
 
 def _contents_of(inputs: Sequence[Any]) -> list[dict[str, str]]:

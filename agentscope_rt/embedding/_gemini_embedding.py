@@ -120,6 +120,9 @@ class GeminiTextEmbedding(HttpEmbeddingModel):
             ]
         }
         data, seconds = await timed(lambda: self._post(f"/{name}:batchEmbedContents", body))
-        embeddings = [list(map(float, e.get("values", []))) for e in data.get("embeddings") or []]
+        embeddings = self._parsed(
+            data,
+            lambda d: [list(map(float, e.get("values", []))) for e in d.get("embeddings") or []],
+        )
         check_count(self.provider, embeddings, len(texts))
         return EmbeddingResponse(embeddings=embeddings, usage=EmbeddingUsage(time=seconds))

@@ -11,19 +11,34 @@ message. The key itself lives in the client's headers only, never in a repr.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Self
+from collections.abc import Callable
+from typing import Any, ClassVar, Self, TypeVar
 
 import anyio.to_thread
 import httpx
 
-from .._provider import RetryConfig, Secrets, call_with_retry, close_orphans, http_loop_clients
+from .._provider import (
+    RetryConfig,
+    Secrets,
+    call_with_retry,
+    close_orphans,
+    excerpt,
+    http_loop_clients,
+    redact_text,
+)
 from ..exception import ModelAPIError
 from ._embedding_base import EmbeddingModelBase
 
 __all__ = ["HttpEmbeddingModel"]
 
+T = TypeVar("T")
+
 DEFAULT_TIMEOUT = httpx.Timeout(120.0, connect=10.0)
 """Embedding a batch takes seconds at most; connecting should fail fast."""
+
+_SHAPE_ERRORS = (AttributeError, TypeError, KeyError, IndexError, ValueError)
+_QUOTED = 300
+"""Characters of a malformed answer quoted in the error (an answer may hold megabytes)."""
 
 DECODE_IN_THREAD = 256 * 1024
 """Answers larger than this (bytes) are decoded in a worker thread: JSON decodes at about
@@ -92,6 +107,25 @@ class HttpEmbeddingModel(EmbeddingModelBase):
         if not isinstance(data, dict):
             raise ModelAPIError(self.provider, f"expected a JSON object, got {type(data).__name__}")
         return data
+
+    def _parsed(self, data: dict[str, Any], parse: Callable[[dict[str, Any]], T]) -> T:
+        """``parse(data)`` of an answer: one of the wrong shape (a string where a list of
+        numbers belongs, a missing key) raises :class:`ModelAPIError` quoting its start,
+        instead of the parser's ``ValueError``, ``TypeError``, ``AttributeError``, ...
+
+        :raises ModelAPIError: as said, or as *parse* raises it.
+        """
+        try:
+            return parse(data)
+        except ModelAPIError:
+            raise
+        except _SHAPE_ERRORS as exc:
+            quoted = redact_text(excerpt(data), [(s, "***") for s in self._redact])
+            raise ModelAPIError(
+                self.provider,
+                f"the answer does not have the expected shape ({type(exc).__name__}: {exc}): "
+                f"{quoted[:_QUOTED]}",
+            ) from None
 
     async def aclose(self) -> None:
         """Close the running event loop's client now (safe to call twice; a later call opens

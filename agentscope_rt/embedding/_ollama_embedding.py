@@ -80,7 +80,9 @@ class OllamaTextEmbedding(HttpEmbeddingModel):
         async def compute() -> EmbeddingResponse:
             data, seconds = await timed(lambda: self._post("/api/embed", body))
             tokens = data.get("prompt_eval_count")
-            embeddings = [list(map(float, e)) for e in data.get("embeddings") or []]
+            embeddings = self._parsed(
+                data, lambda d: [list(map(float, e)) for e in d.get("embeddings") or []]
+            )
             check_count(self.provider, embeddings, len(texts))
             return EmbeddingResponse(
                 embeddings=embeddings,

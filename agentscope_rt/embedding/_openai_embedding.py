@@ -15,6 +15,7 @@ from .._provider import (
     close_orphans,
     close_sdk_client,
     loop_copy,
+    parsed_sdk_answer,
     resolve_api_key,
     sdk_owns_http_client,
 )
@@ -29,6 +30,14 @@ from ._embedding_base import (
 from ._embedding_response import EmbeddingResponse, EmbeddingUsage
 
 __all__ = ["OpenAITextEmbedding"]
+
+
+def _vectors_and_tokens(response: Any) -> tuple[list[list[float]], int | None]:
+    """The vectors of an embeddings answer in input order, and its total tokens if given."""
+    embeddings = [
+        list(item.embedding) for item in sorted(response.data, key=lambda item: item.index)
+    ]
+    return embeddings, getattr(getattr(response, "usage", None), "total_tokens", None)
 
 
 class OpenAITextEmbedding(EmbeddingModelBase):
@@ -122,22 +131,20 @@ class OpenAITextEmbedding(EmbeddingModelBase):
     async def _embed(self, request: dict[str, Any]) -> EmbeddingResponse:
         await close_orphans()
         client = self.client
-        response, seconds = await timed(
-            lambda: call_with_retry(
-                self.provider,
-                lambda: client.embeddings.create(**request),
-                self.retry_config,
-                redact=self._redact,
+
+        async def attempt() -> tuple[list[list[float]], int | None]:
+            # Parsed inside the retried attempt: an answer that is not JSON or not of the
+            # embeddings' shape raises BadResponse, retried as a server fault.
+            return await parsed_sdk_answer(
+                lambda: client.embeddings.create(**request), _vectors_and_tokens
             )
+
+        (embeddings, tokens), seconds = await timed(
+            lambda: call_with_retry(self.provider, attempt, self.retry_config, redact=self._redact)
         )
-        usage = getattr(response, "usage", None)
-        embeddings = [
-            list(item.embedding) for item in sorted(response.data, key=lambda item: item.index)
-        ]
         check_count(self.provider, embeddings, len(request["input"]))
         return EmbeddingResponse(
-            embeddings=embeddings,
-            usage=EmbeddingUsage(time=seconds, tokens=getattr(usage, "total_tokens", None)),
+            embeddings=embeddings, usage=EmbeddingUsage(time=seconds, tokens=tokens)
         )
 
     async def aclose(self) -> None:

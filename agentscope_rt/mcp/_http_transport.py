@@ -18,6 +18,7 @@ info into the message endpoint it derives. Two measures keep them out of the log
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, Literal
@@ -27,6 +28,7 @@ import httpx2
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
+from .._cleanup import cleanup_scope
 from ..exception import MCPError
 from ._auth import AuthBridge, HttpAuth, normalize_auth
 from ._client_base import (
@@ -105,20 +107,70 @@ def http_transport_factory(
             **client_kwargs,
         )
 
+    terminate = bool(client_kwargs.get("terminate_on_close", True))
+
     @asynccontextmanager
     async def streamable() -> AsyncIterator[Any]:
         # SDK 2.x takes headers and timeouts through the HTTP client it is given, and leaves
         # closing that client to whoever created it.
+        watch = _SessionWatch()
         http_client = httpx2.AsyncClient(
-            headers=headers, timeout=httpx2.Timeout(timeout, read=sse_read_timeout), auth=auth
+            headers=headers,
+            timeout=httpx2.Timeout(timeout, read=sse_read_timeout),
+            auth=auth,
+            event_hooks={"response": [watch.observe]},
         )
-        async with (
-            http_client,
-            streamable_http_client(url, http_client=http_client, **client_kwargs) as streams,
-        ):
-            yield streams
+        async with http_client:
+            try:
+                async with streamable_http_client(
+                    url, http_client=http_client, **client_kwargs
+                ) as streams:
+                    yield streams
+            finally:
+                if terminate:
+                    await watch.end_session(http_client, url)
 
     return streamable
+
+
+class _SessionWatch:
+    """What the responses of one streamable-HTTP connection say about its session: the id
+    the server gave it and whether a DELETE has ended it.
+
+    The SDK ends the session with a DELETE in its own cleanup, which a cancelled caller
+    (a timeout, an interrupt) cuts short at its first await: the server would then keep the
+    session until its idle timeout (30 minutes by default), one more for every cancelled
+    call of a stateless client. :meth:`end_session` sends that DELETE when it did not go.
+    """
+
+    __slots__ = ("ended", "protocol_version", "session_id")
+
+    def __init__(self) -> None:
+        self.session_id: str | None = None
+        self.protocol_version: str | None = None
+        self.ended = False
+
+    async def observe(self, response: httpx2.Response) -> None:
+        request = response.request
+        if request.method == "DELETE":
+            self.ended = True
+            return
+        self.session_id = self.session_id or response.headers.get("mcp-session-id")
+        self.protocol_version = request.headers.get("mcp-protocol-version") or (
+            self.protocol_version
+        )
+
+    async def end_session(self, client: httpx2.AsyncClient, url: str) -> None:
+        """Send the DELETE ending the session, unless there is none or it was sent; shielded
+        from the caller's cancellation and bounded. Best effort: a failure is ignored (the
+        server forgets an idle session in the end), so it never hides the call's own error."""
+        if self.session_id is None or self.ended:
+            return
+        headers = {"mcp-session-id": self.session_id}
+        if self.protocol_version:
+            headers["mcp-protocol-version"] = self.protocol_version
+        with cleanup_scope(), contextlib.suppress(Exception):
+            await client.delete(url, headers=headers)
 
 
 class HttpClientBase(MCPClientBase):

@@ -34,6 +34,7 @@ import anyio.from_thread
 import anyio.lowlevel
 import anyio.to_thread
 
+from .._cleanup import cleanup_scope
 from .._extras import check_extra
 from .._locks import FairLock
 from ..message import Msg, TextBlock, ToolUseBlock
@@ -435,7 +436,8 @@ class Mem0LongTermMemory(LongTermMemoryBase):
             self.long_term_working_memory = None
 
         if self.long_term_working_memory is not None:
-            await self._run(close)
+            with cleanup_scope():
+                await self._run(close)
 
     async def __aenter__(self) -> Mem0LongTermMemory:
         return self

@@ -42,8 +42,7 @@ import json
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-import anyio.to_thread
-
+from .._cleanup import close_in_thread
 from .._provider import call_redis, open_sync_redis
 from ..message import Msg
 from ._memory_base import MemoryBase, _allow_duplicates, _batch, _check_mark_args, _check_marks
@@ -513,7 +512,8 @@ class RedisMemory(MemoryBase):
     # -- lifecycle --------------------------------------------------------------------------
 
     async def close(self, close_connection_pool: bool | None = None) -> None:
-        """Close the client's connections (the memory reconnects if used again).
+        """Close the client's connections (the memory reconnects if used again); also when
+        the calling task is cancelled, bounded.
 
         :param close_connection_pool: also disconnect every connection of the pool (as
             AgentScope's argument); by default a pool passed in is left to its owner.
@@ -524,7 +524,7 @@ class RedisMemory(MemoryBase):
             if close_connection_pool:
                 self._client.connection_pool.disconnect()
 
-        await anyio.to_thread.run_sync(close)
+        await close_in_thread(close)
 
     aclose = close
 

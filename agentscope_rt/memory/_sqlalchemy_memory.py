@@ -53,6 +53,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import anyio
 import anyio.to_thread
 
+from .._cleanup import close_in_thread
 from .._extras import install_command, missing_extra
 from .._locks import FairLock
 from ..message import Msg
@@ -823,9 +824,10 @@ class AsyncSQLAlchemyMemory(MemoryBase):
 
     async def close(self) -> None:
         """Close the connections of an engine this memory created (a given engine is left
-        open for its owner). The memory can still be used afterwards: it reconnects."""
+        open for its owner), also when the calling task is cancelled, bounded. The memory can
+        still be used afterwards: it reconnects."""
         if self._owns_engine:
-            await anyio.to_thread.run_sync(self._engine.dispose)
+            await close_in_thread(self._engine.dispose)
 
     aclose = close
 

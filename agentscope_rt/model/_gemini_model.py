@@ -52,8 +52,10 @@ from .._provider import (
     StreamErrorEvent,
     excerpt,
     header_secrets,
+    redact_text,
 )
 from .._schema import StructuredModel, structured_model_schema
+from ..exception import ModelAPIError
 from ._http_model import HttpChatModel, response_lines
 from ._model_base import ToolChoice, validate_tool_choice
 from ._model_response import ChatResponse, ChatUsage
@@ -175,22 +177,58 @@ class _VertexToken:
         """A current access token.
 
         :raises ValueError: when a credentials object has no token and cannot be refreshed.
+        :raises ModelAPIError: when google-auth finds no credentials, cannot reach Google's
+            token endpoint or is refused a refresh (the credentials' secrets scrubbed).
         """
         credentials = self._credentials
         if isinstance(credentials, str):
             return credentials
-        if credentials is None:
-            if self._env is not None:
-                return self._env
-            credentials = self._credentials = await anyio.to_thread.run_sync(_default_credentials)
-        if not getattr(credentials, "valid", True) or not getattr(credentials, "token", None):
-            await anyio.to_thread.run_sync(_refresh, credentials)
+        if credentials is None and self._env is not None:
+            return self._env
+        error: ModelAPIError | None = None
+        try:
+            if credentials is None:
+                credentials = await anyio.to_thread.run_sync(_default_credentials)
+                self._credentials = credentials
+            if not getattr(credentials, "valid", True) or not getattr(credentials, "token", None):
+                await anyio.to_thread.run_sync(_refresh, credentials)
+        except Exception as exc:
+            error = _google_auth_error(exc, credentials)
+            if error is None:
+                raise
+        if error is not None:
+            # Raised outside the except block: google-auth's exception (which may quote the
+            # token endpoint's answer) is neither the cause nor the context.
+            raise error
         token = getattr(credentials, "token", None)
         if not isinstance(token, str) or not token:
             raise ValueError(
                 f"the Vertex AI credentials {type(credentials).__name__} gave no access token"
             )
         return token
+
+
+_CREDENTIAL_FIELDS = ("token", "refresh_token", "client_secret")
+"""Secret attributes of google-auth credentials, scrubbed from errors about them."""
+
+
+def _google_auth_error(exc: Exception, credentials: Any) -> ModelAPIError | None:
+    """The package's error for google-auth's *exc* about *credentials* (their secrets
+    scrubbed), or ``None`` for any other exception."""
+    names = {cls.__name__ for cls in type(exc).__mro__ if cls.__module__.startswith("google.auth")}
+    if not names:
+        return None
+    secrets = [getattr(credentials, field, None) for field in _CREDENTIAL_FIELDS]
+    text = redact_text(str(exc), [(s, "***") for s in secrets if isinstance(s, str) and s])
+    if "TransportError" in names:
+        return ModelAPIError(
+            _PROVIDER, f"could not reach Google to refresh the Vertex AI credentials: {text}"
+        )
+    return ModelAPIError(
+        _PROVIDER,
+        f"the Vertex AI credentials could not be used ({type(exc).__name__}: {text}); check "
+        f"them, or pass an access token as client_kwargs['credentials'] or {ACCESS_TOKEN_ENV}",
+    )
 
 
 def _has_google_auth() -> bool:

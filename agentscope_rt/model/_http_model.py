@@ -120,7 +120,7 @@ class HttpChatModel(ChatModelBase):
             # promises raises BadResponse, which the policy retries as a server fault.
             try:
                 data: Any = await self._post(body)
-            except json.JSONDecodeError as exc:
+            except (json.JSONDecodeError, UnicodeDecodeError) as exc:  # not JSON text
                 raise BadResponse(f"the response body is not JSON ({exc})") from None
             if not isinstance(data, dict):
                 raise BadResponse(f"the response body is not a JSON object: {excerpt(data)}")

@@ -40,7 +40,14 @@ from typing import Any, ClassVar, Literal
 
 import attrs
 
-from .._provider import RetryConfig, StreamErrorEvent, reasoning_signature, resolve_api_key
+from .._provider import (
+    BadResponse,
+    RetryConfig,
+    StreamErrorEvent,
+    excerpt,
+    reasoning_signature,
+    resolve_api_key,
+)
 from .._schema import StructuredModel, structured_model_schema
 from ..message import TextBlock, ThinkingBlock
 from ._common import check_formatted_messages
@@ -375,8 +382,11 @@ class OpenAIResponseModel(SdkClientModel):
     def _parse_response(
         self, raw: Any, start: float, structured_model: StructuredModel | None
     ) -> ChatResponse:
+        outputs = getattr(raw, "output", None)
+        if not isinstance(outputs, list):
+            raise BadResponse(f"the response is not a response (no output list): {excerpt(raw)}")
         items: list[_OutputItem] = []
-        for output in getattr(raw, "output", None) or []:
+        for output in outputs:
             kind = getattr(output, "type", None)
             if kind in _ITEM_KINDS:
                 item = _OutputItem(kind)
@@ -399,6 +409,10 @@ class OpenAIResponseModel(SdkClientModel):
                     yield self._chunk(state, False, None)
         finally:
             await stream.aclose()
+        if not state.finished:
+            # A clean close before response.completed: the connection was dropped mid-answer
+            # (a call's arguments may be cut in half), so nothing is returned.
+            raise stream.cut("response.completed")
         tokens = state.tokens or (0, 0)
         final = self._chunk(state, True, ChatUsage(*tokens, time.monotonic() - start))
         yield self._with_structured(final, structured_model)
@@ -416,13 +430,15 @@ class OpenAIResponseModel(SdkClientModel):
 class _StreamState:
     """What the events of one streamed response have said so far."""
 
-    __slots__ = ("by_id", "items", "response_id", "tokens")
+    __slots__ = ("by_id", "finished", "items", "response_id", "tokens")
 
     def __init__(self) -> None:
         self.items: dict[int, _OutputItem] = {}
         self.by_id: dict[str, int] = {}
         self.response_id: str | None = None
         self.tokens: tuple[int, int] | None = None
+        self.finished = False
+        """Whether the end marker (``response.completed`` or ``.incomplete``) came."""
 
     def _item(self, event: Any, kind: str) -> _OutputItem:
         """The item an event is about, found by its output index (or item id)."""
@@ -490,6 +506,7 @@ class _StreamState:
             self.response_id = self.response_id or getattr(event.response, "id", None)
             return False
         if kind in ("response.completed", "response.incomplete"):
+            self.finished = True
             response = event.response
             self.response_id = self.response_id or getattr(response, "id", None)
             self.tokens = _tokens(response) or self.tokens

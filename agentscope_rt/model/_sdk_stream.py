@@ -11,13 +11,13 @@ inside a shield so a cancelled consumer still releases the connection.
 
 from __future__ import annotations
 
+import codecs
 import functools
 import inspect
-import json
 import time
 import types
 from abc import abstractmethod
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any, ClassVar, Self
 
 import anyio
@@ -29,12 +29,12 @@ from .._provider import (
     RetryConfig,
     Secrets,
     call_with_retry,
+    close_generator_chain,
     close_orphans,
     close_sdk_client,
-    excerpt,
     header_secrets,
     loop_copy,
-    parse_answer,
+    parsed_sdk_answer,
     sdk_owns_http_client,
     shape_checked,
     stream_with_retry,
@@ -71,6 +71,44 @@ def _generators_in_traceback(tb: types.TracebackType | None) -> list[Any]:
     return found
 
 
+async def _utf8_checked(chunks: AsyncIterator[bytes]) -> AsyncGenerator[bytes, None]:
+    """*chunks*, each checked to continue valid UTF-8 text.
+
+    The SDKs decode each event line strictly, inside a generator that iterates another one;
+    their ``UnicodeDecodeError`` would leave that inner generator suspended (trio reports
+    it when collected). Raised here, at the bottom of the chain, the error unwinds every
+    generator above it and :class:`BadResponse` says what came.
+
+    :raises BadResponse: at the first bytes that are not UTF-8.
+    """
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    try:
+        async for chunk in chunks:
+            try:
+                decoder.decode(chunk)
+            except UnicodeDecodeError as exc:
+                raise BadResponse(f"a stream event is not UTF-8 text ({exc.reason})") from None
+            yield chunk
+    finally:
+        # The HTTP library's byte generators below this one, which nothing else closes.
+        await close_generator_chain(chunks)
+
+
+class _Utf8CheckedDecoder:
+    """An SDK's server-sent-event decoder reading bytes through :func:`_utf8_checked`."""
+
+    __slots__ = ("_decoder",)
+
+    def __init__(self, decoder: Any) -> None:
+        self._decoder = decoder
+
+    def aiter_bytes(self, iterator: AsyncIterator[bytes]) -> Any:
+        return self._decoder.aiter_bytes(_utf8_checked(iterator))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._decoder, name)
+
+
 class SdkEvents:
     """The events of an SDK ``AsyncStream``, with a complete :meth:`aclose`.
 
@@ -91,6 +129,9 @@ class SdkEvents:
         self.done_marker = False
         """Whether the stream's ``data: [DONE]`` arrived (OpenAI's end marker, which the SDK
         consumes without yielding)."""
+        decoder = getattr(stream, "_decoder", None)
+        if hasattr(decoder, "aiter_bytes") and not isinstance(decoder, _Utf8CheckedDecoder):
+            stream._decoder = _Utf8CheckedDecoder(decoder)
         iter_events = getattr(stream, "_iter_events", None)
         if iter_events is not None and "_iter_events" not in vars(stream):
             # The openai SDK reads its server-sent events through this method, first called
@@ -330,14 +371,9 @@ class SdkClientModel(ChatModelBase):
         async def attempt() -> ChatResponse:
             # Parsed inside the retried attempt: an answer that is not what the protocol
             # promises raises BadResponse, which the policy retries as a server fault.
-            try:
-                raw = await self._create(kwargs)
-            except json.JSONDecodeError as exc:
-                raise BadResponse(f"the response body is not JSON ({exc})") from None
-            if raw is None or isinstance(raw, str | bytes | list | int | float):
-                raise BadResponse(f"the response body is not a JSON object: {excerpt(raw)}")
-            return parse_answer(
-                raw, lambda: scrub_surrogates(self._parse_response(raw, start, structured_model))
+            return await parsed_sdk_answer(
+                lambda: self._create(kwargs),
+                lambda raw: scrub_surrogates(self._parse_response(raw, start, structured_model)),
             )
 
         return await call_with_retry(

@@ -20,8 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import anyio.to_thread
-
+from .._cleanup import close_in_thread
 from .._provider import call_redis, open_sync_redis
 from ..exception import SessionError
 from ..module import StateModule
@@ -183,4 +182,4 @@ class RedisSession(SessionBase):
 
     async def aclose(self) -> None:
         """Close the client's connections."""
-        await anyio.to_thread.run_sync(self._client.close)
+        await close_in_thread(self._client.close)

@@ -174,7 +174,8 @@ def _is_web_url(url: str) -> bool:
 
 async def _fetch_image_size(url: str) -> tuple[int, int] | None:
     """The size of the web image at *url*, read from its first bytes; ``None`` when it cannot
-    be had within :data:`WEB_IMAGE_TIMEOUT_S` (tried :data:`_WEB_IMAGE_ATTEMPTS` times)."""
+    be had within :data:`WEB_IMAGE_TIMEOUT_S` (tried :data:`_WEB_IMAGE_ATTEMPTS` times), or
+    when *url* cannot be fetched at all."""
     with anyio.move_on_after(WEB_IMAGE_TIMEOUT_S):
         async with httpx.AsyncClient(follow_redirects=True, verify=_ssl_context()) as client:
             for _ in range(_WEB_IMAGE_ATTEMPTS):
@@ -182,6 +183,10 @@ async def _fetch_image_size(url: str) -> tuple[int, int] | None:
                     return await _read_image_size(client, url)
                 except httpx.HTTPError:
                     continue
+                except Exception:
+                    # A URL no request can be made of (malformed, a port out of range) is an
+                    # image of unknown size: a message's bad URL must not fail the count.
+                    return None
     return None
 
 
@@ -205,8 +210,11 @@ async def _read_image_size(client: httpx.AsyncClient, url: str) -> tuple[int, in
 
 def _where(url: str) -> str:
     # The host only: a signed URL's query may hold a credential.
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.hostname}/..."
+    try:
+        parts = urlsplit(url)
+        return f"{parts.scheme}://{parts.hostname}/..."
+    except ValueError:  # not even a URL's parts can be read (a malformed host)
+        return "a malformed URL"
 
 
 def _strip_base64(value: Any) -> Any:

@@ -20,7 +20,7 @@ from typing import Any
 
 import attrs
 
-from .._local_http import LocalHTTPServer, QuietHandler, send_json
+from .._local_http import LocalHTTPServer, QuietHandler, send_body, send_json
 
 KEY = "sk-test-9f8e7d6c5b4a-secret"
 """The key the server accepts."""
@@ -50,6 +50,7 @@ class Recorded:
 class Failure:
     status: int
     body: Any
+    """JSON, or bytes sent as they are."""
     headers: dict[str, str] = attrs.field(factory=dict)
 
 
@@ -79,7 +80,10 @@ class EmbeddingServer(LocalHTTPServer):
                 self._send(status, answer)
 
             def _send(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
-                send_json(self, status, body, headers)
+                if isinstance(body, bytes):  # sent as it is, e.g. a gateway's HTML page
+                    send_body(self, status, body, "text/html", headers)
+                else:
+                    send_json(self, status, body, headers)
 
         super().__init__(Handler)
 

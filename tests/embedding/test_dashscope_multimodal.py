@@ -348,3 +348,22 @@ async def test_simple_knowledge_embeds_an_image_document(
         hits = await kb.retrieve("a dog", limit=1)
     assert hits[0].metadata.content["text"] == "a dog"
     assert server.requests[-1].body["input"]["contents"] == [{"text": "a dog"}]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        {"output": {"embeddings": [{"index": "first", "embedding": [1.0]}]}},
+        {"output": {"embeddings": [{"index": 0, "embedding": ["not a number"]}]}},
+        {"output": {"embeddings": [{"index": 0, "embedding": [1.0]}]}, "usage": "none"},
+    ],
+)
+async def test_an_answer_of_the_wrong_shape_is_a_model_api_error(
+    server: MultiModalEmbeddingServer, answer: Any
+) -> None:
+    server.fail(Failure(200, answer))
+    async with model(server) as m:
+        with pytest.raises(ModelAPIError, match="expected shape") as info:
+            await m([TextBlock(text="x")])
+        assert KEY not in str(info.value)
+        assert len((await m([TextBlock(text="x")])).embeddings) == 1

@@ -141,6 +141,48 @@ async def test_openai_gives_up_after_the_retry_budget(server: EmbeddingServer) -
     assert info.value.status_code == 429 and info.value.attempts == 3
 
 
+@pytest.mark.parametrize(
+    "answer",
+    [b"<html><body>502 Bad Gateway</body></html>", {"object": "list", "data": "none"}, [1, 2]],
+    ids=["html", "wrong-shape", "list"],
+)
+async def test_openai_a_200_answer_that_is_not_embeddings_is_retried_then_a_model_api_error(
+    server: EmbeddingServer, answer: Any
+) -> None:
+    server.fail(Failure(200, answer))
+    async with openai(server, retry_config=RetryConfig(max_retries=2, initial_delay=0.01)) as model:
+        response = await model(["hello"])
+        assert response.embeddings == [vector("hello", 1024)]
+        server.fail(*[Failure(200, answer)] * 3)
+        with pytest.raises(ModelAPIError) as info:
+            await model(["hello"])
+    assert info.value.status_code == 200 and info.value.attempts == 3
+    assert len(server.requests) == 5
+
+
+@pytest.mark.parametrize(
+    ("make", "answer"),
+    [
+        (dashscope, {"output": {"embeddings": [{"text_index": "first", "embedding": [1.0]}]}}),
+        (dashscope, {"output": {"embeddings": ["not an object"]}}),
+        (gemini, {"embeddings": ["not an object"]}),
+        (gemini, {"embeddings": [{"values": ["not a number"]}]}),
+        (ollama, {"embeddings": [["not a number"]]}),
+        (ollama, {"embeddings": [7]}),
+    ],
+)
+async def test_an_answer_of_the_wrong_shape_is_a_model_api_error(
+    server: EmbeddingServer, make: Any, answer: Any
+) -> None:
+    server.fail(Failure(200, answer))
+    async with make(server) as model:
+        with pytest.raises(ModelAPIError, match="expected shape") as info:
+            await model(["hello"])
+        assert KEY not in str(info.value)
+        # The next answer is used as usual.
+        assert len((await model(["hello"])).embeddings) == 1
+
+
 async def test_openai_rejects_input_that_is_not_text(server: EmbeddingServer) -> None:
     async with openai(server) as model:
         with pytest.raises(ValueError, match="item 1 is a int"):

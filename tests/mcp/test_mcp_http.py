@@ -236,3 +236,20 @@ def test_constructor_validation_and_secret_free_repr() -> None:
     assert "token=abc" not in text
     assert "pw" not in text
     assert "h.example/mcp" in text
+
+
+async def test_a_cancelled_stateless_call_still_ends_its_session(
+    fresh_http_server: Callable[[str], HttpServer],
+) -> None:
+    # A stateless call opens a session of its own and ends it with a DELETE when done; a
+    # call cancelled meanwhile must still end it, or the server keeps it (30 minutes by
+    # default), one more for every cancelled call.
+    client = stateless(fresh_http_server("streamable-http"))
+    count = await client.get_callable_function("open_sessions", wrap_tool_result=False)
+    assert (await count()).structured_content == {"result": 1}  # type: ignore[union-attr]
+    sleep = await client.get_callable_function("sleep", wrap_tool_result=False)
+    for _ in range(2):
+        with anyio.move_on_after(1) as scope:
+            await sleep(seconds=30)
+        assert scope.cancelled_caught
+    assert (await count()).structured_content == {"result": 1}  # type: ignore[union-attr]

@@ -23,6 +23,7 @@ from agentscope_rt.embedding import LocalTextEmbedding
 from agentscope_rt.memory import Mem0LongTermMemory
 from agentscope_rt.message import Msg, TextBlock
 from agentscope_rt.model import FunctionChatModel, ScriptedChatModel
+from tests._cancellation import used_then_cancelled
 from tests.react._support import make_agent, prompt_text, response, text, user
 
 RETRIEVED = "<long_term_memory>The content below are retrieved from long-term memory"
@@ -310,3 +311,23 @@ async def test_cancelling_a_call_cancels_the_model_call_and_leaves_the_memory_us
         await memory.record([Msg("user", "I play the piano.", "user")])
         question = Msg("user", "What instrument do I play?", "user")
         assert await memory.retrieve(question) == "User play the piano."
+
+
+async def test_a_memory_cancelled_mid_use_still_releases_its_store(
+    embedding: LocalTextEmbedding, tmp_path: Path
+) -> None:
+    # The close of ``async with`` runs in the cancelled scope: it must still close mem0's
+    # on-disk vector store, or the next memory on the same folder cannot open it.
+    def memory() -> Mem0LongTermMemory:
+        return Mem0LongTermMemory(
+            user_name="ada",
+            model=FunctionChatModel(Extractor()),
+            embedding_model=embedding,
+            mem0_config=_config(tmp_path),
+        )
+
+    first = memory()  # still referenced: no collector closes it
+    await used_then_cancelled(first, lambda m: m.record([Msg("user", "I live in Paris.", "user")]))
+    assert first.long_term_working_memory is None
+    async with memory() as again:
+        assert "User live in Paris." in await again.retrieve(Msg("user", "Which city?", "user"))

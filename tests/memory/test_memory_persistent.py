@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from agentscope_rt.memory import AsyncSQLAlchemyMemory, MemoryBase, RedisMemory
@@ -18,6 +19,8 @@ from agentscope_rt.message import Msg, TextBlock
 from agentscope_rt.model import ScriptedChatModel
 from agentscope_rt.tool import Toolkit, ToolResponse
 
+from .._cancellation import used_then_cancelled
+from .._servers import redis_clients
 from ..react._support import call, make_agent, response, text
 from .conftest import MemoryFactory
 
@@ -120,6 +123,41 @@ async def test_a_closed_memory_reconnects_when_used_again(make_persistent: Memor
     async with make_persistent() as other:  # type: ignore[attr-defined]
         await other.add(_msg("b"))
     assert await _texts(memory) == ["a", "b"]
+
+
+def _postgres_clients(url: str) -> int:
+    """How many client sessions the PostgreSQL server has, besides the one asking."""
+    import psycopg
+
+    dsn = url.replace("postgresql+psycopg://", "postgresql://")
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'"
+        ).fetchone()
+    assert row is not None
+    return int(row[0]) - 1
+
+
+async def _used_then_cancelled(memory: Any) -> None:
+    """Use *memory* in ``async with``, cancelled in the middle of the block."""
+    await used_then_cancelled(memory, lambda m: m.add(_msg("a")))
+
+
+async def test_redis_cancelled_mid_use_still_closes_its_connections(redis_port: int) -> None:
+    # The close of ``async with`` runs in the cancelled scope: it must still disconnect.
+    before = await anyio.to_thread.run_sync(redis_clients, redis_port)
+    memory = RedisMemory("s", "u", host="127.0.0.1", port=redis_port)
+    await _used_then_cancelled(memory)
+    assert await anyio.to_thread.run_sync(redis_clients, redis_port) == before
+
+
+async def test_sql_cancelled_mid_use_still_closes_its_connections(postgres_url: str) -> None:
+    before = await anyio.to_thread.run_sync(_postgres_clients, postgres_url)
+    memory = AsyncSQLAlchemyMemory(postgres_url, "s", "u")
+    await _used_then_cancelled(memory)
+    with anyio.fail_after(30):  # the server notices a closed session a moment later
+        while await anyio.to_thread.run_sync(_postgres_clients, postgres_url) != before:  # noqa: ASYNC110
+            await anyio.sleep(0.05)
 
 
 def test_importing_the_memories_loads_neither_sqlalchemy_nor_redis() -> None:

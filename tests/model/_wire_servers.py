@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import socket
+import struct
 import threading
 import time
 from collections import deque
@@ -37,17 +38,19 @@ class Reply:
     :ivar raw: a body sent byte for byte (with *content_type*) instead of JSON.
     :ivar echo: ``"json"`` or ``"text"``: answer with an error body that quotes every request
         header (keys and ``Authorization`` included), as careless servers and proxies do.
+    :ivar reset: after the events, reset the connection (a TCP RST) instead of ending the body.
     """
 
     status: int = 200
     body: Any = None
-    events: list[str] | None = None
+    events: list[str | bytes] | None = None
     headers: dict[str, str] = attrs.field(factory=dict)
     interval: float = 0.0
     gate_after: int | None = None
     raw: bytes | None = None
     content_type: str = "application/json"
     echo: str | None = None
+    reset: bool = False
 
 
 def echo_body(headers: dict[str, str], kind: str) -> tuple[bytes, str]:
@@ -148,9 +151,12 @@ class WireServer(LocalHTTPServer):
                             server.gate.wait(10)
                         elif index and reply.interval:
                             time.sleep(reply.interval)
-                        data = event.encode()
+                        data = event if isinstance(event, bytes) else event.encode()
                         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
                         self.wfile.flush()
+                    if reply.reset:
+                        self._reset()
+                        return
                     self.wfile.write(b"0\r\n\r\n")
                     self.wfile.flush()
                     with server._lock:
@@ -158,6 +164,15 @@ class WireServer(LocalHTTPServer):
                 except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
                     server.disconnected.set()
                     self.close_connection = True
+
+            def _reset(self) -> None:
+                # A zero linger makes close() send RST: the peer sees its read fail
+                # mid-body, as when a proxy or a crashed server drops the connection.
+                self.connection.setsockopt(
+                    socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
+                )
+                self.connection.close()
+                self.close_connection = True
 
         super().__init__(Handler)
 

@@ -17,6 +17,8 @@ from agentscope_rt.message import TextBlock, ThinkingBlock
 from agentscope_rt.model import ChatResponse
 from agentscope_rt.model._gemini_model import GeminiChatModel, _clean_part
 
+from .._local_http import LocalHTTPServer, QuietHandler, send_json
+from ._wire_servers import free_port_url
 from ._wire_servers_b import (
     Answer,
     ScriptedServer,
@@ -577,6 +579,56 @@ async def test_vertex_ai_credentials_object(server: ScriptedServer, no_google_en
     server.add(Answer(body=gemini_response({"text": "ok"}, prompt_tokens=1)))
     await vertex_model(server, credentials=Credentials())(CONTENTS)
     assert server.requests[0].headers["authorization"] == f"Bearer {VERTEX_TOKEN}"
+
+
+REFRESH_TOKEN = "1//refresh-token-5d2a"
+CLIENT_SECRET = "client-secret-9b3f"
+
+
+class _RefusingTokenEndpoint(QuietHandler):
+    """Google's OAuth token endpoint refusing a refresh, quoting what it was sent."""
+
+    def do_POST(self) -> None:
+        sent = self.rfile.read(int(self.headers.get("content-length") or 0)).decode()
+        send_json(self, 400, {"error": "invalid_grant", "error_description": f"Bad: {sent}"})
+
+
+def _refreshable(token_uri: str) -> Any:
+    from google.oauth2.credentials import Credentials
+
+    return Credentials(
+        None,
+        refresh_token=REFRESH_TOKEN,
+        token_uri=token_uri,
+        client_id="client-id",
+        client_secret=CLIENT_SECRET,
+    )
+
+
+async def test_vertex_ai_credentials_google_auth_refuses_are_a_model_api_error(
+    server: ScriptedServer, no_google_env: None
+) -> None:
+    with LocalHTTPServer(_RefusingTokenEndpoint) as endpoint:
+        model = vertex_model(server, credentials=_refreshable(f"{endpoint.url}/token"))
+        with pytest.raises(ModelAPIError) as info:
+            await model(CONTENTS)
+    text = str(info.value)
+    assert "invalid_grant" in text and "could not be used" in text
+    assert info.value.attempts == 1  # a refusal is not retried
+    assert REFRESH_TOKEN not in text and CLIENT_SECRET not in text
+    assert info.value.__cause__ is None and info.value.__context__ is None
+    assert server.requests == []  # nothing reached Gemini
+
+
+async def test_vertex_ai_token_endpoint_unreachable_is_a_model_api_error(
+    server: ScriptedServer, no_google_env: None
+) -> None:
+    model = vertex_model(server, credentials=_refreshable(f"{free_port_url()}/token"))
+    with pytest.raises(ModelAPIError) as info:
+        await model(CONTENTS)
+    assert info.value.status_code is None
+    assert "could not reach Google" in info.value.message
+    assert server.requests == []
 
 
 def test_vertex_ai_endpoints_and_settings(no_google_env: None) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import anyio
 import attrs
 import httpx
 import pytest
@@ -80,12 +81,19 @@ class Provider:
         return self.name in ("ollama", "gemini")
 
     def model(
-        self, url: str, retry: RetryConfig = NO_RETRY, headers: dict[str, str] | None = None
+        self,
+        url: str,
+        retry: RetryConfig = NO_RETRY,
+        headers: dict[str, str] | None = None,
+        timeout: float | None = None,
     ) -> ChatModelBase:
         """The provider's model on *url*; *headers* are sent with every request (not by
-        DashScope's native endpoint, whose client sends only the key)."""
+        DashScope's native endpoint, whose client sends only the key); *timeout* is the SDK
+        client's (the SDK providers only)."""
         stream = self.stream
         sdk: dict[str, Any] = {"default_headers": headers} if headers else {}
+        if timeout is not None:
+            sdk["timeout"] = timeout
         http: dict[str, Any] = {"limits": FRESH_CONNECTIONS}
         if headers:
             http["headers"] = headers
@@ -318,6 +326,8 @@ def _bad_answers(provider: Provider) -> dict[str, Any]:
     return {
         "html": cls(raw=NOT_JSON, content_type="text/html"),
         "not-json": cls(raw=b'{"id": "x", "choices": [', content_type="application/json"),
+        # A byte-order mark makes the JSON decoder read UTF-16, which three bytes are not.
+        "not-text": cls(raw=b"\xff\xfe{", content_type="application/json"),
         "empty-object": cls(body={}),
         "list": cls(body=[1, 2]),
         "wrong-shape": cls(
@@ -332,7 +342,9 @@ def _bad_answers(provider: Provider) -> dict[str, Any]:
     }
 
 
-@pytest.mark.parametrize("kind", ["html", "not-json", "empty-object", "list", "wrong-shape"])
+@pytest.mark.parametrize(
+    "kind", ["html", "not-json", "not-text", "empty-object", "list", "wrong-shape"]
+)
 @pytest.mark.parametrize("name", PROVIDERS)
 async def test_a_200_answer_that_is_not_an_answer_is_a_model_api_error(
     wire: Any, name: str, kind: str
@@ -524,3 +536,69 @@ async def test_text_with_a_lone_surrogate_keeps_the_agent_usable(
         assert second.get_text_content() == "Still here."
         _strict_dump(agent.state_dict())
     assert len(server.requests) == 2
+
+
+# -- 4. connections that break or go silent, bytes that are not text ---------------------------
+
+SDK_PROVIDERS = ["openai", "dashscope", "anthropic"]
+"""The providers read through an SDK (and httpx2) rather than through httpx."""
+
+
+def _first_events(provider: Provider) -> list[str | bytes]:
+    """The first two events of a streamed text answer (output has begun, no end marker)."""
+    events = provider.answer(text="Checking the weather.").events
+    assert events is not None
+    return list(events[:2])
+
+
+@pytest.mark.parametrize("name", SDK_PROVIDERS)
+async def test_a_connection_reset_mid_stream_is_a_model_api_error(wire: Any, name: str) -> None:
+    provider = Provider(name, stream=True)
+    broken = wa.Reply(events=_first_events(provider), reset=True)
+    server = _serve(provider, wire, broken, provider.answer(text="Back again."))
+    model = provider.model(_url(provider, wire))
+    async with model:  # type: ignore[attr-defined]
+        with pytest.raises(ModelAPIError) as info:
+            [c async for c in await model(_messages(provider))]  # type: ignore[union-attr]
+        assert info.value.status_code is None
+        assert "connection error" in info.value.message
+        assert KEY not in str(info.value)
+        # The broken connection is not reused: the next call gets its answer.
+        chunks = [c async for c in await model(_messages(provider))]  # type: ignore[union-attr]
+    assert chunks[-1].get_text() == "Back again."
+    assert len(server.requests) == 2
+
+
+@pytest.mark.parametrize("name", SDK_PROVIDERS)
+async def test_a_stream_silent_past_the_read_timeout_is_a_model_api_error(
+    wire: Any, name: str
+) -> None:
+    provider = Provider(name, stream=True)
+    events = [*_first_events(provider), *(provider.answer(text="late").events or [])]
+    server = _serve(provider, wire, wa.Reply(events=events, gate_after=2))
+    model = provider.model(_url(provider, wire), timeout=0.5)
+    async with model:  # type: ignore[attr-defined]
+        with anyio.fail_after(60), pytest.raises(ModelAPIError) as info:
+            [c async for c in await model(_messages(provider))]  # type: ignore[union-attr]
+    assert info.value.status_code is None
+    assert "timed out" in info.value.message
+    server.gate.set()
+
+
+@pytest.mark.parametrize("name", SDK_PROVIDERS)
+async def test_a_stream_event_that_is_not_utf8_is_a_model_api_error(wire: Any, name: str) -> None:
+    provider = Provider(name, stream=True)
+    not_text = wa.Reply(events=[b"data: \xff\xfe{}\n\n"])
+    server = _serve(provider, wire, not_text, not_text, provider.answer(text="Fine."))
+    model = provider.model(_url(provider, wire))
+    async with model:  # type: ignore[attr-defined]
+        with pytest.raises(ModelAPIError) as info:
+            [c async for c in await model(_messages(provider))]  # type: ignore[union-attr]
+        assert info.value.status_code == 200
+        assert "not UTF-8" in info.value.message
+    # Nothing was yielded, so it is retried as a server fault: the next answer is taken.
+    retried = provider.model(_url(provider, wire), ONE_RETRY)
+    async with retried:  # type: ignore[attr-defined]
+        chunks = [c async for c in await retried(_messages(provider))]  # type: ignore[union-attr]
+    assert chunks[-1].get_text() == "Fine."
+    assert len(server.requests) == 3

@@ -20,7 +20,7 @@ from agentscope_rt.agent import ReActAgent
 from agentscope_rt.exception import ModelAPIError, ModelResponseError
 from agentscope_rt.formatter import OpenAIResponseChatFormatter
 from agentscope_rt.message import Msg, TextBlock, ThinkingBlock, ToolUseBlock
-from agentscope_rt.model import ChatResponse, OpenAIResponseModel
+from agentscope_rt.model import ChatResponse, OpenAIResponseModel, RetryConfig
 from agentscope_rt.tool import Toolkit, ToolResponse
 
 from ._wire_servers import Reply, sse
@@ -40,6 +40,7 @@ from .conftest import WEATHER_TOOL, collect, sdk_model
 pytestmark = pytest.mark.filterwarnings("error::ResourceWarning")
 
 SECRET = "sk-test-secret-0123456789"
+NO_RETRY = RetryConfig(max_retries=0)
 INPUT = [
     {"role": "system", "content": [{"type": "input_text", "text": "You are terse."}]},
     {"role": "user", "content": [{"type": "input_text", "text": "Weather in Paris and Oslo?"}]},
@@ -576,3 +577,39 @@ async def test_react_agent_calls_a_tool_through_the_responses_api(
     output = second_body["input"][-1]
     assert output["call_id"] == "call_w" and "Sunny in Paris." in output["output"]
     assert json.loads(second_body["input"][3]["arguments"]) == {"city": "Paris"}
+
+
+# -- answers that are not what they claim ---------------------------------------------------
+
+
+async def test_a_stream_cut_before_response_completed_is_a_model_api_error(
+    server: ResponsesServer,
+) -> None:
+    # The connection closed cleanly in the middle of a call's arguments: no answer is made
+    # of the half that came, and before the first chunk the cut is retried.
+    events = response_events([Call("c1", "get_weather", ['{"city": ', '"Paris"}'])])
+    mid_arguments = [e for e in events if "response.completed" not in e][:-3]
+    server.add(Reply(events=mid_arguments))
+    async with response_model(server, stream=True) as model:
+        with pytest.raises(ModelAPIError) as info:
+            await collect(await model(INPUT, tools=TOOLS))
+    assert info.value.status_code == 200
+    assert "the stream was cut" in info.value.message
+    # Cut before any chunk: retried as a server fault, and the next answer is taken.
+    server.add(Reply(events=events[:2]), reply_events([Message(["Sunny."])]))
+    async with response_model(server, stream=True) as model:
+        final = await final_of(await model(INPUT))
+    assert final.content == [TextBlock("Sunny.")]
+    assert len(server.requests) == 3
+
+
+@pytest.mark.parametrize("body", [{}, {"id": "resp_1"}, {"output": "none"}])
+async def test_a_200_answer_that_is_not_a_response_is_a_model_api_error(
+    server: ResponsesServer, body: Any
+) -> None:
+    server.add(Reply(body=body))
+    async with response_model(server, stream=False, retry_config=NO_RETRY) as model:
+        with pytest.raises(ModelAPIError) as info:
+            await model(INPUT)
+    assert info.value.status_code == 200
+    assert "not a response" in info.value.message

@@ -25,6 +25,8 @@ from agentscope_rt.rag import (
     VDBStoreBase,
 )
 
+from .._cancellation import used_then_cancelled
+
 DIM = 8
 
 
@@ -626,3 +628,16 @@ def test_document_ids_are_passed_by_keyword_to_every_store() -> None:
     for store in (VDBStoreBase, QdrantStore, MilvusLiteStore, LocalVectorStore):
         doc_ids = inspect.signature(store.delete).parameters["doc_ids"]
         assert doc_ids.kind is inspect.Parameter.KEYWORD_ONLY, store
+
+
+async def test_a_store_cancelled_mid_use_still_releases_its_folder(tmp_path: Path) -> None:
+    # The close of ``async with`` runs in the cancelled scope: it must still close the client,
+    # or the folder stays locked and the next store on it fails.
+    folder = str(tmp_path / "qdrant")
+    docs = await embedded_chunks(TEXT)
+    first = QdrantStore(folder, "kb", DIM)  # still referenced: no collector closes it
+    await used_then_cancelled(first, lambda store: store.add(docs))
+    async with QdrantStore(folder, "kb", DIM) as store:
+        assert len(await store.search(docs[0].embedding or [], limit=10)) == 3
+    with pytest.raises(RuntimeError, match="is closed"):
+        await first.search(docs[0].embedding or [], limit=1)

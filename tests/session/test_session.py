@@ -13,6 +13,8 @@ from agentscope_rt.exception import SessionError
 from agentscope_rt.message import Msg
 from agentscope_rt.session import JSONSession, RedisSession, SessionBase, SQLiteSession
 
+from .._cancellation import used_then_cancelled
+from .._servers import redis_clients
 from ._agents import make_agent, make_memory
 
 KINDS = ["json", "sqlite", "redis"]
@@ -328,6 +330,16 @@ async def test_redis_session_uses_agentscope_keys_and_a_sliding_ttl(redis_port: 
         await session.load_session_state("s1", memory=make_memory())
         assert client.ttl(key) > 10  # the load renewed the expiry
         client.close()
+
+
+async def test_a_redis_session_cancelled_mid_use_still_closes_its_connections(
+    redis_port: int,
+) -> None:
+    # The close of ``async with`` runs in the cancelled scope: it must still disconnect.
+    before = await anyio.to_thread.run_sync(redis_clients, redis_port)
+    session = RedisSession(host="127.0.0.1", port=redis_port)
+    await used_then_cancelled(session, lambda s: s.save_session_state("s1", memory=make_memory()))
+    assert await anyio.to_thread.run_sync(redis_clients, redis_port) == before
 
 
 async def test_redis_session_errors_name_the_server_not_the_password(tmp_path: Path) -> None:

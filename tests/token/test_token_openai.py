@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 import tiktoken
 
@@ -204,6 +205,21 @@ async def test_image_counted_from_its_size() -> None:
     # Size unknown (web URL, not fetched): the documented 1024x1024 default.
     offline = OpenAITokenCounter("gpt-4o", fetch_web_images=False)
     assert await offline.count(msg("https://example.com/cat.png")) == base + 765
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["http://127.0.0.1:99999/cat.png", "http://[::1/cat.png", "https://a\x00b.example/cat.png"],
+    ids=["port-out-of-range", "bad-host", "control-character"],
+)
+async def test_a_web_image_url_no_request_can_be_made_of_counts_as_unknown_size(
+    url: str,
+) -> None:
+    # A bad URL in one message (written by a model or a user) must not fail the count.
+    counter = OpenAITokenCounter("gpt-4o")
+    messages = [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": url}}]}]
+    with anyio.fail_after(60):
+        assert await counter.count(messages) == 3 + 3 + 1 + 765
 
 
 async def test_formatted_local_image_is_counted_as_image_not_base64_text() -> None:

@@ -21,13 +21,15 @@ from __future__ import annotations
 import json
 import threading
 from collections import deque
+from collections.abc import AsyncIterator
 from typing import Any
 
+import anyio
 import attrs
 from starlette.applications import Starlette
 from starlette.datastructures import UploadFile
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
@@ -84,8 +86,16 @@ def ws_event(event: str, payload: dict[str, Any] | None = None, **header: Any) -
     return {"header": {"event": event, "attributes": {}, **header}, "payload": payload or {}}
 
 
+async def _trickle() -> AsyncIterator[bytes]:
+    """A body that never ends, one byte every 0.2 s (each read is quick, the whole is not)."""
+    for _ in range(600):
+        yield b"x"
+        await anyio.sleep(0.2)
+
+
 class MediaServer:
-    """The scripted server; use as a context manager."""
+    """The scripted server (``/files/<name>`` serves :attr:`files`, ``/trickle/<name>`` a
+    body that never ends); use as a context manager."""
 
     def __init__(self) -> None:
         self.script: deque[Reply] = deque()
@@ -175,6 +185,8 @@ class MediaServer:
         with self._lock:
             self.requests.append(record)
             self._arrived.notify_all()
+            if request.url.path.startswith("/trickle/"):
+                return StreamingResponse(_trickle(), media_type="audio/mpeg")
             if request.url.path.startswith("/files/"):
                 name = request.url.path.removeprefix("/files/")
                 if name not in self.files:

@@ -357,6 +357,19 @@ async def test_openai_missing_file_and_failed_download(
     assert [r.path for r in server.requests] == ["/files/absent.png"]
 
 
+async def test_a_download_that_never_ends_is_stopped_after_the_download_timeout(
+    server: MediaServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every read is quick (a byte each 0.2 s), so only a bound on the whole download ends it.
+    monkeypatch.setattr(_common, "DOWNLOAD_TIMEOUT", 1.0)
+    with anyio.fail_after(30):
+        response = await openai_audio_to_text(f"{server.url}/trickle/clip.mp3", OPENAI_KEY)
+    assert _text(response) == (
+        "Error: Failed to transcribe audio: the download from 127.0.0.1 took more than 1 s"
+    )
+    assert [r.path for r in server.requests] == ["/trickle/clip.mp3"]
+
+
 async def test_openai_error_reaches_the_model_without_the_key(server: MediaServer) -> None:
     server.add(_openai_error(401, f"Incorrect API key provided: {OPENAI_KEY}."))
     response = await openai_text_to_image("a cat", OPENAI_KEY)

@@ -58,16 +58,16 @@ class VDBStoreBase(ABC):
 
     async def _call(self, function: Callable[..., T], *args: Any) -> T:
         """Run *function(*args)* in a worker thread, holding the store's lock there."""
+        return await anyio.to_thread.run_sync(self._locked, function, *args)
+
+    def _locked(self, function: Callable[..., T], *args: Any) -> T:
+        """*function(*args)* under the store's lock (in the calling thread)."""
         # A subclass written for AgentScope's base (which has no __init__) may not call ours.
         lock = self.__dict__.get("_lock")
         if lock is None:
             lock = self.__dict__.setdefault("_lock", threading.Lock())
-
-        def locked() -> T:
-            with lock:
-                return function(*args)
-
-        return await anyio.to_thread.run_sync(locked)
+        with lock:
+            return function(*args)
 
     @property
     def add_batch(self) -> int:

@@ -208,12 +208,21 @@ async def read_media(url: str, default_name: str, client: httpx.AsyncClient | No
     :raises FileNotFoundError: ``"File not found: <url>"`` for a missing local file.
     :raises IsADirectoryError: when the local path is not a regular file.
     :raises httpx.HTTPError: when the download fails (an error status included).
+    :raises TimeoutError: when the download takes longer than :data:`DOWNLOAD_TIMEOUT`.
     """
     if is_web_url(url):
         if client is None:
             async with http_client() as own_client:
                 return await read_media(url, default_name, own_client)
-        response = await client.get(url, timeout=DOWNLOAD_TIMEOUT, follow_redirects=True)
+        # The client's timeout bounds each read; this bounds the whole download, which a
+        # server sending a byte now and then would otherwise hold open for ever.
+        response: httpx.Response | None = None
+        with anyio.move_on_after(DOWNLOAD_TIMEOUT):
+            response = await client.get(url, timeout=DOWNLOAD_TIMEOUT, follow_redirects=True)
+        if response is None:
+            # The host only: a signed URL's query may hold a credential.
+            host = urllib.parse.urlsplit(url).hostname
+            raise TimeoutError(f"the download from {host} took more than {DOWNLOAD_TIMEOUT:g} s")
         response.raise_for_status()
         name = os.path.basename(urllib.parse.urlsplit(url).path) or default_name
         data = response.content

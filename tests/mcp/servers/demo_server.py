@@ -153,6 +153,12 @@ def cancelled_sleeps() -> int:
     return _cancelled["sleeps"]
 
 
+@server.tool()
+def open_sessions() -> int:
+    """How many streamable-HTTP sessions the server holds, this call's own included."""
+    return len(server.session_manager._server_instances)
+
+
 def main() -> None:
     transport = sys.argv[1] if len(sys.argv) > 1 else "stdio"
     if transport == "stdio":
