@@ -94,13 +94,7 @@ async def rewrite_query(agent: ReActAgent, query: str) -> str:
     """Ask the model for a more specific query; keep *query* if that fails."""
     stream = agent.model.stream
     try:
-        prompt = await agent.formatter.format(
-            [
-                agent._system_msg(),
-                *await agent.memory.get_memory(exclude_mark=agent._exclude_mark()),
-                Msg("user", _REWRITE_HINT, "user"),
-            ]
-        )
+        prompt = await agent._prompt_with(Msg("user", _REWRITE_HINT, "user"))
         agent.model.stream = False
         res = await agent.model(prompt, structured_model=_REWRITE_SCHEMA)
         answer: ChatResponse | None

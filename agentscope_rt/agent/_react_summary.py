@@ -36,14 +36,7 @@ async def summarize(agent: ReActAgent) -> Msg:
     rejects it). What is left is printed and recorded; when no text or audio is left, a
     text saying the agent stopped at the iteration limit stands in for it.
     """
-    hint = Msg("user", _SUMMARIZE_HINT, "user")
-    prompt = await agent.formatter.format(
-        [
-            agent._system_msg(),
-            *await agent.memory.get_memory(exclude_mark=agent._exclude_mark()),
-            hint,
-        ]
-    )
+    prompt = await agent._prompt_with(Msg("user", _SUMMARIZE_HINT, "user"))
     res = await agent.model(prompt)
     fallback = _ITERATION_LIMIT_TEXT.format(max_iters=agent.max_iters)
     if isinstance(res, ChatResponse):
