@@ -355,8 +355,7 @@ class ReActAgent(ReActAgentBase):
         """The model's payload for a side request: the system message, the memory the model
         sees when reasoning (without the compressed messages when compression is on) and
         *request* last (a summary or query-rewriting instruction, not recorded)."""
-        history = await self.memory.get_memory(exclude_mark=self._exclude_mark())
-        return await self.formatter.format([self._system_msg(), *history, request])
+        return await self.formatter.format([self._system_msg(), *await self._history(), request])
 
     def _add_usage(self, usage: ChatUsage | None) -> None:
         """Add *usage* (``None``: nothing reported) to the reply's :attr:`usage`."""
@@ -388,6 +387,32 @@ class ReActAgent(ReActAgentBase):
                 await memory.add(msg)
         else:
             await memory.add(msg)
+
+    # A MemoryBase.synchronous memory (the in-memory one) is called without a coroutine: one
+    # helper per operation, so that the choice is written once.
+
+    async def _add_input(self, msg: Msg | list[Msg] | None) -> None:
+        """Record the reply's input (copied, as :meth:`MemoryBase.add` does)."""
+        memory = self.memory
+        if memory.synchronous:
+            memory.add_sync(msg)
+        else:
+            await memory.add(msg)
+
+    async def _history(self) -> list[Msg]:
+        """The memory the model sees (without the compressed messages when compression is on)."""
+        memory = self.memory
+        if memory.synchronous:
+            return memory.get_memory_sync(None, self._exclude_mark())
+        return await memory.get_memory(exclude_mark=self._exclude_mark())
+
+    async def _delete_hints(self) -> None:
+        """Remove the hints, which are shown to one reasoning step only."""
+        memory = self.memory
+        if memory.synchronous:
+            memory.delete_by_mark_sync(_HINT)
+        else:
+            await memory.delete_by_mark(_HINT)
 
     # -- the reply ---------------------------------------------------------------------------
 
@@ -457,11 +482,7 @@ class ReActAgent(ReActAgentBase):
                 await self.memory.add(_result_msg(call, _SKIPPED_OUTPUT))
             pending = None
 
-        memory = self.memory
-        if memory.synchronous:
-            memory.add_sync(msg)
-        else:
-            await memory.add(msg)
+        await self._add_input(msg)
         if self._static_control:
             await self._retrieve_from_long_term_memory(msg)
         if self.knowledge:
@@ -572,18 +593,12 @@ class ReActAgent(ReActAgentBase):
                     await self.print(plan_hint, True)
                 await memory.add(plan_hint, marks=_HINT)
 
-        if memory.synchronous:
-            history = memory.get_memory_sync(None, self._exclude_mark())
-        else:
-            history = await memory.get_memory(exclude_mark=self._exclude_mark())
+        history = await self._history()
         if self._fit_to_context:
             prompt = await self._format_within_context([self._system_msg(), *history])
         else:
             prompt = await self.formatter.format([self._system_msg(), *history])
-        if memory.synchronous:
-            memory.delete_by_mark_sync(_HINT)
-        else:
-            await memory.delete_by_mark(_HINT)
+        await self._delete_hints()
 
         schemas = self.toolkit.get_json_schemas()
         res = await self.model(prompt, tools=schemas or None, tool_choice=tool_choice)
