@@ -907,4 +907,4 @@ class ReActAgent(ReActAgentBase):
 
     async def _compress_memory_if_needed(self) -> None:
         """Summarise the older uncompressed messages when they exceed the token threshold."""
-        await compress_memory_if_needed(self)
+        await compress_memory_if_needed(self, self.compression_config)

@@ -7,17 +7,14 @@ chunk's text to a streaming-input model); :func:`speak_rest` then synthesises th
 from __future__ import annotations
 
 from contextlib import aclosing
-from typing import TYPE_CHECKING
 
 from ..message import AudioBlock, Msg
 from ..tts import TTSModelBase, TTSResponse
-
-if TYPE_CHECKING:
-    from ._react_agent import ReActAgent
+from ._react_host import ReActHost
 
 
 async def speak_rest(
-    agent: ReActAgent,
+    agent: ReActHost,
     msg: Msg,
     tts: TTSModelBase,
     speech: AudioBlock | list[AudioBlock] | None,
@@ -39,7 +36,7 @@ async def speak_rest(
 
 
 async def print_speaking(
-    agent: ReActAgent, msg: Msg, last: bool, speech: AudioBlock | list[AudioBlock] | None
+    agent: ReActHost, msg: Msg, last: bool, speech: AudioBlock | list[AudioBlock] | None
 ) -> None:
     """Print *msg* with *speech*, which the speech player (if any) is fed first."""
     player = agent.speech_player

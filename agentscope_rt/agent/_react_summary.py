@@ -5,16 +5,14 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 
 from ..message import Msg, TextBlock, ThinkingBlock, ToolUseBlock
 from ..model import ChatResponse
 from ._react_blocks import _blocks_of
-
-if TYPE_CHECKING:
-    from ._react_agent import ReActAgent
+from ._react_host import ReActHost
 
 _SUMMARIZE_HINT = (
     "You have failed to generate response within the maximum iterations. Now respond "
@@ -27,7 +25,7 @@ _ITERATION_LIMIT_TEXT = (
 )
 
 
-async def summarize(agent: ReActAgent) -> Msg:
+async def summarize(agent: ReActHost) -> Msg:
     """One model call without tools asking for a summary of the situation (used when
     ``max_iters`` is exhausted).
 
