@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Awaitable
 from contextlib import aclosing
 from typing import Any, ClassVar, Literal
 
@@ -347,15 +347,14 @@ class ReActAgent(ReActAgentBase):
             sys_msg = self._sys_msg = Msg("system", prompt, "system")
         return sys_msg
 
-    def _exclude_mark(self) -> str | None:
-        config = self.compression_config
-        return _COMPRESSED if config is not None and config.enable else None
-
     async def _prompt_with(self, request: Msg) -> list[dict[str, Any]]:
         """The model's payload for a side request: the system message, the memory the model
         sees when reasoning (without the compressed messages when compression is on) and
         *request* last (a summary or query-rewriting instruction, not recorded)."""
-        return await self.formatter.format([self._system_msg(), *await self._history(), request])
+        history = self._reading_history()
+        if not isinstance(history, list):
+            history = await history
+        return await self.formatter.format([self._system_msg(), *history, request])
 
     def _add_usage(self, usage: ChatUsage | None) -> None:
         """Add *usage* (``None``: nothing reported) to the reply's :attr:`usage`."""
@@ -388,31 +387,36 @@ class ReActAgent(ReActAgentBase):
         else:
             await memory.add(msg)
 
-    # A MemoryBase.synchronous memory (the in-memory one) is called without a coroutine: one
-    # helper per operation, so that the choice is written once.
+    # A MemoryBase.synchronous memory (the in-memory one) is called without a coroutine. Each
+    # method below makes that choice for one operation and returns what is left to await (None
+    # when the work is done): a coroutine of its own would cost a frame per call on the
+    # reply's path (5% of a reply, measured with bench/bench_react.py's workload).
 
-    async def _add_input(self, msg: Msg | list[Msg] | None) -> None:
+    def _adding_input(self, msg: Msg | list[Msg] | None) -> Awaitable[None] | None:
         """Record the reply's input (copied, as :meth:`MemoryBase.add` does)."""
         memory = self.memory
         if memory.synchronous:
             memory.add_sync(msg)
-        else:
-            await memory.add(msg)
+            return None
+        return memory.add(msg)
 
-    async def _history(self) -> list[Msg]:
-        """The memory the model sees (without the compressed messages when compression is on)."""
+    def _reading_history(self) -> list[Msg] | Awaitable[list[Msg]]:
+        """The memory the model sees (without the compressed messages when compression is
+        on), or the awaitable giving it."""
+        config = self.compression_config
+        exclude = _COMPRESSED if config is not None and config.enable else None
         memory = self.memory
         if memory.synchronous:
-            return memory.get_memory_sync(None, self._exclude_mark())
-        return await memory.get_memory(exclude_mark=self._exclude_mark())
+            return memory.get_memory_sync(None, exclude)
+        return memory.get_memory(exclude_mark=exclude)
 
-    async def _delete_hints(self) -> None:
+    def _deleting_hints(self) -> Awaitable[int] | None:
         """Remove the hints, which are shown to one reasoning step only."""
         memory = self.memory
         if memory.synchronous:
             memory.delete_by_mark_sync(_HINT)
-        else:
-            await memory.delete_by_mark(_HINT)
+            return None
+        return memory.delete_by_mark(_HINT)
 
     # -- the reply ---------------------------------------------------------------------------
 
@@ -482,7 +486,8 @@ class ReActAgent(ReActAgentBase):
                 await self.memory.add(_result_msg(call, _SKIPPED_OUTPUT))
             pending = None
 
-        await self._add_input(msg)
+        if (adding := self._adding_input(msg)) is not None:
+            await adding
         if self._static_control:
             await self._retrieve_from_long_term_memory(msg)
         if self.knowledge:
@@ -593,12 +598,15 @@ class ReActAgent(ReActAgentBase):
                     await self.print(plan_hint, True)
                 await memory.add(plan_hint, marks=_HINT)
 
-        history = await self._history()
+        history = self._reading_history()
+        if not isinstance(history, list):
+            history = await history
         if self._fit_to_context:
             prompt = await self._format_within_context([self._system_msg(), *history])
         else:
             prompt = await self.formatter.format([self._system_msg(), *history])
-        await self._delete_hints()
+        if (deleting := self._deleting_hints()) is not None:
+            await deleting
 
         schemas = self.toolkit.get_json_schemas()
         res = await self.model(prompt, tools=schemas or None, tool_choice=tool_choice)
@@ -771,12 +779,6 @@ class ReActAgent(ReActAgentBase):
         ``max_iters`` is exhausted); see :func:`._react_summary.summarize`."""
         return await summarize(self)
 
-    def _take_response(self, res: ChatResponse, msg: Msg) -> None:
-        # A whole (not streamed) response: its content and id go to msg, its usage is added.
-        msg.invocation_id = res.id
-        msg.content = _model_blocks(res.content)
-        self._add_usage(res.usage)
-
     async def _receive(
         self, res: ChatResponse | AsyncGenerator[ChatResponse, None], msg: Msg
     ) -> None:
@@ -788,7 +790,11 @@ class ReActAgent(ReActAgentBase):
         speech: AudioBlock | list[AudioBlock] | None = None
         if tts is None:
             if isinstance(res, ChatResponse):
-                self._take_response(res, msg)
+                # A whole (not streamed) response: its content and id go to msg, its usage is
+                # added (written out twice: a method would be one more call per reply).
+                msg.invocation_id = res.id
+                msg.content = _model_blocks(res.content)
+                self._add_usage(res.usage)
             else:
                 speech = await self._receive_stream(res, msg, None)
             # As in AgentScope, the last chunk's audio goes with the final print of a stream
@@ -802,7 +808,9 @@ class ReActAgent(ReActAgentBase):
         # on the way out of ``async with``).
         async with tts:
             if isinstance(res, ChatResponse):
-                self._take_response(res, msg)
+                msg.invocation_id = res.id
+                msg.content = _model_blocks(res.content)
+                self._add_usage(res.usage)
             else:
                 speech = await self._receive_stream(res, msg, tts)
             await speak_rest(self, msg, tts, speech)
