@@ -29,6 +29,7 @@ __all__ = [
     "StructuredModel",
     "StructuredOutputError",
     "is_structured_model",
+    "pydantic_compatible_type",
     "structured_model_schema",
     "type_adapter",
     "validate_structured_output",
@@ -48,8 +49,10 @@ def is_structured_model(value: Any) -> bool:
     return isinstance(value, type) and (issubclass(value, pydantic.BaseModel) or attrs.has(value))
 
 
-def _mirror(tp: Any) -> Any:
-    """Replace attrs classes inside *tp* with equivalent stdlib dataclasses."""
+def pydantic_compatible_type(tp: Any) -> Any:
+    """*tp* with the attrs classes inside it (also in unions, generics and ``Annotated``)
+    replaced by equivalent stdlib dataclasses, which pydantic validates and describes; *tp*
+    itself when it holds none."""
     if isinstance(tp, type) and attrs.has(tp):
         return _attrs_to_dataclass(tp)
     origin = typing.get_origin(tp)
@@ -59,10 +62,10 @@ def _mirror(tp: Any) -> Any:
     if not args:
         return tp
     if origin is typing.Annotated:
-        return typing.Annotated[(_mirror(args[0]), *args[1:])]
+        return typing.Annotated[(pydantic_compatible_type(args[0]), *args[1:])]
     if origin is typing.Literal:
         return tp
-    mirrored = tuple(_mirror(a) for a in args)
+    mirrored = tuple(pydantic_compatible_type(a) for a in args)
     if mirrored == args:
         return tp
     if origin is typing.Union or str(origin) == "<class 'types.UnionType'>":
@@ -84,7 +87,9 @@ def _attrs_to_dataclass(cls: type) -> type:
                 spec["default_factory"] = field.default.factory
             else:
                 spec["default"] = field.default
-        specs.append((field.name, _mirror(field.type or Any), dataclasses.field(**spec)))
+        specs.append(
+            (field.name, pydantic_compatible_type(field.type or Any), dataclasses.field(**spec))
+        )
     dc = dataclasses.make_dataclass(cls.__name__, specs)
     dc.__doc__ = cls.__doc__
     return dc
@@ -93,7 +98,7 @@ def _attrs_to_dataclass(cls: type) -> type:
 @functools.cache
 def type_adapter(tp: Any) -> pydantic.TypeAdapter[Any]:
     """A cached pydantic TypeAdapter for *tp* (attrs classes inside it are supported)."""
-    return pydantic.TypeAdapter(_mirror(tp))
+    return pydantic.TypeAdapter(pydantic_compatible_type(tp))
 
 
 def structured_model_schema(model: StructuredModel) -> dict[str, Any]:

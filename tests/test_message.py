@@ -1,13 +1,17 @@
 from __future__ import annotations
 
+import ast
 import json
 import pathlib
+import subprocess
+import sys
 from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import agentscope_rt.message as message_package
 from agentscope_rt.exception import AgentScopeRTError, MessageFormatError
 from agentscope_rt.message import (
     Base64Source,
@@ -355,3 +359,31 @@ def test_current_timestamps_follow_the_clock_within_and_across_milliseconds(
             assert stamp == now_timestamp(now), now
     finally:
         msg_module._time = real
+
+
+def test_message_modules_import_each_other_only_at_module_level() -> None:
+    # A module of the package importing another inside a function dodges an import circle;
+    # the classes reach the converter through _block.CONVERSION instead.
+    folder = pathlib.Path(message_package.__file__).parent
+    lazy = []
+    for path in sorted(folder.glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                for inner in ast.walk(node):
+                    if isinstance(inner, ast.ImportFrom) and inner.level > 0:
+                        lazy.append(f"{path.name}:{inner.lineno}")
+    assert lazy == []
+
+
+def test_blocks_and_msg_built_from_dicts_after_a_fresh_import() -> None:
+    # Importing only a private module still runs the package's __init__, which fills the
+    # conversion functions before any block or Msg can be built.
+    code = (
+        "from agentscope_rt.message._msg import Msg\n"
+        "from agentscope_rt.message._block import ImageBlock\n"
+        "m = Msg('u', [{'type': 'text', 'text': 'hi'}], 'user')\n"
+        "assert Msg.from_dict(m.to_dict()).content == m.content\n"
+        "assert ImageBlock(source={'type': 'url', 'url': 'http://x'}).to_dict()['source']\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from contextlib import aclosing
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 from pydantic import BaseModel, Field
@@ -21,9 +21,7 @@ from ..memory import MemoryMark
 from ..message import Msg
 from ..model import ChatModelBase, ChatResponse
 from ..token import TokenCounterBase
-
-if TYPE_CHECKING:
-    from ._react_agent import ReActAgent
+from ._react_host import ReActHost
 
 logger = logging.getLogger("agentscope_rt.agent")
 
@@ -211,9 +209,9 @@ def compression_cut(msgs: Sequence[Msg], keep_recent: int) -> int:
     return 0
 
 
-async def compress_memory_if_needed(agent: ReActAgent) -> None:
-    """Summarise the older uncompressed messages when they exceed the token threshold."""
-    config = agent.compression_config
+async def compress_memory_if_needed(agent: ReActHost, config: CompressionConfig | None) -> None:
+    """Summarise the older uncompressed messages of *agent*'s memory when they exceed the
+    token threshold of *config* (its compression configuration)."""
     if config is None or not config.enable:
         return
     uncompressed = await agent.memory.get_memory(exclude_mark=_COMPRESSED)

@@ -48,6 +48,7 @@ from .._locks import FairLock
 from ..message import Msg, ToolResultBlock, ToolUseBlock
 from ..module import StateModule
 from ._generate_reason import GenerateReason
+from ._react_state import ReplyState
 
 if TYPE_CHECKING:
     from ._react_agent import ReActAgent
@@ -120,9 +121,18 @@ def _as_list(msg: Msg | list[Msg] | None) -> list[Msg]:
 
 
 class DurableReplies:
-    """The checkpointing of one agent (built by :meth:`ReActAgent.checkpoint_to`)."""
+    """The checkpointing of one agent (built by :meth:`ReActAgent.checkpoint_to`, which hands
+    over *run*, the agent's :class:`ReplyState`: the results of parallel calls not yet recorded
+    are read there, and the calls a resumed reply still has to run are left there)."""
 
-    def __init__(self, agent: ReActAgent, session: SessionLike, session_id: str, user_id: str):
+    def __init__(
+        self,
+        agent: ReActAgent,
+        run: ReplyState,
+        session: SessionLike,
+        session_id: str,
+        user_id: str,
+    ):
         for method in ("save_session_state", "load_session_state"):
             if not callable(getattr(session, method, None)):
                 raise TypeError(
@@ -132,6 +142,7 @@ class DurableReplies:
         if not isinstance(session_id, str) or not session_id:
             raise ValueError("checkpoint_to needs a non-empty session_id")
         self.agent = agent
+        self.run = run
         self.session = session
         self.session_id = session_id
         self.user_id = user_id
@@ -169,7 +180,7 @@ class DurableReplies:
     async def checkpoint(self) -> None:
         """Save the agent and the reply's progress, one save at a time and in order."""
         async with self._lock:
-            deferred = self.agent._run.deferred
+            deferred = self.run.deferred
             self.progress.completed_results = (
                 [msg.to_dict() for msg in deferred.values()] if deferred else []
             )
@@ -274,7 +285,7 @@ class DurableReplies:
 
     async def _final_answer(self) -> Msg | None:
         """The agent's last message when it is a final answer (no tool call), else None."""
-        if self.agent._run.pending is not None:
+        if self.run.pending is not None:
             return None
         messages = await self.agent.memory.get_memory()
         if not messages:
@@ -322,7 +333,7 @@ class DurableReplies:
         )
         remaining = dangling[len(running) :]
         if remaining:
-            agent._run.pending = Msg(agent.name, list(remaining), "assistant")
+            self.run.pending = Msg(agent.name, list(remaining), "assistant")
 
 
 def unanswered_calls(messages: list[Msg]) -> list[ToolUseBlock]:

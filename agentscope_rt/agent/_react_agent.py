@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Awaitable
 from contextlib import aclosing
 from typing import Any, ClassVar, Literal
 
@@ -52,7 +52,7 @@ from ..memory import (
     MemoryMark,
     check_long_term_memory_mode,
 )
-from ..message import Msg, TextBlock, ToolResultBlock, ToolUseBlock
+from ..message import AudioBlock, Msg, TextBlock, ToolResultBlock, ToolUseBlock
 from ..model import ChatModelBase, ChatResponse, ChatUsage
 from ..tool import Toolkit, ToolResponse
 from ..tts import SpeechPlayer, TTSModelBase
@@ -76,7 +76,8 @@ from ._react_blocks import (
     _tool_calls,
 )
 from ._react_retrieval import retrieve_from_knowledge, retrieve_from_long_term_memory, rewrite_query
-from ._react_speech import receive_speaking
+from ._react_speech import print_speaking, speak_rest
+from ._react_state import ReplyState
 from ._react_summary import summarize
 
 __all__ = ["ReActAgent"]
@@ -109,37 +110,6 @@ def _structured_hint(finish_name: str) -> str:
         "<system-hint>Structured output is required, go on to finish your task or call "
         f"'{finish_name}' to generate the required structured output.</system-hint>"
     )
-
-
-class _ReplyState:
-    """What one reply tracks while it runs (a plain object: the agent itself is a
-    StateModule, whose attribute assignment is slower and would be paid per step)."""
-
-    __slots__ = (
-        "after_load",
-        "deferred",
-        "pending",
-        "recorded_ids",
-        "recorded_reasoning",
-        "stop_requested",
-        "structured_model",
-        "usage",
-    )
-
-    def __init__(self) -> None:
-        self.usage: ChatUsage | None = None
-        self.stop_requested = False
-        self.structured_model: StructuredModel | None = None
-        # The reasoning Msg whose tool calls a reasoning-stop left unexecuted (kept across
-        # replies until the next one).
-        self.pending: Msg | None = None
-        # The reasoning Msg as recorded in memory (to detect post_reasoning rewrites).
-        self.recorded_reasoning: Msg | None = None
-        # While parallel calls run, results are collected here and recorded in call order.
-        self.deferred: dict[str, Msg] | None = None
-        self.recorded_ids: set[str] = set()
-        # The agent's state was loaded and its memory not yet checked for unanswered calls.
-        self.after_load = False
 
 
 class ReActAgent(ReActAgentBase):
@@ -321,7 +291,7 @@ class ReActAgent(ReActAgentBase):
                 for tool in plan_notebook.list_tools():
                     self.toolkit.register_tool_function(tool)
 
-        self._run = _ReplyState()
+        self._run = ReplyState()
         self._sys_msg: Msg | None = None
 
         self.register_state("name")
@@ -362,19 +332,32 @@ class ReActAgent(ReActAgentBase):
         replies carry none."""
         return self._run.usage
 
+    # -- what the step helpers use (retrieval, summary, compression, speech) -----------------
+    # These protected methods are the whole of the agent the helper modules call beyond its
+    # public attributes; a subclass may override them.
+
     def _system_msg(self) -> Msg:
-        # Built once and reused: a Msg costs a uuid and a timestamp, and formatters only read.
+        """The system message of :attr:`sys_prompt`, the first message of every prompt.
+
+        The same Msg is returned until the prompt changes: formatters only read it."""
+        # Built once and reused: a Msg costs a uuid and a timestamp.
         prompt = self.sys_prompt
         sys_msg = self._sys_msg
         if sys_msg is None or sys_msg.content != prompt:
             sys_msg = self._sys_msg = Msg("system", prompt, "system")
         return sys_msg
 
-    def _exclude_mark(self) -> str | None:
-        config = self.compression_config
-        return _COMPRESSED if config is not None and config.enable else None
+    async def _prompt_with(self, request: Msg) -> list[dict[str, Any]]:
+        """The model's payload for a side request: the system message, the memory the model
+        sees when reasoning (without the compressed messages when compression is on) and
+        *request* last (a summary or query-rewriting instruction, not recorded)."""
+        history = self._reading_history()
+        if not isinstance(history, list):
+            history = await history
+        return await self.formatter.format([self._system_msg(), *history, request])
 
     def _add_usage(self, usage: ChatUsage | None) -> None:
+        """Add *usage* (``None``: nothing reported) to the reply's :attr:`usage`."""
         if usage is not None:
             run = self._run
             run.usage = usage if run.usage is None else run.usage + usage
@@ -404,6 +387,37 @@ class ReActAgent(ReActAgentBase):
         else:
             await memory.add(msg)
 
+    # A MemoryBase.synchronous memory (the in-memory one) is called without a coroutine. Each
+    # method below makes that choice for one operation and returns what is left to await (None
+    # when the work is done): a coroutine of its own would cost a frame per call on the
+    # reply's path (5% of a reply, measured with bench/bench_react.py's workload).
+
+    def _adding_input(self, msg: Msg | list[Msg] | None) -> Awaitable[None] | None:
+        """Record the reply's input (copied, as :meth:`MemoryBase.add` does)."""
+        memory = self.memory
+        if memory.synchronous:
+            memory.add_sync(msg)
+            return None
+        return memory.add(msg)
+
+    def _reading_history(self) -> list[Msg] | Awaitable[list[Msg]]:
+        """The memory the model sees (without the compressed messages when compression is
+        on), or the awaitable giving it."""
+        config = self.compression_config
+        exclude = _COMPRESSED if config is not None and config.enable else None
+        memory = self.memory
+        if memory.synchronous:
+            return memory.get_memory_sync(None, exclude)
+        return memory.get_memory(exclude_mark=exclude)
+
+    def _deleting_hints(self) -> Awaitable[int] | None:
+        """Remove the hints, which are shown to one reasoning step only."""
+        memory = self.memory
+        if memory.synchronous:
+            memory.delete_by_mark_sync(_HINT)
+            return None
+        return memory.delete_by_mark(_HINT)
+
     # -- the reply ---------------------------------------------------------------------------
 
     def checkpoint_to(self, session: SessionLike, session_id: str, user_id: str = "") -> None:
@@ -430,7 +444,7 @@ class ReActAgent(ReActAgentBase):
         """
         if self._durable is not None:
             self._durable.remove()
-        self._durable = DurableReplies(self, session, session_id, user_id)
+        self._durable = DurableReplies(self, self._run, session, session_id, user_id)
 
     async def reply(
         self,
@@ -472,11 +486,8 @@ class ReActAgent(ReActAgentBase):
                 await self.memory.add(_result_msg(call, _SKIPPED_OUTPUT))
             pending = None
 
-        memory = self.memory
-        if memory.synchronous:
-            memory.add_sync(msg)
-        else:
-            await memory.add(msg)
+        if (adding := self._adding_input(msg)) is not None:
+            await adding
         if self._static_control:
             await self._retrieve_from_long_term_memory(msg)
         if self.knowledge:
@@ -587,18 +598,15 @@ class ReActAgent(ReActAgentBase):
                     await self.print(plan_hint, True)
                 await memory.add(plan_hint, marks=_HINT)
 
-        if memory.synchronous:
-            history = memory.get_memory_sync(None, self._exclude_mark())
-        else:
-            history = await memory.get_memory(exclude_mark=self._exclude_mark())
+        history = self._reading_history()
+        if not isinstance(history, list):
+            history = await history
         if self._fit_to_context:
             prompt = await self._format_within_context([self._system_msg(), *history])
         else:
             prompt = await self.formatter.format([self._system_msg(), *history])
-        if memory.synchronous:
-            memory.delete_by_mark_sync(_HINT)
-        else:
-            await memory.delete_by_mark(_HINT)
+        if (deleting := self._deleting_hints()) is not None:
+            await deleting
 
         schemas = self.toolkit.get_json_schemas()
         res = await self.model(prompt, tools=schemas or None, tool_choice=tool_choice)
@@ -771,55 +779,70 @@ class ReActAgent(ReActAgentBase):
         ``max_iters`` is exhausted); see :func:`._react_summary.summarize`."""
         return await summarize(self)
 
-    def _take_response(self, res: ChatResponse, msg: Msg) -> None:
-        # A whole (not streamed) response: its content and id go to msg, its usage is added.
-        msg.invocation_id = res.id
-        msg.content = _model_blocks(res.content)
-        self._add_usage(res.usage)
-
     async def _receive(
         self, res: ChatResponse | AsyncGenerator[ChatResponse, None], msg: Msg
     ) -> None:
         """Fill *msg* from a model response, printing stream chunks as they arrive and adding
-        the usage. *msg* holds everything received so far even if this is cancelled
-        part-way, so an interrupted reasoning step can record it."""
+        the usage; with a TTS model the text is also spoken (see
+        :func:`._react_speech.speak_rest`). *msg* holds everything received so far even if
+        this is cancelled part-way, so an interrupted reasoning step can record it."""
         tts = self.tts_model
-        if tts is not None:
-            await self._receive_speaking(res, msg, tts)
+        speech: AudioBlock | list[AudioBlock] | None = None
+        if tts is None:
+            if isinstance(res, ChatResponse):
+                # A whole (not streamed) response: its content and id go to msg, its usage is
+                # added (written out twice: a method would be one more call per reply).
+                msg.invocation_id = res.id
+                msg.content = _model_blocks(res.content)
+                self._add_usage(res.usage)
+            else:
+                speech = await self._receive_stream(res, msg, None)
+            # As in AgentScope, the last chunk's audio goes with the final print of a stream
+            # (a whole response prints without speech).
+            if speech is None:
+                await self.print(msg, True)
+            else:
+                await self.print(msg, True, speech=speech)
             return
-        if isinstance(res, ChatResponse):
-            self._take_response(res, msg)
-        else:
-            last: ChatResponse | None = None
-            async with aclosing(res) as stream:
-                async for chunk in stream:
-                    last = chunk
-                    _fill_from(msg, chunk)
-                    # Speech only when there is audio, so that a print override without the
-                    # speech parameter keeps working for text.
-                    speech = _speech(msg)
-                    if speech is None:
-                        await self.print(msg, False)
-                    else:
-                        await self.print(msg, False, speech=speech)
-            if last is not None:
-                self._add_usage(last.usage)
-                # As in AgentScope, the last chunk's audio goes with the final print of a
-                # stream (a whole response prints without speech).
-                speech = _speech(msg)
-                if speech is not None:
-                    await self.print(msg, True, speech=speech)
-                    return
-        await self.print(msg, True)
+        # An interrupt cancels the synthesis with the reply (the TTS model's connection closes
+        # on the way out of ``async with``).
+        async with tts:
+            if isinstance(res, ChatResponse):
+                msg.invocation_id = res.id
+                msg.content = _model_blocks(res.content)
+                self._add_usage(res.usage)
+            else:
+                speech = await self._receive_stream(res, msg, tts)
+            await speak_rest(self, msg, tts, speech)
 
-    async def _receive_speaking(
-        self,
-        res: ChatResponse | AsyncGenerator[ChatResponse, None],
-        msg: Msg,
-        tts: TTSModelBase,
-    ) -> None:
-        """:meth:`_receive` with a TTS model (see :func:`._react_speech.receive_speaking`)."""
-        await receive_speaking(self, res, msg, tts)
+    async def _receive_stream(
+        self, stream: AsyncGenerator[ChatResponse, None], msg: Msg, tts: TTSModelBase | None
+    ) -> AudioBlock | list[AudioBlock] | None:
+        """Fill *msg* from *stream*, printing it after each chunk, and add the usage.
+
+        Each print carries the speech so far: the model's own audio, or with a
+        streaming-input *tts* what it made of the text so far (also fed to the speech
+        player). Returns the speech of the last print (``None``: none or no chunk)."""
+        speech: AudioBlock | list[AudioBlock] | None = None
+        last: ChatResponse | None = None
+        async with aclosing(stream) as chunks:
+            async for chunk in chunks:
+                last = chunk
+                _fill_from(msg, chunk)
+                speech = _speech(msg)
+                if tts is not None:
+                    if tts.supports_streaming_input:
+                        speech = (await tts.push(msg)).content
+                    await print_speaking(self, msg, False, speech)
+                # Speech only when there is audio, so that a print override without the
+                # speech parameter keeps working for text.
+                elif speech is None:
+                    await self.print(msg, False)
+                else:
+                    await self.print(msg, False, speech=speech)
+        if last is not None:
+            self._add_usage(last.usage)
+        return speech
 
     def interrupt(self, msg: Msg | list[Msg] | None = None) -> Any:
         """Interrupt the reply in progress (see :meth:`AgentBase.interrupt`), which stops its
@@ -892,4 +915,4 @@ class ReActAgent(ReActAgentBase):
 
     async def _compress_memory_if_needed(self) -> None:
         """Summarise the older uncompressed messages when they exceed the token threshold."""
-        await compress_memory_if_needed(self)
+        await compress_memory_if_needed(self, self.compression_config)

@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import logging
 from contextlib import aclosing
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..message import Msg, TextBlock
 from ..model import ChatResponse
-
-if TYPE_CHECKING:
-    from ._react_agent import ReActAgent
+from ._react_host import ReActHost
 
 logger = logging.getLogger("agentscope_rt.agent")
 
@@ -37,7 +35,7 @@ _REWRITE_SCHEMA: dict[str, Any] = {
 }
 
 
-async def retrieve_from_long_term_memory(agent: ReActAgent, msg: Msg | list[Msg] | None) -> None:
+async def retrieve_from_long_term_memory(agent: ReActHost, msg: Msg | list[Msg] | None) -> None:
     """What the agent's long-term memory holds about *msg*, added to its memory as a user
     message (and printed when ``print_hint_msg``)."""
     if not msg or agent.long_term_memory is None:
@@ -55,7 +53,7 @@ async def retrieve_from_long_term_memory(agent: ReActAgent, msg: Msg | list[Msg]
         await agent.memory.add(retrieved_msg)
 
 
-async def retrieve_from_knowledge(agent: ReActAgent, msg: Msg | list[Msg] | None) -> None:
+async def retrieve_from_knowledge(agent: ReActHost, msg: Msg | list[Msg] | None) -> None:
     """The knowledge bases' documents for *msg*'s text (the query rewritten first when
     ``enable_rewrite_query``), best first, added to the agent's memory as one user message."""
     if msg is None:
@@ -90,17 +88,11 @@ async def retrieve_from_knowledge(agent: ReActAgent, msg: Msg | list[Msg] | None
     await agent.memory.add(retrieved_msg)
 
 
-async def rewrite_query(agent: ReActAgent, query: str) -> str:
+async def rewrite_query(agent: ReActHost, query: str) -> str:
     """Ask the model for a more specific query; keep *query* if that fails."""
     stream = agent.model.stream
     try:
-        prompt = await agent.formatter.format(
-            [
-                agent._system_msg(),
-                *await agent.memory.get_memory(exclude_mark=agent._exclude_mark()),
-                Msg("user", _REWRITE_HINT, "user"),
-            ]
-        )
+        prompt = await agent._prompt_with(Msg("user", _REWRITE_HINT, "user"))
         agent.model.stream = False
         res = await agent.model(prompt, structured_model=_REWRITE_SCHEMA)
         answer: ChatResponse | None

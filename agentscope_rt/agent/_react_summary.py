@@ -5,16 +5,14 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 
 from ..message import Msg, TextBlock, ThinkingBlock, ToolUseBlock
 from ..model import ChatResponse
 from ._react_blocks import _blocks_of
-
-if TYPE_CHECKING:
-    from ._react_agent import ReActAgent
+from ._react_host import ReActHost
 
 _SUMMARIZE_HINT = (
     "You have failed to generate response within the maximum iterations. Now respond "
@@ -27,7 +25,7 @@ _ITERATION_LIMIT_TEXT = (
 )
 
 
-async def summarize(agent: ReActAgent) -> Msg:
+async def summarize(agent: ReActHost) -> Msg:
     """One model call without tools asking for a summary of the situation (used when
     ``max_iters`` is exhausted).
 
@@ -36,14 +34,7 @@ async def summarize(agent: ReActAgent) -> Msg:
     rejects it). What is left is printed and recorded; when no text or audio is left, a
     text saying the agent stopped at the iteration limit stands in for it.
     """
-    hint = Msg("user", _SUMMARIZE_HINT, "user")
-    prompt = await agent.formatter.format(
-        [
-            agent._system_msg(),
-            *await agent.memory.get_memory(exclude_mark=agent._exclude_mark()),
-            hint,
-        ]
-    )
+    prompt = await agent._prompt_with(Msg("user", _SUMMARIZE_HINT, "user"))
     res = await agent.model(prompt)
     fallback = _ITERATION_LIMIT_TEXT.format(max_iters=agent.max_iters)
     if isinstance(res, ChatResponse):

@@ -8,11 +8,10 @@ listeners receive it:
   with ``agent._detach_hub(key)``. On broadcast the agent asks the link for the current
   recipients and hands the message to :meth:`HubLink.deliver`, which must return only once
   every recipient has finished observing it (the hub may deliver in parallel, through
-  inboxes, with backpressure — that is the hub's business);
-  A link may also offer ``publish(sender, msg)`` returning an awaitable — deliver *msg* to
-  every current member except *sender*, with the same guarantee. When such a link is an agent's only
-  listener, broadcasting calls it directly instead of building and filtering a recipient
-  list (the hub already knows its members);
+  inboxes, with backpressure — that is the hub's business). When a link is an agent's only
+  listener, broadcasting awaits :meth:`HubLink.publish` instead, which delivers to every
+  current member except the sender with the same guarantee, without building and filtering
+  a recipient list (the hub already knows its members);
 * **plain subscribers** — AgentScope's interface, ``reset_subscribers(hub_name, agents)`` /
   ``remove_subscribers(hub_name)``; each subscriber's ``observe`` is awaited in turn.
 
@@ -70,6 +69,13 @@ class HubLink(Protocol):
         finished observing it."""
         ...
 
+    def publish(self, sender: AgentBase, msg: Msg) -> Awaitable[None]:
+        """An awaitable delivering *msg* from *sender* to every current member except
+        *sender*, done once every one of them has finished observing it (what
+        ``deliver(sender, msg, recipients(sender))`` does; a hub may hand back its own
+        coroutine, one frame less per reply)."""
+        ...
+
 
 def _strip_one(msg: Msg) -> Msg:
     content = msg.content
@@ -104,9 +110,7 @@ def broadcast(
     if msg.__class__ is Msg and len(hub_links) == 1 and not subscribers:
         # The usual case inside one hub: nobody to deduplicate against, and the hub's own
         # publishing awaitable is handed back as it is.
-        publish = getattr(next(iter(hub_links)), "publish", None)
-        if publish is not None:
-            return publish(sender, _strip_one(msg))
+        return next(iter(hub_links)).publish(sender, _strip_one(msg))
     return _broadcast(sender, msg, tuple(hub_links), subscribers)
 
 

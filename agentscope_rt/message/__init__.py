@@ -4,6 +4,7 @@
 All classes are attrs classes; blocks also read like AgentScope's dict blocks.
 """
 
+from . import _convert  # noqa: F401  (fills _block.CONVERSION, which blocks and Msg call)
 from ._block import (
     BLOCK_TYPES,
     AudioBlock,

@@ -47,7 +47,7 @@ simpler code wins; a hot path that starts comparing them should bring back per-c
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, ClassVar, Literal, TypeVar
 
 import attrs
@@ -165,10 +165,35 @@ class _MappingView:
 
     def to_dict(self) -> dict[str, Any]:
         """The block as AgentScope's JSON dict."""
-        from ._convert import converter
-
-        result: dict[str, Any] = converter.unstructure(self)
+        result: dict[str, Any] = CONVERSION.unstructure(self)
         return result
+
+
+class _Conversion:
+    """The converter's entry points that blocks and messages call: building a block from a
+    dict given to a constructor, ``to_dict`` and ``Msg.from_dict``.
+
+    :mod:`._convert` builds its converter over the classes of this module and :mod:`._msg`, so
+    they cannot import it; it fills :data:`CONVERSION` as it is imported, which the package
+    does before anything else of it can be used. A global object read at each call costs less
+    than the import the call would otherwise make.
+    """
+
+    __slots__ = ("structure", "structure_block", "structure_msg", "unstructure", "unstructure_msg")
+
+    structure: Callable[..., Any]
+    """``structure(data, tp, *, what, path)``: *data* as *tp*, or a MessageFormatError."""
+    structure_block: Callable[..., Any]
+    """``structure_block(data, *, path)``: one content block from its dict."""
+    structure_msg: Callable[[Any], Any]
+    """A Msg from AgentScope's JSON dict."""
+    unstructure: Callable[[Any], Any]
+    """Blocks, messages and containers of them as JSON data."""
+    unstructure_msg: Callable[[Any], dict[str, Any]]
+    """A Msg as AgentScope's JSON dict."""
+
+
+CONVERSION = _Conversion()
 
 
 _B = TypeVar("_B", bound=type[_MappingView])
@@ -208,9 +233,10 @@ def _source(block: _MappingView, source: Any) -> Source:
     if isinstance(source, URLSource | Base64Source):
         return source
     if isinstance(source, dict):
-        from ._convert import structure
-
-        return structure(source, Source, what=f"{block.__class__.__name__} source", path="source")
+        source_object: Source = CONVERSION.structure(
+            source, Source, what=f"{block.__class__.__name__} source", path="source"
+        )
+        return source_object
     raise TypeError(
         f"{block.__class__.__name__} source must be a URLSource, a Base64Source or its dict "
         f"(e.g. {{'type': 'url', 'url': ...}}), not {type(source).__name__}"
@@ -227,9 +253,7 @@ def _tool_output(output: Any) -> Any:
                 break
         else:
             return output  # blocks only (or something the converter would refuse): as given
-    from ._convert import structure
-
-    return structure(output, ToolOutput, what="tool result output", path="output")
+    return CONVERSION.structure(output, ToolOutput, what="tool result output", path="output")
 
 
 @_finish

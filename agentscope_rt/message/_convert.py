@@ -16,8 +16,9 @@ The usual messages take the hand-written functions of :mod:`._codec` (see there 
 return ``None`` for anything else; this module composes them with the converter.
 
 The converter registers the classes of :mod:`._block` and :mod:`._msg`, which it imports; they
-reach it back only inside functions (``Msg.from_dict``, ``block.to_dict()``, dict blocks given
-to a constructor). Other packages use it through :mod:`agentscope_rt.message.serde`.
+reach it back (``Msg.from_dict``, ``block.to_dict()``, dict blocks given to a constructor)
+through :data:`._block.CONVERSION`, which this module fills as it is imported (the package
+imports it). Other packages use it through :mod:`agentscope_rt.message.serde`.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from .._json import json_problem, type_name
 from ..exception import MessageFormatError
 from ._block import (
     BLOCK_TYPES,
+    CONVERSION,
     MEDIA_TYPES,
     SOURCE_TYPES,
     ContentBlock,
@@ -379,3 +381,10 @@ def structure_block(data: Any, *, path: str = "") -> ContentBlock:
     """Build one content block from its dict form."""
     block: ContentBlock = structure(data, ContentBlock, what="content block", path=path)
     return block
+
+
+CONVERSION.structure = structure
+CONVERSION.structure_block = structure_block
+CONVERSION.structure_msg = structure_msg
+CONVERSION.unstructure = converter.unstructure
+CONVERSION.unstructure_msg = unstructure_msg

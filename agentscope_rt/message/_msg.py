@@ -15,6 +15,7 @@ from .._json import MAX_JSON_DEPTH
 from ..exception import MessageFormatError
 from ._block import (
     BLOCK_TYPES,
+    CONVERSION,
     ContentBlock,
     MsgContent,
     TextBlock,
@@ -102,9 +103,7 @@ def _convert_content(content: Any) -> str | list[ContentBlock]:
         if isinstance(item, _MappingView) and item.type in BLOCK_TYPES:
             blocks.append(item)  # type: ignore[arg-type]
         elif isinstance(item, dict):
-            from ._convert import structure_block
-
-            blocks.append(structure_block(item, path=f"content[{index}]"))
+            blocks.append(CONVERSION.structure_block(item, path=f"content[{index}]"))
         else:
             raise TypeError(
                 f"Msg content[{index}] must be a content block or a dict with a 'type' key, "
@@ -259,9 +258,7 @@ class Msg:
         Keys ``id, name, role, content, metadata, timestamp`` (plus ``invocation_id`` when
         set). ``content`` stays a string when the message was built from one.
         """
-        from ._convert import unstructure_msg
-
-        return unstructure_msg(self)
+        return CONVERSION.unstructure_msg(self)
 
     @classmethod
     def from_dict(cls, json_data: Any) -> Msg:
@@ -273,6 +270,5 @@ class Msg:
             (:mod:`agentscope_rt.message.serde`) levels is malformed too, at any depth (never
             a ``RecursionError``).
         """
-        from ._convert import structure_msg
-
-        return structure_msg(json_data)
+        msg: Msg = CONVERSION.structure_msg(json_data)
+        return msg

@@ -50,6 +50,7 @@ from .._provider import (
     SecretHeaders,
     Secrets,
     StreamErrorEvent,
+    call_with_retry,
     excerpt,
     header_secrets,
     redact_text,
@@ -386,7 +387,7 @@ class GeminiChatModel(HttpChatModel):
             text = text.replace(secret, "***")
         return text
 
-    def _body(
+    def request_body(
         self,
         messages: list[dict[str, Any]],
         tools: list[dict[str, Any]] | None,
@@ -394,6 +395,15 @@ class GeminiChatModel(HttpChatModel):
         structured_model: StructuredModel | None,
         call_kwargs: dict[str, Any],
     ) -> dict[str, Any]:
+        """The ``GenerateContentRequest`` a call with these arguments sends (a new dict; the
+        arguments are not modified): ``contents``, the ``system`` messages joined into
+        ``systemInstruction``, ``tools`` and ``toolConfig``, and ``generationConfig`` from the
+        model's ``thinking_config`` and ``generate_kwargs`` with *call_kwargs* over them
+        (request fields such as ``safety_settings`` go beside it). The token counter counts
+        this body.
+
+        :raises ValueError: for a message that is not a Gemini content dict with a role.
+        """
         contents: list[dict[str, Any]] = []
         system_parts: list[Any] = []
         for index, message in enumerate(messages):
@@ -469,9 +479,27 @@ class GeminiChatModel(HttpChatModel):
         :raises ModelResponseError: for structured output that does not match the schema.
         """
         validate_tool_choice(tool_choice, tools)
-        body = self._body(messages, tools, tool_choice, structured_model, generate_kwargs)
+        body = self.request_body(messages, tools, tool_choice, structured_model, generate_kwargs)
         await self._authorize()
         return await self._send(body, structured_model)
+
+    async def post_to_endpoint(self, method: str, request: dict[str, Any]) -> str:
+        """POST *request* to this model's ``{model}:{method}`` endpoint (``countTokens``,
+        ...) with the authentication and retry policy of its ``generateContent`` calls.
+
+        :returns: the answer's body, the key and access tokens replaced by ``***``.
+        :raises ModelAPIError: when Gemini answers with an error or cannot be reached after
+            the retries (status and Gemini's message included, the key never).
+        """
+        path = f"{self._models_path}/{self.model_name}:{method}"
+        await self._authorize()
+        response = await call_with_retry(
+            _PROVIDER,
+            lambda: self._post_json(path, request),
+            self.retry_config,
+            redact=self._redact,
+        )
+        return self._scrub(response.text)
 
     async def _post(self, body: dict[str, Any]) -> dict[str, Any]:
         path = f"{self._models_path}/{self.model_name}:generateContent"

@@ -2,8 +2,9 @@
 
 The request is built, sent, authenticated and retried by the same code as
 :class:`~agentscope_rt.model.GeminiChatModel`'s ``generateContent`` calls (one model object
-is kept for that), so both speak to the same endpoint with the same key handling: the key
-travels only in the ``x-goog-api-key`` header and is scrubbed from every error.
+is kept for that: its public ``request_body`` and ``post_to_endpoint``), so both speak to the
+same endpoint with the same key handling: the key travels only in the ``x-goog-api-key``
+header and is scrubbed from every error.
 
 The body is ``{"contents": [...]}`` when only contents are counted, as AgentScope's
 google-genai client sends it. A system instruction, tools or generation settings can only be
@@ -30,7 +31,6 @@ if TYPE_CHECKING:
 
 __all__ = ["GeminiTokenCounter"]
 
-_PROVIDER = "gemini"
 # google-genai Client arguments without an equivalent here.
 _UNSUPPORTED_CLIENT_ARGS = ("debug_config",)
 # The fields of Vertex AI's CountTokensRequest besides the model.
@@ -183,12 +183,10 @@ class GeminiTokenCounter(EndpointTokenCounterBase):
             the retries (status and Gemini's message included, the key never).
         :raises ModelResponseError: when the answer is not a countTokens response.
         """
-        from .._provider import call_with_retry
-
         system, settings = _split_config(config_kwargs)
         native_tools = [t for t in tools or [] if "function" not in t]
         function_tools = [t for t in tools or [] if "function" in t]
-        body = self._model._body(messages, function_tools or None, None, None, settings)
+        body = self._model.request_body(messages, function_tools or None, None, None, settings)
         if native_tools:
             body["tools"] = [*body.get("tools", []), *native_tools]
         if system is not None:
@@ -202,18 +200,7 @@ class GeminiTokenCounter(EndpointTokenCounterBase):
             request = body
         else:
             request = {"generateContentRequest": {"model": f"models/{self.model_name}", **body}}
-        path = f"{self._model._models_path}/{self.model_name}:countTokens"
-        await self._model._authorize()
-        response = await call_with_retry(
-            _PROVIDER,
-            lambda: self._model._post_json(path, request),
-            self._model.retry_config,
-            redact=self._model._redact,
-        )
-        text = response.text
-        for secret in self._model._redact:
-            text = text.replace(secret, "***")
-        return _total_tokens(text)
+        return _total_tokens(await self._model.post_to_endpoint("countTokens", request))
 
 
 def _total_tokens(text: str) -> int:

@@ -28,7 +28,7 @@ import docstring_parser
 import jsonschema
 import pydantic
 
-from .._schema import _mirror
+from .._schema import pydantic_compatible_type
 from ..exception import ToolRegistrationError
 
 __all__ = ["arguments_validator", "build_function_schema", "normalize_parameters_schema"]
@@ -101,7 +101,7 @@ def build_function_schema(
         else:
             default = ... if param.default is inspect.Parameter.empty else param.default
         fields[pname] = (
-            _mirror(annotation),
+            pydantic_compatible_type(annotation),
             pydantic.Field(default=default, description=param_docs.get(pname)),
         )
 

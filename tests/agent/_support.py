@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from typing import Any
 
 import anyio
@@ -61,3 +61,6 @@ class FakeHubLink:
         async with anyio.create_task_group() as tg:
             for agent in recipients:
                 tg.start_soon(one, agent)
+
+    def publish(self, sender: AgentBase, msg: Msg) -> Awaitable[None]:
+        return self.deliver(sender, msg, self.recipients(sender))

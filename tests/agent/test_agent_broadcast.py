@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable
 
 import anyio
 import pytest
 
-from agentscope_rt.agent import HubLink
+from agentscope_rt.agent import AgentBase, HubLink
 from agentscope_rt.message import Msg, TextBlock, ThinkingBlock
 
 from ._support import EchoAgent, FakeHubLink
@@ -19,6 +20,34 @@ def user(text: str = "hi") -> Msg:
 
 def test_fake_link_satisfies_protocol() -> None:
     assert isinstance(FakeHubLink([]), HubLink)
+
+
+class _DeliverOnlyLink:
+    def recipients(self, sender: object) -> list[object]:
+        return []
+
+    async def deliver(self, sender: object, msg: Msg, recipients: object) -> None:
+        return None
+
+
+def test_a_link_without_publish_is_not_a_hub_link() -> None:
+    # The single-link broadcast calls publish unconditionally: the protocol says so.
+    assert not isinstance(_DeliverOnlyLink(), HubLink)
+
+
+async def test_an_only_link_is_published_to() -> None:
+    published: list[Msg] = []
+
+    class CountingLink(FakeHubLink):
+        def publish(self, sender: AgentBase, msg: Msg) -> Awaitable[None]:
+            published.append(msg)
+            return super().publish(sender, msg)
+
+    sender, a = EchoAgent("s"), EchoAgent("a")
+    sender._attach_hub("hub", CountingLink([sender, a]))
+    reply = await sender(user())
+    assert [m.id for m in published] == [reply.id]
+    assert [m.id for m in a.observed] == [reply.id]  # type: ignore[union-attr]
 
 
 async def test_every_member_observes_once_across_two_links() -> None:

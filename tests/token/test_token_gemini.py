@@ -23,7 +23,7 @@ import pytest
 from agentscope_rt.exception import ModelAPIError, ModelResponseError
 from agentscope_rt.formatter import GeminiChatFormatter
 from agentscope_rt.message import Msg
-from agentscope_rt.model import RetryConfig
+from agentscope_rt.model import GeminiChatModel, RetryConfig
 from agentscope_rt.token import GeminiTokenCounter
 
 from .._local_http import LocalHTTPServer, QuietHandler, send_body
@@ -507,3 +507,19 @@ async def test_the_connection_is_reused_until_the_counter_is_closed(
     assert await tokens.count(contents) == 2  # a closed counter opens a new client
     assert server.connections == 2
     await tokens.close()
+
+
+async def test_the_chat_models_public_request_and_endpoint_make_the_count(
+    server: CountTokensServer,
+) -> None:
+    # The counter is built on these two public methods of the chat model, no private one.
+    contents = await GeminiChatFormatter().format([Msg("user", "Hello there, world", "user")])
+    model = GeminiChatModel(
+        "gemini-2.5-flash", SECRET, stream=False, client_kwargs={"base_url": server.base_url}
+    )
+    body = model.request_body(contents, None, None, None, {})
+    assert body == {"contents": [{"role": "user", "parts": [{"text": "Hello there, world"}]}]}
+    answer = json.loads(await model.post_to_endpoint("countTokens", body))
+    assert answer["totalTokens"] == 3
+    assert server.requests[0]["path"] == "/v1beta/models/gemini-2.5-flash:countTokens"
+    await model.aclose()
