@@ -1,5 +1,7 @@
 """The examples read as AgentScope programs: each has a docstring saying what to look for in its
-output, keeps its agents' console output on, and uses only public names of the package.
+output, keeps its agents' console output on (or, where many agents would bury the output, sends
+what they print somewhere a person can read it, through a ``pre_print`` hook), and uses only
+public names of the package.
 
 Every ``examples/*.py`` is parsed (not run: ``nox -s examples`` runs them); the checker itself is
 tried on snippets that break each rule, so a rule that stopped finding anything would show.
@@ -18,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
 PACKAGE = Path(agentscope_rt.__file__).resolve().parent
 # The examples' own helper modules, imported by name from the examples folder.
-HELPERS = frozenset({"_models", "_mcp_server", "_paths", "_research_server", "_serve"})
+HELPERS = frozenset({"_models", "_mcp_server", "_paths", "_ray", "_research_server", "_serve"})
 CONSOLE_OFF = ("set_console_output_enabled", "disable_console_output")
 
 
@@ -78,9 +80,22 @@ def _import_problems(node: ast.Import | ast.ImportFrom) -> list[str]:
     ]
 
 
-def _call_problems(node: ast.Call) -> list[str]:
+def _registers_a_pre_print_hook(tree: ast.AST) -> bool:
+    """Whether the example registers a ``pre_print`` hook (what an agent prints goes there)."""
+    return any(
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in ("register_instance_hook", "register_class_hook")
+        and node.args
+        and isinstance(node.args[0], ast.Constant)
+        and node.args[0].value == "pre_print"
+        for node in ast.walk(tree)
+    )
+
+
+def _call_problems(node: ast.Call, printing_kept: bool = False) -> list[str]:
     func = node.func
-    if isinstance(func, ast.Attribute) and func.attr in CONSOLE_OFF:
+    if isinstance(func, ast.Attribute) and func.attr in CONSOLE_OFF and not printing_kept:
         off = func.attr == "disable_console_output" or (
             node.args and isinstance(node.args[0], ast.Constant) and not node.args[0].value
         )
@@ -103,11 +118,12 @@ def problems(source: str) -> list[str]:
     elif "What to look for" not in doc:
         found.append('the docstring has no "What to look for" paragraph')
     own = _own_names(tree)
+    printing_kept = _registers_a_pre_print_hook(tree)
     for node in ast.walk(tree):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             found += _import_problems(node)
         elif isinstance(node, ast.Call):
-            found += _call_problems(node)
+            found += _call_problems(node, printing_kept)
         elif isinstance(node, ast.Attribute) and node.attr in PRIVATE and node.attr not in own:
             found.append(f"line {node.lineno}: reaches the private name {node.attr}")
     return found
@@ -147,6 +163,14 @@ GOOD = '"""Shows X.\n\nWhat to look for: Y.\n"""\n'
 )
 def test_the_checker_finds_each_kind_of_problem(source: str, expected: str) -> None:
     assert any(expected in problem for problem in problems(source))
+
+
+def test_the_checker_allows_console_off_where_a_pre_print_hook_keeps_the_printing() -> None:
+    source = GOOD + (
+        "agent.set_console_output_enabled(False)\n"
+        'agent.register_instance_hook("pre_print", "save", save_to_file)\n'
+    )
+    assert problems(source) == []
 
 
 def test_the_checker_allows_helpers_own_names_and_console_on() -> None:
