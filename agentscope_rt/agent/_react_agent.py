@@ -376,11 +376,13 @@ class ReActAgent(ReActAgentBase):
         A memory whose ``add`` may wait (:attr:`MemoryBase.add_may_wait`: I/O) is written in a
         shielded scope: a step's record must not be cut short by an interrupt, or a tool call
         could end up with no result or two. A :attr:`MemoryBase.synchronous` memory is handed
-        the message itself (the agent never changes a message after recording it).
+        the message itself (the agent never changes a message after recording it), unchecked:
+        a step is built to :func:`~agentscope_rt.memory.check_storable`'s rule (each tool
+        call's arguments are checked as the step is built).
         """
         memory = self.memory
         if memory.synchronous:
-            memory.add_sync(msg, copy=False)  # built here and never changed after
+            memory.add_sync(msg, copy=False, check=False)  # built here and never changed after
         elif memory.add_may_wait:
             with anyio.CancelScope(shield=True):
                 await memory.add(msg)

@@ -182,13 +182,18 @@ class InMemoryMemory(MemoryBase):
         allow_duplicates: bool = False,
         *,
         copy: bool = True,
+        check: bool = True,
     ) -> None:
         """:meth:`add` as a plain function (see :attr:`MemoryBase.synchronous`).
 
         :param copy: ``False`` keeps the given messages themselves instead of copies: for a
             caller that hands them over and never changes them afterwards.
+        :param check: ``False`` skips :func:`check_storable`: for a caller that built the
+            messages to that rule itself (the ReAct agent records its steps so: it checks each
+            tool call's arguments as it builds the step, and its structured output is such
+            arguments), saving the walk on the reply's path.
         :raises TypeError: as :meth:`add`.
-        :raises MessageFormatError: as :meth:`add`.
+        :raises MessageFormatError: as :meth:`add` (unless *check* is ``False``).
         """
         if memories is None:
             return
@@ -205,9 +210,10 @@ class InMemoryMemory(MemoryBase):
             raise TypeError(
                 f"memories must be a Msg, a list of Msg or None, not {type(memories).__name__}"
             )
-        for msg in batch:
-            if msg is not None:
-                check_storable(msg)
+        if check:
+            for msg in batch:
+                if msg is not None:
+                    check_storable(msg)
         mark_list = _check_marks(marks, "marks") if marks is not None else None
         ids = self._ids
         if ids is _NO_IDS:

@@ -53,12 +53,14 @@ class MemoryBase(StateModule, ABC):
 
     synchronous: ClassVar[bool] = False
     """Whether this memory also offers its ``add``, ``get_memory`` and ``delete_by_mark`` as
-    plain functions, ``add_sync(memories, marks=None, allow_duplicates=False, *, copy=True)``,
+    plain functions, ``add_sync(memories, marks=None, allow_duplicates=False, *, copy=True,
+    check=True)``,
     ``get_memory_sync(mark=None, exclude_mark=None, prepend_summary=True)`` and
     ``delete_by_mark_sync(mark)``, which do exactly what the coroutines do (the coroutines call
     them). Agents call those on their hot path, saving a coroutine per call, and hand over the
     messages they build with ``copy=False`` (the memory may keep the objects themselves: the
-    agent never changes a message after recording it). :class:`InMemoryMemory` offers them. A
+    agent never changes a message after recording it) and ``check=False`` (the agent built
+    them to :func:`check_storable`'s rule). :class:`InMemoryMemory` offers them. A
     subclass that overrides ``add``, ``get_memory`` or ``delete_by_mark`` is set back to
     ``False`` automatically unless it declares ``synchronous`` itself, so agents always see an
     override."""
@@ -79,6 +81,7 @@ class MemoryBase(StateModule, ABC):
         allow_duplicates: bool = False,
         *,
         copy: bool = True,
+        check: bool = True,
     ) -> None:
         """:meth:`add` as a plain function, on a :attr:`synchronous` memory.
 

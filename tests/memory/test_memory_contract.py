@@ -14,7 +14,7 @@ import pytest
 from agentscope_rt.agent import ReActAgent
 from agentscope_rt.exception import MessageFormatError
 from agentscope_rt.formatter import OpenAIChatFormatter
-from agentscope_rt.memory import MemoryBase, MemoryMark
+from agentscope_rt.memory import InMemoryMemory, MemoryBase, MemoryMark
 from agentscope_rt.message import Msg, TextBlock, ToolResultBlock, ToolUseBlock
 from agentscope_rt.message.serde import MAX_TOOL_INPUT_DEPTH
 from agentscope_rt.model import ScriptedChatModel
@@ -301,6 +301,19 @@ async def test_a_message_a_saved_memory_could_not_hold_is_refused(
     at_limit = Msg("assistant", [ToolUseBlock(id="c2", name="t", input=_nested(100))], "assistant")
     await memory.add(at_limit)
     assert await memory.size() == 1
+
+
+def test_add_sync_checks_unless_the_caller_built_the_messages_to_the_rule() -> None:
+    # check=False is for a caller that built its messages to check_storable's rule (the ReAct
+    # agent's own steps); everything else is checked, copied or not.
+    deep_call = Msg("assistant", [ToolUseBlock(id="c1", name="t", input=_nested(250))], "assistant")
+    memory = InMemoryMemory()
+    for copy in (True, False):
+        with pytest.raises(MessageFormatError, match="cannot be added to memory"):
+            memory.add_sync(deep_call, copy=copy)
+    assert memory.get_memory_sync() == []
+    memory.add_sync(deep_call, copy=False, check=False)
+    assert memory.get_memory_sync() == [deep_call]
 
 
 async def test_what_memory_accepts_can_be_saved_in_a_session(tmp_path: Path) -> None:
