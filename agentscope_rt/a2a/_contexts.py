@@ -150,12 +150,7 @@ class ContextPool:
                     "A2A context %s: saving its agent took too long", shorten(context_id)
                 )
         except Exception as exc:
-            logger.warning(
-                "A2A context %s: its agent could not be saved (%s: %s)",
-                shorten(context_id),
-                type(exc).__name__,
-                shorten(str(exc), 300),
-            )
+            _warn_failed(context_id, "its agent could not be saved", exc)
         finally:
             done = self._saving.pop(context_id, None)
             if done is not None:
@@ -168,9 +163,15 @@ class ContextPool:
                 await self._session.load_session_state(context_id, agent=agent)
         except Exception as exc:
             # The conversation starts afresh rather than failing the client's request.
-            logger.warning(
-                "A2A context %s: its saved agent could not be loaded (%s: %s)",
-                shorten(context_id),
-                type(exc).__name__,
-                shorten(str(exc), 300),
-            )
+            _warn_failed(context_id, "its saved agent could not be loaded", exc)
+
+
+def _warn_failed(context_id: str, what: str, exc: Exception) -> None:
+    """Log that saving or loading a context's agent failed (ids and texts cut short)."""
+    logger.warning(
+        "A2A context %s: %s (%s: %s)",
+        shorten(context_id),
+        what,
+        type(exc).__name__,
+        shorten(str(exc), 300),
+    )
