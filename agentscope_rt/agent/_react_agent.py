@@ -62,6 +62,7 @@ from ._compression import compress_memory_if_needed
 from ._durable import DurableReplies, SessionLike, unanswered_calls
 from ._extensions import KnowledgeLike, PlanNotebookLike
 from ._generate_reason import GenerateReason
+from ._memory_calls import adding, deleting_mark
 from ._react_agent_base import ReActAgentBase
 from ._react_blocks import (
     _fill_from,
@@ -389,36 +390,15 @@ class ReActAgent(ReActAgentBase):
         else:
             await memory.add(msg)
 
-    # A MemoryBase.synchronous memory (the in-memory one) is called without a coroutine. Each
-    # method below makes that choice for one operation and returns what is left to await (None
-    # when the work is done): a coroutine of its own would cost a frame per call on the
-    # reply's path (5% of a reply, measured with bench/bench_react.py's workload).
-
-    def _adding_input(self, msg: Msg | list[Msg] | None) -> Awaitable[None] | None:
-        """Record the reply's input (copied, as :meth:`MemoryBase.add` does)."""
-        memory = self.memory
-        if memory.synchronous:
-            memory.add_sync(msg)
-            return None
-        return memory.add(msg)
-
     def _reading_history(self) -> list[Msg] | Awaitable[list[Msg]]:
         """The memory the model sees (without the compressed messages when compression is
         on), or the awaitable giving it."""
         config = self.compression_config
         exclude = _COMPRESSED if config is not None and config.enable else None
         memory = self.memory
-        if memory.synchronous:
+        if memory.synchronous:  # see _memory_calls: no coroutine where the memory allows it
             return memory.get_memory_sync(None, exclude)
         return memory.get_memory(exclude_mark=exclude)
-
-    def _deleting_hints(self) -> Awaitable[int] | None:
-        """Remove the hints, which are shown to one reasoning step only."""
-        memory = self.memory
-        if memory.synchronous:
-            memory.delete_by_mark_sync(_HINT)
-            return None
-        return memory.delete_by_mark(_HINT)
 
     # -- the reply ---------------------------------------------------------------------------
 
@@ -488,8 +468,8 @@ class ReActAgent(ReActAgentBase):
                 await self.memory.add(_result_msg(call, _SKIPPED_OUTPUT))
             pending = None
 
-        if (adding := self._adding_input(msg)) is not None:
-            await adding
+        if (added := adding(self.memory, msg)) is not None:
+            await added
         if self._static_control:
             await self._retrieve_from_long_term_memory(msg)
         if self.knowledge:
@@ -607,8 +587,8 @@ class ReActAgent(ReActAgentBase):
             prompt = await self._format_within_context([self._system_msg(), *history])
         else:
             prompt = await self.formatter.format([self._system_msg(), *history])
-        if (deleting := self._deleting_hints()) is not None:
-            await deleting
+        if (deleted := deleting_mark(self.memory, _HINT)) is not None:
+            await deleted
 
         schemas = self.toolkit.get_json_schemas()
         res = await self.model(prompt, tools=schemas or None, tool_choice=tool_choice)
