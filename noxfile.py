@@ -31,6 +31,16 @@ EXAMPLE_TIMEOUT_S = 60
 CHROMIUM = "/usr/bin/chromium"
 
 
+INTERCEPTED_SUITES = (
+    "tests/agent",
+    "tests/react",
+    "tests/pipeline",
+    "tests/tracing",
+    "tests/studio",
+    "tests/test_intercept.py",
+)
+
+
 @nox.session
 def tests(session: nox.Session) -> None:
     """Run the test suite on both anyio backends (asyncio and trio), local model included."""
@@ -39,6 +49,14 @@ def tests(session: nox.Session) -> None:
     session.env["PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD"] = "1"
     _install_project(session, "dev,local")
     session.run("pytest", *session.posargs)
+    if not session.posargs:
+        # The same route code again, as an application with hooks and tracing runs it: a
+        # do-nothing hook of every kind and tracing registered around each test.
+        session.run(
+            "pytest",
+            *INTERCEPTED_SUITES,
+            env={"AGENTSCOPE_RT_TEST_INTERCEPTORS": "hooks,tracing"},
+        )
 
 
 def _install_project(session: nox.Session, extras: str) -> None:

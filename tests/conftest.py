@@ -3,10 +3,19 @@
 Every ``async def`` test runs twice, on asyncio and on trio: anyio's pytest plugin runs in auto
 mode (``anyio_mode = "auto"`` in pyproject.toml), so each async test requests ``anyio_backend``,
 which is parametrised here over both backends.
+
+Every test runs the routes (``agentscope_rt._intercept``) in a state it chooses, whatever ran
+before it: no interceptor registered when it starts (a test that leaves one registered fails,
+checked after each test), or, with ``AGENTSCOPE_RT_TEST_INTERCEPTORS=hooks,tracing`` in the
+environment, a do-nothing agent hook of every kind and tracing (to a provider that keeps no
+span) registered around each test, as an application with hooks and tracing runs (except
+tests marked ``bare_routes``, which check the bare state itself). ``nox -s tests`` runs the
+agent, ReAct, pipeline, tracing and studio suites both ways.
 """
 
 from __future__ import annotations
 
+import gc
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,6 +40,84 @@ os.environ.setdefault("AGENTSCOPE_RT_DISABLE_CONSOLE_OUTPUT", "true")
 @pytest.fixture(params=["asyncio", "trio"])
 def anyio_backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
+
+
+_INTERCEPTORS = {
+    name for name in os.environ.get("AGENTSCOPE_RT_TEST_INTERCEPTORS", "").split(",") if name
+}
+_SUITE_HOOK = "test_suite_does_nothing"
+
+
+def _install_suite_interceptors(request: pytest.FixtureRequest) -> list[Any]:
+    """Register what ``AGENTSCOPE_RT_TEST_INTERCEPTORS`` names; return how to undo it."""
+    undo: list[Any] = []
+    if "hooks" in _INTERCEPTORS:
+        from agentscope_rt.agent import AgentBase, ReActAgentBase
+
+        for cls, kinds in (
+            (AgentBase, ("reply", "print", "observe")),
+            (ReActAgentBase, ("reasoning", "acting")),
+        ):
+            for kind in kinds:
+                cls.register_class_hook(f"pre_{kind}", _SUITE_HOOK, lambda agent, kwargs: None)
+                cls.register_class_hook(
+                    f"post_{kind}", _SUITE_HOOK, lambda agent, kwargs, output: None
+                )
+                for hook_type in (f"pre_{kind}", f"post_{kind}"):
+                    undo.append((cls, hook_type))
+    # The tracing and studio suites turn tracing on and off themselves.
+    own_tracing = {"tracing", "studio"} & set(Path(str(request.path)).parts)
+    if "tracing" in _INTERCEPTORS and not own_tracing:
+        from opentelemetry.sdk.trace import TracerProvider
+
+        from agentscope_rt.tracing import enable_tracing
+
+        enable_tracing(tracer_provider=TracerProvider())
+        undo.append("tracing")
+    return undo
+
+
+def _uninstall_suite_interceptors(undo: list[Any]) -> None:
+    from agentscope_rt.agent._hooks import own_class_hooks
+
+    for item in undo:
+        if item == "tracing":
+            from agentscope_rt.tracing import disable_tracing
+
+            disable_tracing()
+        else:
+            cls, hook_type = item
+            if _SUITE_HOOK in own_class_hooks(cls, hook_type):
+                cls.remove_class_hook(hook_type, _SUITE_HOOK)
+
+
+@pytest.fixture(autouse=True)
+def _routes_in_a_known_state(request: pytest.FixtureRequest) -> Iterator[None]:
+    from agentscope_rt import _intercept
+
+    if _intercept.installed():
+        gc.collect()  # hooks of agents or classes a test before left to the collector
+    before = {kind: set(map(id, items)) for kind, items in _intercept.installed().items()}
+    bare = request.node.get_closest_marker("bare_routes") is not None
+    undo = _install_suite_interceptors(request) if _INTERCEPTORS and not bare else []
+    yield
+    _uninstall_suite_interceptors(undo)
+    left = _left_registered(before)
+    if left:
+        gc.collect()
+        left = _left_registered(before)
+    if left:
+        pytest.fail(f"the test left interceptors registered (later tests would run them): {left}")
+
+
+def _left_registered(before: dict[str, set[int]]) -> dict[str, list[Any]]:
+    from agentscope_rt import _intercept
+
+    left = {
+        kind: [item for item in items if id(item) not in before.get(kind, set())]
+        for kind, items in _intercept.installed().items()
+    }
+    return {kind: items for kind, items in left.items() if items}
 
 
 @pytest.fixture(scope="session")

@@ -143,8 +143,8 @@ class A2AServer:
         self._single: Context | None = None
         self._contexts: ContextPool | None = None
         if isinstance(agent, AgentBase):
+            # Hooked while the server runs (see _lifespan): the agent is the application's.
             self._single = Context(agent)
-            self._hook(agent)
         else:
             self._contexts = ContextPool(
                 agent,
@@ -174,15 +174,22 @@ class A2AServer:
     async def _lifespan(self, app: Starlette) -> AsyncIterator[None]:
         # The task group that runs the replies: a task outlives the request that started it
         # (a client may go away and ask for the task later), not the server.
-        async with anyio.create_task_group() as group:
-            self._task_group = group
-            if self._contexts is not None:
-                group.start_soon(self._sweep, self._contexts)
-            try:
-                yield
-            finally:
-                self._task_group = None
-                group.cancel_scope.cancel()
+        single = None if self._single is None else self._single.agent
+        if single is not None:
+            self._hook(single)
+        try:
+            async with anyio.create_task_group() as group:
+                self._task_group = group
+                if self._contexts is not None:
+                    group.start_soon(self._sweep, self._contexts)
+                try:
+                    yield
+                finally:
+                    self._task_group = None
+                    group.cancel_scope.cancel()
+        finally:
+            if single is not None:
+                _unhook(single)
         if self._contexts is not None:
             await self._contexts.save_all()
 

@@ -19,7 +19,6 @@ Concurrency promises (each pinned by a test on asyncio and trio):
 from __future__ import annotations
 
 import abc
-import inspect
 import logging
 import threading
 import uuid
@@ -32,25 +31,27 @@ import anyio.from_thread
 import anyio.lowlevel
 from anyio.streams.memory import MemoryObjectSendStream
 
-from .. import _tracing_switch
+from .. import _intercept
 from .._backend import ReplyScope, reply_scope
 from .._ids import new_id
 from .._locks import FairLock
 from ..message import AudioBlock, Msg
 from ..message.serde import structure_block
 from ..module import StateModule
-from ._checks import INPUT_CHECKS, check_msg_input
+from ._checks import OBSERVE_INPUT, PRINT_INPUT, check_msg_input
 from ._console import ConsolePrinter, console_disabled_globally
 from ._generate_reason import GenerateReason
 from ._hooks import (
     HookEntry,
+    InstanceHooks,
+    add_class_hook,
     check_hook,
     check_hook_type,
-    class_hooks_changed,
     copy_hook_value,
-    next_sequence,
-    wrap_hooked_method,
-    wrapped_function,
+    instance_hooks,
+    missing_init,
+    own_class_hooks,
+    remove_class_hooks,
 )
 from ._subscription import HubLink, broadcast, wait_for_lock
 
@@ -133,7 +134,7 @@ class _ReplyCall:
         self.interrupt: tuple[str | None, Msg | list[Msg] | None] | None = None
 
 
-class AgentBase(StateModule, abc.ABC):
+class AgentBase(StateModule, _intercept.Routed, abc.ABC):
     """Base class of agents.
 
     Subclasses implement ``async reply(...) -> Msg`` and ``async observe(msg) -> None``, and
@@ -162,16 +163,6 @@ class AgentBase(StateModule, abc.ABC):
     )
     """The hook types agents of this class accept."""
 
-    _hooked_methods: ClassVar[dict[str, str]] = {
-        "reply": "reply",
-        "observe": "observe",
-        "print": "print",
-    }
-    # Per class (set in __init_subclass__): hooks registered on exactly this class, and the
-    # resolved hooks of the class (own and inherited) cached with the version they are for.
-    _own_class_hooks: ClassVar[dict[str, dict[str, tuple[int, Callable[..., Any], bool]]]]
-    _class_hook_cache: ClassVar[list[Any]]
-
     id: str
     """A unique id of the agent (a uuid4 hex string)."""
 
@@ -194,12 +185,6 @@ class AgentBase(StateModule, abc.ABC):
         # in one hub at most, and two empty dicts per agent add up.
         self._hub_links: Mapping[str, HubLink] = _NOTHING
         self._subscribers: Mapping[str, list[AgentBase]] = _NOTHING
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        _prepare_agent_class(cls)
-        # Spans for the calls of a class defined while tracing is on.
-        _tracing_switch.class_defined(cls)
 
     # -- the methods subclasses write ---------------------------------------------------
 
@@ -257,7 +242,10 @@ class AgentBase(StateModule, abc.ABC):
         :raises Exception: whatever ``reply`` or a hook raises (the reply is then not
             broadcast); a cancellation from outside the call propagates unchanged.
         """
-        lock = self._reply_lock
+        try:
+            lock = self._reply_lock
+        except AttributeError:
+            raise missing_init(self) from None
         if not lock.try_acquire():
             # Wait in line (a checkpoint, cancellable); a free lock is taken with no await. A
             # hub refuses the wait when it could never end (an observer calling the speaker).
@@ -496,15 +484,15 @@ class AgentBase(StateModule, abc.ABC):
 
         :raises ValueError: for an unknown hook type.
         :raises TypeError: for a non-callable hook or a non-str name.
+        :raises AgentError: when the agent's ``__init__`` did not call ``super().__init__()``.
         """
         is_async = check_hook(
             type(self).__name__, type(self).supported_hook_types, hook_type, hook_name, hook
         )
-        _weave(hook_type)
-        registry = self._instance_hooks
-        if not isinstance(registry, dict):
-            registry = self._instance_hooks = {}
-        registry.setdefault(hook_type, {})[hook_name] = (hook_name, hook, is_async)
+        registry = instance_hooks(self)
+        if not isinstance(registry, InstanceHooks):
+            registry = self._instance_hooks = InstanceHooks()
+        registry.add(hook_type, hook_name, (hook_name, hook, is_async))
 
     def remove_instance_hook(self, hook_type: str, hook_name: str) -> None:
         """Remove this agent's hook *hook_name* of *hook_type*.
@@ -512,32 +500,26 @@ class AgentBase(StateModule, abc.ABC):
         :raises ValueError: for an unknown hook type or when no such hook is registered.
         """
         check_hook_type(type(self).__name__, type(self).supported_hook_types, hook_type)
-        hooks = self._instance_hooks.get(hook_type, {})
+        registry = instance_hooks(self)
+        hooks = registry.get(hook_type, {})
         if hook_name not in hooks:
             raise ValueError(
                 f"no {hook_type!r} instance hook named {hook_name!r} on this "
                 f"{type(self).__name__}; registered: {sorted(hooks) or 'none'}"
             )
-        del hooks[hook_name]
-        if not hooks:
-            # No empty buckets: an empty registry is what tells every wrapper "no hook here".
-            registry = self._instance_hooks
-            assert isinstance(registry, dict)  # it holds a hook, so it was made
-            del registry[hook_type]
+        assert isinstance(registry, InstanceHooks)  # it holds a hook, so it was made
+        registry.remove(hook_type, hook_name)
 
     def clear_instance_hooks(self, hook_type: str | None = None) -> None:
         """Remove this agent's hooks of *hook_type*, or all of them.
 
         :raises ValueError: for an unknown hook type.
         """
-        registry = self._instance_hooks
-        if hook_type is None:
-            if isinstance(registry, dict):
-                registry.clear()
-            return
-        check_hook_type(type(self).__name__, type(self).supported_hook_types, hook_type)
-        if isinstance(registry, dict):
-            registry.pop(hook_type, None)
+        if hook_type is not None:
+            check_hook_type(type(self).__name__, type(self).supported_hook_types, hook_type)
+        registry = instance_hooks(self)
+        if isinstance(registry, InstanceHooks):
+            registry.drop(hook_type)
 
     @classmethod
     def register_class_hook(cls, hook_type: str, hook_name: str, hook: Callable[..., Any]) -> None:
@@ -549,12 +531,7 @@ class AgentBase(StateModule, abc.ABC):
         :raises TypeError: for a non-callable hook or a non-str name.
         """
         is_async = check_hook(cls.__name__, cls.supported_hook_types, hook_type, hook_name, hook)
-        _weave(hook_type)
-        bucket = cls._own_class_hooks.setdefault(hook_type, {})
-        previous = bucket.get(hook_name)
-        seq = previous[0] if previous is not None else next_sequence()
-        bucket[hook_name] = (seq, hook, is_async)
-        class_hooks_changed(0 if previous is not None else 1)
+        add_class_hook(cls, hook_type, hook_name, hook, is_async)
 
     @classmethod
     def remove_class_hook(cls, hook_type: str, hook_name: str) -> None:
@@ -564,20 +541,18 @@ class AgentBase(StateModule, abc.ABC):
             (the message names the class that has it, if a base class does).
         """
         check_hook_type(cls.__name__, cls.supported_hook_types, hook_type)
-        bucket = cls._own_class_hooks.get(hook_type, {})
-        if hook_name not in bucket:
+        if hook_name not in own_class_hooks(cls, hook_type):
             owners = [
                 klass.__name__
                 for klass in cls.__mro__[1:]
-                if hook_name in klass.__dict__.get("_own_class_hooks", {}).get(hook_type, {})
+                if hook_name in own_class_hooks(klass, hook_type)
             ]
             hint = f"; it is registered on {owners[0]}" if owners else ""
             raise ValueError(
                 f"no {hook_type!r} class hook named {hook_name!r} registered on "
                 f"{cls.__name__}{hint}"
             )
-        del bucket[hook_name]
-        class_hooks_changed(-1)
+        remove_class_hooks(cls, hook_type, (hook_name,))
 
     @classmethod
     def clear_class_hooks(cls, hook_type: str | None = None) -> None:
@@ -588,66 +563,12 @@ class AgentBase(StateModule, abc.ABC):
         """
         if hook_type is not None:
             check_hook_type(cls.__name__, cls.supported_hook_types, hook_type)
-        removed = 0
-        for typ, bucket in cls._own_class_hooks.items():
-            if hook_type is None or typ == hook_type:
-                removed += len(bucket)
-                bucket.clear()
-        class_hooks_changed(-removed)
+        remove_class_hooks(cls, hook_type, None)
 
 
-def _prepare_agent_class(cls: Any) -> None:
-    """Give *cls* its own class-hook registry and wrap the hooked methods it defines that
-    check their input or whose hooks are in use (see :func:`_weave`)."""
-    cls._own_class_hooks = {}
-    cls._class_hook_cache = [-1, {}]
-    for method_name, kind in cls._hooked_methods.items():
-        func = cls.__dict__.get(method_name)
-        if func is None or wrapped_function(func) is not None:
-            continue
-        if not inspect.iscoroutinefunction(func):
-            raise TypeError(
-                f"{cls.__name__}.{method_name} must be an async def method (it is awaited "
-                f"and wrapped with {kind} hooks), not {type(func).__name__}"
-            )
-        if kind in INPUT_CHECKS or kind in _woven_kinds:
-            _wrap_method(cls, method_name, kind)
-
-
-# The hook kinds whose methods are wrapped in every agent class: those with an input check
-# always, the others from the first registration of a hook of their kind on.
-_woven_kinds: set[str] = set(INPUT_CHECKS)
-
-
-def _wrap_method(cls: Any, method_name: str, kind: str) -> None:
-    func = cls.__dict__[method_name]
-    setattr(
-        cls,
-        method_name,
-        wrap_hooked_method(func, method_name, kind, cls.__name__, INPUT_CHECKS.get(kind)),
-    )
-
-
-def _weave(hook_type: str) -> None:
-    """Wrap the methods of *hook_type*'s kind in every agent class, now and from now on.
-
-    ``reply``, ``_reasoning`` and ``_acting`` take any arguments, so until a hook of their
-    kind is registered somewhere a class keeps the method itself and a call costs no wrapper
-    (about 2k machine instructions each, several per ReAct reply). The first registration
-    wraps them in every agent class defined so far, and :func:`_prepare_agent_class` in every
-    class defined later; they stay wrapped (a wrapper with no hook to run only calls the
-    method). Callers never notice: they reach the method through the class either way.
-    """
-    kind = hook_type.partition("_")[2]
-    if kind in _woven_kinds:
-        return
-    _woven_kinds.add(kind)
-    for cls in _tracing_switch.family(AgentBase):
-        hooked: dict[str, str] = cls._hooked_methods  # type: ignore[attr-defined]
-        for method_name, method_kind in hooked.items():
-            func = cls.__dict__.get(method_name)
-            if method_kind == kind and func is not None and wrapped_function(func) is None:
-                _wrap_method(cls, method_name, kind)
-
-
-_prepare_agent_class(AgentBase)
+# Every call of these goes through its route (see agentscope_rt._intercept): hooks of their
+# kind and tracing's agent spans run around them while registered.
+_intercept.declare(AgentBase, "__call__", "call")
+_intercept.declare(AgentBase, "reply", "reply")
+_intercept.declare(AgentBase, "observe", "observe", precondition=OBSERVE_INPUT)
+_intercept.declare(AgentBase, "print", "print", precondition=PRINT_INPUT)

@@ -1,38 +1,21 @@
 """What an agent checks of the inputs its hooked methods and callers receive.
 
 The checks raise :class:`TypeError` naming the method, what was expected and what was given,
-before the method (or any hook) runs. ``observe`` and ``print`` inputs are checked by the hook
-wrappers through :data:`INPUT_CHECKS` (an :class:`InputCheck` per hook kind, compiled into each
-wrapper); agents check their own ``reply`` arguments with :func:`check_msg_input`.
+before the method (or any hook) runs. ``observe`` and ``print`` inputs are checked by their
+routes' wrappers (:data:`OBSERVE_INPUT`, :data:`PRINT_INPUT`, compiled into each wrapper);
+agents check their own ``reply`` arguments with :func:`check_msg_input`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
+from .._intercept import Precondition
 from ..memory import MemoryBase
 from ..message import AudioBlock, Msg
 from ._compression import CompressionConfig as _CompressionConfig
 
-__all__ = ["INPUT_CHECKS", "InputCheck", "check_msg_input"]
-
-
-class InputCheck:
-    """How a hook wrapper checks a method's ``msg`` (and ``speech``) argument.
-
-    :param fine_when: a Python expression with the placeholders ``{msg}``, ``{speech}`` and
-        ``{Msg}``, true when the input is certainly fine; it is compiled into the wrapper, so
-        the common case costs no call.
-    :param check: ``check(agent, msg, speech)``, called otherwise; raises :class:`TypeError`
-        for a bad input.
-    """
-
-    __slots__ = ("check", "fine_when")
-
-    def __init__(self, fine_when: str, check: Callable[[Any, Any, Any], None]) -> None:
-        self.fine_when = fine_when
-        self.check = check
+__all__ = ["OBSERVE_INPUT", "PRINT_INPUT", "check_msg_input"]
 
 
 def check_msg_input(
@@ -62,7 +45,7 @@ def check_msg_input(
     )
 
 
-def _check_observe_input(self: Any, msg: Any, speech: Any) -> None:
+def _check_observe_input(self: Any, msg: Any) -> None:
     check_msg_input(msg, f"{type(self).__name__}.observe")
 
 
@@ -98,10 +81,21 @@ def _check_speech(speech: Any, where: str) -> None:
     )
 
 
-INPUT_CHECKS: dict[str, InputCheck] = {
-    "observe": InputCheck("{msg} is None or {msg}.__class__ is {Msg}", _check_observe_input),
-    "print": InputCheck("{msg}.__class__ is {Msg} and {speech} is None", _check_print_input),
-}
+OBSERVE_INPUT = Precondition(
+    "{msg} is None or {msg}.__class__ is {Msg}",
+    _check_observe_input,
+    arguments=(("msg", 0),),
+    names={"Msg": Msg},
+)
+"""What ``observe``'s route checks: a Msg, a list of Msg or None."""
+
+PRINT_INPUT = Precondition(
+    "{msg}.__class__ is {Msg} and {speech} is None",
+    _check_print_input,
+    arguments=(("msg", 0), ("speech", 2)),
+    names={"Msg": Msg},
+)
+"""What ``print``'s route checks: a Msg, and audio blocks (or None) as speech."""
 
 
 def _check_type(

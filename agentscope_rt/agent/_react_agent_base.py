@@ -5,6 +5,7 @@ from __future__ import annotations
 import abc
 from typing import Any, ClassVar
 
+from .. import _intercept
 from ._agent_base import AgentBase
 
 __all__ = ["ReActAgentBase"]
@@ -26,12 +27,6 @@ class ReActAgentBase(AgentBase):
         "post_acting",
     )
 
-    _hooked_methods: ClassVar[dict[str, str]] = {
-        **AgentBase._hooked_methods,
-        "_reasoning": "reasoning",
-        "_acting": "acting",
-    }
-
     @abc.abstractmethod
     async def _reasoning(self, *args: Any, **kwargs: Any) -> Any:
         """One reasoning step (usually a model call); wrapped with reasoning hooks."""
@@ -39,3 +34,7 @@ class ReActAgentBase(AgentBase):
     @abc.abstractmethod
     async def _acting(self, *args: Any, **kwargs: Any) -> Any:
         """One acting step (usually a tool call); wrapped with acting hooks."""
+
+
+_intercept.declare(ReActAgentBase, "_reasoning", "reasoning")
+_intercept.declare(ReActAgentBase, "_acting", "acting")

@@ -6,7 +6,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from .. import _tracing_switch
+from .. import _intercept
 from ..exception import ModelAPIError
 from ..message import TextBlock
 from ._embedding_response import EmbeddingResponse
@@ -14,7 +14,7 @@ from ._embedding_response import EmbeddingResponse
 __all__ = ["EmbeddingModelBase"]
 
 
-class EmbeddingModelBase(ABC):
+class EmbeddingModelBase(_intercept.Routed, ABC):
     """An embedding model: turns a list of texts into one vector each.
 
     Subclasses implement :meth:`__call__`. Implementations are safe to call from many tasks at
@@ -36,11 +36,6 @@ class EmbeddingModelBase(ABC):
     def __init__(self, model_name: str, dimensions: int) -> None:
         self.model_name = model_name
         self.dimensions = dimensions
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        # Spans for the calls of a class defined while tracing is on.
-        _tracing_switch.class_defined(cls)
 
     @abstractmethod
     async def __call__(self, text: list[str | TextBlock], **kwargs: Any) -> EmbeddingResponse:
@@ -120,3 +115,7 @@ def merge_responses(responses: list[EmbeddingResponse]) -> EmbeddingResponse:
         ),
         source="cache" if all(r.source == "cache" for r in responses) else "api",
     )
+
+
+# Every call of these goes through its route (see agentscope_rt._intercept).
+_intercept.declare(EmbeddingModelBase, "__call__", "embed")

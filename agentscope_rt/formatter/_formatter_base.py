@@ -23,7 +23,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from typing import Any, ClassVar, Literal, TypeVar
 
-from .. import _tracing_switch
+from .. import _intercept
 from ..message import (
     AudioBlock,
     ImageBlock,
@@ -57,17 +57,12 @@ DEFAULT_CONVERSATION_HISTORY_PROMPT = (
 """The text AgentScope's multi-agent formatters put before the first ``<history>`` block."""
 
 
-class FormatterBase(ABC):
+class FormatterBase(_intercept.Routed, ABC):
     """Base class of formatters.
 
     Subclasses implement :meth:`format`. Formatting is async because media may have to be
     read from disk or the network (always without blocking the event loop).
     """
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        # Spans for the calls of a class defined while tracing is on.
-        _tracing_switch.class_defined(cls)
 
     @abstractmethod
     async def format(
@@ -698,3 +693,8 @@ def wrap_history_items(
     extra = text_block or {}
     blocks = [{"text": item, **extra} if isinstance(item, str) else item for item in items]
     return wrap_history(blocks, prompt, open_tag=open_tag, text_block=text_block)
+
+
+# Every call of these goes through its route (see agentscope_rt._intercept).
+_intercept.declare(FormatterBase, "format", "format")
+_intercept.declare(FormatterBase, "format_within", "format")

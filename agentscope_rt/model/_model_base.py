@@ -14,7 +14,7 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator
 from typing import Any, Literal
 
-from .. import _tracing_switch
+from .. import _intercept
 from .._provider import TokenCounterBase
 from .._schema import StructuredModel
 from ._model_response import ChatResponse
@@ -41,7 +41,7 @@ def validate_tool_choice(tool_choice: str | None, tools: list[dict[str, Any]] | 
         )
 
 
-class ChatModelBase(ABC):
+class ChatModelBase(_intercept.Routed, ABC):
     """Base class of chat models.
 
     :param model_name: the provider's model name.
@@ -54,11 +54,6 @@ class ChatModelBase(ABC):
     def __init__(self, model_name: str, stream: bool) -> None:
         self.model_name = model_name
         self.stream = stream
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        # Spans for the calls of a class defined while tracing is on.
-        _tracing_switch.class_defined(cls)
 
     @abstractmethod
     async def __call__(
@@ -99,3 +94,7 @@ class ChatModelBase(ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model_name={self.model_name!r}, stream={self.stream!r})"
+
+
+# Every call of these goes through its route (see agentscope_rt._intercept).
+_intercept.declare(ChatModelBase, "__call__", "chat")

@@ -1,11 +1,14 @@
-"""How the studio learns what agents do: class hooks, the hub observer and nothing else.
+"""How the studio learns what agents do: interceptors of the agent routes and the hub
+observer, nothing else.
 
-While at least one studio is open, sync class hooks are registered on :class:`AgentBase`
-(``pre_reply``, ``post_reply``, ``pre_print``) and :class:`ReActAgentBase` (``post_reasoning``,
-``pre_acting``, ``post_acting``), and a membership observer on every :class:`MsgHub`. Each hook
-builds a small dict and publishes it (``send_nowait``): an agent never waits for the studio.
-When the last studio closes, the hooks and the observer are removed, so agents are back on
-their hook-free path.
+While at least one studio is open, an interceptor is registered with
+:mod:`agentscope_rt._intercept` on the ``reply``, ``print``, ``reasoning`` and ``acting``
+routes, and a membership observer on every :class:`MsgHub`. What an interceptor sees (a reply
+starting and ending, a message printed, a model call done, a tool call starting and ending)
+becomes a small dict published with ``send_nowait``: an agent never waits for the studio, and
+the studio only reads the call's arguments. It is not an agent hook, so an application
+clearing its class hooks does not blind the studio. When the last studio closes, the
+interceptors and the observer are removed, so agents are back on their interceptor-free path.
 """
 
 from __future__ import annotations
@@ -14,9 +17,11 @@ import logging
 import time
 import weakref
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..agent import AgentBase, ReActAgentBase, UserAgent
+from .. import _intercept
+from ..agent import AgentBase, UserAgent
 from ..message import Msg
 from ..pipeline import MsgHub, add_hub_observer, remove_hub_observer
 from ._state import HISTORY_LIMITS
@@ -27,8 +32,6 @@ if TYPE_CHECKING:
 __all__ = ["AgentObserver"]
 
 logger = logging.getLogger("agentscope_rt.studio")
-
-_HOOK = "agentscope_rt_studio"
 
 _active: list[AgentObserver] = []
 
@@ -291,55 +294,81 @@ def _dispatch(method: str, *args: Any) -> None:
             logger.exception("the studio failed to show %s; the agent carries on", method)
 
 
-def _pre_reply(agent: AgentBase, kwargs: dict[str, Any]) -> None:
-    _dispatch("pre_reply", agent)
+class _Watch:
+    """The studio's interceptor of one route kind: what it reports before and after a call
+    (a call that raises reports nothing after it, as a post hook would not)."""
+
+    __slots__ = ("after", "before", "kind")
+
+    def __init__(
+        self,
+        kind: str,
+        before: Callable[[AgentBase, _intercept.Call], None] | None = None,
+        after: Callable[[AgentBase, _intercept.Call], None] | None = None,
+    ) -> None:
+        self.kind = kind
+        self.before = before
+        self.after = after
+
+    def __repr__(self) -> str:
+        return f"<studio watching {self.kind!r} routes>"
+
+    async def intercept(
+        self, call: _intercept.Call, proceed: Callable[[tuple[Any, ...], dict[str, Any]], Any]
+    ) -> Any:
+        if self.before is not None:
+            self.before(call.obj, call)
+        result = await proceed(call.args, call.kwargs)
+        if self.after is not None:
+            self.after(call.obj, call)
+        return result
 
 
-def _post_reply(agent: AgentBase, kwargs: dict[str, Any], output: Any) -> None:
-    _dispatch("post_reply", agent)
+def _argument(call: _intercept.Call, name: str, position: int, default: Any = None) -> Any:
+    if name in call.kwargs:
+        return call.kwargs[name]
+    if len(call.args) > position:
+        return call.args[position]
+    return call.arguments().get(name, default)
 
 
-def _pre_print(agent: AgentBase, kwargs: dict[str, Any]) -> None:
-    msg = kwargs.get("msg")
+def _pre_print(agent: AgentBase, call: _intercept.Call) -> None:
+    msg = _argument(call, "msg", 0)
     if isinstance(msg, Msg):
-        _dispatch("pre_print", agent, msg, bool(kwargs.get("last", True)))
+        _dispatch("pre_print", agent, msg, bool(_argument(call, "last", 1, True)))
 
 
-def _post_reasoning(agent: AgentBase, kwargs: dict[str, Any], output: Any) -> None:
-    _dispatch("post_reasoning", agent)
+def _tool_call(call: _intercept.Call) -> Any:
+    return _argument(call, "tool_call", 0)
 
 
-def _pre_acting(agent: AgentBase, kwargs: dict[str, Any]) -> None:
-    _dispatch("pre_acting", agent, kwargs.get("tool_call"))
-
-
-def _post_acting(agent: AgentBase, kwargs: dict[str, Any], output: Any) -> None:
-    _dispatch("post_acting", agent, kwargs.get("tool_call"))
+_WATCHES = (
+    _Watch(
+        "reply",
+        before=lambda agent, call: _dispatch("pre_reply", agent),
+        after=lambda agent, call: _dispatch("post_reply", agent),
+    ),
+    _Watch("print", before=_pre_print),
+    _Watch("reasoning", after=lambda agent, call: _dispatch("post_reasoning", agent)),
+    _Watch(
+        "acting",
+        before=lambda agent, call: _dispatch("pre_acting", agent, _tool_call(call)),
+        after=lambda agent, call: _dispatch("post_acting", agent, _tool_call(call)),
+    ),
+)
 
 
 def _hub_changed(hub: MsgHub, event: str) -> None:
     _dispatch("hub_changed", hub, event)
 
 
-_AGENT_HOOKS = (("pre_reply", _pre_reply), ("post_reply", _post_reply), ("pre_print", _pre_print))
-_REACT_HOOKS = (
-    ("post_reasoning", _post_reasoning),
-    ("pre_acting", _pre_acting),
-    ("post_acting", _post_acting),
-)
-
-
 def _install() -> None:
-    for hook_type, hook in _AGENT_HOOKS:
-        AgentBase.register_class_hook(hook_type, _HOOK, hook)
-    for hook_type, hook in _REACT_HOOKS:
-        ReActAgentBase.register_class_hook(hook_type, _HOOK, hook)
+    for watch in _WATCHES:
+        _intercept.register(watch.kind, watch)
     add_hub_observer(_hub_changed)
 
 
 def _uninstall() -> None:
-    for hook_type, _ in _AGENT_HOOKS:
-        AgentBase.remove_class_hook(hook_type, _HOOK)
-    for hook_type, _ in _REACT_HOOKS:
-        ReActAgentBase.remove_class_hook(hook_type, _HOOK)
+    for watch in _WATCHES:
+        _intercept.unregister(watch.kind, watch)
     remove_hub_observer(_hub_changed)

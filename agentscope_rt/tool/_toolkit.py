@@ -57,7 +57,7 @@ from typing import Any, Self
 import anyio
 import anyio.abc
 
-from .. import _tracing_switch
+from .. import _intercept
 from .._schema import StructuredModel
 from ..exception import StateError, ToolError, ToolGroupError, ToolRegistrationError
 from ..message import ToolUseBlock
@@ -94,7 +94,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 
-class Toolkit(StateModule):
+class Toolkit(StateModule, _intercept.Routed):
     """Tool functions in groups, their JSON schemas, and calling them.
 
     Use it as an async context manager (``async with Toolkit() as toolkit:``) when tools are
@@ -118,11 +118,6 @@ class Toolkit(StateModule):
 
     _DEFAULT_AGENT_SKILL_INSTRUCTION = DEFAULT_AGENT_SKILL_INSTRUCTION
     _DEFAULT_AGENT_SKILL_TEMPLATE = DEFAULT_AGENT_SKILL_TEMPLATE
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        # Spans for the calls of a class defined while tracing is on.
-        _tracing_switch.class_defined(cls)
 
     def __init__(
         self,
@@ -661,3 +656,7 @@ class Toolkit(StateModule):
         active = set(state_dict["active_groups"])
         for name, group in self.groups.items():
             group.active = name in active
+
+
+# Every call of these goes through its route (see agentscope_rt._intercept).
+_intercept.declare(Toolkit, "call_tool_function", "tool", is_async=False)

@@ -5,7 +5,8 @@ application's functions and for classes written against AgentScope, which put ``
 on a model's ``__call__`` and so on. A decorated function tests one module attribute per call
 while tracing is off and imports nothing of OpenTelemetry until tracing is on. A method the
 runtime also traces (a model's ``__call__`` decorated with ``@trace_llm``) makes one span,
-not two.
+not two: the decorator steps aside while tracing's interceptor of that route runs for the
+same object.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ import functools
 import inspect
 from collections.abc import AsyncGenerator, Callable, Generator
 from contextlib import aclosing
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
+from .. import _intercept
 from . import _state
 
 __all__ = [
@@ -28,13 +30,6 @@ __all__ = [
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-_TRACED = "__agentscope_rt_traced__"  # as _instrument.TRACED (that module needs OpenTelemetry)
-
-
-def _mark(wrapper: Any) -> Any:
-    setattr(wrapper, _TRACED, True)
-    return wrapper
 
 
 def trace(name: str | None = None) -> Callable[[F], F]:
@@ -50,12 +45,12 @@ def trace(name: str | None = None) -> Callable[[F], F]:
     def decorator(func: F) -> F:
         label: str = name or str(getattr(func, "__name__", repr(func)))
         if inspect.isasyncgenfunction(func):
-            return _mark(_async_generator(func, label))
+            return cast(F, _async_generator(func, label))
         if inspect.iscoroutinefunction(func):
-            return _mark(_coroutine(func, label))
+            return cast(F, _coroutine(func, label))
         if inspect.isgeneratorfunction(func):
-            return _mark(_generator(func, label))
-        return _mark(_function(func, label))
+            return cast(F, _generator(func, label))
+        return cast(F, _function(func, label))
 
     return decorator
 
@@ -111,37 +106,33 @@ def _generator(func: Callable[..., Any], label: str) -> Callable[..., Any]:
     return wrapper
 
 
-def _method(route: str, check: Callable[[Any], bool]) -> Callable[[F], F]:
-    """A decorator tracing a method the way the runtime traces its own *route*."""
+def _method(kind: str, check: Callable[[Any], bool]) -> Callable[[F], F]:
+    """A decorator tracing a method the way the runtime traces its routes of *kind*."""
 
     def decorator(func: F) -> F:
-        traced: Callable[..., Any] | None = None
-
-        def wrapped() -> Callable[..., Any]:
-            nonlocal traced
-            if traced is None:
-                from . import _instrument
-
-                traced = getattr(_instrument, route)(func)
-            return traced
-
         if inspect.iscoroutinefunction(func):
 
             @functools.wraps(func)
             async def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
-                if not _state.enabled or not check(self):
+                if not _state.enabled or not check(self) or _intercept.intercepting(kind, self):
                     return await func(self, *args, **kwargs)
-                return await wrapped()(self, *args, **kwargs)
+                from ._instrument import SPANS
 
-        else:
+                return await SPANS[kind](self, args, kwargs, lambda: func(self, *args, **kwargs))
 
-            @functools.wraps(func)
-            def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
-                if not _state.enabled or not check(self):
-                    return func(self, *args, **kwargs)
-                return wrapped()(self, *args, **kwargs)
+            return wrapper  # type: ignore[return-value]
 
-        return _mark(wrapper)
+        @functools.wraps(func)
+        def sync_wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+            # A plain method returning a tool-call stream (the toolkit's route).
+            if not _state.enabled or not check(self) or _intercept.intercepting(kind, self):
+                return func(self, *args, **kwargs)
+            from ._instrument import traced_tool_stream
+
+            tool_call = args[0] if args else kwargs.get("tool_call")
+            return traced_tool_stream(self, tool_call, func(self, *args, **kwargs))
+
+        return sync_wrapper  # type: ignore[return-value]
 
     return decorator
 
@@ -168,19 +159,19 @@ def _is(kind: str) -> Callable[[Any], bool]:
     return check
 
 
-trace_llm = _method("traced_chat_call", _is("model"))
+trace_llm = _method("chat", _is("model"))
 trace_llm.__doc__ = """Trace a chat model's ``__call__`` in a ``chat {model}`` span (CLIENT); a
 streamed answer's span ends with the stream. On something other than a ChatModelBase method
 it does nothing."""
 
-trace_reply = _method("traced_agent_call", _is("agent"))
+trace_reply = _method("call", _is("agent"))
 trace_reply.__doc__ = """Trace an agent's ``reply`` in an ``invoke_agent {name}`` span (every
 agent's call is traced already: a decorated ``reply`` makes no second span)."""
 
-trace_format = _method("traced_format", _is("formatter"))
+trace_format = _method("format", _is("formatter"))
 trace_format.__doc__ = """Trace a formatter's ``format`` in a ``format {target}`` span."""
 
-trace_embedding = _method("traced_embedding_call", _is("embedding"))
+trace_embedding = _method("embed", _is("embedding"))
 trace_embedding.__doc__ = """Trace an embedding model's ``__call__`` in an ``embeddings
 {model}`` span."""
 
@@ -189,7 +180,7 @@ def trace_toolkit(func: F) -> F:
     """Trace a toolkit's ``call_tool_function`` in an ``execute_tool {tool}`` span that ends
     with the call's stream (a coroutine returning the stream, as in AgentScope, works too)."""
     if not inspect.iscoroutinefunction(func):
-        return _method("traced_tool_call", _is("toolkit"))(func)
+        return _method("tool", _is("toolkit"))(func)
 
     @functools.wraps(func)
     async def wrapper(self: Any, tool_call: Any) -> Any:
@@ -200,4 +191,4 @@ def trace_toolkit(func: F) -> F:
 
         return traced_tool_stream(self, tool_call, stream)
 
-    return _mark(wrapper)
+    return wrapper  # type: ignore[return-value]

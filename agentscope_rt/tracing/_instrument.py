@@ -1,145 +1,123 @@
-"""The spans of the runtime's own routes, and putting them in place while tracing is on.
+"""The spans of the runtime's own routes: tracing's interceptors.
 
 Each operation has one public route, and that route is what gets a span:
 
 ============================  ==========================  ======================
-route                         span                        kind
+route (kind)                  span                        kind
 ============================  ==========================  ======================
 ``AgentBase.__call__``        ``invoke_agent {name}``     INTERNAL
+(``call``)
 ``ChatModelBase.__call__``    ``chat {model}``            CLIENT
+(``chat``)
 ``FormatterBase.format``      ``format {target}``         INTERNAL
-(and ``format_within``)
+(and ``format_within``;
+``format``)
 ``Toolkit.call_tool_function``  ``execute_tool {tool}``   INTERNAL
+(``tool``)
 ``EmbeddingModelBase.__call__``  ``embeddings {model}``   CLIENT
+(``embed``)
 ============================  ==========================  ======================
 
-The wrappers are set on every class that defines one of these methods (subclasses
-included, and classes defined later, through :mod:`agentscope_rt._tracing_switch`) when
-tracing is enabled, and the original functions are put back when it is disabled: while
-tracing is off a call runs exactly the code it runs without this package.
-
-An override that calls ``super()`` would pass through two wrappers for one call; a wrapper
-that finds its own object already being traced (by the outer wrapper, in the same task)
-steps aside, so one call makes one span.
+:func:`install` registers one interceptor per kind with :mod:`agentscope_rt._intercept` when
+tracing is enabled and :func:`uninstall` unregisters them when it is disabled: while tracing
+is off a call costs its route's one test, and nothing here runs. A call that passes through
+two routes of a kind on one object (an override calling ``super()``, ``format_within``
+calling ``format``) makes one span: the routes run interceptors once per call.
 """
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
+import importlib
+import inspect
+from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from typing import Any
 
 from opentelemetry.trace import SpanKind
 
-from .. import _tracing_switch
-from ..agent import AgentBase
-from ..embedding import EmbeddingModelBase
-from ..formatter import FormatterBase
-from ..model import ChatModelBase, ChatResponse
-from ..tool import Toolkit
+from .. import _intercept
+from ..model import ChatResponse
 from . import _extract, _state
 from ._attributes import SpanAttributes
 from ._spans import TracedStream, attach, detach, end_ok, end_raised, in_context
 
-__all__ = ["TRACED", "install", "traced_agent_call", "uninstall"]
-
-TRACED = "__agentscope_rt_traced__"
-"""Set on every function that makes its own span (the wrappers here, and the decorators' on
-user code), so that it is never wrapped a second time."""
-
-_active: ContextVar[object] = ContextVar("agentscope_rt_traced_object", default=None)
-"""The object whose call the innermost wrapper of this task is tracing."""
+__all__ = ["SPANS", "install", "traced_tool_stream", "uninstall"]
 
 _agent_provider: ContextVar[str] = ContextVar("agentscope_rt_agent_provider", default="agentscope")
 """The provider of the reply being traced in this task (its tool calls' spans name it too)."""
 
-
-def _mark(wrapper: Any) -> Any:
-    setattr(wrapper, TRACED, True)
-    return wrapper
+Run = Callable[[], Awaitable[Any]]
+"""The traced call itself, started when called."""
 
 
-# -- the wrappers -----------------------------------------------------------------------------
+# -- the spans -------------------------------------------------------------------------------
 
 
-def traced_agent_call(func: Callable[..., Any]) -> Callable[..., Any]:
-    """*func* (an agent's ``__call__`` or ``reply``) with an ``invoke_agent`` span.
+async def agent_span(agent: Any, args: tuple[Any, ...], kwargs: dict[str, Any], run: Run) -> Any:
+    """*run* (an agent's call or reply) in an ``invoke_agent`` span.
 
     An interrupted reply ends its span with ``agentscope.interrupted`` (status unset: being
     interrupted is not an error); a cancellation from outside ends it with
     ``agentscope.cancelled``; an exception ends it as an error of that type.
     """
-
-    @functools.wraps(func)
-    async def __call__(self: Any, *args: Any, **kwargs: Any) -> Any:
-        tracer = _state.tracer
-        if tracer is None or _active.get() is self:
-            return await func(self, *args, **kwargs)
-        content = _state.capture_content
-        attributes = _extract.agent_request(self, args, kwargs, content)
-        span = tracer.start_span(
-            f"invoke_agent {attributes[SpanAttributes.GEN_AI_AGENT_NAME]}",
-            kind=SpanKind.INTERNAL,
-            attributes=attributes,
-        )
-        token = attach(in_context(span))
-        active = _active.set(self)
-        provider = _agent_provider.set(attributes[SpanAttributes.GEN_AI_PROVIDER_NAME])
-        try:
-            reply = await func(self, *args, **kwargs)
-        except BaseException as exc:
-            end_raised(span, exc)
-            raise
-        finally:
-            _agent_provider.reset(provider)
-            _active.reset(active)
-            detach(token)
-        if getattr(self, "generate_reason", None) == "interrupted":
-            span.set_attribute(SpanAttributes.AGENTSCOPE_INTERRUPTED, True)
-            extra = _extract.agent_response(reply, content)
-            if extra:
-                span.set_attributes(extra)
-            span.end()
-        else:
-            end_ok(span, _extract.agent_response(reply, content))
-        return reply
-
-    return _mark(__call__)
+    tracer = _state.tracer
+    if tracer is None:
+        return await run()
+    content = _state.capture_content
+    attributes = _extract.agent_request(agent, args, kwargs, content)
+    span = tracer.start_span(
+        f"invoke_agent {attributes[SpanAttributes.GEN_AI_AGENT_NAME]}",
+        kind=SpanKind.INTERNAL,
+        attributes=attributes,
+    )
+    token = attach(in_context(span))
+    provider = _agent_provider.set(attributes[SpanAttributes.GEN_AI_PROVIDER_NAME])
+    try:
+        reply = await run()
+    except BaseException as exc:
+        end_raised(span, exc)
+        raise
+    finally:
+        _agent_provider.reset(provider)
+        detach(token)
+    if getattr(agent, "generate_reason", None) == "interrupted":
+        span.set_attribute(SpanAttributes.AGENTSCOPE_INTERRUPTED, True)
+        extra = _extract.agent_response(reply, content)
+        if extra:
+            span.set_attributes(extra)
+        span.end()
+    else:
+        end_ok(span, _extract.agent_response(reply, content))
+    return reply
 
 
-def _traced_async_call(
-    func: Callable[..., Any],
+def _call_span(
     kind: SpanKind,
     request: Callable[[Any, tuple[Any, ...], dict[str, Any], bool], tuple[str, dict[str, Any]]],
-    finish: Callable[[Any, Any, bool], Any],
-) -> Callable[..., Any]:
-    """*func* (an ``async def`` method) in a span: ``request(self, args, kwargs, content)``
-    names the span and gives its attributes, ``finish(self, result, content)`` ends it (and
-    returns what the call returns). A call made while the same object's call is already
-    traced (a ``super()`` call, a nested route) makes no second span."""
+    finish: Callable[[Any, tuple[Any, Any], bool], Any],
+) -> Callable[[Any, tuple[Any, ...], dict[str, Any], Run], Awaitable[Any]]:
+    """A span maker for an ``async def`` route: ``request(obj, args, kwargs, content)`` names
+    the span and gives its attributes, ``finish(span, (obj, result), content)`` ends it (and
+    returns what the call returns)."""
 
-    @functools.wraps(func)
-    async def traced(self: Any, *args: Any, **kwargs: Any) -> Any:
+    async def span_of(obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any], run: Run) -> Any:
         tracer = _state.tracer
-        if tracer is None or _active.get() is self:
-            return await func(self, *args, **kwargs)
+        if tracer is None:
+            return await run()
         content = _state.capture_content
-        name, attributes = request(self, args, kwargs, content)
+        name, attributes = request(obj, args, kwargs, content)
         span = tracer.start_span(name, kind=kind, attributes=attributes)
         token = attach(in_context(span))
-        active = _active.set(self)
         try:
-            result = await func(self, *args, **kwargs)
+            result = await run()
         except BaseException as exc:
             end_raised(span, exc)
             raise
         finally:
-            _active.reset(active)
             detach(token)
-        return finish(span, (self, result), content)
+        return finish(span, (obj, result), content)
 
-    return _mark(traced)
+    return span_of
 
 
 def _chat_request(
@@ -163,12 +141,6 @@ def _chat_finish(model: Any, last: Any, content: bool) -> dict[str, Any] | None:
     return None if last is None else _extract.chat_response(model, last, content)
 
 
-def traced_chat_call(func: Callable[..., Any]) -> Callable[..., Any]:
-    """*func* (a chat model's ``__call__``) with a ``chat`` span; a stream's span ends with
-    the stream, with the last chunk's usage."""
-    return _traced_async_call(func, SpanKind.CLIENT, _chat_request, _chat_end)
-
-
 def _embedding_request(
     model: Any, args: tuple[Any, ...], kwargs: dict[str, Any], content: bool
 ) -> tuple[str, dict[str, Any]]:
@@ -179,11 +151,6 @@ def _embedding_request(
 def _embedding_end(span: Any, call: tuple[Any, Any], content: bool) -> Any:
     end_ok(span, _extract.embedding_response(call[1], content))
     return call[1]
-
-
-def traced_embedding_call(func: Callable[..., Any]) -> Callable[..., Any]:
-    """*func* (an embedding model's ``__call__``) with an ``embeddings`` span."""
-    return _traced_async_call(func, SpanKind.CLIENT, _embedding_request, _embedding_end)
 
 
 def _format_request(
@@ -198,28 +165,14 @@ def _format_end(span: Any, call: tuple[Any, Any], content: bool) -> Any:
     return call[1]
 
 
-def traced_format(func: Callable[..., Any]) -> Callable[..., Any]:
-    """*func* (a formatter's ``format`` or ``format_within``) with a ``format`` span."""
-    return _traced_async_call(func, SpanKind.INTERNAL, _format_request, _format_end)
-
-
-def traced_tool_call(func: Callable[..., Any]) -> Callable[..., Any]:
-    """*func* (``Toolkit.call_tool_function``) with an ``execute_tool`` span that ends with
-    the call's stream of chunks."""
-
-    @functools.wraps(func)
-    def call_tool_function(self: Any, tool_call: Any) -> Any:
-        tracer = _state.tracer
-        if tracer is None or _active.get() is self:
-            return func(self, tool_call)
-        active = _active.set(self)
-        try:
-            stream = func(self, tool_call)
-        finally:
-            _active.reset(active)
-        return traced_tool_stream(self, tool_call, stream)
-
-    return _mark(call_tool_function)
+SPANS: dict[str, Callable[[Any, tuple[Any, ...], dict[str, Any], Run], Awaitable[Any]]] = {
+    "call": agent_span,
+    "chat": _call_span(SpanKind.CLIENT, _chat_request, _chat_end),
+    "embed": _call_span(SpanKind.CLIENT, _embedding_request, _embedding_end),
+    "format": _call_span(SpanKind.INTERNAL, _format_request, _format_end),
+}
+"""Per async route kind: ``span(obj, args, kwargs, run)``, the call *run* starts in its span
+(a chat stream's span ends with the stream, with the last chunk's usage)."""
 
 
 def traced_tool_stream(toolkit: Any, tool_call: Any, stream: Any) -> TracedStream:
@@ -236,51 +189,83 @@ def traced_tool_stream(toolkit: Any, tool_call: Any, stream: Any) -> TracedStrea
     return TracedStream(stream, span, lambda last: _extract.tool_response(last, content))
 
 
-# -- putting them in place ----------------------------------------------------------------------
+# -- the interceptors ---------------------------------------------------------------------------
 
-_ROUTES: tuple[tuple[type, str, Callable[[Callable[..., Any]], Callable[..., Any]]], ...] = (
-    (AgentBase, "__call__", traced_agent_call),
-    (ChatModelBase, "__call__", traced_chat_call),
-    (EmbeddingModelBase, "__call__", traced_embedding_call),
-    (FormatterBase, "format", traced_format),
-    (FormatterBase, "format_within", traced_format),
-    (Toolkit, "call_tool_function", traced_tool_call),
+
+class _AsyncSpans:
+    """Tracing's interceptor of an async route kind."""
+
+    __slots__ = ("kind", "span")
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self.span = SPANS[kind]
+
+    def __repr__(self) -> str:
+        return f"<tracing of {self.kind!r} routes>"
+
+    async def intercept(
+        self, call: _intercept.Call, proceed: Callable[[tuple[Any, ...], dict[str, Any]], Any]
+    ) -> Any:
+        args, kwargs = call.args, call.kwargs
+        return await self.span(call.obj, args, kwargs, lambda: proceed(args, kwargs))
+
+
+class _ToolSpans:
+    """Tracing's interceptor of ``Toolkit.call_tool_function``: the span ends with the call's
+    stream of chunks."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<tracing of 'tool' routes>"
+
+    def intercept(
+        self, call: _intercept.Call, proceed: Callable[[tuple[Any, ...], dict[str, Any]], Any]
+    ) -> Any:
+        stream = proceed(call.args, call.kwargs)
+        if _state.tracer is None:
+            return stream
+        tool_call = call.args[0] if call.args else call.kwargs.get("tool_call")
+        if inspect.iscoroutine(stream):
+            # An override written as AgentScope's: a coroutine returning the stream.
+            return _traced_when_awaited(call.obj, tool_call, stream)
+        return traced_tool_stream(call.obj, tool_call, stream)
+
+
+async def _traced_when_awaited(toolkit: Any, tool_call: Any, pending: Awaitable[Any]) -> Any:
+    stream = await pending
+    if isinstance(stream, TracedStream) or _state.tracer is None:  # traced by @trace_toolkit
+        return stream
+    return traced_tool_stream(toolkit, tool_call, stream)
+
+
+_INTERCEPTORS: tuple[tuple[str, Any], ...] = (
+    *((kind, _AsyncSpans(kind)) for kind in SPANS),
+    ("tool", _ToolSpans()),
 )
-
-# (class, method name) -> the function the class defined before it was wrapped.
-_originals: dict[tuple[type, str], Any] = {}
+_installed = False
 
 
-def _wrap(cls: type, name: str, make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
-    func = cls.__dict__.get(name)
-    if (
-        func is None
-        or not callable(func)
-        or getattr(func, TRACED, False)
-        or getattr(func, "__isabstractmethod__", False)
-    ):
-        return
-    _originals[(cls, name)] = func
-    setattr(cls, name, make(func))
-
-
-def _class_defined(cls: type) -> None:
-    for base, name, make in _ROUTES:
-        if issubclass(cls, base):
-            _wrap(cls, name, make)
+# The packages whose routes are traced (each declares its routes when imported).
+_TRACED_PACKAGES = ("agent", "embedding", "formatter", "model", "tool")
 
 
 def install() -> None:
-    """Wrap every route of every class (and of classes defined from now on)."""
-    for base, name, make in _ROUTES:
-        for cls in _tracing_switch.family(base):
-            _wrap(cls, name, make)
-    _tracing_switch.set_class_hook(_class_defined)
+    """Register tracing's interceptors (once)."""
+    global _installed
+    if not _installed:
+        for name in _TRACED_PACKAGES:
+            importlib.import_module(f"agentscope_rt.{name}")
+        for kind, interceptor in _INTERCEPTORS:
+            _intercept.register(kind, interceptor)
+        _installed = True
 
 
 def uninstall() -> None:
-    """Put every wrapped route back as it was."""
-    _tracing_switch.set_class_hook(None)
-    for (cls, name), func in _originals.items():
-        setattr(cls, name, func)
-    _originals.clear()
+    """Unregister tracing's interceptors (when registered)."""
+    global _installed
+    if _installed:
+        for kind, interceptor in _INTERCEPTORS:
+            _intercept.unregister(kind, interceptor)
+        _installed = False

@@ -139,9 +139,9 @@ def enable_tracing(
 
 
 def disable_tracing() -> None:
-    """Stop making spans (spans already started still end). The traced routes are put back
-    as they were, so calls cost exactly what they cost before tracing was enabled. Processors
-    stay registered for a later :func:`enable_tracing`."""
+    """Stop making spans (spans already started still end). Tracing's interceptors are
+    unregistered from the routes, so a call costs its route's one test again. Processors stay
+    registered for a later :func:`enable_tracing`."""
     from ._instrument import uninstall
 
     with _lock:

@@ -335,7 +335,9 @@ async def test_missing_super_init_is_reported() -> None:
             object.__setattr__(self, "name", "f")
 
     with pytest.raises(AgentError, match="must call super"):
-        await Forgetful().reply(user())
+        await Forgetful()(user())
+    with pytest.raises(AgentError, match="must call super"):
+        Forgetful().register_instance_hook("pre_reply", "h", lambda agent, kwargs: None)
 
 
 def test_agent_base_is_abstract() -> None:

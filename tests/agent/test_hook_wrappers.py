@@ -97,7 +97,10 @@ async def test_missing_super_init_is_named() -> None:
             return None
 
     with pytest.raises(AgentError, match=r"super\(\).__init__"):
-        await NoInit().reply()
+        await NoInit()()
+    agent = NoInit()
+    with pytest.raises(AgentError, match=r"super\(\).__init__"):
+        agent.register_instance_hook("pre_reply", "h", lambda self, kwargs: None)
 
 
 async def test_a_class_hook_reaches_a_call_made_from_the_agents_own_loop() -> None:

@@ -15,8 +15,8 @@ import httpx
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
 
+from agentscope_rt import _intercept
 from agentscope_rt.agent import AgentBase, ReActAgent, UserAgent
-from agentscope_rt.agent._hooks import _class_hooks
 from agentscope_rt.exception import AgentError
 from agentscope_rt.formatter import OpenAIChatFormatter
 from agentscope_rt.message import Msg
@@ -362,14 +362,33 @@ async def test_spans_make_a_tree_with_latencies_also_from_worker_threads() -> No
     assert spans["invoke_agent Ada"]["attributes"]["gen_ai.agent.name"] == "Ada"
 
 
-async def test_hooks_exist_only_while_a_studio_is_open() -> None:
-    before = _class_hooks.live
+def _studio_watches() -> dict[str, int]:
+    counts = {
+        kind: sum("studio" in repr(item) for item in items)
+        for kind, items in _intercept.installed().items()
+    }
+    return {kind: count for kind, count in counts.items() if count}
+
+
+async def test_the_studio_intercepts_only_while_a_studio_is_open() -> None:
+    assert not any(_studio_watches().values())
     async with serve():
         async with serve():
-            assert _class_hooks.live == before + 6
-        assert _class_hooks.live == before + 6
-    assert _class_hooks.live == before
-    assert "agentscope_rt_studio" not in AgentBase._own_class_hooks.get("pre_print", {})
+            assert _studio_watches() == dict.fromkeys(("reply", "print", "reasoning", "acting"), 1)
+        assert sum(_studio_watches().values()) == 4
+    assert not any(_studio_watches().values())
+
+
+async def test_clearing_class_hooks_does_not_blind_the_studio() -> None:
+    ada = talker("Ada", "hello")
+    async with serve() as studio:
+        studio.watch(ada)
+        AgentBase.clear_class_hooks()
+        await ada(Msg("user", "hi", "user"))
+        await settle(studio)
+        printed = studio.bus.state.entities["msg"].values()
+        assert [m["agent_name"] for m in printed] == ["Ada"]
+        assert studio.bus.state.entities["agent"][ada.id]["state"] == "idle"
 
 
 async def test_bad_arguments_are_refused() -> None:

@@ -8,6 +8,7 @@ from typing import Any
 from opentelemetry import trace as otel_trace
 from opentelemetry.trace import StatusCode
 
+from agentscope_rt import _intercept
 from agentscope_rt.embedding import EmbeddingModelBase, EmbeddingResponse, EmbeddingUsage
 from agentscope_rt.formatter import OpenAIChatFormatter
 from agentscope_rt.model import ChatModelBase, ChatResponse, ScriptedChatModel, reply
@@ -106,31 +107,38 @@ async def test_an_embedding_call_makes_an_embeddings_span(spans: Spans) -> None:
     assert span.attributes[SpanAttributes.GEN_AI_OPERATION_NAME] == "embeddings"
 
 
-def test_the_routes_are_wrapped_only_while_tracing_is_on() -> None:
-    before = (
-        ScriptedChatModel.__call__,
-        OpenAIChatFormatter.format,
-        Toolkit.call_tool_function,
-    )
+def test_tracing_registers_its_interceptors_only_while_it_is_on() -> None:
+    routes = (ScriptedChatModel.__call__, OpenAIChatFormatter.format, Toolkit.call_tool_function)
+    kinds = ("call", "chat", "embed", "format", "tool")
+
+    def tracing_interceptors() -> dict[str, int]:
+        return {
+            kind: sum("tracing" in repr(item) for item in items)
+            for kind, items in _intercept.installed().items()
+            if kind in kinds
+        }
+
+    assert not any(tracing_interceptors().values())
     enable_tracing()
+    enable_tracing()  # twice: still one interceptor per kind
     try:
         assert is_tracing_enabled()
-        assert ScriptedChatModel.__call__ is not before[0]
-        assert Toolkit.call_tool_function is not before[2]
+        assert tracing_interceptors() == dict.fromkeys(kinds, 1)
 
         class Later(ScriptedChatModel):
             async def __call__(self, *args: Any, **kwargs: Any) -> Any:
                 return await super().__call__(*args, **kwargs)
 
-        assert getattr(Later.__dict__["__call__"], "__agentscope_rt_traced__", False)
+        assert _intercept.route_of(Later.__dict__["__call__"]) is not None
     finally:
         disable_tracing()
+    assert not any(tracing_interceptors().values())
+    # Nothing on the classes changed either way: the routes were in place all along.
     assert (
         ScriptedChatModel.__call__,
         OpenAIChatFormatter.format,
         Toolkit.call_tool_function,
-    ) == before
-    assert not getattr(Later.__dict__["__call__"], "__agentscope_rt_traced__", False)
+    ) == routes
 
 
 async def test_an_override_calling_super_makes_one_span(spans: Spans) -> None:
