@@ -1,9 +1,9 @@
 """Fixtures and helpers shared by the model tests.
 
-Servers: ``wire`` is a :class:`WireServer` (the OpenAI, Anthropic and DashScope SDKs' protocols),
-``scripted`` a :class:`ScriptedServer` (Gemini's and Ollama's plain HTTP), and ``server`` the one
-a test module talks to: ``wire`` unless the module overrides it. Helpers (retry policy, request
-payloads, model factories, stream collectors) are imported from here by the test modules.
+Servers: ``wire`` is the scripted :class:`WireServer` every provider's protocol is played on,
+``server`` the one a test module talks to (``wire`` unless the module overrides it), and
+``scripted`` a second one, for tests that talk to two. Helpers (retry policy, request payloads,
+model factories, stream collectors) are imported from here by the test modules.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ import pytest
 from agentscope_rt.model import ChatModelBase, ChatResponse, RetryConfig
 
 from ._wire_servers import WireServer
-from ._wire_servers_b import ScriptedServer, running_server
 
 M = TypeVar("M", bound=ChatModelBase)
 
@@ -53,8 +52,8 @@ def wire() -> Iterator[WireServer]:
 
 
 @pytest.fixture
-def scripted() -> Iterator[ScriptedServer]:
-    with running_server() as srv:
+def scripted() -> Iterator[WireServer]:
+    with WireServer() as srv:
         yield srv
 
 

@@ -16,8 +16,7 @@ import pytest
 
 from agentscope_rt.exception import ModelAPIError
 
-from . import _wire_servers as wa
-from . import _wire_servers_b as wb
+from ._wire_servers import Reply
 from .test_model_hardening import KEY, PROVIDERS, Provider, _messages, _serve, _url, wire
 
 __all__ = ["wire"]
@@ -60,7 +59,7 @@ async def test_no_key_in_errors_tracebacks_or_logs(
     wire: Any, name: str, stream: bool, status: int, echo: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     provider = Provider(name, stream)
-    answer = (wb.Answer if provider.http else wa.Reply)(status=status, echo=echo)
+    answer = Reply(status=status, echo=echo)
     server = _serve(provider, wire, answer)
     caplog.set_level(logging.DEBUG)
     model = provider.model(_url(provider, wire), headers=_headers(name))
