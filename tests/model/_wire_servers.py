@@ -134,10 +134,15 @@ class WireServer(LocalHTTPServer):
                 if reply is None:
                     reply = Reply(500, {"error": {"message": "script exhausted"}})
                 time.sleep(reply.delay)
-                if reply.events is None:
-                    self._send_whole(reply, request)
-                else:
-                    self._send_events(reply)
+                try:
+                    if reply.events is None:
+                        self._send_whole(reply, request)
+                    else:
+                        self._send_events(reply)
+                except OSError:
+                    # The client hung up (a timeout, a cancelled call, a closed stream).
+                    server.disconnected.set()
+                    self.close_connection = True
 
             do_GET = do_POST
 
@@ -164,25 +169,21 @@ class WireServer(LocalHTTPServer):
                 for key, value in reply.headers.items():
                     self.send_header(key, value)
                 self.end_headers()
-                try:
-                    for index, event in enumerate(reply.events or []):
-                        if reply.gate_after is not None and index == reply.gate_after:
-                            self._wait_for_gate()
-                        elif index and reply.interval:
-                            time.sleep(reply.interval)
-                        data = event if isinstance(event, bytes) else event.encode()
-                        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
-                        self.wfile.flush()
-                    if reply.reset:
-                        self._reset()
-                        return
-                    self.wfile.write(b"0\r\n\r\n")
+                for index, event in enumerate(reply.events or []):
+                    if reply.gate_after is not None and index == reply.gate_after:
+                        self._wait_for_gate()
+                    elif index and reply.interval:
+                        time.sleep(reply.interval)
+                    data = event if isinstance(event, bytes) else event.encode()
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
                     self.wfile.flush()
-                    with server._lock:
-                        server.finished_streams += 1
-                except OSError:
-                    server.disconnected.set()
-                    self.close_connection = True
+                if reply.reset:
+                    self._reset()
+                    return
+                self.wfile.write(b"0\r\n\r\n")
+                self.wfile.flush()
+                with server._lock:
+                    server.finished_streams += 1
 
             def _wait_for_gate(self) -> None:
                 """Wait for ``gate``; notice (and report) a client that hangs up meanwhile."""

@@ -67,13 +67,14 @@ def server(wire: WireServer) -> WireServer:
 async def sdk_model(
     cls: type[M], name: str, api_key: str, base_url: str, stream: bool, **kwargs: Any
 ) -> AsyncIterator[M]:
-    """An SDK-backed model of class *cls* talking to *base_url*, closed on leaving; it retries
-    as :data:`FAST` unless ``retry_config`` is given."""
+    """An SDK-backed model of class *cls* talking to *base_url* (with any other
+    ``client_kwargs`` given), closed on leaving; it retries as :data:`FAST` unless
+    ``retry_config`` is given."""
     model = cls(  # type: ignore[call-arg]
         name,
         api_key=api_key,
         stream=stream,
-        client_kwargs={"base_url": base_url},
+        client_kwargs={"base_url": base_url, **kwargs.pop("client_kwargs", {})},
         retry_config=kwargs.pop("retry_config", FAST),
         **kwargs,
     )

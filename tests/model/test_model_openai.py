@@ -251,6 +251,18 @@ async def test_connection_refused_is_retried_then_reported() -> None:
     assert info.value.status_code is None and info.value.attempts == 3
 
 
+async def test_an_answer_slower_than_the_read_timeout_is_retried_then_reported(
+    server: WireServer,
+) -> None:
+    server.add(*[Reply(body=openai_completion("late"), delay=2.0) for _ in range(3)])
+    async with openai_model(server, False, client_kwargs={"timeout": 0.3}) as model:
+        with anyio.fail_after(60), pytest.raises(ModelAPIError) as info:
+            await model(MESSAGES)
+    assert info.value.status_code is None and info.value.attempts == 3
+    assert "timed out" in info.value.message
+    assert len(server.requests) == 3
+
+
 def _long_stream() -> Reply:
     return Reply(events=openai_text_stream([f"w{i} " for i in range(400)]), interval=0.005)
 
