@@ -153,24 +153,6 @@ async def test_streamed_malformed_tool_json_becomes_raw_input(server: WireServer
     assert chunks[-1].tool_calls == [ToolUseBlock("tu_1", "get_weather", {}, '{"city": Paris}')]
 
 
-async def test_stream_is_incremental(server: WireServer) -> None:
-    events = anthropic_stream([("text", ["first", " second"])])
-    # message_start, content_block_start, first delta, then wait for the test.
-    server.add(Reply(events=events, gate_after=3))
-    async with anthropic_model(server, True) as model:
-        stream = await model(MESSAGES)
-        try:
-            with anyio.fail_after(5):
-                first = await stream.__anext__()
-            assert first.get_text() == "first"
-            assert server.finished_streams == 0
-            server.gate.set()
-            rest = await collect(stream)
-        finally:
-            await stream.aclose()
-    assert rest[-1].get_text() == "first second"
-
-
 @pytest.mark.parametrize("stream", [False, True])
 async def test_429_then_success_honours_retry_after(server: WireServer, stream: bool) -> None:
     error = {"type": "error", "error": {"type": "rate_limit_error", "message": "Slow down"}}
@@ -221,40 +203,6 @@ async def test_overload_error_event_before_output_is_retried(server: WireServer)
         chunks = await collect(await model(MESSAGES))
     assert chunks[-1].get_text() == "fine"
     assert len(server.requests) == 2
-
-
-def _long_stream() -> Reply:
-    return Reply(
-        events=anthropic_stream([("text", [f"w{i} " for i in range(400)])]), interval=0.005
-    )
-
-
-async def test_consumer_closing_early_closes_the_connection(server: WireServer) -> None:
-    server.add(_long_stream())
-    async with anthropic_model(server, True) as model:
-        stream = await model(MESSAGES)
-        async for chunk in stream:
-            if len(chunk.get_text()) > 10:
-                break
-        await stream.aclose()
-        assert await anyio.to_thread.run_sync(server.disconnected.wait, 5)
-    assert server.finished_streams == 0
-
-
-async def test_cancelled_consumer_closes_the_connection(server: WireServer) -> None:
-    server.add(_long_stream())
-    async with anthropic_model(server, True) as model:
-        stream = await model(MESSAGES)
-        seen = 0
-        with anyio.move_on_after(0.2):
-            try:
-                async for _ in stream:
-                    seen += 1
-            finally:
-                await stream.aclose()
-        assert seen > 0
-        assert await anyio.to_thread.run_sync(server.disconnected.wait, 5)
-    assert server.finished_streams == 0
 
 
 @attrs.define
