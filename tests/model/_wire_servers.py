@@ -233,7 +233,20 @@ def sse(data: Any, event: str | None = None) -> str:
     return f"{prefix}data: {text}\n\n"
 
 
-# -- OpenAI chat.completions ------------------------------------------------------------------
+# -- OpenAI chat.completions and DashScope's native multimodal-generation ----------------------
+
+
+def assistant_message(
+    content: Any, reasoning: str | None = None, tool_calls: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """An assistant message as both APIs answer it: content, ``reasoning_content`` and
+    ``tool_calls`` (OpenAI's format), each only when given."""
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if reasoning is not None:
+        message["reasoning_content"] = reasoning
+    if tool_calls is not None:
+        message["tool_calls"] = tool_calls
+    return message
 
 
 def openai_completion(
@@ -244,14 +257,11 @@ def openai_completion(
     id: str = "chatcmpl-1",
 ) -> dict[str, Any]:
     """A ``chat.completion`` object; *tool_calls* are ``(id, name, arguments_text)``."""
-    message: dict[str, Any] = {"role": "assistant", "content": content}
-    if reasoning is not None:
-        message["reasoning_content"] = reasoning
-    if tool_calls:
-        message["tool_calls"] = [
-            {"id": i, "type": "function", "function": {"name": n, "arguments": a}}
-            for i, n, a in tool_calls
-        ]
+    calls = [
+        {"id": i, "type": "function", "function": {"name": n, "arguments": a}}
+        for i, n, a in tool_calls or ()
+    ]
+    message = assistant_message(content, reasoning, calls or None)
     return {
         "id": id,
         "object": "chat.completion",
@@ -270,6 +280,28 @@ def openai_completion(
             "total_tokens": sum(usage),
         },
     }
+
+
+def dashscope_answer(
+    content: Any,
+    reasoning: str | None = None,
+    tool_calls: list[dict[str, Any]] | None = None,
+    usage: tuple[int, int] = (20, 4),
+    request_id: str = "req-mm-1",
+) -> dict[str, Any]:
+    """A native ``multimodal-generation`` answer (``result_format="message"``)."""
+    message = assistant_message(content, reasoning, tool_calls)
+    return {
+        "output": {"choices": [{"finish_reason": "stop", "message": message}]},
+        "usage": {"input_tokens": usage[0], "output_tokens": usage[1], "image_tokens": 12},
+        "request_id": request_id,
+    }
+
+
+def dashscope_event(index: int, data: dict[str, Any], status: int = 200) -> str:
+    """One native SSE event as DashScope sends it (no space after the colons)."""
+    kind = "error" if status != 200 else "result"
+    return f"id:{index}\nevent:{kind}\n:HTTP_STATUS/{status}\ndata:{json.dumps(data)}\n\n"
 
 
 def openai_chunk(

@@ -9,7 +9,6 @@ import anyio
 import attrs
 import pytest
 
-from agentscope_rt.exception import ModelAPIError
 from agentscope_rt.message import TextBlock, ThinkingBlock, ToolUseBlock
 from agentscope_rt.model import AnthropicChatModel, ChatResponse, RetryConfig
 from agentscope_rt.model._anthropic_model import _without_unsigned_thinking
@@ -171,24 +170,6 @@ async def test_429_then_success_honours_retry_after(server: WireServer, stream: 
     assert final.get_text() == "late"
     assert len(server.requests) == 2
     assert elapsed >= 0.19
-
-
-@pytest.mark.parametrize("stream", [False, True])
-async def test_500_until_failure_raises_clear_error(server: WireServer, stream: bool) -> None:
-    error = {"type": "error", "error": {"type": "api_error", "message": "Internal server error"}}
-    server.add(*[Reply(500, error) for _ in range(3)])
-    async with anthropic_model(server, stream) as model:
-        with pytest.raises(ModelAPIError) as info:
-            result = await model(MESSAGES)
-            if not isinstance(result, ChatResponse):
-                await collect(result)
-    assert (info.value.provider, info.value.status_code, info.value.attempts) == (
-        "anthropic",
-        500,
-        3,
-    )
-    assert info.value.message == "Internal server error"
-    assert SECRET not in str(info.value)
 
 
 async def test_overload_error_event_before_output_is_retried(server: WireServer) -> None:

@@ -178,20 +178,6 @@ async def test_stream_429_then_success(server: WireServer) -> None:
     assert len(server.requests) == 2
 
 
-@pytest.mark.parametrize("stream", [False, True])
-async def test_500_until_failure_raises_model_api_error(server: WireServer, stream: bool) -> None:
-    for _ in range(3):
-        server.add(Reply(500, {"error": "model runner crashed"}))
-    m = model(server, stream=stream)
-    with pytest.raises(ModelAPIError) as info:
-        result = await m(MESSAGES)
-        await collect(result)
-    error = info.value
-    assert (error.provider, error.status_code, error.attempts) == ("ollama", 500, 3)
-    assert "model runner crashed" in str(error)
-    assert len(server.requests) == 3
-
-
 async def test_client_error_is_not_retried(server: WireServer) -> None:
     server.add(Reply(404, {"error": "model 'nope' not found"}))
     with pytest.raises(ModelAPIError, match="not found") as info:

@@ -1,15 +1,17 @@
-"""What every streaming chat model does alike with its stream, written once and run for each
-provider against the scripted server speaking its protocol: chunks arrive as the server sends
-them, and a consumer that stops reading (closing the stream early or cancelled while waiting)
-closes the connection.
+"""What every chat model does alike, written once and run for each provider against the
+scripted server speaking its protocol: a server fault retried until the budget is spent is a
+:class:`ModelAPIError` naming the provider and hiding the key; a stream's chunks arrive as the
+server sends them, and a consumer that stops reading (closing the stream early or cancelled
+while waiting) closes the connection.
 
-Each provider is a row of :data:`PROVIDERS`: its streaming model, the messages it takes, its
-stream of text pieces and how many events of that stream come up to the first piece. Test ids
-name the provider.
+Each provider is a row of :data:`PROVIDERS`: its model, the messages it takes, its error body,
+its stream of text pieces and how many events of that stream come up to the first piece. Test
+ids name the provider.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncGenerator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, aclosing
 from typing import Any
@@ -18,6 +20,7 @@ import anyio
 import attrs
 import pytest
 
+from agentscope_rt.exception import ModelAPIError
 from agentscope_rt.model import (
     AnthropicChatModel,
     ChatModelBase,
@@ -31,6 +34,7 @@ from ._wire_servers import (
     Reply,
     WireServer,
     anthropic_stream,
+    gemini_error,
     gemini_events,
     gemini_response,
     ndjson,
@@ -52,8 +56,12 @@ Model = AbstractAsyncContextManager[ChatModelBase]
 class Provider:
     """One provider's streaming differences.
 
-    :ivar model: the provider's streaming model on the server's URL, used in ``async with``.
+    :ivar label: the provider an error names.
+    :ivar model: the provider's model (streaming or not) on the server's URL, used in
+        ``async with``; it retries as :data:`FAST`.
     :ivar messages: a conversation in the provider's format.
+    :ivar error: the provider's error body with a message.
+    :ivar takes_key: whether the model is given :data:`KEY` (Ollama takes none).
     :ivar events: the events streaming text *pieces*.
     :ivar first_piece_at: how many events are sent up to and including the first piece.
     :ivar content_type: the stream's content type.
@@ -61,12 +69,15 @@ class Provider:
     """
 
     name: str
-    model: Callable[[str], Model]
+    label: str
+    model: Callable[[str, bool], Model]
     messages: list[dict[str, Any]]
+    error: Callable[[str], dict[str, Any]]
     events: Callable[[list[str]], list[str]]
     first_piece_at: int
     content_type: str = "text/event-stream"
     server: type[WireServer] = WireServer
+    takes_key: bool = True
 
     def reply(self, pieces: list[str], **kwargs: Any) -> Reply:
         """A scripted answer streaming *pieces*."""
@@ -80,49 +91,66 @@ def _gemini_events(pieces: list[str]) -> list[str]:
     return gemini_events(*responses)
 
 
+def _openai_error(message: str) -> dict[str, Any]:
+    return {"error": {"message": message, "type": "server_error"}}
+
+
 PROVIDERS = [
     Provider(
         "openai",
-        lambda url: sdk_model(OpenAIChatModel, "gpt-test", KEY, url + "/v1", True),
+        "openai",
+        lambda url, stream: sdk_model(OpenAIChatModel, "gpt-test", KEY, url + "/v1", stream),
         TERSE_CHAT,
+        _openai_error,
         openai_text_stream,
         2,  # the role, then the first piece
     ),
     Provider(
         "openai-response",
-        lambda url: sdk_model(OpenAIResponseModel, "o4-test", KEY, url + "/v1", True),
+        "openai",
+        lambda url, stream: sdk_model(OpenAIResponseModel, "o4-test", KEY, url + "/v1", stream),
         [{"role": "user", "content": [{"type": "input_text", "text": "Weather in Paris?"}]}],
+        _openai_error,
         lambda pieces: response_events([Message(pieces)]),
         5,  # created, in progress, item added, part added, then the first piece
         server=ResponsesServer,
     ),
     Provider(
         "anthropic",
-        lambda url: sdk_model(AnthropicChatModel, "claude-test", KEY, url, True),
+        "anthropic",
+        lambda url, stream: sdk_model(AnthropicChatModel, "claude-test", KEY, url, stream),
         [{"role": "user", "content": [{"type": "text", "text": "Weather in Paris?"}]}],
+        lambda message: {"type": "error", "error": {"type": "api_error", "message": message}},
         lambda pieces: anthropic_stream([("text", pieces)]),
         3,  # the message's start, the block's start, then the first piece
     ),
     Provider(
         "gemini",
-        lambda url: GeminiChatModel(
+        "gemini",
+        lambda url, stream: GeminiChatModel(
             "gemini-2.5-flash",
             api_key=KEY,
-            stream=True,
+            stream=stream,
             client_kwargs={"base_url": url},
             retry_config=FAST,
         ),
         [{"role": "user", "parts": [{"text": "Weather in Paris?"}]}],
+        lambda message: gemini_error(500, message, "INTERNAL"),
         _gemini_events,
         1,
     ),
     Provider(
         "ollama",
-        lambda url: OllamaChatModel("qwen3:0.6b", stream=True, host=url, retry_config=FAST),
+        "ollama",
+        lambda url, stream: OllamaChatModel(
+            "qwen3:0.6b", stream=stream, host=url, retry_config=FAST
+        ),
         TERSE_CHAT,
+        lambda message: {"error": message},
         lambda pieces: ndjson(*[ollama_chunk(p) for p in pieces], ollama_chunk("", done=True)),
         1,
         "application/x-ndjson",
+        takes_key=False,
     ),
 ]
 
@@ -138,6 +166,26 @@ def server(provider: Provider) -> Iterator[WireServer]:
         yield running
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+async def test_500_until_failure_names_the_provider_and_hides_the_key(
+    provider: Provider, server: WireServer, stream: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    # A server quoting the key it was sent, as some do in their error messages.
+    message = f"internal error for key {KEY}" if provider.takes_key else "internal error"
+    server.add(*[Reply(500, provider.error(message)) for _ in range(3)])
+    async with provider.model(server.url, stream) as model:
+        with pytest.raises(ModelAPIError) as info:
+            result = await model(provider.messages)
+            if stream:
+                await collect(result)
+    error = info.value
+    assert (error.provider, error.status_code, error.attempts) == (provider.label, 500, 3)
+    assert "internal error" in error.message and "internal error" in str(error)
+    assert KEY not in str(error) and KEY not in repr(error) and KEY not in caplog.text
+    assert len(server.requests) == 3
+
+
 async def _stream(model: ChatModelBase, provider: Provider) -> AsyncGenerator[Any, None]:
     stream = await model(provider.messages)
     assert isinstance(stream, AsyncGenerator)
@@ -148,7 +196,7 @@ async def test_stream_is_incremental(provider: Provider, server: WireServer) -> 
     # The server sends up to the first piece, then waits for the test: that piece must
     # arrive first.
     server.add(provider.reply(["first", " second"], gate_after=provider.first_piece_at))
-    async with provider.model(server.url) as model:
+    async with provider.model(server.url, True) as model:
         stream = await _stream(model, provider)
         async with aclosing(stream):
             with anyio.fail_after(5):
@@ -164,7 +212,7 @@ async def test_consumer_closing_early_closes_the_connection(
     provider: Provider, server: WireServer
 ) -> None:
     server.add(provider.reply([f"w{i} " for i in range(400)], interval=0.005))
-    async with provider.model(server.url) as model:
+    async with provider.model(server.url, True) as model:
         stream = await _stream(model, provider)
         async for chunk in stream:
             if len(chunk.get_text()) > 10:
@@ -180,7 +228,7 @@ async def test_cancelled_consumer_closes_the_connection(
     # The server holds the rest back: the consumer is cancelled while it waits for it.
     server.add(provider.reply(["first", "!"], gate_after=provider.first_piece_at))
     seen = []
-    async with provider.model(server.url) as model:
+    async with provider.model(server.url, True) as model:
         stream = await _stream(model, provider)
         with anyio.CancelScope() as waiting:
             async with aclosing(stream):
