@@ -11,7 +11,6 @@ in memory has exactly one result, and the agent's state saves as strict JSON.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -21,24 +20,11 @@ from hypothesis import strategies as st
 from agentscope_rt.exception import AgentScopeRTError
 from agentscope_rt.message import Msg
 
-from ..model._providers import (
-    PROVIDERS,
-    Provider,
-    serve,
-    strict_dump,
-    wa,
-    wb,
-    weather_agent,
-)
+from . import _wire_servers as wa
+from . import _wire_servers_b as wb
+from ._providers import PROVIDERS, Provider, serve, strict_dump, weather_agent, wire
 
-
-@pytest.fixture
-def wire() -> Iterator[tuple[wa.WireServer, wb.ScriptedServer]]:
-    """Both servers, as tests/model/_providers.py's fixture gives them: the SDK protocols' one and
-    the plain HTTP one (that fixture is built from tests/model/conftest.py's fixtures,
-    which this folder does not see)."""
-    with wa.WireServer() as sdk_server, wb.running_server() as http_server:
-        yield sdk_server, http_server
+__all__ = ["wire"]
 
 
 TEXT_PROVIDERS = {"openai", "dashscope", "dashscope-native"}
