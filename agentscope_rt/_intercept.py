@@ -162,6 +162,11 @@ class _Kind:
             f"agentscope_rt_intercepting_{name}", default=None
         )
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # A class sent by value to another process (Ray, cloudpickle) takes its wrappers with
+        # it: there they test that process's kind of the same name.
+        return (_kind, (self.name,))
+
 
 class _Route:
     __slots__ = ("base", "kind", "method", "precondition")
@@ -173,6 +178,17 @@ class _Route:
         self.method = method
         self.kind = kind
         self.precondition = precondition
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_declared_route, (self.base, self.method))
+
+
+def _declared_route(base: type, method: str) -> _Route:
+    """The route declared as ``base.<method>`` in this process."""
+    for route in _routes:
+        if route.base is base and route.method == method:
+            return route
+    raise LookupError(f"no route {base.__qualname__}.{method} is declared in this process")
 
 
 class _Site:

@@ -205,7 +205,9 @@ def agent_request(agent: Any, args: tuple[Any, ...], kwargs: dict[str, Any], con
     attributes = {
         _A.GEN_AI_OPERATION_NAME: OperationName.INVOKE_AGENT,
         _A.GEN_AI_PROVIDER_NAME: chat_provider(model) if model is not None else "agentscope",
-        _A.GEN_AI_AGENT_ID: agent.id,
+        # An agent whose __init__ skipped super().__init__() has no id: the call itself says so
+        # (AgentError) once the span is open.
+        _A.GEN_AI_AGENT_ID: getattr(agent, "id", ""),
         _A.GEN_AI_AGENT_NAME: getattr(agent, "name", cls.__name__),
         _A.GEN_AI_AGENT_DESCRIPTION: _per_class(cls, "description"),
         _A.GEN_AI_CONVERSATION_ID: config.run_id,

@@ -16,8 +16,8 @@ import pytest
 
 from agentscope_rt.exception import ModelAPIError
 
+from ._providers import KEY, PROVIDERS, Provider, hello_messages, provider_url, serve, wire
 from ._wire_servers import Reply
-from .test_model_hardening import KEY, PROVIDERS, Provider, _messages, _serve, _url, wire
 
 __all__ = ["wire"]
 
@@ -60,12 +60,12 @@ async def test_no_key_in_errors_tracebacks_or_logs(
 ) -> None:
     provider = Provider(name, stream)
     answer = Reply(status=status, echo=echo)
-    server = _serve(provider, wire, answer)
+    server = serve(provider, wire, answer)
     caplog.set_level(logging.DEBUG)
-    model = provider.model(_url(provider, wire), headers=_headers(name))
+    model = provider.model(provider_url(provider, wire), headers=_headers(name))
     async with model:  # type: ignore[attr-defined]
         with pytest.raises(ModelAPIError) as info:
-            result = await model(_messages(provider))
+            result = await model(hello_messages(provider))
             if stream:
                 [chunk async for chunk in result]  # type: ignore[union-attr]
     err = info.value

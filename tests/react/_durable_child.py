@@ -1,5 +1,5 @@
 """A five-step task run by a durable ReAct agent; run by test_react_durable.py and
-tests/adversarial/test_durable_replies.py.
+test_react_durable_kill_points.py.
 
 Usage: ``python _durable_child.py DB BACKEND LOG [MEMORY [KILL_AT [parallel]]]``. The agent
 checkpoints to the SQLite session in DB; each call of the ``step`` tool appends its step number

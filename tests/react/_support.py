@@ -166,3 +166,49 @@ class FixedKnowledge(KnowledgeBase):
 
     async def add_documents(self, documents: list[Document], **kwargs: Any) -> None:
         self.docs.extend((d.metadata.content["text"], d.score or 0.0) for d in documents)
+
+
+def add(a: int, b: int) -> ToolResponse:
+    """Add two integers.
+
+    Args:
+        a: the first number.
+        b: the second number.
+    """
+    return ToolResponse(content=[TextBlock(text=str(a + b))])
+
+
+def toolkit_of(*funcs: Any) -> Toolkit:
+    """A toolkit with each of *funcs* registered."""
+    toolkit = Toolkit()
+    for func in funcs:
+        toolkit.register_tool_function(func)
+    return toolkit
+
+
+def openai_request_problems(messages: Sequence[dict[str, Any]]) -> list[str]:
+    """What OpenAI's chat completions API rejects in *messages* about tool calls: an assistant
+    message with ``tool_calls`` must be followed by one ``tool`` message per call id (and a
+    ``tool`` message must answer a call of the assistant message before it)."""
+    problems: list[str] = []
+    open_calls: list[str] = []
+    for index, message in enumerate(messages):
+        role = message.get("role")
+        if role == "tool":
+            call_id = message.get("tool_call_id")
+            if call_id not in open_calls:
+                problems.append(f"messages[{index}]: tool message for unknown call {call_id!r}")
+            else:
+                open_calls.remove(call_id)
+            continue
+        if open_calls:
+            problems.append(f"messages[{index}]: calls {open_calls} have no tool message")
+            open_calls = []
+        if role == "assistant":
+            for tool_call in message.get("tool_calls") or []:
+                open_calls.append(tool_call["id"])
+                arguments = tool_call["function"]["arguments"]
+                assert isinstance(arguments, str)
+    if open_calls:
+        problems.append(f"end: calls {open_calls} have no tool message")
+    return problems

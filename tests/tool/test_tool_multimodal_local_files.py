@@ -25,7 +25,7 @@ from agentscope_rt.tool import (
     openai_image_to_text,
 )
 
-from ..tool._media_servers import MediaServer, Reply
+from ._media_servers import MediaServer, Reply
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 24
 

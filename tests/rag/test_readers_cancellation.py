@@ -12,7 +12,7 @@ import pytest
 
 from agentscope_rt.rag import PDFReader
 
-from ._hostile_files import many_page_pdf
+from ._large_documents import many_page_pdf
 
 PAGES = 20_000
 

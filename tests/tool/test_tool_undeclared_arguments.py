@@ -26,8 +26,9 @@ from agentscope_rt.model import FunctionChatModel
 from agentscope_rt.plan import PlanNotebook
 from agentscope_rt.rag import QdrantStore, SimpleKnowledge
 from agentscope_rt.tool import Toolkit, ToolResponse, execute_python_code, execute_shell_command
-from tests.memory.test_long_term_memory_mem0 import Extractor, _config
-from tests.rag.test_knowledge import DIMS, CountingEmbedding, doc
+
+from ..memory.test_long_term_memory_mem0 import Extractor, _config
+from ..rag.test_knowledge import DIMS, CountingEmbedding, doc
 
 INVALID = "InvalidArgumentsError: "
 

@@ -17,7 +17,8 @@ from agentscope_rt.exception import StateError
 from agentscope_rt.message import TextBlock, ToolUseBlock
 from agentscope_rt.plan import PlanNotebook
 from agentscope_rt.tool import Toolkit
-from tests.plan._support import subtask_dict
+
+from ._support import subtask_dict
 
 
 def _plan_state(*states: str, plan_state: str = "in_progress") -> dict[str, Any]:

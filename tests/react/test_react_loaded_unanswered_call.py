@@ -19,7 +19,7 @@ from agentscope_rt.model import ScriptedChatModel
 from agentscope_rt.session import JSONSession
 from agentscope_rt.tool import INTERRUPTED_TEXT, Toolkit, ToolResponse
 
-from ..react._support import call, history, make_agent, response, text, tool_pair_problems
+from ._support import call, history, make_agent, response, text, tool_pair_problems
 
 
 def _memory(kind: str, path: Path) -> MemoryBase:

@@ -17,9 +17,8 @@ import pytest
 from agentscope_rt.agent import ReActAgent
 from agentscope_rt.message import Msg
 
-from ..model.test_model_hardening import NO_RETRY, Provider
+from ._providers import NO_RETRY, PROVIDERS, Provider
 
-PROVIDERS = ["openai", "dashscope", "dashscope-native", "anthropic", "gemini", "ollama"]
 BOUND_S = 20  # only turns a hang into a failure
 
 

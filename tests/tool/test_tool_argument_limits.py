@@ -1,10 +1,9 @@
-"""Tool errors name their real cause, and numbers that are not JSON (NaN, Infinity) or
-timeouts a subprocess cannot use are refused before anything runs."""
+"""Tool arguments a tool cannot use are refused before anything runs: numbers that are not JSON
+(NaN, Infinity) and timeouts a subprocess cannot use."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import AsyncGenerator
 from typing import Any
 
 import jsonschema
@@ -88,54 +87,6 @@ async def test_usable_timeouts_still_run_the_command(good_timeout: float) -> Non
     assert chunks[-1].get_text().startswith("<returncode>0</returncode><stdout>ran\n")
 
 
-# -- exception groups ---------------------------------------------------------------------------
-
-
-def _sync_group() -> ToolResponse:
-    """Fail inside a task group."""
-    raise ExceptionGroup("unhandled errors in a TaskGroup", [ValueError("the real cause")])
-
-
-async def _async_group() -> ToolResponse:
-    """Fail inside nested task groups."""
-    raise BaseExceptionGroup(
-        "outer", [ExceptionGroup("unhandled errors in a TaskGroup", [KeyError("missing")])]
-    )
-
-
-async def _streaming_group() -> AsyncGenerator[ToolResponse, None]:
-    """Yield once, then fail inside a task group."""
-    yield ToolResponse(content=[TextBlock(text="partial")])
-    raise ExceptionGroup("Exceptions from Trio nursery", [OSError("disk full")])
-
-
-def _two_failures() -> ToolResponse:
-    """Fail twice at once."""
-    raise ExceptionGroup("two", [ValueError("first"), TypeError("second")])
-
-
-@pytest.mark.parametrize(
-    ("func", "expected"),
-    [
-        (_sync_group, "Error: ValueError: the real cause"),
-        (_async_group, "Error: KeyError: 'missing'"),
-        (_streaming_group, "Error: OSError: disk full"),
-        (
-            _two_failures,
-            "Error: ExceptionGroup: two (2 sub-exceptions): ValueError: first; TypeError: second",
-        ),
-    ],
-)
-async def test_a_tool_failure_inside_a_task_group_names_the_real_cause(
-    func: Any, expected: str
-) -> None:
-    toolkit = Toolkit()
-    toolkit.register_tool_function(func)
-    chunks = await _call(toolkit, func.__name__)
-    assert chunks[-1].is_last
-    assert chunks[-1].get_text().endswith(expected), chunks[-1].get_text()
-
-
 # -- numbers that are not JSON --------------------------------------------------------------
 
 
@@ -182,7 +133,7 @@ def test_the_arguments_validator_checks_the_schema() -> None:
 
 
 async def test_a_float_parameter_refuses_nan_and_infinity_from_the_model() -> None:
-    from agentscope_rt.message import TextBlock, ToolUseBlock
+    from agentscope_rt.message import ToolUseBlock
     from agentscope_rt.tool import Toolkit, ToolResponse
 
     def scale(x: float) -> ToolResponse:

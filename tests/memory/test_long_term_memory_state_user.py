@@ -15,8 +15,9 @@ from agentscope_rt.message import Msg
 from agentscope_rt.model import ScriptedChatModel
 from agentscope_rt.rag import QdrantStore
 from agentscope_rt.session import JSONSession
-from tests.rag.test_knowledge import DIMS, CountingEmbedding
-from tests.react._support import make_agent
+
+from ..rag.test_knowledge import DIMS, CountingEmbedding
+from ..react._support import make_agent
 
 
 async def test_loading_another_users_state_is_refused_and_changes_nothing() -> None:

@@ -37,7 +37,7 @@ from agentscope_rt.model import ChatResponse, FunctionChatModel
 from agentscope_rt.model._common import parse_tool_input, parse_tool_value, scrub_surrogates
 from agentscope_rt.tool import Toolkit, ToolResponse
 
-from ..react._support import tool_pair_problems
+from ._support import tool_pair_problems
 
 
 async def echo(text: str) -> ToolResponse:

@@ -16,8 +16,8 @@ from agentscope_rt.exception import ReaderError
 from agentscope_rt.rag import ExcelReader, PowerPointReader, WordReader
 from agentscope_rt.rag._reader._utils import DEFAULT_MAX_ZIP_RATIO
 
-from ..rag._files import write_docx, write_pptx, write_xlsx
-from ._hostile_files import inflate_member
+from ._files import write_docx, write_pptx, write_xlsx
+from ._large_documents import inflate_member
 
 # Blank space in XML comments: 24 MiB that deflate to about 24 KiB (in comments of 64 KiB: the
 # XML parser refuses a single node of more than 10 MB).

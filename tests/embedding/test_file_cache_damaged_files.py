@@ -22,7 +22,7 @@ from agentscope_rt.embedding import (
 from agentscope_rt.embedding._npy import dumps_npy
 from agentscope_rt.model import RetryConfig
 
-from ..embedding._servers import KEY, EmbeddingServer, vector
+from ._servers import KEY, EmbeddingServer, vector
 
 IDENT = {"input": ["a", "b"], "model": "m", "dimensions": 2}
 

@@ -24,7 +24,8 @@ from agentscope_rt.model import ChatResponse, ScriptedChatModel
 from agentscope_rt.model._common import parse_tool_input, parse_tool_value
 from agentscope_rt.session import JSONSession
 from agentscope_rt.tool import Toolkit, ToolResponse
-from tests.react._support import make_agent
+
+from ..react._support import make_agent
 
 
 def nested(depth: int) -> dict[str, Any]:

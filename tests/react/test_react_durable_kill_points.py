@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from ..react import _durable_child
+from . import _durable_child
 
 CHILD = _durable_child.__file__
 TASK = _durable_child.TASK

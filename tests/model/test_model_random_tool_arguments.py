@@ -11,7 +11,6 @@ in memory has exactly one result, and the agent's state saves as strict JSON.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -21,24 +20,11 @@ from hypothesis import strategies as st
 from agentscope_rt.exception import AgentScopeRTError
 from agentscope_rt.message import Msg
 
-from ..model.test_model_hardening import (
-    PROVIDERS,
-    Provider,
-    _agent,
-    _serve,
-    _strict_dump,
-    wa,
-    wb,
-)
+from . import _wire_servers as wa
+from . import _wire_servers_b as wb
+from ._providers import PROVIDERS, Provider, serve, strict_dump, weather_agent, wire
 
-
-@pytest.fixture
-def wire() -> Iterator[tuple[wa.WireServer, wb.ScriptedServer]]:
-    """Both servers, as the hardening tests' fixture gives them: the SDK protocols' one and
-    the plain HTTP one (those tests build theirs from tests/model/conftest.py's fixtures,
-    which this folder does not see)."""
-    with wa.WireServer() as sdk_server, wb.running_server() as http_server:
-        yield sdk_server, http_server
+__all__ = ["wire"]
 
 
 TEXT_PROVIDERS = {"openai", "dashscope", "dashscope-native"}
@@ -91,8 +77,8 @@ async def _run(provider: Provider, wire: Any, call: tuple[str, Any] | None) -> N
         first = _answer_with_value(provider, _deep(call[1]))
     else:
         first = _answer_with_value(provider, call[1])
-    _serve(provider, wire, first, provider.answer("done"))
-    agent = _agent(provider, wire)
+    serve(provider, wire, first, provider.answer("done"))
+    agent = weather_agent(provider, wire)
     try:
         reply = await agent(Msg("user", "Weather?", "user"))
         assert isinstance(reply, Msg)
@@ -102,7 +88,7 @@ async def _run(provider: Provider, wire: Any, call: tuple[str, Any] | None) -> N
     uses = [b.id for m in memory for b in m.get_content_blocks("tool_use")]
     results = [b.id for m in memory for b in m.get_content_blocks("tool_result")]
     assert sorted(uses) == sorted(results) and len(set(uses)) == len(uses)
-    _strict_dump(agent.state_dict())
+    strict_dump(agent.state_dict())
     await agent.model.aclose()
 
 

@@ -1,6 +1,6 @@
 """A misbehaving MCP server over stdio, speaking raw JSON-RPC (one JSON object per line).
 
-Run as ``python bad_mcp_server.py [STARTUP]``. It answers the handshake and ``tools/list``
+Run as ``python misbehaving_server.py [STARTUP]``. It answers the handshake and ``tools/list``
 properly (unless *STARTUP* says otherwise) and misbehaves on ``tools/call`` according to the
 tool called:
 

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from ..mcp.conftest import HttpServer
-from ..mcp.helpers import SERVER_SCRIPT
+from .conftest import HttpServer
+from .helpers import SERVER_SCRIPT
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # Far above what a run takes (starting the server imports the whole SDK: a few seconds).

@@ -1,4 +1,4 @@
-"""A misbehaving stdio MCP server (``servers/bad_mcp_server.py``, raw JSON-RPC) against the
+"""A misbehaving stdio MCP server (``servers/misbehaving_server.py``, raw JSON-RPC) against the
 stdio client, alone and through a Toolkit and a ReActAgent.
 
 Whatever the server does (a truncated line, a result of the wrong shape, a JSON-RPC error, a
@@ -30,8 +30,8 @@ from agentscope_rt.tool import Toolkit
 
 from ..react._support import tool_pair_problems
 
-SERVER = Path(__file__).parent / "servers" / "bad_mcp_server.py"
-HUGE_CHARS = 4 * 1024 * 1024  # servers/bad_mcp_server.py HUGE_CHARS
+SERVER = Path(__file__).parent / "servers" / "misbehaving_server.py"
+HUGE_CHARS = 4 * 1024 * 1024  # servers/misbehaving_server.py HUGE_CHARS
 CALL_TIMEOUT = 0.5
 # Far above every bound under test (the SDK's shutdown of a stubborn server takes about 4 s).
 HANG_GUARD = 60.0

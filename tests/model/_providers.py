@@ -1,0 +1,262 @@
+"""Every chat provider served by a scripted server on 127.0.0.1, on its real wire protocol.
+
+:class:`Provider` builds a provider's model, formatter and scripted answers; the ``wire`` fixture
+gives both servers (the SDK protocols' one and the plain HTTP one), and :func:`serve`,
+:func:`provider_url` and :func:`weather_agent` put a provider's answers on the right server
+and build a ReAct agent (one weather tool) talking to it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import attrs
+import httpx
+import pytest
+
+from agentscope_rt.agent import ReActAgent
+from agentscope_rt.formatter import (
+    AnthropicChatFormatter,
+    DashScopeChatFormatter,
+    GeminiChatFormatter,
+    OllamaChatFormatter,
+    OpenAIChatFormatter,
+)
+from agentscope_rt.model import (
+    AnthropicChatModel,
+    ChatModelBase,
+    DashScopeChatModel,
+    GeminiChatModel,
+    OllamaChatModel,
+    OpenAIChatModel,
+    RetryConfig,
+)
+from agentscope_rt.tool import Toolkit, ToolResponse
+
+from . import _wire_servers as wa
+from . import _wire_servers_b as wb
+
+KEY = "sk-wire-test-0123456789abcdef"
+NO_RETRY = RetryConfig(max_retries=0)
+ONE_RETRY = RetryConfig(max_retries=1, initial_delay=0.0, jitter=0.0)
+# The scripted Ollama/Gemini server closes the connection after a stream, and a client could
+# pick that pooled connection before it sees the close: their clients here keep none alive.
+FRESH_CONNECTIONS = httpx.Limits(max_keepalive_connections=0)
+
+# Argument texts a model may stream that Python's json module accepts but strict JSON does not.
+BAD_ARGUMENTS = {
+    "nan": '{"city": NaN}',
+    "infinity": '{"city": "Oslo", "days": -Infinity}',
+    "surrogate": '{"city": "\\ud800"}',
+    "surrogate-key": '{"\\udfff": "Oslo"}',
+}
+BAD_VALUES = {
+    "nan": {"city": float("nan")},
+    "infinity": {"city": "Oslo", "days": float("-inf")},
+    "surrogate": {"city": "\ud800"},
+    "surrogate-key": {"\udfff": "Oslo"},
+}
+
+
+# -- the providers, each with its server, model, formatter and answers ------------------------
+
+
+@attrs.define
+class Provider:
+    """How one provider is served: builds the model and its scripted answers."""
+
+    name: str
+    stream: bool
+
+    @property
+    def http(self) -> bool:
+        """Whether the server is :mod:`._wire_servers_b` (Ollama, Gemini)."""
+        return self.name in ("ollama", "gemini")
+
+    def model(
+        self,
+        url: str,
+        retry: RetryConfig = NO_RETRY,
+        headers: dict[str, str] | None = None,
+        timeout: float | None = None,
+    ) -> ChatModelBase:
+        """The provider's model on *url*; *headers* are sent with every request (not by
+        DashScope's native endpoint, whose client sends only the key); *timeout* is the SDK
+        client's (the SDK providers only)."""
+        stream = self.stream
+        sdk: dict[str, Any] = {"default_headers": headers} if headers else {}
+        if timeout is not None:
+            sdk["timeout"] = timeout
+        http: dict[str, Any] = {"limits": FRESH_CONNECTIONS}
+        if headers:
+            http["headers"] = headers
+        if self.name == "openai":
+            return OpenAIChatModel(
+                "gpt-test", KEY, stream, client_kwargs={"base_url": url, **sdk}, retry_config=retry
+            )
+        if self.name == "dashscope":
+            return DashScopeChatModel(
+                "qwen-test", KEY, stream, base_http_api_url=url, retry_config=retry,
+                client_kwargs=sdk,
+            )  # fmt: skip
+        if self.name == "dashscope-native":
+            return DashScopeChatModel(
+                "qwen-vl-test",
+                KEY,
+                stream,
+                base_http_api_url=url + "/api/v1",
+                retry_config=retry,
+            )
+        if self.name == "anthropic":
+            return AnthropicChatModel(
+                "claude-test", KEY, stream=stream, client_kwargs={"base_url": url, **sdk},
+                retry_config=retry,
+            )  # fmt: skip
+        if self.name == "gemini":
+            return GeminiChatModel(
+                "gemini-test", KEY, stream, client_kwargs={"base_url": url, **http},
+                retry_config=retry,
+            )  # fmt: skip
+        return OllamaChatModel(
+            "qwen3:0.6b", stream, host=url, retry_config=retry, client_kwargs=http
+        )
+
+    def formatter(self) -> Any:
+        return {
+            "openai": OpenAIChatFormatter,
+            "dashscope": DashScopeChatFormatter,
+            "dashscope-native": DashScopeChatFormatter,
+            "anthropic": AnthropicChatFormatter,
+            "gemini": GeminiChatFormatter,
+            "ollama": OllamaChatFormatter,
+        }[self.name]()
+
+    def answer(self, text: str | None = None, call: tuple[str, str] | None = None) -> Any:
+        """A complete answer: *text*, or a tool *call* ``(name, argument text)``."""
+        name = self.name
+        args_text = call[1] if call else ""
+        args_value = _decoded(args_text) if call else None
+        if name in ("openai", "dashscope"):
+            if not self.stream:
+                calls = [("call_1", call[0], args_text)] if call else None
+                return wa.Reply(body=wa.openai_completion(text, calls))
+            if call is None:
+                return wa.Reply(events=wa.openai_text_stream([text or ""]))
+            return wa.Reply(
+                events=[
+                    wa.openai_tool_delta(0, args_text[:5], id="call_1", name=call[0]),
+                    wa.openai_tool_delta(0, args_text[5:]),
+                    wa.openai_chunk({}, finish_reason="tool_calls"),
+                    wa.openai_chunk(None, usage=(5, 2)),
+                    wa.sse("[DONE]"),
+                ]
+            )
+        if name == "dashscope-native":
+            message: dict[str, Any] = {"role": "assistant", "content": [{"text": text or ""}]}
+            if call:
+                tool = {"id": "call_1", "type": "function", "function": {"name": call[0]}}
+                message["tool_calls"] = [{**tool, "index": 0}]
+                tool["function"]["arguments"] = args_text
+            answer = {
+                "output": {"choices": [{"finish_reason": "stop", "message": message}]},
+                "usage": {"input_tokens": 5, "output_tokens": 2},
+                "request_id": "req-1",
+            }
+            if not self.stream:
+                return wa.Reply(body=answer)
+            event = "id:1\nevent:result\n:HTTP_STATUS/200\ndata:" + json.dumps(answer) + "\n\n"
+            return wa.Reply(events=[event])
+        if name == "anthropic":
+            if not self.stream:
+                block = (
+                    {"type": "tool_use", "id": "toolu_1", "name": call[0], "input": args_value}
+                    if call
+                    else {"type": "text", "text": text}
+                )
+                return wa.Reply(body=wa.anthropic_message([block]))
+            if call is None:
+                return wa.Reply(events=wa.anthropic_stream([("text", [text or ""])]))
+            spec = ("tool_use", [args_text[:5], args_text[5:]], {"id": "toolu_1", "name": call[0]})
+            return wa.Reply(events=wa.anthropic_stream([spec]))
+        if name == "gemini":
+            part = (
+                {"functionCall": {"name": call[0], "args": args_value}} if call else {"text": text}
+            )
+            body = wb.gemini_response(part, prompt_tokens=5, output_tokens=2)
+            if not self.stream:
+                return wb.Answer(body=body)
+            return wb.Answer(events=wb.sse(body), content_type="text/event-stream")
+        tool_calls = [{"function": {"name": call[0], "arguments": args_value}}] if call else None
+        chunk = wb.ollama_chunk(text or "", tool_calls=tool_calls, done=True, eval_count=2)
+        if not self.stream:
+            return wb.Answer(body=chunk)
+        return wb.Answer(events=wb.ndjson(chunk), content_type="application/x-ndjson")
+
+
+def _decoded(args_text: str) -> Any:
+    """What a provider whose body carries decoded arguments sends for *args_text*."""
+    for key, text in BAD_ARGUMENTS.items():
+        if text == args_text:
+            return BAD_VALUES[key]
+    return json.loads(args_text)
+
+
+PROVIDERS = ["openai", "dashscope", "dashscope-native", "anthropic", "gemini", "ollama"]
+
+
+@pytest.fixture
+def wire(
+    wire: wa.WireServer, scripted: wb.ScriptedServer
+) -> tuple[wa.WireServer, wb.ScriptedServer]:
+    """Both servers: the SDK protocols' one and the plain HTTP one."""
+    return wire, scripted
+
+
+def serve(provider: Provider, wire: Any, *answers: Any) -> Any:
+    server = wire[1] if provider.http else wire[0]
+    server.add(*answers)
+    return server
+
+
+def provider_url(provider: Provider, wire: Any) -> str:
+    if provider.http:
+        return str(wire[1].url)
+    return str(wire[0].url) + ("" if provider.name in ("anthropic", "dashscope-native") else "/v1")
+
+
+def weather_agent(provider: Provider, wire: Any, retry: RetryConfig = NO_RETRY) -> ReActAgent:
+    toolkit = Toolkit()
+
+    def get_weather(city: str) -> ToolResponse:
+        """Get the weather of a city.
+
+        Args:
+            city: the city.
+        """
+        return ToolResponse(content=f"Sunny in {city}")
+
+    toolkit.register_tool_function(get_weather)
+    agent = ReActAgent(
+        name="Friday",
+        sys_prompt="You are terse.",
+        model=provider.model(provider_url(provider, wire), retry),
+        formatter=provider.formatter(),
+        toolkit=toolkit,
+        max_iters=3,
+    )
+    agent.set_console_output_enabled(False)
+    return agent
+
+
+def strict_dump(state: Any) -> str:
+    """*state* as strict JSON, encodable as UTF-8 (what a session writes)."""
+    text = json.dumps(state, allow_nan=False, ensure_ascii=False)
+    text.encode("utf-8")
+    return text
+
+
+def hello_messages(provider: Provider) -> list[dict[str, Any]]:
+    if provider.name == "gemini":
+        return [{"role": "user", "parts": [{"text": "Hi"}]}]
+    return [{"role": "user", "content": "Hi"}]
