@@ -7,8 +7,9 @@ a test declares what the server answers: a JSON body (or one built from the requ
 they are, a stream of events (chunked transfer encoding, one write per event: SSE for OpenAI,
 Anthropic, DashScope and Gemini, NDJSON lines for Ollama), an error status with headers such as
 ``Retry-After``, a delay before the answer or between events, a pause until the test opens
-``gate``, a reset connection. Every request is recorded (path, query, headers, body, peer), and
-the server notices when a client hangs up on a stream (``disconnected``), even while paused.
+``gate``, a reset connection. Every request is recorded (path, query, headers, body, peer;
+``requested`` is set at the first), and the server notices when a client hangs up
+(``disconnected``), even while a stream is paused.
 
 Builders make the real payloads: OpenAI ``chat.completions`` objects and chunks, Anthropic
 ``messages`` objects and stream events, Ollama ``/api/chat`` chunks, Gemini
@@ -42,7 +43,8 @@ class Reply:
     :ivar events: event texts (``"data: ...\\n\\n"``, NDJSON lines) sent one per write.
     :ivar headers: extra response headers.
     :ivar content_type: the body's type; a stream left at the default is ``text/event-stream``.
-    :ivar delay: seconds to wait before answering.
+    :ivar delay: seconds to wait before answering (a provider that never answers: a delay
+        longer than the test, which ends when the server stops).
     :ivar interval: seconds between two events.
     :ivar gate_after: after this many events, wait until the test sets ``server.gate`` (a
         client that hangs up meanwhile sets ``server.disconnected``).
@@ -117,8 +119,10 @@ class WireServer(LocalHTTPServer):
         self.script: deque[Reply] = deque()
         self.requests: list[Recorded] = []
         self.disconnected = threading.Event()
+        self.requested = threading.Event()
         self.gate = threading.Event()
         self.finished_streams = 0
+        self._closing = threading.Event()
         self._lock = threading.Lock()
         server = self
 
@@ -131,9 +135,11 @@ class WireServer(LocalHTTPServer):
                 with server._lock:
                     server.requests.append(request)
                     reply = server.script.popleft() if server.script else None
+                server.requested.set()
                 if reply is None:
                     reply = Reply(500, {"error": {"message": "script exhausted"}})
-                time.sleep(reply.delay)
+                # A delay ends early when the server stops: no thread outlives the test.
+                server._closing.wait(reply.delay)
                 try:
                     if reply.events is None:
                         self._send_whole(reply, request)
@@ -209,11 +215,13 @@ class WireServer(LocalHTTPServer):
 
         super().__init__(Handler)
 
-    def add(self, *replies: Reply) -> None:
-        """Append replies to the script."""
+    def add(self, *replies: Reply) -> WireServer:
+        """Append replies to the script; the server, for chaining."""
         self.script.extend(replies)
+        return self
 
     def __exit__(self, *exc: object) -> None:
+        self._closing.set()
         self.gate.set()
         super().__exit__(*exc)
 

@@ -1,9 +1,9 @@
 """Fixtures and helpers shared by the model tests.
 
 Servers: ``wire`` is the scripted :class:`WireServer` every provider's protocol is played on,
-``server`` the one a test module talks to (``wire`` unless the module overrides it), and
-``scripted`` a second one, for tests that talk to two. Helpers (retry policy, request payloads,
-model factories, stream collectors) are imported from here by the test modules.
+``server`` the one a test module talks to (``wire`` unless the module overrides it). Helpers
+(retry policy, request payloads, model factories, stream collectors) are imported from here by
+the test modules.
 """
 
 from __future__ import annotations
@@ -47,12 +47,6 @@ TERSE_CHAT = [
 
 @pytest.fixture
 def wire() -> Iterator[WireServer]:
-    with WireServer() as srv:
-        yield srv
-
-
-@pytest.fixture
-def scripted() -> Iterator[WireServer]:
     with WireServer() as srv:
         yield srv
 

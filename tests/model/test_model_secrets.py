@@ -16,10 +16,8 @@ import pytest
 
 from agentscope_rt.exception import ModelAPIError
 
-from ._providers import KEY, PROVIDERS, Provider, hello_messages, provider_url, serve, wire
+from ._providers import KEY, PROVIDERS, Provider, hello_messages, provider_url
 from ._wire_servers import Reply
-
-__all__ = ["wire"]
 
 pytestmark = pytest.mark.filterwarnings("error::ResourceWarning")
 
@@ -60,7 +58,7 @@ async def test_no_key_in_errors_tracebacks_or_logs(
 ) -> None:
     provider = Provider(name, stream)
     answer = Reply(status=status, echo=echo)
-    server = serve(provider, wire, answer)
+    server = wire.add(answer)
     caplog.set_level(logging.DEBUG)
     model = provider.model(provider_url(provider, wire), headers=_headers(name))
     async with model:  # type: ignore[attr-defined]
