@@ -27,11 +27,13 @@ from agentscope_rt.model import (
     GeminiChatModel,
     OllamaChatModel,
     OpenAIChatModel,
+    OpenAIResponseModel,
     RetryConfig,
 )
 from agentscope_rt.tool import Toolkit, ToolResponse
 
 from . import _wire_servers as wa
+from ._wire_servers_responses import Message, response_events
 
 KEY = "sk-wire-test-0123456789abcdef"
 NO_RETRY = RetryConfig(max_retries=0)
@@ -81,6 +83,10 @@ class Provider:
             return OpenAIChatModel(
                 "gpt-test", KEY, stream, client_kwargs={"base_url": url, **sdk}, retry_config=retry
             )
+        if self.name == "openai-response":
+            return OpenAIResponseModel(
+                "o4-test", KEY, stream, client_kwargs={"base_url": url, **sdk}, retry_config=retry
+            )
         if self.name == "dashscope":
             return DashScopeChatModel(
                 "qwen-test", KEY, stream, base_http_api_url=url, retry_config=retry,
@@ -117,6 +123,45 @@ class Provider:
             "gemini": GeminiChatFormatter,
             "ollama": OllamaChatFormatter,
         }[self.name]()
+
+    @property
+    def label(self) -> str:
+        """The provider an error of its model names."""
+        return self.name.split("-")[0]
+
+    def error(self, message: str) -> dict[str, Any]:
+        """The body of the provider's error answer saying *message*."""
+        if self.name == "anthropic":
+            return {"type": "error", "error": {"type": "api_error", "message": message}}
+        if self.name == "gemini":
+            return wa.gemini_error(500, message, "INTERNAL")
+        if self.name == "ollama":
+            return {"error": message}
+        return {"error": {"message": message, "type": "server_error"}}
+
+    def text_stream(self, pieces: list[str], **kwargs: Any) -> wa.Reply:
+        """A streamed answer of text *pieces* (*kwargs* go to the :class:`Reply`); the
+        events up to the first piece are :attr:`first_piece_at`."""
+        if self.name == "openai-response":
+            return wa.Reply(events=response_events([Message(pieces)]), **kwargs)
+        if self.name == "anthropic":
+            return wa.Reply(events=wa.anthropic_stream([("text", pieces)]), **kwargs)
+        if self.name == "gemini":
+            responses = [wa.gemini_response({"text": piece}) for piece in pieces[:-1]]
+            responses.append(wa.gemini_response({"text": pieces[-1]}, prompt_tokens=1))
+            return wa.Reply(events=[*wa.gemini_events(*responses)], **kwargs)
+        if self.name == "ollama":
+            chunks = [wa.ollama_chunk(piece) for piece in pieces]
+            events = wa.ndjson(*chunks, wa.ollama_chunk("", done=True))
+            return wa.Reply(events=[*events], content_type="application/x-ndjson", **kwargs)
+        return wa.Reply(events=[*wa.openai_text_stream(pieces)], **kwargs)
+
+    @property
+    def first_piece_at(self) -> int:
+        """How many events of :meth:`text_stream` come up to and including the first piece:
+        OpenAI's role chunk; the Responses API's created, in progress, item and part added;
+        Anthropic's message and block starts."""
+        return {"openai": 2, "dashscope": 2, "openai-response": 5, "anthropic": 3}.get(self.name, 1)
 
     def answer(self, text: str | None = None, call: tuple[str, str] | None = None) -> Any:
         """A complete answer: *text*, or a tool *call* ``(name, argument text)``."""
@@ -193,7 +238,7 @@ PROVIDERS = ["openai", "dashscope", "dashscope-native", "anthropic", "gemini", "
 
 def provider_url(provider: Provider, wire: wa.WireServer) -> str:
     """The base URL of *provider*'s API on the scripted server."""
-    if provider.name in ("openai", "dashscope"):
+    if provider.name in ("openai", "openai-response", "dashscope"):
         return wire.url + "/v1"
     return wire.url
 
@@ -232,6 +277,9 @@ def strict_dump(state: Any) -> str:
 
 
 def hello_messages(provider: Provider) -> list[dict[str, Any]]:
+    """A user's greeting in the format *provider*'s model takes."""
     if provider.name == "gemini":
         return [{"role": "user", "parts": [{"text": "Hi"}]}]
+    if provider.name == "openai-response":
+        return [{"role": "user", "content": [{"type": "input_text", "text": "Hi"}]}]
     return [{"role": "user", "content": "Hi"}]
