@@ -39,86 +39,75 @@ class Provider:
     """One realtime provider's differences, as the tests below need them.
 
     :ivar key: the API key the model is given (which must show in no event).
-    :ivar model: builds the model on a WebSocket URL.
+    :ivar build: builds the model on a WebSocket URL with a key.
     :ivar server: the local server playing the provider's sessions.
     :ivar rate: the sample rate the model hears audio at.
-    :ivar bad_frames: frames of the protocol the model cannot read, by name.
-    :ivar audio_delta: the event type of a piece of the answer's audio; ``None`` where the
-        protocol has no response ids.
+    :ivar audio_delta: the event type of a piece of the answer's audio, in the protocols made
+        of typed events (OpenAI's, DashScope's); ``None`` in Gemini's, which has no response
+        ids.
     """
 
     name: str
     key: str
-    model: Callable[[str], RealtimeModelBase]
+    build: Callable[[str, str], RealtimeModelBase]
     server: type[RealtimeServer]
     rate: int
-    bad_frames: dict[str, str | bytes]
     audio_delta: str | None = None
+
+    def model(self, url: str) -> RealtimeModelBase:
+        return self.build(url, self.key)
 
     def audio(self, text: str) -> AudioBlock:
         return audio_block(text, self.rate)
 
+    def bad_frames(self) -> dict[str, str | bytes]:
+        """Frames of the protocol the model cannot read, by name."""
+        frames: dict[str, str | bytes] = {"binary-not-utf8": b"\xff\xfe not UTF-8"}
+        if self.audio_delta is not None:
+            frames["error-string"] = json.dumps({"type": "error", "error": f"bad key {self.key}"})
+            number = {"type": self.audio_delta, "item_id": "i", "delta": 5}
+            frames["audio-delta-number"] = json.dumps(number)
+            return frames
+        # Gemini sends its JSON in binary frames: so do these.
+        audio = {"inlineData": {"mimeType": "audio/pcm;rate=24000", "data": 5}}
+        frames["error-string"] = json.dumps({"error": f"bad key {self.key}"}).encode()
+        frames["audio-delta-number"] = _gemini_frame({"modelTurn": {"parts": [audio]}})
+        # Kept by the model until the turn ends, it would have failed every later turn.
+        frames["transcription-number"] = _gemini_frame({"inputTranscription": {"text": 5}})
+        return frames
 
-def _event_frames(key: str, audio_delta: str) -> dict[str, str | bytes]:
-    """The bad frames of the protocols made of typed events (OpenAI's and DashScope's)."""
-    return {
-        "error-string": json.dumps({"type": "error", "error": f"bad key {key}"}),
-        "audio-delta-number": json.dumps({"type": audio_delta, "item_id": "i", "delta": 5}),
-    }
+
+def _gemini_frame(content: dict[str, Any]) -> bytes:
+    return json.dumps({"serverContent": content}).encode()
 
 
-def _openai() -> Provider:
-    key = "sk-realtime-secret-42"
-    return Provider(
+PROVIDERS = [
+    Provider(
         "openai",
-        key,
-        lambda url: OpenAIRealtimeModel("gpt-realtime", api_key=key, websocket_url=url),
+        "sk-realtime-secret-42",
+        lambda url, key: OpenAIRealtimeModel("gpt-realtime", api_key=key, websocket_url=url),
         RealtimeServer,
         24000,
-        _event_frames(key, "response.output_audio.delta"),
         "response.output_audio.delta",
-    )
-
-
-def _dashscope() -> Provider:
-    key = "sk-dashscope-secret-42"
-    return Provider(
+    ),
+    Provider(
         "dashscope",
-        key,
-        lambda url: DashScopeRealtimeModel(
+        "sk-dashscope-secret-42",
+        lambda url, key: DashScopeRealtimeModel(
             "qwen3-omni-flash-realtime", api_key=key, voice="Ethan", websocket_url=url
         ),
         DashScopeServer,
         16000,
-        _event_frames(key, "response.audio.delta"),
         "response.audio.delta",
-    )
-
-
-def _gemini_frame(content: dict[str, Any]) -> bytes:
-    # Gemini sends its JSON in binary frames: so do these.
-    return json.dumps({"serverContent": content}).encode()
-
-
-def _gemini() -> Provider:
-    key = "AIza-gemini-secret-42"
-    number_audio = {"inlineData": {"mimeType": "audio/pcm;rate=24000", "data": 5}}
-    return Provider(
+    ),
+    Provider(
         "gemini",
-        key,
-        lambda url: GeminiRealtimeModel("gemini-live", api_key=key, websocket_url=url),
+        "AIza-gemini-secret-42",
+        lambda url, key: GeminiRealtimeModel("gemini-live", api_key=key, websocket_url=url),
         GeminiServer,
         16000,
-        {
-            "error-string": json.dumps({"error": f"bad key {key}"}).encode(),
-            "audio-delta-number": _gemini_frame({"modelTurn": {"parts": [number_audio]}}),
-            # Kept by the model until the turn ends, it would have failed every later turn.
-            "transcription-number": _gemini_frame({"inputTranscription": {"text": 5}}),
-        },
-    )
-
-
-PROVIDERS = [_openai(), _dashscope(), _gemini()]
+    ),
+]
 WITH_RESPONSE_IDS = [p for p in PROVIDERS if p.audio_delta is not None]
 
 
@@ -156,7 +145,7 @@ async def answer_after_preamble(
 BAD_FRAMES = [
     pytest.param(p, frame, id=f"{p.name}-{kind}")
     for p in PROVIDERS
-    for kind, frame in {"binary-not-utf8": b"\xff\xfe not UTF-8", **p.bad_frames}.items()
+    for kind, frame in p.bad_frames().items()
 ]
 
 
