@@ -12,6 +12,7 @@ from agentscope_rt.exception import MsgHubError
 from agentscope_rt.message import Msg
 from agentscope_rt.pipeline import MsgHub
 
+from .._timing import InFlight
 from ._agents import ObserverBroke, Recorder
 
 
@@ -62,11 +63,14 @@ async def test_slow_observers_observe_concurrently() -> None:
     async with MsgHub([speaker, *listeners]):
         for _ in range(2):  # the first two messages teach the hub who is slow
             await speaker()
-        started = anyio.current_time()
+        # Each observe of the third message waits until all eight listeners are observing it:
+        # delivered one listener at a time, the first observe would never end.
+        flight = InFlight(together=8)
+        for listener in listeners:
+            listener.in_flight = flight
         await speaker()
-        elapsed = anyio.current_time() - started
     assert all(len(listener.heard) == 3 for listener in listeners)
-    assert elapsed < 0.05 * 8 / 2  # serial delivery would take 0.4 s
+    assert flight.peak == 8
 
 
 async def test_add_and_delete_during_a_conversation() -> None:
