@@ -97,6 +97,19 @@ async def finishes_within(limit_s: float = HANG_FLOOR_S, *, what: str) -> AsyncI
         pytest.fail(f"{what} did not finish within {limit_s} s (took {elapsed:.2f} s)")
 
 
+@asynccontextmanager
+async def takes_about(expected_s: float) -> AsyncIterator[None]:
+    """Assert that the block took at least *expected_s* seconds and did not hang.
+
+    :param expected_s: how long the block takes on a quiet machine, and at least.
+    :raises AssertionError: the block returned sooner than *expected_s*.
+    :raises pytest.fail.Exception: the block ran past ``hang_limit(expected_s)``.
+    """
+    what = f"a block expected to take {expected_s} s"
+    async with finishes_within(hang_limit(expected_s), what=what), takes_at_least(expected_s):
+        yield
+
+
 class InFlight:
     """Counts the calls inside ``call()`` (or ``call_in_thread()``) at once and keeps the most.
 
