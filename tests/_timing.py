@@ -29,6 +29,8 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 
 import anyio
+import anyio.from_thread
+import anyio.lowlevel
 import pytest
 
 CLOCK_SLACK_S = 0.001
@@ -113,8 +115,8 @@ async def takes_about(expected_s: float) -> AsyncIterator[None]:
 class InFlight:
     """Counts the calls inside ``call()`` (or ``call_in_thread()``) at once and keeps the most.
 
-    Safe to share between tasks and worker threads, so sync tools run in threads and async ones
-    can be counted together.
+    Safe to share between the event loop's tasks and worker threads, so sync tools run in
+    threads and async ones can be counted together. Use one instance within one event loop.
 
     :param together: each call waits, on leaving its block, until this many calls have been
         inside at once (1: no waiting). A call that waits ``HANG_FLOOR_S`` in vain raises
@@ -125,20 +127,27 @@ class InFlight:
         self.together = together
         self.now = 0
         self.peak = 0
+        # Threads wait on the condition; tasks on an anyio event, which a thread sets through
+        # the loop's token (a thread cannot set it directly, and a task must not block).
         self._changed = threading.Condition()
+        self._met_event: anyio.Event | None = None
+        self._loop_token: anyio.lowlevel.EventLoopToken | None = None
 
     @asynccontextmanager
     async def call(self) -> AsyncIterator[None]:
-        """Count an async call for the length of the block.
+        """Count a call made in a task of the event loop for the length of the block.
 
         :raises AssertionError: ``together`` calls were never inside at once.
         """
-        self._enter()
+        event = self._enter()
+        if event is not None:
+            event.set()
         try:
             yield
-            if not self._met():
-                # The count may change in worker threads, which cannot set an anyio event.
-                await anyio.to_thread.run_sync(self._wait_until_met, abandon_on_cancel=True)
+            event = self._event_unless_met()
+            if event is not None:
+                with anyio.move_on_after(HANG_FLOOR_S):
+                    await event.wait()
             self._check_met()
         finally:
             self._leave()
@@ -149,17 +158,36 @@ class InFlight:
 
         :raises AssertionError: ``together`` calls were never inside at once.
         """
-        self._enter()
+        event = self._enter()
+        if event is not None:
+            anyio.from_thread.run_sync(event.set, token=self._loop_token)
         try:
             yield
-            self._wait_until_met()
+            with self._changed:
+                self._changed.wait_for(self._met, timeout=HANG_FLOOR_S)
             self._check_met()
         finally:
             self._leave()
 
-    def _wait_until_met(self) -> None:
+    def _enter(self) -> anyio.Event | None:
+        """Count one more call; the event to set if that made the peak reach ``together``."""
         with self._changed:
-            self._changed.wait_for(self._met, timeout=HANG_FLOOR_S)
+            self.now += 1
+            self.peak = max(self.peak, self.now)
+            self._changed.notify_all()
+            return self._met_event if self.peak == self.together else None
+
+    def _event_unless_met(self) -> anyio.Event | None:
+        """The event a task waits on for the peak to reach ``together``; None if it has."""
+        # Under the lock, so a thread that makes the peak reach the target either sees the
+        # event (and sets it) or happened before this check (which then sees the peak).
+        with self._changed:
+            if self._met():
+                return None
+            if self._met_event is None:
+                self._met_event = anyio.Event()
+                self._loop_token = anyio.lowlevel.current_token()
+            return self._met_event
 
     def _met(self) -> bool:
         return self.peak >= self.together
@@ -169,12 +197,6 @@ class InFlight:
             f"at most {self.peak} of {self.together} calls were in flight at once after "
             f"{HANG_FLOOR_S} s: the calls did not overlap"
         )
-
-    def _enter(self) -> None:
-        with self._changed:
-            self.now += 1
-            self.peak = max(self.peak, self.now)
-            self._changed.notify_all()
 
     def _leave(self) -> None:
         with self._changed:

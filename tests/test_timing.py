@@ -102,3 +102,29 @@ async def test_in_flight_fails_calls_that_run_one_at_a_time(short_hangs: float) 
         await anyio.to_thread.run_sync(in_thread)
     assert flight.peak == 1
     assert flight.now == 0
+
+
+async def test_in_flight_wakes_a_waiting_task_when_a_thread_completes_the_count() -> None:
+    flight = InFlight(together=2)
+    left: list[str] = []
+
+    async def in_task() -> None:
+        async with flight.call():
+            pass
+        left.append("task")
+
+    def in_thread() -> None:
+        with flight.call_in_thread():
+            pass
+        left.append("thread")
+
+    async with (
+        finishes_within(what="a task waiting for a thread's call"),
+        anyio.create_task_group() as tg,
+    ):
+        tg.start_soon(in_task)
+        await anyio.wait_all_tasks_blocked()  # the task waits for a second call
+        assert left == []
+        await anyio.to_thread.run_sync(in_thread)
+    assert sorted(left) == ["task", "thread"]
+    assert flight.peak == 2
