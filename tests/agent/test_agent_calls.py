@@ -11,6 +11,7 @@ from anyio import wait_all_tasks_blocked
 from agentscope_rt.agent import AgentBase, GenerateReason, check_msg_input
 from agentscope_rt.message import Msg
 
+from .._timing import InFlight
 from ._support import EchoAgent
 
 
@@ -96,8 +97,22 @@ async def test_observe_runs_while_reply_is_in_progress() -> None:
     assert observed_during == [True]
 
 
+class Counted(EchoAgent):
+    """Counts its replies in ``flight``, shared by the agents of a test."""
+
+    def __init__(self, name: str, flight: InFlight) -> None:
+        super().__init__(name, delay=0.01)
+        self.flight = flight
+
+    async def reply(self, msg: Msg | None = None, suffix: str = "") -> Msg:
+        async with self.flight.call():
+            return await super().reply(msg, suffix)
+
+
 async def test_thousand_agents_reply_concurrently() -> None:
-    agents = [EchoAgent(f"a{i}", delay=0.01) for i in range(1000)]
+    # Each reply waits until all thousand are running: replied in turn, the first never ends.
+    flight = InFlight(together=1000)
+    agents = [Counted(f"a{i}", flight) for i in range(1000)]
     replies: dict[int, Msg] = {}
 
     async def run(index: int) -> None:
@@ -110,6 +125,7 @@ async def test_thousand_agents_reply_concurrently() -> None:
     assert len(replies) == 1000
     assert all(replies[i].content == str(i) for i in range(1000))
     assert len({m.invocation_id for m in replies.values()}) == 1000
+    assert flight.peak == 1000
 
 
 async def test_each_call_gets_a_fresh_reply_id() -> None:

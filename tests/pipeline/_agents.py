@@ -10,12 +10,16 @@ import anyio
 from agentscope_rt.agent import AgentBase
 from agentscope_rt.message import Msg
 
+from .._timing import InFlight
+
 
 class Recorder(AgentBase):
     """Replies with a numbered message; records every message it observes.
 
     :param observe_delay: seconds each observe sleeps before recording (a slow observer).
     :param fail_on: observe raises ``ObserverBroke`` when it receives a message with this text.
+
+    Setting ``in_flight`` counts each observe in it (to see how many agents observe at once).
     """
 
     def __init__(
@@ -35,6 +39,7 @@ class Recorder(AgentBase):
         self.observing = 0
         self.max_observing = 0
         self.on_observed: Callable[[Recorder, Msg], None] | None = None
+        self.in_flight: InFlight | None = None
 
     async def reply(self, msg: Msg | list[Msg] | None = None, **kwargs: Any) -> Msg:
         self.spoken += 1
@@ -43,6 +48,13 @@ class Recorder(AgentBase):
         return Msg(self.name, f"{self.name}#{self.spoken}", "assistant")
 
     async def observe(self, msg: Msg | list[Msg] | None) -> None:
+        if self.in_flight is None:
+            await self._observe(msg)
+        else:
+            async with self.in_flight.call():
+                await self._observe(msg)
+
+    async def _observe(self, msg: Msg | list[Msg] | None) -> None:
         self.observing += 1
         self.max_observing = max(self.max_observing, self.observing)
         try:

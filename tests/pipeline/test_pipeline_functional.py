@@ -16,6 +16,8 @@ from agentscope_rt.pipeline import (
     sequential_pipeline,
 )
 
+from .._timing import InFlight, finishes_within
+
 
 class Appender(AgentBase):
     """Replies with the input's text plus its own tag; optionally slow or failing."""
@@ -51,22 +53,25 @@ class Appender(AgentBase):
 
 
 class Gauge(AgentBase):
-    """Measures how many replies run at once across a shared counter."""
+    """Counts its replies in ``flight``, shared by the gauges of a test to see how many run at
+    once."""
 
-    def __init__(self, name: str, state: dict[str, int]) -> None:
+    def __init__(self, name: str, flight: InFlight) -> None:
         super().__init__()
         self.name = name
-        self.state = state
+        self.flight = flight
 
     async def reply(self, msg: Msg | list[Msg] | None = None, **kwargs: Any) -> Msg:
-        self.state["now"] += 1
-        self.state["peak"] = max(self.state["peak"], self.state["now"])
-        await anyio.sleep(0.01)
-        self.state["now"] -= 1
+        async with self.flight.call():
+            await anyio.sleep(0.01)
         return Msg(self.name, "done", "assistant")
 
     async def observe(self, msg: Msg | list[Msg] | None) -> None:
         return None
+
+
+def _gauges(count: int, flight: InFlight) -> list[Gauge]:
+    return [Gauge(f"g{i}", flight) for i in range(count)]
 
 
 async def test_sequential_pipeline_feeds_each_reply_to_the_next() -> None:
@@ -92,32 +97,31 @@ async def test_fanout_gives_each_agent_its_own_copy_and_keeps_agent_order() -> N
 
 
 async def test_fanout_runs_concurrently_with_gather_and_in_turn_without() -> None:
-    agents = [Appender(f"a{i}", delay=0.1) for i in range(4)]
-    started = anyio.current_time()
-    await fanout_pipeline(agents, Msg("user", "x", "user"))
-    assert anyio.current_time() - started < 0.3  # four 0.1 s replies overlap
-    state = {"now": 0, "peak": 0}
-    gauges = [Gauge(f"g{i}", state) for i in range(4)]
-    await fanout_pipeline(gauges, None, enable_gather=False)
-    assert state["peak"] == 1
+    # Each reply waits until all four are running: replied in turn, the first would never end.
+    together = InFlight(together=4)
+    await fanout_pipeline(_gauges(4, together), Msg("user", "x", "user"))
+    assert together.peak == 4
+    in_turn = InFlight()
+    await fanout_pipeline(_gauges(4, in_turn), None, enable_gather=False)
+    assert in_turn.peak == 1
 
 
 async def test_fanout_max_concurrency_bounds_the_replies_running_at_once() -> None:
-    state = {"now": 0, "peak": 0}
-    gauges = [Gauge(f"g{i}", state) for i in range(12)]
-    results = await fanout_pipeline(gauges, None, max_concurrency=3)
-    assert state["peak"] == 3
+    three = InFlight(together=3)
+    results = await fanout_pipeline(_gauges(12, three), None, max_concurrency=3)
+    assert three.peak == 3
     assert len(results) == 12
-    state["peak"] = 0
-    await FanoutPipeline(gauges, max_concurrency=5)()
-    assert state["peak"] == 5
+    five = InFlight(together=5)
+    await FanoutPipeline(_gauges(12, five), max_concurrency=5)()
+    assert five.peak == 5
 
 
 async def test_fanout_failure_cancels_the_others_and_raises_the_bare_exception() -> None:
-    slow = [Appender(f"slow{i}", delay=5) for i in range(3)]
+    slow = [Appender(f"slow{i}", delay=30) for i in range(3)]
     failing = Appender("bad", fail=True)
-    with anyio.fail_after(2), pytest.raises(ValueError, match="bad failed"):
-        await fanout_pipeline([*slow, failing], Msg("user", "x", "user"))
+    async with finishes_within(what="a fanout whose 30 s replies should be cancelled"):
+        with pytest.raises(ValueError, match="bad failed"):
+            await fanout_pipeline([*slow, failing], Msg("user", "x", "user"))
     assert all(agent.cancelled and not agent.finished for agent in slow)
 
 

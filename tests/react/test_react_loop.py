@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import AsyncGenerator
 from typing import Any
 
@@ -15,6 +14,7 @@ from agentscope_rt.message import Msg, TextBlock
 from agentscope_rt.model import ScriptedChatModel
 from agentscope_rt.tool import Toolkit, ToolResponse
 
+from .._timing import InFlight, hang_limit, takes_about, takes_at_least
 from ._support import (
     call,
     history,
@@ -159,18 +159,47 @@ async def test_a_toolkit_may_return_any_async_iterator_of_chunks() -> None:
 
 async def test_parallel_tool_calls_overlap_and_are_recorded_in_call_order() -> None:
     finished: list[str] = []
+    done: dict[str, anyio.Event] = {}
+    flight = InFlight(together=2)
 
-    async def slow(tag: str, seconds: float) -> ToolResponse:
-        """Sleep, then report.
+    async def slow(tag: str, seconds: float = 0.0, after: str = "") -> ToolResponse:
+        """Sleep, wait for another call to finish if told to, then report.
 
         Args:
             tag: a label.
             seconds: how long to sleep.
+            after: the label of a call to wait for.
         """
-        await anyio.sleep(seconds)
-        finished.append(tag)
+        async with flight.call():
+            await anyio.sleep(seconds)
+            if after:
+                with anyio.fail_after(hang_limit()):
+                    await done.setdefault(after, anyio.Event()).wait()
+            finished.append(tag)
+            done.setdefault(tag, anyio.Event()).set()
         return ToolResponse(content=[TextBlock(text=f"done {tag}")])
 
+    # Both calls are in flight at once, and the first ends only after the second: run one
+    # after the other, the first would never end.
+    script = [
+        response(
+            call("slow", "c1", tag="first", after="second"),
+            call("slow", "c2", tag="second"),
+        ),
+        response(text("both done")),
+    ]
+    agent = make_agent(ScriptedChatModel(script), _toolkit(slow), parallel_tool_calls=True)
+    await agent(user("run both"))
+    assert flight.peak == 2
+    assert finished == ["second", "first"]  # the second finished first...
+    msgs = await history(agent.memory)
+    # ...but results are recorded in call order.
+    assert [texts_of(m) for m in msgs[2:4]] == ["done first", "done second"]
+    assert tool_pair_problems(msgs) == []
+
+    # Sequentially the calls run one at a time and take the sum of their times.
+    finished.clear()
+    flight = InFlight()
     script = [
         response(
             call("slow", "c1", tag="first", seconds=0.2),
@@ -178,32 +207,24 @@ async def test_parallel_tool_calls_overlap_and_are_recorded_in_call_order() -> N
         ),
         response(text("both done")),
     ]
-    agent = make_agent(ScriptedChatModel(script), _toolkit(slow), parallel_tool_calls=True)
-    start = time.perf_counter()
-    await agent(user("run both"))
-    elapsed = time.perf_counter() - start
-    assert elapsed < 0.3, f"parallel calls took {elapsed:.3f}s"
-    assert finished == ["second", "first"]  # the second finished first...
-    msgs = await history(agent.memory)
-    # ...but results are recorded in call order.
-    assert [texts_of(m) for m in msgs[2:4]] == ["done first", "done second"]
-    assert tool_pair_problems(msgs) == []
-
-    # Sequentially the same calls take the sum of their times.
     agent = make_agent(ScriptedChatModel(script), _toolkit(slow), parallel_tool_calls=False)
-    start = time.perf_counter()
-    await agent(user("run both"))
-    assert time.perf_counter() - start >= 0.35
+    async with takes_at_least(0.35):
+        await agent(user("run both"))
+    assert flight.peak == 1
+    assert finished == ["first", "second"]
 
 
-async def test_two_parallel_tools_of_0_2_seconds_finish_in_about_0_2_seconds() -> None:
+async def test_two_parallel_tools_of_0_2_seconds_run_at_once_in_about_0_2_seconds() -> None:
+    flight = InFlight(together=2)
+
     async def wait(seconds: float) -> ToolResponse:
         """Wait.
 
         Args:
             seconds: how long.
         """
-        await anyio.sleep(seconds)
+        async with flight.call():
+            await anyio.sleep(seconds)
         return ToolResponse(content=[TextBlock(text="ok")])
 
     model = ScriptedChatModel(
@@ -213,9 +234,9 @@ async def test_two_parallel_tools_of_0_2_seconds_finish_in_about_0_2_seconds() -
         ]
     )
     agent = make_agent(model, _toolkit(wait), parallel_tool_calls=True)
-    start = time.perf_counter()
-    await agent(user("wait twice"))
-    assert time.perf_counter() - start < 0.35
+    async with takes_about(0.2):
+        await agent(user("wait twice"))
+    assert flight.peak == 2
 
 
 async def test_max_iters_ends_with_one_summarising_call_without_tools() -> None:

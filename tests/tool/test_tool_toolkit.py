@@ -17,6 +17,8 @@ from agentscope_rt.exception import StateError, ToolError, ToolGroupError, ToolR
 from agentscope_rt.message import TextBlock, ToolUseBlock
 from agentscope_rt.tool import INTERRUPTED_TEXT, Toolkit, ToolResponse
 
+from .._timing import InFlight, finishes_within
+
 
 def text(value: str) -> ToolResponse:
     return ToolResponse(content=[TextBlock(text=value)])
@@ -145,13 +147,17 @@ async def test_sync_tool_runs_in_worker_thread() -> None:
 
 
 async def test_parallel_calls_overlap_and_do_not_mix() -> None:
+    # Each call waits until all four are in flight: run one at a time, the first would never end.
+    flight = InFlight(together=4)
+
     def slow_sync(tag: str) -> ToolResponse:
         """Block.
 
         Args:
             tag: Tag.
         """
-        time.sleep(0.2)
+        with flight.call_in_thread():
+            time.sleep(0.2)
         return text(tag)
 
     async def slow_async(tag: str) -> ToolResponse:
@@ -160,7 +166,8 @@ async def test_parallel_calls_overlap_and_do_not_mix() -> None:
         Args:
             tag: Tag.
         """
-        await anyio.sleep(0.2)
+        async with flight.call():
+            await anyio.sleep(0.2)
         return text(tag)
 
     toolkit = Toolkit()
@@ -171,13 +178,11 @@ async def test_parallel_calls_overlap_and_do_not_mix() -> None:
     async def run(name: str, tag: str) -> None:
         results[tag] = await one_text(toolkit, call(name, tag=tag))
 
-    start = anyio.current_time()
     async with anyio.create_task_group() as tg:
         for i in range(4):
             tg.start_soon(run, "slow_sync" if i % 2 else "slow_async", f"t{i}")
-    elapsed = anyio.current_time() - start
     assert results == {f"t{i}": f"t{i}" for i in range(4)}
-    assert elapsed < 0.6  # four 0.2 s calls overlapped (sequential would take 0.8 s)
+    assert flight.peak == 4
 
 
 async def test_streaming_async_and_sync_generators_yield_cumulative_chunks() -> None:
@@ -355,11 +360,10 @@ async def test_coroutine_tools_that_hand_back_a_stream_or_an_awaitable() -> None
     assert (await one_text(toolkit, call("wrong_type"))).startswith(
         "Error: TypeError: tool 'wrong_type' returned int"
     )
-    start = anyio.current_time()
-    slow = await collect(toolkit, call("slow_stream_later"))
+    async with finishes_within(what="a stream that sleeps 10 s past its 0.1 s timeout"):
+        slow = await collect(toolkit, call("slow_stream_later"))
     assert [c.get_text() for c in slow[:1]] == ["first"]
     assert slow[-1].get_text().startswith("firstTimeoutError: The tool 'slow_stream_later'")
-    assert anyio.current_time() - start < 5
 
 
 async def test_timeouts_per_tool_and_per_toolkit() -> None:
@@ -392,18 +396,18 @@ async def test_timeouts_per_tool_and_per_toolkit() -> None:
     toolkit.register_tool_function(blocking, timeout=0.1)
     toolkit.register_tool_function(slow_stream)
     assert await one_text(toolkit, call("sleepy", seconds=0)) == "awake"
-    start = anyio.current_time()
-    result = await one_text(toolkit, call("sleepy", seconds=10))
+    async with finishes_within(what="a 10 s sleep past its 0.2 s timeout"):
+        result = await one_text(toolkit, call("sleepy", seconds=10))
     assert (
         result == "TimeoutError: The tool 'sleepy' exceeded its timeout of 0.2 s and was cancelled."
     )
     assert await one_text(toolkit, call("blocking", seconds=1)) == (
         "TimeoutError: The tool 'blocking' exceeded its timeout of 0.1 s and was cancelled."
     )
-    chunks = await collect(toolkit, call("slow_stream"))
+    async with finishes_within(what="a stream that sleeps 10 s past its 0.2 s timeout"):
+        chunks = await collect(toolkit, call("slow_stream"))
     assert chunks[0].get_text() == "first"
     assert chunks[-1].get_text().startswith("firstTimeoutError: The tool 'slow_stream'")
-    assert anyio.current_time() - start < 5
 
 
 async def test_a_call_ends_after_its_last_chunk() -> None:
@@ -500,9 +504,8 @@ async def test_interrupting_a_sync_tool_returns_promptly() -> None:
 
     toolkit = Toolkit()
     toolkit.register_tool_function(stuck)
-    start = anyio.current_time()
-    chunks, propagated = await _interrupt_after(toolkit, call("stuck"), 0.05)
-    assert anyio.current_time() - start < 2
+    async with finishes_within(what="interrupting a tool blocked 10 s in its thread"):
+        chunks, propagated = await _interrupt_after(toolkit, call("stuck"), 0.05)
     assert propagated and [c.is_interrupted for c in chunks] == [True]
     # The worker thread was not killed: it finishes in the background once released.
     assert not finished.is_set()

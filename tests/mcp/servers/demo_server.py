@@ -147,6 +147,29 @@ async def sleep(seconds: float) -> str:
     return f"slept {seconds}"
 
 
+# meet calls in flight now, and the most in flight at once since none was.
+_meeting = {"now": 0, "peak": 0}
+# How long a meet call waits for the others before it gives up (a hang detector).
+MEET_TIMEOUT_S = 10.0
+
+
+@server.tool()
+async def meet(count: int) -> int:
+    """Wait until *count* meet calls are in flight at once (at most MEET_TIMEOUT_S), then
+    return the most that were: *count* for calls that overlap, less for calls made in turn."""
+    _meeting["now"] += 1
+    _meeting["peak"] = max(_meeting["peak"], _meeting["now"])
+    try:
+        with anyio.move_on_after(MEET_TIMEOUT_S):
+            while _meeting["peak"] < count:  # noqa: ASYNC110 - other requests change the count
+                await anyio.sleep(0.005)
+        return _meeting["peak"]
+    finally:
+        _meeting["now"] -= 1
+        if _meeting["now"] == 0:
+            _meeting["peak"] = 0
+
+
 @server.tool()
 def cancelled_sleeps() -> int:
     """How many sleep calls this server process saw cancelled."""
