@@ -129,6 +129,14 @@ class WireServer(LocalHTTPServer):
         class Handler(QuietHandler):
             protocol_version = "HTTP/1.1"
 
+            def handle(self) -> None:
+                try:
+                    super().handle()
+                except OSError:
+                    # A client dropping a kept-alive connection (a model left to the garbage
+                    # collector resets it) is no fault of the server: nothing to report.
+                    self.close_connection = True
+
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
                 request = recorded(self, self.rfile.read(length) if length else b"")

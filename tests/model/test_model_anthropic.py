@@ -5,7 +5,6 @@ from __future__ import annotations
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
-import anyio
 import attrs
 import pytest
 
