@@ -40,6 +40,7 @@ import posixpath
 import time
 import urllib.parse
 from collections.abc import AsyncGenerator, Callable
+from contextlib import aclosing
 from typing import Any, ClassVar
 
 import httpx
@@ -457,8 +458,11 @@ class DashScopeChatModel(OpenAIChatModel):
         self, kwargs: dict[str, Any], structured_model: StructuredModel | None
     ) -> AsyncGenerator[ChatResponse, None]:
         if self._native is None:
-            async for chunk in super()._stream_once(kwargs, structured_model):
-                yield chunk
+            # Closed here when our consumer stops early: left to the garbage collector, the
+            # compatible-mode stream (and its connection) would stay open until collected.
+            async with aclosing(super()._stream_once(kwargs, structured_model)) as compatible:
+                async for chunk in compatible:
+                    yield chunk
             return
         start = time.monotonic()
         state = _NativeStream()

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
+import attrs
 import pytest
 
 from agentscope_rt.embedding import (
@@ -22,7 +23,7 @@ from agentscope_rt.message import TextBlock
 from agentscope_rt.model import RetryConfig
 
 from ..model._wire_servers import free_port_url
-from ._servers import KEY, EmbeddingServer, Failure, tokens, vector
+from ._servers import DEFAULT_DIMENSIONS, KEY, EmbeddingServer, Failure, tokens, vector
 
 FAST = RetryConfig(initial_delay=0.01, max_delay=0.05)
 RATE_LIMITED = Failure(
@@ -58,6 +59,79 @@ def gemini(server: EmbeddingServer, key: str = KEY, **kwargs: Any) -> GeminiText
 def ollama(server: EmbeddingServer, **kwargs: Any) -> OllamaTextEmbedding:
     kwargs.setdefault("retry_config", FAST)
     return OllamaTextEmbedding("nomic-embed-text", 12, host=server.url, **kwargs)
+
+
+# -- what every provider does alike ------------------------------------------------------
+
+
+@attrs.frozen
+class Provider:
+    """One embedding provider's differences, as the tests below need them.
+
+    :ivar model: builds the provider's model on the server, with the API key given (Ollama's
+        takes none).
+    :ivar dimensions: the length of the vectors it returns.
+    :ivar fault: a server fault as the provider answers it, which is retried.
+    :ivar bad_key: the status and the words of the provider's answer to a wrong key; ``None``
+        for a provider without keys.
+    """
+
+    name: str
+    model: Callable[[EmbeddingServer, str], Any]
+    dimensions: int
+    fault: Failure
+    bad_key: tuple[int, str] | None = None
+
+
+PROVIDERS = [
+    Provider("openai", openai, 1024, RATE_LIMITED, (401, "Incorrect API key")),
+    Provider(
+        "dashscope",
+        dashscope,
+        16,
+        Failure(503, {"code": "ServiceUnavailable", "message": "busy"}),
+        (401, "Invalid API-key"),
+    ),
+    Provider(
+        "gemini",
+        gemini,
+        DEFAULT_DIMENSIONS,  # the server's, when the request names none
+        Failure(500, {"error": {"code": 500, "message": "internal"}}),
+        (400, "API key not valid"),
+    ),
+    Provider("ollama", lambda server, key: ollama(server), 12, Failure(503, {"error": "busy"})),
+]
+WITH_KEYS = [p for p in PROVIDERS if p.bad_key is not None]
+
+
+@pytest.mark.parametrize("provider", PROVIDERS, ids=[p.name for p in PROVIDERS])
+async def test_a_server_fault_is_retried_then_succeeds(
+    server: EmbeddingServer, provider: Provider
+) -> None:
+    server.fail(provider.fault)
+    async with provider.model(server, KEY) as model:
+        response = await model(["hello", "world"])
+    assert response.embeddings == [vector(t, provider.dimensions) for t in ("hello", "world")]
+    assert len(server.requests) == 2
+
+
+@pytest.mark.parametrize("provider", WITH_KEYS, ids=[p.name for p in WITH_KEYS])
+async def test_a_bad_key_fails_at_once_and_never_shows(
+    server: EmbeddingServer, provider: Provider
+) -> None:
+    # The server quotes the wrong key in its error, as OpenAI and DashScope do.
+    bad = "sk-wrong-1234567890-secret"
+    model = provider.model(server, bad)
+    with pytest.raises(ModelAPIError) as info:
+        await model(["hello"])
+    await model.aclose()
+    assert provider.bad_key is not None
+    status, words = provider.bad_key
+    assert info.value.status_code == status and info.value.attempts == 1
+    assert words in str(info.value)
+    assert bad not in str(info.value) and bad not in repr(info.value)
+    assert bad not in repr(model) and bad not in str(model)
+    assert len(server.requests) == 1
 
 
 # -- OpenAI ------------------------------------------------------------------------------
@@ -108,29 +182,6 @@ async def test_openai_sends_at_most_2048_texts_per_request(
         # Up to 2048, one request with AgentScope's body, as before.
         await model(texts[:2048], user="u")
         assert server.requests[-1].body["input"] == texts[:2048]
-
-
-async def test_openai_retries_a_rate_limit_then_succeeds(server: EmbeddingServer) -> None:
-    server.fail(RATE_LIMITED)
-    async with openai(server) as model:
-        response = await model(["hello"])
-    assert response.embeddings == [vector("hello", 1024)]
-    assert len(server.requests) == 2
-
-
-async def test_openai_bad_key_fails_at_once_and_the_key_never_shows(
-    server: EmbeddingServer,
-) -> None:
-    bad = "sk-wrong-1234567890-secret"
-    model = openai(server, key=bad)
-    with pytest.raises(ModelAPIError) as info:
-        await model(["hello"])
-    await model.aclose()
-    assert info.value.status_code == 401 and info.value.attempts == 1
-    assert "Incorrect API key" in str(info.value)
-    assert bad not in str(info.value) and bad not in repr(info.value)
-    assert bad not in repr(model) and bad not in str(model)
-    assert len(server.requests) == 1
 
 
 async def test_openai_gives_up_after_the_retry_budget(server: EmbeddingServer) -> None:
@@ -249,23 +300,6 @@ async def test_dashscope_caches_each_batch_so_a_failed_call_resumes(
     assert again.usage is not None and again.usage.tokens == 0 and again.usage.time == 0
 
 
-async def test_dashscope_bad_key_is_redacted(server: EmbeddingServer) -> None:
-    bad = "sk-dashscope-wrong-777"
-    async with dashscope(server, key=bad) as model:
-        with pytest.raises(ModelAPIError) as info:
-            await model(["x"])
-    assert info.value.status_code == 401 and "Invalid API-key" in str(info.value)
-    assert bad not in str(info.value) and bad not in repr(model)
-
-
-async def test_dashscope_retries_a_server_error(server: EmbeddingServer) -> None:
-    server.fail(Failure(503, {"code": "ServiceUnavailable", "message": "busy"}))
-    async with dashscope(server) as model:
-        response = await model(["x", "y"])
-    assert response.embeddings == [vector("x", 16), vector("y", 16)]
-    assert len(server.requests) == 2
-
-
 def test_dashscope_needs_a_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("DASHSCOPE_API_KEY", raising=False)
     with pytest.raises(ValueError, match="DASHSCOPE_API_KEY"):
@@ -321,17 +355,6 @@ async def test_gemini_config_arguments_are_camel_cased(server: EmbeddingServer) 
     assert body["taskType"] == "RETRIEVAL_QUERY" and body["outputDimensionality"] == 5
 
 
-async def test_gemini_retries_then_reports_a_bad_key(server: EmbeddingServer) -> None:
-    server.fail(Failure(500, {"error": {"code": 500, "message": "internal"}}))
-    async with gemini(server) as model:
-        assert (await model(["a"])).embeddings == [vector("a")]
-    bad = "AIza-not-the-key-000"
-    async with gemini(server, key=bad) as model:
-        with pytest.raises(ModelAPIError, match="API key not valid") as info:
-            await model(["a"])
-    assert bad not in str(info.value) and bad not in repr(model)
-
-
 # -- Ollama ------------------------------------------------------------------------------
 
 
@@ -377,10 +400,7 @@ async def test_a_large_answer_is_decoded_in_a_worker_thread(
         assert threads == [threading.get_ident()]
 
 
-async def test_ollama_retries_and_reports_errors(server: EmbeddingServer) -> None:
-    server.fail(Failure(503, {"error": "server busy"}))
-    async with ollama(server) as model:
-        assert (await model(["a"])).embeddings == [vector("a", 12)]
+async def test_ollama_reports_a_model_it_does_not_have(server: EmbeddingServer) -> None:
     async with OllamaTextEmbedding("missing", 4, host=server.url, retry_config=FAST) as model:
         with pytest.raises(ModelAPIError, match="not found, try pulling it first") as info:
             await model(["a"])

@@ -54,13 +54,13 @@ from agentscope_rt.model import (
     OpenAIChatModel,
     RetryConfig,
 )
-from tests.model._wire_servers import Reply, WireServer, anthropic_message, openai_completion
-from tests.model._wire_servers_b import (
-    Answer,
-    ScriptedServer,
+from tests.model._wire_servers import (
+    Reply,
+    WireServer,
+    anthropic_message,
     gemini_response,
     ollama_chunk,
-    running_server,
+    openai_completion,
 )
 
 KEY = "test-key-not-secret"
@@ -114,12 +114,6 @@ def text_of(content: Any) -> str:
 @pytest.fixture
 def wire() -> Iterator[WireServer]:
     with WireServer() as server:
-        yield server
-
-
-@pytest.fixture
-def scripted() -> Iterator[ScriptedServer]:
-    with running_server() as server:
         yield server
 
 
@@ -236,18 +230,18 @@ async def test_anthropic_request(wire: WireServer, formatter: FormatterBase) -> 
 @pytest.mark.parametrize(
     "formatter", [GeminiChatFormatter(), GeminiMultiAgentFormatter()], ids=type
 )
-async def test_gemini_request(scripted: ScriptedServer, formatter: FormatterBase) -> None:
-    scripted.add(Answer(body=gemini_response({"text": "Sunny."}, prompt_tokens=9, output_tokens=2)))
+async def test_gemini_request(wire: WireServer, formatter: FormatterBase) -> None:
+    wire.add(Reply(body=gemini_response({"text": "Sunny."}, prompt_tokens=9, output_tokens=2)))
     messages = await formatter.format(conversation(), tools=TOOLS)
     model = GeminiChatModel(
         "gemini-2.5-flash",
         api_key=KEY,
         stream=False,
-        client_kwargs={"base_url": scripted.url},
+        client_kwargs={"base_url": wire.url},
         retry_config=FAST,
     )
     await model(messages, tools=TOOLS)
-    [request] = scripted.requests
+    [request] = wire.requests
     assert request.path.endswith("/models/gemini-2.5-flash:generateContent")
     body = request.body
     assert body["systemInstruction"] == {"parts": [{"text": SYSTEM}]}
@@ -275,12 +269,12 @@ async def test_gemini_request(scripted: ScriptedServer, formatter: FormatterBase
 @pytest.mark.parametrize(
     "formatter", [OllamaChatFormatter(), OllamaMultiAgentFormatter()], ids=type
 )
-async def test_ollama_request(scripted: ScriptedServer, formatter: FormatterBase) -> None:
-    scripted.add(Answer(body=ollama_chunk("Sunny.", done=True, prompt_eval_count=9, eval_count=2)))
+async def test_ollama_request(wire: WireServer, formatter: FormatterBase) -> None:
+    wire.add(Reply(body=ollama_chunk("Sunny.", done=True, prompt_eval_count=9, eval_count=2)))
     messages = await formatter.format(conversation(), tools=TOOLS)
-    model = OllamaChatModel("qwen3:0.6b", stream=False, host=scripted.url, retry_config=FAST)
+    model = OllamaChatModel("qwen3:0.6b", stream=False, host=wire.url, retry_config=FAST)
     await model(messages, tools=TOOLS)
-    [request] = scripted.requests
+    [request] = wire.requests
     assert request.path == "/api/chat"
     # Ollama takes the arguments as an object, not a JSON string.
     check_openai_style(request.body["messages"], {"city": "Paris"})

@@ -26,25 +26,21 @@ from tests.model._wire_servers import (
     WireServer,
     anthropic_message,
     anthropic_stream,
-    openai_completion,
-    openai_text_stream,
-)
-from tests.model._wire_servers_b import (
-    Answer,
-    ScriptedServer,
+    gemini_events,
     gemini_response,
     ndjson,
     ollama_chunk,
-    running_server,
-    sse,
+    openai_completion,
+    openai_text_stream,
 )
 
 CHAT = [{"role": "user", "content": "hi"}]
 GEMINI_CHAT = [{"role": "user", "parts": [{"text": "hi"}]}]
 
 
-def models(wire: WireServer, scripted: ScriptedServer) -> dict[str, tuple[ChatModelBase, ...]]:
-    """Each provider's plain and streaming model, with their answers scripted."""
+def models(wire: WireServer) -> dict[str, tuple[ChatModelBase, ...]]:
+    """Each provider's plain and streaming model, with their answers scripted in the order
+    :func:`main` calls them."""
     wire.add(
         Reply(body=openai_completion("ok")),
         Reply(events=openai_text_stream(["o", "k"])),
@@ -52,15 +48,10 @@ def models(wire: WireServer, scripted: ScriptedServer) -> dict[str, tuple[ChatMo
         Reply(events=anthropic_stream([("text", ["o", "k"])])),
         Reply(body=openai_completion("ok")),
         Reply(events=openai_text_stream(["o", "k"])),
-    )
-    scripted.add(
-        Answer(body=gemini_response({"text": "ok"}, prompt_tokens=1)),
-        Answer(
-            content_type="text/event-stream",
-            events=sse(gemini_response({"text": "ok"}, prompt_tokens=1)),
-        ),
-        Answer(body=ollama_chunk("ok", done=True)),
-        Answer(
+        Reply(body=gemini_response({"text": "ok"}, prompt_tokens=1)),
+        Reply(events=gemini_events(gemini_response({"text": "ok"}, prompt_tokens=1))),
+        Reply(body=ollama_chunk("ok", done=True)),
+        Reply(
             content_type="application/x-ndjson",
             events=ndjson(ollama_chunk("o"), ollama_chunk("k", done=True)),
         ),
@@ -86,12 +77,10 @@ def models(wire: WireServer, scripted: ScriptedServer) -> dict[str, tuple[ChatMo
     for stream in (False, True):
         made.setdefault("gemini", ())
         made["gemini"] += (
-            GeminiChatModel(
-                "m", api_key="k", stream=stream, client_kwargs={"base_url": scripted.url}
-            ),
+            GeminiChatModel("m", api_key="k", stream=stream, client_kwargs={"base_url": wire.url}),
         )
         made.setdefault("ollama", ())
-        made["ollama"] += (OllamaChatModel("m", stream=stream, host=scripted.url),)
+        made["ollama"] += (OllamaChatModel("m", stream=stream, host=wire.url),)
     return made
 
 
@@ -103,15 +92,13 @@ async def call(name: str, model: ChatModelBase) -> None:
     assert result.content, (name, result)
 
 
-async def main(
-    global_models: dict[str, tuple[ChatModelBase, ...]], wire: Any, scripted: Any
-) -> None:
+async def main(global_models: dict[str, tuple[ChatModelBase, ...]], wire: Any) -> None:
     # Models that live on after the loop, as module globals do...
     for name, pair in global_models.items():
         for model in pair:
             await call(name, model)
     # ...and models dropped while the loop still runs.
-    local = models(wire, scripted)
+    local = models(wire)
     for name, pair in local.items():
         for model in pair:
             await call(name, model)
@@ -122,14 +109,14 @@ async def main(
 
 def run() -> None:
     backend = sys.argv[1]
-    with WireServer() as wire, running_server() as scripted:
-        global_models = models(wire, scripted)
+    with WireServer() as wire:
+        global_models = models(wire)
         if backend == "asyncio":
-            asyncio.run(main(global_models, wire, scripted))
+            asyncio.run(main(global_models, wire))
         else:
             import trio
 
-            trio.run(main, global_models, wire, scripted)
+            trio.run(main, global_models, wire)
         del global_models
         gc.collect()
 

@@ -1,9 +1,8 @@
 """Every chat provider served by a scripted server on 127.0.0.1, on its real wire protocol.
 
-:class:`Provider` builds a provider's model, formatter and scripted answers; the ``wire`` fixture
-gives both servers (the SDK protocols' one and the plain HTTP one), and :func:`serve`,
-:func:`provider_url` and :func:`weather_agent` put a provider's answers on the right server
-and build a ReAct agent (one weather tool) talking to it.
+:class:`Provider` builds a provider's model, formatter and scripted answers for the ``wire``
+server (tests/model/conftest.py); :func:`provider_url` and :func:`weather_agent` give a
+provider's URL on it and build a ReAct agent (one weather tool) talking to it.
 """
 
 from __future__ import annotations
@@ -12,8 +11,6 @@ import json
 from typing import Any
 
 import attrs
-import httpx
-import pytest
 
 from agentscope_rt.agent import ReActAgent
 from agentscope_rt.formatter import (
@@ -30,19 +27,17 @@ from agentscope_rt.model import (
     GeminiChatModel,
     OllamaChatModel,
     OpenAIChatModel,
+    OpenAIResponseModel,
     RetryConfig,
 )
 from agentscope_rt.tool import Toolkit, ToolResponse
 
 from . import _wire_servers as wa
-from . import _wire_servers_b as wb
+from ._wire_servers_responses import Message, response_events
 
 KEY = "sk-wire-test-0123456789abcdef"
 NO_RETRY = RetryConfig(max_retries=0)
 ONE_RETRY = RetryConfig(max_retries=1, initial_delay=0.0, jitter=0.0)
-# The scripted Ollama/Gemini server closes the connection after a stream, and a client could
-# pick that pooled connection before it sees the close: their clients here keep none alive.
-FRESH_CONNECTIONS = httpx.Limits(max_keepalive_connections=0)
 
 # Argument texts a model may stream that Python's json module accepts but strict JSON does not.
 BAD_ARGUMENTS = {
@@ -69,11 +64,6 @@ class Provider:
     name: str
     stream: bool
 
-    @property
-    def http(self) -> bool:
-        """Whether the server is :mod:`._wire_servers_b` (Ollama, Gemini)."""
-        return self.name in ("ollama", "gemini")
-
     def model(
         self,
         url: str,
@@ -88,12 +78,14 @@ class Provider:
         sdk: dict[str, Any] = {"default_headers": headers} if headers else {}
         if timeout is not None:
             sdk["timeout"] = timeout
-        http: dict[str, Any] = {"limits": FRESH_CONNECTIONS}
-        if headers:
-            http["headers"] = headers
+        http: dict[str, Any] = {"headers": headers} if headers else {}
         if self.name == "openai":
             return OpenAIChatModel(
                 "gpt-test", KEY, stream, client_kwargs={"base_url": url, **sdk}, retry_config=retry
+            )
+        if self.name == "openai-response":
+            return OpenAIResponseModel(
+                "o4-test", KEY, stream, client_kwargs={"base_url": url, **sdk}, retry_config=retry
             )
         if self.name == "dashscope":
             return DashScopeChatModel(
@@ -131,6 +123,45 @@ class Provider:
             "gemini": GeminiChatFormatter,
             "ollama": OllamaChatFormatter,
         }[self.name]()
+
+    @property
+    def label(self) -> str:
+        """The provider an error of its model names."""
+        return self.name.split("-")[0]
+
+    def error(self, message: str) -> dict[str, Any]:
+        """The body of the provider's error answer saying *message*."""
+        if self.name == "anthropic":
+            return {"type": "error", "error": {"type": "api_error", "message": message}}
+        if self.name == "gemini":
+            return wa.gemini_error(500, message, "INTERNAL")
+        if self.name == "ollama":
+            return {"error": message}
+        return {"error": {"message": message, "type": "server_error"}}
+
+    def text_stream(self, pieces: list[str], **kwargs: Any) -> wa.Reply:
+        """A streamed answer of text *pieces* (*kwargs* go to the :class:`Reply`); the
+        events up to the first piece are :attr:`first_piece_at`."""
+        if self.name == "openai-response":
+            return wa.Reply(events=response_events([Message(pieces)]), **kwargs)
+        if self.name == "anthropic":
+            return wa.Reply(events=wa.anthropic_stream([("text", pieces)]), **kwargs)
+        if self.name == "gemini":
+            responses = [wa.gemini_response({"text": piece}) for piece in pieces[:-1]]
+            responses.append(wa.gemini_response({"text": pieces[-1]}, prompt_tokens=1))
+            return wa.Reply(events=[*wa.gemini_events(*responses)], **kwargs)
+        if self.name == "ollama":
+            chunks = [wa.ollama_chunk(piece) for piece in pieces]
+            events = wa.ndjson(*chunks, wa.ollama_chunk("", done=True))
+            return wa.Reply(events=[*events], content_type="application/x-ndjson", **kwargs)
+        return wa.Reply(events=[*wa.openai_text_stream(pieces)], **kwargs)
+
+    @property
+    def first_piece_at(self) -> int:
+        """How many events of :meth:`text_stream` come up to and including the first piece:
+        OpenAI's role chunk; the Responses API's created, in progress, item and part added;
+        Anthropic's message and block starts."""
+        return {"openai": 2, "dashscope": 2, "openai-response": 5, "anthropic": 3}.get(self.name, 1)
 
     def answer(self, text: str | None = None, call: tuple[str, str] | None = None) -> Any:
         """A complete answer: *text*, or a tool *call* ``(name, argument text)``."""
@@ -183,15 +214,15 @@ class Provider:
             part = (
                 {"functionCall": {"name": call[0], "args": args_value}} if call else {"text": text}
             )
-            body = wb.gemini_response(part, prompt_tokens=5, output_tokens=2)
+            body = wa.gemini_response(part, prompt_tokens=5, output_tokens=2)
             if not self.stream:
-                return wb.Answer(body=body)
-            return wb.Answer(events=wb.sse(body), content_type="text/event-stream")
+                return wa.Reply(body=body)
+            return wa.Reply(events=wa.gemini_events(body), content_type="text/event-stream")
         tool_calls = [{"function": {"name": call[0], "arguments": args_value}}] if call else None
-        chunk = wb.ollama_chunk(text or "", tool_calls=tool_calls, done=True, eval_count=2)
+        chunk = wa.ollama_chunk(text or "", tool_calls=tool_calls, done=True, eval_count=2)
         if not self.stream:
-            return wb.Answer(body=chunk)
-        return wb.Answer(events=wb.ndjson(chunk), content_type="application/x-ndjson")
+            return wa.Reply(body=chunk)
+        return wa.Reply(events=wa.ndjson(chunk), content_type="application/x-ndjson")
 
 
 def _decoded(args_text: str) -> Any:
@@ -205,27 +236,16 @@ def _decoded(args_text: str) -> Any:
 PROVIDERS = ["openai", "dashscope", "dashscope-native", "anthropic", "gemini", "ollama"]
 
 
-@pytest.fixture
-def wire(
-    wire: wa.WireServer, scripted: wb.ScriptedServer
-) -> tuple[wa.WireServer, wb.ScriptedServer]:
-    """Both servers: the SDK protocols' one and the plain HTTP one."""
-    return wire, scripted
+def provider_url(provider: Provider, wire: wa.WireServer) -> str:
+    """The base URL of *provider*'s API on the scripted server."""
+    if provider.name in ("openai", "openai-response", "dashscope"):
+        return wire.url + "/v1"
+    return wire.url
 
 
-def serve(provider: Provider, wire: Any, *answers: Any) -> Any:
-    server = wire[1] if provider.http else wire[0]
-    server.add(*answers)
-    return server
-
-
-def provider_url(provider: Provider, wire: Any) -> str:
-    if provider.http:
-        return str(wire[1].url)
-    return str(wire[0].url) + ("" if provider.name in ("anthropic", "dashscope-native") else "/v1")
-
-
-def weather_agent(provider: Provider, wire: Any, retry: RetryConfig = NO_RETRY) -> ReActAgent:
+def weather_agent(
+    provider: Provider, wire: wa.WireServer, retry: RetryConfig = NO_RETRY
+) -> ReActAgent:
     toolkit = Toolkit()
 
     def get_weather(city: str) -> ToolResponse:
@@ -257,6 +277,9 @@ def strict_dump(state: Any) -> str:
 
 
 def hello_messages(provider: Provider) -> list[dict[str, Any]]:
+    """A user's greeting in the format *provider*'s model takes."""
     if provider.name == "gemini":
         return [{"role": "user", "parts": [{"text": "Hi"}]}]
+    if provider.name == "openai-response":
+        return [{"role": "user", "content": [{"type": "input_text", "text": "Hi"}]}]
     return [{"role": "user", "content": "Hi"}]

@@ -1,28 +1,36 @@
-"""A scripted HTTP/1.1 server on 127.0.0.1 for wire-level model tests.
+"""One scripted HTTP/1.1 server on 127.0.0.1 for every wire-level model test, and the payloads
+of each provider's protocol.
 
 The server runs in a background thread (started and stopped by a fixture), so it serves tests on
-both anyio backends alike. Each request pops the next :class:`Reply` from the script: a JSON
-body, an SSE stream (chunked transfer encoding, one event per write), or an error status with
-headers such as ``Retry-After``. Every request is recorded (path, headers, JSON body) and the
-server notices when a client closes a stream early (``disconnected``).
+both anyio backends alike. Each request takes the next :class:`Reply` of the script, the one way
+a test declares what the server answers: a JSON body (or one built from the request), bytes as
+they are, a stream of events (chunked transfer encoding, one write per event: SSE for OpenAI,
+Anthropic, DashScope and Gemini, NDJSON lines for Ollama), an error status with headers such as
+``Retry-After``, a delay before the answer or between events, a pause until the test opens
+``gate``, a reset connection. Every request is recorded (path, query, headers, body, peer;
+``requested`` is set at the first), and the server notices when a client hangs up
+(``disconnected``), even while a stream is paused.
 
-Helpers build the real payloads: OpenAI ``chat.completions`` objects and chunks, and Anthropic
-``messages`` objects and stream events.
+Builders make the real payloads: OpenAI ``chat.completions`` objects and chunks, Anthropic
+``messages`` objects and stream events, Ollama ``/api/chat`` chunks, Gemini
+``GenerateContentResponse`` objects and errors.
 """
 
 from __future__ import annotations
 
 import json
+import select
 import socket
 import struct
 import threading
 import time
 from collections import deque
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import attrs
 
-from .._local_http import LocalHTTPServer, QuietHandler, send_body, send_json
+from .._local_http import LocalHTTPServer, QuietHandler, send_body
 
 
 @attrs.define
@@ -30,11 +38,16 @@ class Reply:
     """One scripted answer.
 
     :ivar status: HTTP status.
-    :ivar body: JSON body (for non-streaming answers and errors).
-    :ivar events: SSE event texts (``"data: ...\\n\\n"``) sent one per write.
+    :ivar body: JSON body (for non-streaming answers and errors), or a function of the
+        :class:`Recorded` request returning it.
+    :ivar events: event texts (``"data: ...\\n\\n"``, NDJSON lines) sent one per write.
     :ivar headers: extra response headers.
+    :ivar content_type: the body's type; a stream left at the default is ``text/event-stream``.
+    :ivar delay: seconds to wait before answering (a provider that never answers: a delay
+        longer than the test, which ends when the server stops).
     :ivar interval: seconds between two events.
-    :ivar gate_after: after this many events, wait until the test sets ``server.gate``.
+    :ivar gate_after: after this many events, wait until the test sets ``server.gate`` (a
+        client that hangs up meanwhile sets ``server.disconnected``).
     :ivar raw: a body sent byte for byte (with *content_type*) instead of JSON.
     :ivar echo: ``"json"`` or ``"text"``: answer with an error body that quotes every request
         header (keys and ``Authorization`` included), as careless servers and proxies do.
@@ -45,10 +58,11 @@ class Reply:
     body: Any = None
     events: list[str | bytes] | None = None
     headers: dict[str, str] = attrs.field(factory=dict)
+    content_type: str = "application/json"
+    delay: float = 0.0
     interval: float = 0.0
     gate_after: int | None = None
     raw: bytes | None = None
-    content_type: str = "application/json"
     echo: str | None = None
     reset: bool = False
 
@@ -68,10 +82,34 @@ class Recorded:
 
     method: str
     path: str
+    """The path, without the query."""
     headers: dict[str, str]
     body: Any
+    """The JSON body decoded, or its text when it is not JSON."""
     peer: tuple[str, int] | None = None
     """The client's address: one peer for two requests means one reused connection."""
+    query: dict[str, list[str]] = attrs.field(factory=dict)
+
+
+def decoded(raw: bytes) -> Any:
+    """A request body: its JSON value, its text when it is not JSON, ``None`` when empty."""
+    try:
+        return json.loads(raw) if raw else None
+    except ValueError:
+        return raw.decode("utf-8", "replace")
+
+
+def recorded(handler: QuietHandler, raw: bytes) -> Recorded:
+    """What *handler*'s request was, its body being *raw*."""
+    parts = urlsplit(handler.path)
+    return Recorded(
+        handler.command,
+        parts.path,
+        {k.lower(): v for k, v in handler.headers.items()},
+        decoded(raw),
+        handler.client_address[:2],
+        parse_qs(parts.query),
+    )
 
 
 class WireServer(LocalHTTPServer):
@@ -81,56 +119,56 @@ class WireServer(LocalHTTPServer):
         self.script: deque[Reply] = deque()
         self.requests: list[Recorded] = []
         self.disconnected = threading.Event()
+        self.requested = threading.Event()
         self.gate = threading.Event()
         self.finished_streams = 0
+        self._closing = threading.Event()
         self._lock = threading.Lock()
         server = self
 
         class Handler(QuietHandler):
             protocol_version = "HTTP/1.1"
 
+            def handle(self) -> None:
+                try:
+                    super().handle()
+                except OSError:
+                    # A client dropping a kept-alive connection (a model left to the garbage
+                    # collector resets it) is no fault of the server: nothing to report.
+                    self.close_connection = True
+
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
-                raw = self.rfile.read(length) if length else b""
-                try:
-                    body = json.loads(raw) if raw else None
-                except ValueError:
-                    body = raw.decode("utf-8", "replace")
+                request = recorded(self, self.rfile.read(length) if length else b"")
                 with server._lock:
-                    server.requests.append(
-                        Recorded(
-                            "POST",
-                            self.path,
-                            {k.lower(): v for k, v in self.headers.items()},
-                            body,
-                            self.client_address[:2],
-                        )
-                    )
+                    server.requests.append(request)
                     reply = server.script.popleft() if server.script else None
+                server.requested.set()
                 if reply is None:
-                    self._send_json(500, {"error": {"message": "script exhausted"}})
-                    return
-                if reply.echo is not None:
-                    raw, kind = echo_body(dict(self.headers.items()), reply.echo)
-                    self._send_raw(reply.status, raw, kind, reply.headers)
-                elif reply.raw is not None:
-                    self._send_raw(reply.status, reply.raw, reply.content_type, reply.headers)
-                elif reply.events is None:
-                    self._send_json(reply.status, reply.body, reply.headers)
-                else:
-                    self._send_events(reply)
+                    reply = Reply(500, {"error": {"message": "script exhausted"}})
+                # A delay ends early when the server stops: no thread outlives the test.
+                server._closing.wait(reply.delay)
+                try:
+                    if reply.events is None:
+                        self._send_whole(reply, request)
+                    else:
+                        self._send_events(reply)
+                except OSError:
+                    # The client hung up (a timeout, a cancelled call, a closed stream).
+                    server.disconnected.set()
+                    self.close_connection = True
 
             do_GET = do_POST
 
-            def _send_json(
-                self, status: int, body: Any, headers: dict[str, str] | None = None
-            ) -> None:
-                send_json(self, status, body, headers)
-
-            def _send_raw(
-                self, status: int, data: bytes, content_type: str, headers: dict[str, str]
-            ) -> None:
-                send_body(self, status, data, content_type, headers)
+            def _send_whole(self, reply: Reply, request: Recorded) -> None:
+                if reply.echo is not None:
+                    data, kind = echo_body(dict(self.headers.items()), reply.echo)
+                elif reply.raw is not None:
+                    data, kind = reply.raw, reply.content_type
+                else:
+                    body = reply.body(request) if callable(reply.body) else reply.body
+                    data, kind = json.dumps(body).encode(), reply.content_type
+                send_body(self, reply.status, data, kind, reply.headers)
 
             def _send_events(self, reply: Reply) -> None:
                 self.send_response(reply.status)
@@ -145,25 +183,34 @@ class WireServer(LocalHTTPServer):
                 for key, value in reply.headers.items():
                     self.send_header(key, value)
                 self.end_headers()
-                try:
-                    for index, event in enumerate(reply.events or []):
-                        if reply.gate_after is not None and index == reply.gate_after:
-                            server.gate.wait(10)
-                        elif index and reply.interval:
-                            time.sleep(reply.interval)
-                        data = event if isinstance(event, bytes) else event.encode()
-                        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
-                        self.wfile.flush()
-                    if reply.reset:
-                        self._reset()
-                        return
-                    self.wfile.write(b"0\r\n\r\n")
+                for index, event in enumerate(reply.events or []):
+                    if reply.gate_after is not None and index == reply.gate_after:
+                        self._wait_for_gate()
+                    elif index and reply.interval:
+                        time.sleep(reply.interval)
+                    data = event if isinstance(event, bytes) else event.encode()
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
                     self.wfile.flush()
-                    with server._lock:
-                        server.finished_streams += 1
-                except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
-                    server.disconnected.set()
-                    self.close_connection = True
+                if reply.reset:
+                    self._reset()
+                    return
+                self.wfile.write(b"0\r\n\r\n")
+                self.wfile.flush()
+                with server._lock:
+                    server.finished_streams += 1
+
+            def _wait_for_gate(self) -> None:
+                """Wait for ``gate``; notice (and report) a client that hangs up meanwhile."""
+                while not server.gate.is_set():
+                    readable, _, _ = select.select([self.connection], [], [], 0.02)
+                    if readable and not self._peek():
+                        raise ConnectionResetError("the client closed the stream")
+
+            def _peek(self) -> bytes:
+                try:
+                    return self.connection.recv(1, socket.MSG_PEEK)
+                except OSError:
+                    return b""
 
             def _reset(self) -> None:
                 # A zero linger makes close() send RST: the peer sees its read fail
@@ -176,11 +223,13 @@ class WireServer(LocalHTTPServer):
 
         super().__init__(Handler)
 
-    def add(self, *replies: Reply) -> None:
-        """Append replies to the script."""
+    def add(self, *replies: Reply) -> WireServer:
+        """Append replies to the script; the server, for chaining."""
         self.script.extend(replies)
+        return self
 
     def __exit__(self, *exc: object) -> None:
+        self._closing.set()
         self.gate.set()
         super().__exit__(*exc)
 
@@ -200,7 +249,20 @@ def sse(data: Any, event: str | None = None) -> str:
     return f"{prefix}data: {text}\n\n"
 
 
-# -- OpenAI chat.completions ------------------------------------------------------------------
+# -- OpenAI chat.completions and DashScope's native multimodal-generation ----------------------
+
+
+def assistant_message(
+    content: Any, reasoning: str | None = None, tool_calls: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """An assistant message as both APIs answer it: content, ``reasoning_content`` and
+    ``tool_calls`` (OpenAI's format), each only when given."""
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if reasoning is not None:
+        message["reasoning_content"] = reasoning
+    if tool_calls is not None:
+        message["tool_calls"] = tool_calls
+    return message
 
 
 def openai_completion(
@@ -211,14 +273,11 @@ def openai_completion(
     id: str = "chatcmpl-1",
 ) -> dict[str, Any]:
     """A ``chat.completion`` object; *tool_calls* are ``(id, name, arguments_text)``."""
-    message: dict[str, Any] = {"role": "assistant", "content": content}
-    if reasoning is not None:
-        message["reasoning_content"] = reasoning
-    if tool_calls:
-        message["tool_calls"] = [
-            {"id": i, "type": "function", "function": {"name": n, "arguments": a}}
-            for i, n, a in tool_calls
-        ]
+    calls = [
+        {"id": i, "type": "function", "function": {"name": n, "arguments": a}}
+        for i, n, a in tool_calls or ()
+    ]
+    message = assistant_message(content, reasoning, calls or None)
     return {
         "id": id,
         "object": "chat.completion",
@@ -237,6 +296,28 @@ def openai_completion(
             "total_tokens": sum(usage),
         },
     }
+
+
+def dashscope_answer(
+    content: Any,
+    reasoning: str | None = None,
+    tool_calls: list[dict[str, Any]] | None = None,
+    usage: tuple[int, int] = (20, 4),
+    request_id: str = "req-mm-1",
+) -> dict[str, Any]:
+    """A native ``multimodal-generation`` answer (``result_format="message"``)."""
+    message = assistant_message(content, reasoning, tool_calls)
+    return {
+        "output": {"choices": [{"finish_reason": "stop", "message": message}]},
+        "usage": {"input_tokens": usage[0], "output_tokens": usage[1], "image_tokens": 12},
+        "request_id": request_id,
+    }
+
+
+def dashscope_event(index: int, data: dict[str, Any], status: int = 200) -> str:
+    """One native SSE event as DashScope sends it (no space after the colons)."""
+    kind = "error" if status != 200 else "result"
+    return f"id:{index}\nevent:{kind}\n:HTTP_STATUS/{status}\ndata:{json.dumps(data)}\n\n"
 
 
 def openai_chunk(
@@ -371,3 +452,76 @@ def anthropic_stream(
     )
     events.append(anthropic_event("message_stop"))
     return events
+
+
+# -- Ollama /api/chat and Gemini generateContent -----------------------------------------------
+
+
+def ndjson(*chunks: dict[str, Any]) -> list[str]:
+    """Ollama stream events: one JSON object per line."""
+    return [json.dumps(c) + "\n" for c in chunks]
+
+
+def gemini_events(*responses: dict[str, Any]) -> list[str]:
+    """Gemini stream events (``alt=sse``), with the CRLF line ends the API sends."""
+    return [f"data: {json.dumps(r)}\r\n\r\n" for r in responses]
+
+
+def ollama_chunk(
+    content: str = "",
+    *,
+    thinking: str | None = None,
+    tool_calls: list[dict[str, Any]] | None = None,
+    done: bool = False,
+    prompt_eval_count: int = 0,
+    eval_count: int = 0,
+) -> dict[str, Any]:
+    """An ``/api/chat`` response object (a whole answer, or one NDJSON chunk)."""
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if thinking is not None:
+        message["thinking"] = thinking
+    if tool_calls is not None:
+        message["tool_calls"] = tool_calls
+    chunk: dict[str, Any] = {
+        "model": "qwen3:0.6b",
+        "created_at": "2025-01-01T00:00:00Z",
+        "message": message,
+        "done": done,
+    }
+    if done:
+        chunk.update(
+            done_reason="stop",
+            total_duration=1_000_000,
+            prompt_eval_count=prompt_eval_count,
+            eval_count=eval_count,
+        )
+    return chunk
+
+
+def gemini_response(
+    *parts: dict[str, Any],
+    prompt_tokens: int | None = None,
+    output_tokens: int = 0,
+    thoughts_tokens: int = 0,
+    response_id: str = "resp-1",
+) -> dict[str, Any]:
+    """A ``GenerateContentResponse`` (a whole answer, or one stream event)."""
+    data: dict[str, Any] = {
+        "candidates": [{"content": {"role": "model", "parts": list(parts)}, "index": 0}],
+        "modelVersion": "gemini-2.5-flash",
+        "responseId": response_id,
+    }
+    if prompt_tokens is not None:
+        data["candidates"][0]["finishReason"] = "STOP"
+        data["usageMetadata"] = {
+            "promptTokenCount": prompt_tokens,
+            "candidatesTokenCount": output_tokens,
+            "thoughtsTokenCount": thoughts_tokens,
+            "totalTokenCount": prompt_tokens + output_tokens + thoughts_tokens,
+        }
+    return data
+
+
+def gemini_error(code: int, message: str, status: str) -> dict[str, Any]:
+    """Gemini's error body."""
+    return {"error": {"code": code, "message": message, "status": status}}

@@ -22,7 +22,8 @@ from typing import Any
 
 import attrs
 
-from ._wire_servers import Recorded, Reply, WireServer, sse
+from .._local_http import send_json
+from ._wire_servers import Reply, WireServer, recorded, sse
 
 __all__ = [
     "Call",
@@ -228,13 +229,6 @@ def check_request(path: str, body: Any) -> None:
                 )
 
 
-def _decoded(raw: bytes) -> Any:
-    try:
-        return json.loads(raw) if raw else None
-    except ValueError:
-        return raw.decode("utf-8", "replace")
-
-
 class ResponsesServer(WireServer):
     """The scripted server with the Responses API's request checks in front of the script."""
 
@@ -254,29 +248,14 @@ class ResponsesServer(WireServer):
                     message = getattr(exc, "message", str(exc))
                     with server._lock:
                         server.rejected.append(message)
-                        server.requests.append(
-                            Recorded(
-                                "POST",
-                                self.path,
-                                {k.lower(): v for k, v in self.headers.items()},
-                                _decoded(raw),
-                            )
-                        )
-                    data = json.dumps(
-                        {
-                            "error": {
-                                "message": message,
-                                "type": "invalid_request_error",
-                                "param": getattr(exc, "param", None),
-                                "code": None,
-                            }
-                        }
-                    ).encode()
-                    self.send_response(400)
-                    self.send_header("content-type", "application/json")
-                    self.send_header("content-length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
+                        server.requests.append(recorded(self, raw))
+                    error = {
+                        "message": message,
+                        "type": "invalid_request_error",
+                        "param": getattr(exc, "param", None),
+                        "code": None,
+                    }
+                    send_json(self, 400, {"error": error})
                     return
                 # The scripted handler reads the body again: hand it the bytes already read,
                 # then give the connection back (keep-alive reads the next request from it).

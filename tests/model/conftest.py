@@ -1,9 +1,9 @@
 """Fixtures and helpers shared by the model tests.
 
-Servers: ``wire`` is a :class:`WireServer` (the OpenAI, Anthropic and DashScope SDKs' protocols),
-``scripted`` a :class:`ScriptedServer` (Gemini's and Ollama's plain HTTP), and ``server`` the one
-a test module talks to: ``wire`` unless the module overrides it. Helpers (retry policy, request
-payloads, model factories, stream collectors) are imported from here by the test modules.
+Servers: ``wire`` is the scripted :class:`WireServer` every provider's protocol is played on,
+``server`` the one a test module talks to (``wire`` unless the module overrides it). Helpers
+(retry policy, request payloads, model factories, stream collectors) are imported from here by
+the test modules.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ import pytest
 from agentscope_rt.model import ChatModelBase, ChatResponse, RetryConfig
 
 from ._wire_servers import WireServer
-from ._wire_servers_b import ScriptedServer, running_server
 
 M = TypeVar("M", bound=ChatModelBase)
 
@@ -53,12 +52,6 @@ def wire() -> Iterator[WireServer]:
 
 
 @pytest.fixture
-def scripted() -> Iterator[ScriptedServer]:
-    with running_server() as srv:
-        yield srv
-
-
-@pytest.fixture
 def server(wire: WireServer) -> WireServer:
     """The module's server: the SDK protocols' one unless the module overrides this fixture."""
     return wire
@@ -68,13 +61,14 @@ def server(wire: WireServer) -> WireServer:
 async def sdk_model(
     cls: type[M], name: str, api_key: str, base_url: str, stream: bool, **kwargs: Any
 ) -> AsyncIterator[M]:
-    """An SDK-backed model of class *cls* talking to *base_url*, closed on leaving; it retries
-    as :data:`FAST` unless ``retry_config`` is given."""
+    """An SDK-backed model of class *cls* talking to *base_url* (with any other
+    ``client_kwargs`` given), closed on leaving; it retries as :data:`FAST` unless
+    ``retry_config`` is given."""
     model = cls(  # type: ignore[call-arg]
         name,
         api_key=api_key,
         stream=stream,
-        client_kwargs={"base_url": base_url},
+        client_kwargs={"base_url": base_url, **kwargs.pop("client_kwargs", {})},
         retry_config=kwargs.pop("retry_config", FAST),
         **kwargs,
     )

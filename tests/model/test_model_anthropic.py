@@ -5,11 +5,9 @@ from __future__ import annotations
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
-import anyio
 import attrs
 import pytest
 
-from agentscope_rt.exception import ModelAPIError
 from agentscope_rt.message import TextBlock, ThinkingBlock, ToolUseBlock
 from agentscope_rt.model import AnthropicChatModel, ChatResponse, RetryConfig
 from agentscope_rt.model._anthropic_model import _without_unsigned_thinking
@@ -154,24 +152,6 @@ async def test_streamed_malformed_tool_json_becomes_raw_input(server: WireServer
     assert chunks[-1].tool_calls == [ToolUseBlock("tu_1", "get_weather", {}, '{"city": Paris}')]
 
 
-async def test_stream_is_incremental(server: WireServer) -> None:
-    events = anthropic_stream([("text", ["first", " second"])])
-    # message_start, content_block_start, first delta, then wait for the test.
-    server.add(Reply(events=events, gate_after=3))
-    async with anthropic_model(server, True) as model:
-        stream = await model(MESSAGES)
-        try:
-            with anyio.fail_after(5):
-                first = await stream.__anext__()
-            assert first.get_text() == "first"
-            assert server.finished_streams == 0
-            server.gate.set()
-            rest = await collect(stream)
-        finally:
-            await stream.aclose()
-    assert rest[-1].get_text() == "first second"
-
-
 @pytest.mark.parametrize("stream", [False, True])
 async def test_429_then_success_honours_retry_after(server: WireServer, stream: bool) -> None:
     error = {"type": "error", "error": {"type": "rate_limit_error", "message": "Slow down"}}
@@ -190,24 +170,6 @@ async def test_429_then_success_honours_retry_after(server: WireServer, stream: 
     assert len(server.requests) == 2
 
 
-@pytest.mark.parametrize("stream", [False, True])
-async def test_500_until_failure_raises_clear_error(server: WireServer, stream: bool) -> None:
-    error = {"type": "error", "error": {"type": "api_error", "message": "Internal server error"}}
-    server.add(*[Reply(500, error) for _ in range(3)])
-    async with anthropic_model(server, stream) as model:
-        with pytest.raises(ModelAPIError) as info:
-            result = await model(MESSAGES)
-            if not isinstance(result, ChatResponse):
-                await collect(result)
-    assert (info.value.provider, info.value.status_code, info.value.attempts) == (
-        "anthropic",
-        500,
-        3,
-    )
-    assert info.value.message == "Internal server error"
-    assert SECRET not in str(info.value)
-
-
 async def test_overload_error_event_before_output_is_retried(server: WireServer) -> None:
     overloaded = anthropic_event(
         "error", error={"type": "overloaded_error", "message": "Overloaded"}
@@ -220,40 +182,6 @@ async def test_overload_error_event_before_output_is_retried(server: WireServer)
         chunks = await collect(await model(MESSAGES))
     assert chunks[-1].get_text() == "fine"
     assert len(server.requests) == 2
-
-
-def _long_stream() -> Reply:
-    return Reply(
-        events=anthropic_stream([("text", [f"w{i} " for i in range(400)])]), interval=0.005
-    )
-
-
-async def test_consumer_closing_early_closes_the_connection(server: WireServer) -> None:
-    server.add(_long_stream())
-    async with anthropic_model(server, True) as model:
-        stream = await model(MESSAGES)
-        async for chunk in stream:
-            if len(chunk.get_text()) > 10:
-                break
-        await stream.aclose()
-        assert await anyio.to_thread.run_sync(server.disconnected.wait, 5)
-    assert server.finished_streams == 0
-
-
-async def test_cancelled_consumer_closes_the_connection(server: WireServer) -> None:
-    server.add(_long_stream())
-    async with anthropic_model(server, True) as model:
-        stream = await model(MESSAGES)
-        seen = 0
-        with anyio.move_on_after(0.2):
-            try:
-                async for _ in stream:
-                    seen += 1
-            finally:
-                await stream.aclose()
-        assert seen > 0
-        assert await anyio.to_thread.run_sync(server.disconnected.wait, 5)
-    assert server.finished_streams == 0
 
 
 @attrs.define

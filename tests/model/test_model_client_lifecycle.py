@@ -31,12 +31,13 @@ from agentscope_rt.model import (
     OpenAIChatModel,
 )
 
-from ._wire_servers import Reply, WireServer, anthropic_message, openai_completion
-from ._wire_servers_b import (
-    Answer,
-    ScriptedServer,
+from ._wire_servers import (
+    Reply,
+    WireServer,
+    anthropic_message,
     gemini_response,
     ollama_chunk,
+    openai_completion,
 )
 
 pytestmark = pytest.mark.filterwarnings("error::ResourceWarning")
@@ -67,7 +68,7 @@ def test_unclosed_models_leave_nothing_behind(backend: str) -> None:
     assert result.stderr == ""
 
 
-def make_model(name: str, wire: WireServer, scripted: ScriptedServer) -> ChatModelBase:
+def make_model(name: str, wire: WireServer) -> ChatModelBase:
     """A non-streaming model of provider *name*, with two answers scripted for it."""
     if name == "openai":
         wire.add(*[Reply(body=openai_completion("ok")) for _ in range(2)])
@@ -83,12 +84,10 @@ def make_model(name: str, wire: WireServer, scripted: ScriptedServer) -> ChatMod
         wire.add(*[Reply(body=openai_completion("ok")) for _ in range(2)])
         return DashScopeChatModel("m", api_key="k", stream=False, base_http_api_url=wire.url)
     if name == "gemini":
-        scripted.add(*[Answer(body=gemini_response({"text": "ok"}, prompt_tokens=1))] * 2)
-        return GeminiChatModel(
-            "m", api_key="k", stream=False, client_kwargs={"base_url": scripted.url}
-        )
-    scripted.add(*[Answer(body=ollama_chunk("ok", done=True))] * 2)
-    return OllamaChatModel("m", stream=False, host=scripted.url)
+        wire.add(*[Reply(body=gemini_response({"text": "ok"}, prompt_tokens=1))] * 2)
+        return GeminiChatModel("m", api_key="k", stream=False, client_kwargs={"base_url": wire.url})
+    wire.add(*[Reply(body=ollama_chunk("ok", done=True))] * 2)
+    return OllamaChatModel("m", stream=False, host=wire.url)
 
 
 async def call(model: ChatModelBase) -> None:
@@ -101,9 +100,8 @@ async def call(model: ChatModelBase) -> None:
     assert isinstance(response, ChatResponse) and response.content
 
 
-def peers(name: str, wire: WireServer, scripted: ScriptedServer) -> list[Any]:
-    requests: list[Any] = wire.requests if name in ("openai", "anthropic", "dashscope") else []
-    return [r.peer for r in requests or scripted.requests]
+def peers(wire: WireServer) -> list[Any]:
+    return [r.peer for r in wire.requests]
 
 
 def loop_client(model: ChatModelBase) -> Any:
@@ -118,15 +116,13 @@ def is_closed(client: Any) -> bool:
 
 
 @pytest.mark.parametrize("name", PROVIDERS)
-async def test_calls_in_one_loop_share_a_connection(
-    name: str, wire: WireServer, scripted: ScriptedServer
-) -> None:
-    model = make_model(name, wire, scripted)
+async def test_calls_in_one_loop_share_a_connection(name: str, wire: WireServer) -> None:
+    model = make_model(name, wire)
     await call(model)
     client = loop_client(model)
     await call(model)
     assert loop_client(model) is client
-    first, second = peers(name, wire, scripted)
+    first, second = peers(wire)
     assert first == second  # one TCP connection, kept alive between the calls
     await model.aclose()  # type: ignore[attr-defined]
     assert is_closed(client)
@@ -134,10 +130,8 @@ async def test_calls_in_one_loop_share_a_connection(
 
 
 @pytest.mark.parametrize("name", PROVIDERS)
-async def test_a_call_after_aclose_opens_a_new_client(
-    name: str, wire: WireServer, scripted: ScriptedServer
-) -> None:
-    model = make_model(name, wire, scripted)
+async def test_a_call_after_aclose_opens_a_new_client(name: str, wire: WireServer) -> None:
+    model = make_model(name, wire)
     async with model:  # type: ignore[attr-defined]
         await call(model)
         first = loop_client(model)
@@ -145,30 +139,28 @@ async def test_a_call_after_aclose_opens_a_new_client(
     await call(model)
     second = loop_client(model)
     assert second is not first and not is_closed(second)
-    before, after = peers(name, wire, scripted)
+    before, after = peers(wire)
     assert before != after
     await model.aclose()  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("name", PROVIDERS)
-async def test_a_dropped_model_is_closed_by_the_next_call(
-    name: str, wire: WireServer, scripted: ScriptedServer
-) -> None:
-    dropped = make_model(name, wire, scripted)
+async def test_a_dropped_model_is_closed_by_the_next_call(name: str, wire: WireServer) -> None:
+    dropped = make_model(name, wire)
     await call(dropped)
     client = loop_client(dropped)
     del dropped
     gc.collect()
     assert not is_closed(client)
-    other = make_model(name, wire, scripted)
+    other = make_model(name, wire)
     await call(other)
     assert is_closed(client)
     await other.aclose()  # type: ignore[attr-defined]
 
 
-def test_one_model_in_one_loop_after_another(wire: WireServer, scripted: ScriptedServer) -> None:
+def test_one_model_in_one_loop_after_another(wire: WireServer) -> None:
     for name in PROVIDERS:
-        model = make_model(name, wire, scripted)
+        model = make_model(name, wire)
         used: list[Any] = []
 
         async def main(model: ChatModelBase = model, used: list[Any] = used) -> None:

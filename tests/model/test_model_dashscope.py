@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
@@ -16,7 +15,15 @@ from agentscope_rt.model._dashscope_model import (
     native_messages,
 )
 
-from ._wire_servers import Reply, WireServer, openai_chunk, openai_completion, sse
+from ._wire_servers import (
+    Reply,
+    WireServer,
+    dashscope_answer,
+    dashscope_event,
+    openai_chunk,
+    openai_completion,
+    sse,
+)
 
 # Every SDK async generator must be closed explicitly: under trio one left to the garbage
 # collector is reported as a ResourceWarning, which these tests turn into a failure.
@@ -167,32 +174,6 @@ NATIVE_IMAGE_MESSAGES = [
 ]
 
 
-def native_answer(
-    content: Any,
-    reasoning: str | None = None,
-    tool_calls: list[dict[str, Any]] | None = None,
-    usage: tuple[int, int] = (20, 4),
-    request_id: str = "req-mm-1",
-) -> dict[str, Any]:
-    """A native ``multimodal-generation`` answer (``result_format="message"``)."""
-    message: dict[str, Any] = {"role": "assistant", "content": content}
-    if reasoning is not None:
-        message["reasoning_content"] = reasoning
-    if tool_calls is not None:
-        message["tool_calls"] = tool_calls
-    return {
-        "output": {"choices": [{"finish_reason": "stop", "message": message}]},
-        "usage": {"input_tokens": usage[0], "output_tokens": usage[1], "image_tokens": 12},
-        "request_id": request_id,
-    }
-
-
-def native_event(index: int, data: dict[str, Any], status: int = 200) -> str:
-    """One native SSE event as DashScope sends it (no space after the colons)."""
-    kind = "error" if status != 200 else "result"
-    return f"id:{index}\nevent:{kind}\n:HTTP_STATUS/{status}\ndata:{json.dumps(data)}\n\n"
-
-
 def multimodal_model(server: WireServer, stream: bool, **kwargs: Any) -> DashScopeChatModel:
     return DashScopeChatModel(
         "qwen-vl-max",
@@ -207,7 +188,7 @@ def multimodal_model(server: WireServer, stream: bool, **kwargs: Any) -> DashSco
 
 async def test_multimodal_endpoint_non_streaming(server: WireServer) -> None:
     server.add(
-        Reply(body=native_answer([{"text": "A cat "}, {"text": "on a mat."}], reasoning="Look."))
+        Reply(body=dashscope_answer([{"text": "A cat "}, {"text": "on a mat."}], reasoning="Look."))
     )
     async with multimodal_model(server, False, generate_kwargs={"temperature": 0.1}) as model:
         assert model.uses_multimodal_endpoint
@@ -231,16 +212,16 @@ async def test_multimodal_endpoint_non_streaming(server: WireServer) -> None:
 async def test_multimodal_endpoint_stream_with_thinking_and_tool_calls(server: WireServer) -> None:
     call = {"index": 0, "id": "call_1", "type": "function", "function": {"name": "zoom"}}
     events = [
-        native_answer([], reasoning="Small "),
-        native_answer([], reasoning="image."),
-        native_answer([{"text": "Let me zoom."}]),
-        native_answer(
+        dashscope_answer([], reasoning="Small "),
+        dashscope_answer([], reasoning="image."),
+        dashscope_answer([{"text": "Let me zoom."}]),
+        dashscope_answer(
             [], tool_calls=[{**call, "function": {"name": "zoom", "arguments": '{"fac'}}]
         ),
-        native_answer([], tool_calls=[{"index": 0, "function": {"arguments": 'tor": 2}'}}]),
-        native_answer([], usage=(30, 9)),
+        dashscope_answer([], tool_calls=[{"index": 0, "function": {"arguments": 'tor": 2}'}}]),
+        dashscope_answer([], usage=(30, 9)),
     ]
-    server.add(Reply(events=[native_event(i, e) for i, e in enumerate(events, 1)]))
+    server.add(Reply(events=[dashscope_event(i, e) for i, e in enumerate(events, 1)]))
     tools = [{"type": "function", "function": {"name": "zoom", "parameters": {"type": "object"}}}]
     async with multimodal_model(server, True, enable_thinking=True) as model:
         stream = await model(IMAGE_MESSAGES, tools=tools, tool_choice="required")
@@ -272,8 +253,8 @@ async def test_multimodal_endpoint_stream_with_thinking_and_tool_calls(server: W
 async def test_multimodal_stream_error_event_is_retried_before_output(server: WireServer) -> None:
     throttled = {"code": "Throttling.RateQuota", "message": "Requests rate limit exceeded"}
     server.add(
-        Reply(events=[native_event(1, throttled, status=429)]),
-        Reply(events=[native_event(1, native_answer([{"text": "ok"}]))]),
+        Reply(events=[dashscope_event(1, throttled, status=429)]),
+        Reply(events=[dashscope_event(1, dashscope_answer([{"text": "ok"}]))]),
     )
     async with multimodal_model(server, True) as model:
         chunks = [c async for c in await model(IMAGE_MESSAGES)]  # type: ignore[union-attr]
@@ -303,7 +284,7 @@ async def test_endpoint_choice_follows_agentscope(server: WireServer) -> None:
     forced_off = DashScopeChatModel("qwen-vl-max", api_key=SECRET, multimodality=False)
     assert not forced_off.uses_multimodal_endpoint
     # A compatible-mode base URL maps to the native base on the same host.
-    server.add(Reply(body=native_answer([{"text": "ok"}])))
+    server.add(Reply(body=dashscope_answer([{"text": "ok"}])))
     model = DashScopeChatModel(
         "qwen-vl-max",
         api_key=SECRET,

@@ -3,12 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator
-from contextlib import aclosing
 from typing import Any
 
-import anyio
-import anyio.to_thread
 import attrs
 import pytest
 
@@ -17,14 +13,14 @@ from agentscope_rt.message import TextBlock, ThinkingBlock
 from agentscope_rt.model import ChatResponse
 from agentscope_rt.model._gemini_model import GeminiChatModel, _clean_part
 
-from .._local_http import LocalHTTPServer, QuietHandler, send_json
-from ._wire_servers import free_port_url
-from ._wire_servers_b import (
-    Answer,
-    ScriptedServer,
+from ._wire_servers import (
+    Recorded,
+    Reply,
+    WireServer,
+    free_port_url,
     gemini_error,
+    gemini_events,
     gemini_response,
-    sse,
 )
 from .conftest import FAST
 from .conftest import collect_closed as collect
@@ -51,12 +47,7 @@ TOOLS = [
 ]
 
 
-@pytest.fixture
-def server(scripted: ScriptedServer) -> ScriptedServer:
-    return scripted
-
-
-def model(server: ScriptedServer, stream: bool = False, **kwargs: Any) -> GeminiChatModel:
+def model(server: WireServer, stream: bool = False, **kwargs: Any) -> GeminiChatModel:
     return GeminiChatModel(
         "gemini-2.5-flash",
         api_key=API_KEY,
@@ -67,12 +58,12 @@ def model(server: ScriptedServer, stream: bool = False, **kwargs: Any) -> Gemini
     )
 
 
-def sse_answer(*events: dict[str, Any], pause_after: int | None = None) -> Answer:
-    return Answer(content_type="text/event-stream", events=sse(*events), pause_after=pause_after)
+def sse_answer(*events: dict[str, Any]) -> Reply:
+    return Reply(events=gemini_events(*events))
 
 
-async def test_text_reply_request_shape_and_usage(server: ScriptedServer) -> None:
-    server.add(Answer(body=gemini_response({"text": "Sunny."}, prompt_tokens=12, output_tokens=2)))
+async def test_text_reply_request_shape_and_usage(server: WireServer) -> None:
+    server.add(Reply(body=gemini_response({"text": "Sunny."}, prompt_tokens=12, output_tokens=2)))
     m = model(
         server,
         thinking_config={"include_thoughts": True, "thinking_budget": 64},
@@ -99,9 +90,9 @@ async def test_text_reply_request_shape_and_usage(server: ScriptedServer) -> Non
     }
 
 
-async def test_several_function_calls_thinking_and_tool_config(server: ScriptedServer) -> None:
+async def test_several_function_calls_thinking_and_tool_config(server: WireServer) -> None:
     server.add(
-        Answer(
+        Reply(
             body=gemini_response(
                 {"text": "Two cities.", "thought": True},
                 {"functionCall": {"name": "get_weather", "args": {"place": {"city": "Paris"}}}},
@@ -136,18 +127,18 @@ async def test_several_function_calls_thinking_and_tool_config(server: ScriptedS
     }
 
 
-async def test_tool_choice_modes(server: ScriptedServer) -> None:
+async def test_tool_choice_modes(server: WireServer) -> None:
     modes = {"auto": "AUTO", "none": "NONE", "required": "ANY"}
     for choice in modes:
-        server.add(Answer(body=gemini_response({"text": "ok"}, prompt_tokens=1)))
+        server.add(Reply(body=gemini_response({"text": "ok"}, prompt_tokens=1)))
         await model(server)(CONTENTS, tools=TOOLS, tool_choice=choice)
     sent = [r.body["toolConfig"]["functionCallingConfig"] for r in server.requests]
     assert sent == [{"mode": mode} for mode in modes.values()]
 
 
-async def test_malformed_function_args_become_raw_input(server: ScriptedServer) -> None:
+async def test_malformed_function_args_become_raw_input(server: WireServer) -> None:
     server.add(
-        Answer(
+        Reply(
             body=gemini_response(
                 {"functionCall": {"name": "get_weather", "args": '{"place": '}}, prompt_tokens=1
             )
@@ -160,14 +151,14 @@ async def test_malformed_function_args_become_raw_input(server: ScriptedServer) 
     assert block.raw_input == '{"place": '
 
 
-async def test_structured_output_with_attrs_class(server: ScriptedServer) -> None:
+async def test_structured_output_with_attrs_class(server: WireServer) -> None:
     @attrs.define
     class Answer_:
         city: str
         celsius: float
 
     server.add(
-        Answer(body=gemini_response({"text": '{"city": "Oslo", "celsius": 3}'}, prompt_tokens=1))
+        Reply(body=gemini_response({"text": '{"city": "Oslo", "celsius": 3}'}, prompt_tokens=1))
     )
     response = await model(server)(CONTENTS, structured_model=Answer_)
     assert isinstance(response, ChatResponse)
@@ -177,7 +168,7 @@ async def test_structured_output_with_attrs_class(server: ScriptedServer) -> Non
     assert set(config["responseJsonSchema"]["properties"]) == {"city", "celsius"}
 
 
-async def test_stream_sse_cumulative_chunks(server: ScriptedServer) -> None:
+async def test_stream_sse_cumulative_chunks(server: WireServer) -> None:
     server.add(
         sse_answer(
             gemini_response({"text": "Think", "thought": True}),
@@ -203,50 +194,14 @@ async def test_stream_sse_cumulative_chunks(server: ScriptedServer) -> None:
     assert last.usage is not None and (last.usage.input_tokens, last.usage.output_tokens) == (7, 3)
 
 
-async def test_stream_is_incremental_and_early_close_disconnects(server: ScriptedServer) -> None:
-    server.add(
-        sse_answer(
-            gemini_response({"text": "first"}),
-            gemini_response({"text": " second"}, prompt_tokens=1),
-            pause_after=1,
-        )
-    )
-    stream = await model(server, stream=True)(CONTENTS)
-    assert isinstance(stream, AsyncGenerator)
-    async with aclosing(stream):
-        first = await stream.__anext__()
-        assert first.get_text() == "first"
-        assert server.completed_streams == 0
-    assert await anyio.to_thread.run_sync(server.disconnected.wait, 5)
-
-
-async def test_cancelled_consumer_closes_the_connection(server: ScriptedServer) -> None:
-    server.add(
-        sse_answer(
-            gemini_response({"text": "first"}),
-            gemini_response({"text": "!"}, prompt_tokens=1),
-            pause_after=1,
-        )
-    )
-    stream = await model(server, stream=True)(CONTENTS)
-    assert isinstance(stream, AsyncGenerator)
-    seen = []
-    with anyio.move_on_after(0.5):
-        async with aclosing(stream):
-            async for chunk in stream:
-                seen.append(chunk.get_text())
-    assert seen == ["first"]
-    assert await anyio.to_thread.run_sync(server.disconnected.wait, 5)
-
-
-async def test_429_then_success(server: ScriptedServer) -> None:
+async def test_429_then_success(server: WireServer) -> None:
     for stream in (False, True):
         server.requests.clear()
         server.add(
-            Answer(429, gemini_error(429, "Resource has been exhausted", "RESOURCE_EXHAUSTED")),
+            Reply(429, gemini_error(429, "Resource has been exhausted", "RESOURCE_EXHAUSTED")),
             sse_answer(gemini_response({"text": "ok"}, prompt_tokens=1))
             if stream
-            else Answer(body=gemini_response({"text": "ok"}, prompt_tokens=1)),
+            else Reply(body=gemini_response({"text": "ok"}, prompt_tokens=1)),
         )
         result = await model(server, stream=stream)(CONTENTS)
         response = (await collect(result))[-1] if stream else result
@@ -255,28 +210,7 @@ async def test_429_then_success(server: ScriptedServer) -> None:
         assert len(server.requests) == 2
 
 
-async def test_500_until_failure_names_provider_and_hides_key(
-    server: ScriptedServer, caplog: pytest.LogCaptureFixture
-) -> None:
-    caplog.set_level(logging.DEBUG)
-    for stream in (False, True):
-        server.requests.clear()
-        for _ in range(3):
-            server.add(
-                Answer(500, gemini_error(500, f"internal error for key {API_KEY}", "INTERNAL"))
-            )
-        with pytest.raises(ModelAPIError) as info:
-            result = await model(server, stream=stream)(CONTENTS)
-            await collect(result)
-        error = info.value
-        assert (error.provider, error.status_code, error.attempts) == ("gemini", 500, 3)
-        assert "internal error" in str(error)
-        assert API_KEY not in str(error) and API_KEY not in repr(error)
-        assert API_KEY not in caplog.text
-        assert len(server.requests) == 3
-
-
-async def test_error_event_inside_stream(server: ScriptedServer) -> None:
+async def test_error_event_inside_stream(server: WireServer) -> None:
     server.add(
         sse_answer(
             gemini_response({"text": "par"}),
@@ -302,7 +236,7 @@ def test_api_key_from_environment_and_never_in_repr(monkeypatch: pytest.MonkeyPa
         GeminiChatModel("gemini-2.5-flash")
 
 
-async def test_error_event_before_output_is_retried(server: ScriptedServer) -> None:
+async def test_error_event_before_output_is_retried(server: WireServer) -> None:
     for status_code, status in ((503, "UNAVAILABLE"), (429, "RESOURCE_EXHAUSTED")):
         server.requests.clear()
         server.add(
@@ -315,7 +249,7 @@ async def test_error_event_before_output_is_retried(server: ScriptedServer) -> N
 
 
 async def test_error_event_before_output_until_failure_hides_key(
-    server: ScriptedServer, caplog: pytest.LogCaptureFixture
+    server: WireServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG)
     for _ in range(3):
@@ -332,7 +266,7 @@ async def test_error_event_before_output_until_failure_hides_key(
     assert API_KEY not in caplog.text
 
 
-async def test_error_event_without_code_uses_status(server: ScriptedServer) -> None:
+async def test_error_event_without_code_uses_status(server: WireServer) -> None:
     server.add(
         sse_answer({"error": {"message": "busy", "status": "UNAVAILABLE"}}),
         sse_answer(gemini_response({"text": "ok"}, prompt_tokens=1)),
@@ -342,7 +276,7 @@ async def test_error_event_without_code_uses_status(server: ScriptedServer) -> N
     assert len(server.requests) == 2
 
 
-async def test_client_error_event_is_not_retried(server: ScriptedServer) -> None:
+async def test_client_error_event_is_not_retried(server: WireServer) -> None:
     server.add(
         sse_answer(gemini_error(400, "bad request", "INVALID_ARGUMENT")),
         sse_answer(gemini_response({"text": "never"}, prompt_tokens=1)),
@@ -397,7 +331,7 @@ def _signed_answer_parts() -> tuple[dict[str, Any], ...]:
     )
 
 
-async def _next_turn_request(server: ScriptedServer, response: ChatResponse) -> dict[str, Any]:
+async def _next_turn_request(server: WireServer, response: ChatResponse) -> dict[str, Any]:
     """Send *response* back through Msg JSON and the formatter; the next request's contents."""
     from agentscope_rt.formatter import GeminiChatFormatter
     from agentscope_rt.message import Msg, ToolResultBlock
@@ -406,14 +340,14 @@ async def _next_turn_request(server: ScriptedServer, response: ChatResponse) -> 
     (call,) = reply.get_content_blocks("tool_use")
     result = Msg("system", [ToolResultBlock(call.id, call.name, "3 °C")], "system")
     contents = await GeminiChatFormatter().format([Msg("user", "Weather?", "user"), reply, result])
-    server.add(Answer(body=gemini_response({"text": "3 °C in Oslo."}, prompt_tokens=1)))
+    server.add(Reply(body=gemini_response({"text": "3 °C in Oslo."}, prompt_tokens=1)))
     await model(server)(contents, tools=TOOLS)
     body: dict[str, Any] = server.requests[-1].body
     return body
 
 
-async def test_thought_signatures_are_kept_and_sent_back(server: ScriptedServer) -> None:
-    server.add(Answer(body=gemini_response(*_signed_answer_parts(), prompt_tokens=3)))
+async def test_thought_signatures_are_kept_and_sent_back(server: WireServer) -> None:
+    server.add(Reply(body=gemini_response(*_signed_answer_parts(), prompt_tokens=3)))
     response = await model(server)(CONTENTS, tools=TOOLS)
     assert isinstance(response, ChatResponse)
     thinking, text, call = response.content
@@ -437,7 +371,7 @@ async def test_thought_signatures_are_kept_and_sent_back(server: ScriptedServer)
     ]
 
 
-async def test_thought_signatures_in_a_stream(server: ScriptedServer) -> None:
+async def test_thought_signatures_in_a_stream(server: WireServer) -> None:
     first, call, text, signature = _signed_answer_parts()
     server.add(
         sse_answer(
@@ -464,9 +398,9 @@ async def test_thought_signatures_in_a_stream(server: ScriptedServer) -> None:
     ]
 
 
-async def test_blocks_without_signatures_send_none(server: ScriptedServer) -> None:
+async def test_blocks_without_signatures_send_none(server: WireServer) -> None:
     server.add(
-        Answer(
+        Reply(
             body=gemini_response(
                 {"functionCall": {"name": "get_weather", "args": {"place": {"city": "Oslo"}}}},
                 prompt_tokens=1,
@@ -490,9 +424,7 @@ VERTEX_PATH = (
 )
 
 
-def vertex_model(
-    server: ScriptedServer, stream: bool = False, **client_kwargs: Any
-) -> GeminiChatModel:
+def vertex_model(server: WireServer, stream: bool = False, **client_kwargs: Any) -> GeminiChatModel:
     return GeminiChatModel(
         "gemini-2.5-flash",
         stream=stream,
@@ -520,8 +452,8 @@ def no_google_env(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
 
 
-async def test_vertex_ai_path_and_bearer_token(server: ScriptedServer, no_google_env: None) -> None:
-    server.add(Answer(body=gemini_response({"text": "Hi."}, prompt_tokens=2, output_tokens=1)))
+async def test_vertex_ai_path_and_bearer_token(server: WireServer, no_google_env: None) -> None:
+    server.add(Reply(body=gemini_response({"text": "Hi."}, prompt_tokens=2, output_tokens=1)))
     m = vertex_model(server, credentials=VERTEX_TOKEN)
     response = await m(CONTENTS)
     assert isinstance(response, ChatResponse)
@@ -535,7 +467,7 @@ async def test_vertex_ai_path_and_bearer_token(server: ScriptedServer, no_google
 
 
 async def test_vertex_ai_stream_with_token_from_environment(
-    server: ScriptedServer, no_google_env: None, monkeypatch: pytest.MonkeyPatch
+    server: WireServer, no_google_env: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("GOOGLE_CLOUD_ACCESS_TOKEN", VERTEX_TOKEN)
     monkeypatch.setenv("GOOGLE_GENAI_USE_VERTEXAI", "true")
@@ -556,17 +488,15 @@ async def test_vertex_ai_stream_with_token_from_environment(
     assert request.headers["authorization"] == f"Bearer {VERTEX_TOKEN}"
 
 
-async def test_vertex_ai_error_scrubs_the_token(
-    server: ScriptedServer, no_google_env: None
-) -> None:
-    server.add(Answer(403, gemini_error(403, f"token {VERTEX_TOKEN} lacks a role", "DENIED")))
+async def test_vertex_ai_error_scrubs_the_token(server: WireServer, no_google_env: None) -> None:
+    server.add(Reply(403, gemini_error(403, f"token {VERTEX_TOKEN} lacks a role", "DENIED")))
     with pytest.raises(ModelAPIError) as info:
         await vertex_model(server, credentials=VERTEX_TOKEN)(CONTENTS)
     assert info.value.status_code == 403
     assert VERTEX_TOKEN not in str(info.value) and "***" in str(info.value)
 
 
-async def test_vertex_ai_credentials_object(server: ScriptedServer, no_google_env: None) -> None:
+async def test_vertex_ai_credentials_object(server: WireServer, no_google_env: None) -> None:
     class Credentials:
         """google.auth's interface: a valid token needs no refresh."""
 
@@ -576,7 +506,7 @@ async def test_vertex_ai_credentials_object(server: ScriptedServer, no_google_en
         def refresh(self, request: Any) -> None:
             raise AssertionError("a valid token is not refreshed")
 
-    server.add(Answer(body=gemini_response({"text": "ok"}, prompt_tokens=1)))
+    server.add(Reply(body=gemini_response({"text": "ok"}, prompt_tokens=1)))
     await vertex_model(server, credentials=Credentials())(CONTENTS)
     assert server.requests[0].headers["authorization"] == f"Bearer {VERTEX_TOKEN}"
 
@@ -585,12 +515,9 @@ REFRESH_TOKEN = "1//refresh-token-5d2a"
 CLIENT_SECRET = "client-secret-9b3f"
 
 
-class _RefusingTokenEndpoint(QuietHandler):
+def _refusal(sent: Recorded) -> dict[str, str]:
     """Google's OAuth token endpoint refusing a refresh, quoting what it was sent."""
-
-    def do_POST(self) -> None:
-        sent = self.rfile.read(int(self.headers.get("content-length") or 0)).decode()
-        send_json(self, 400, {"error": "invalid_grant", "error_description": f"Bad: {sent}"})
+    return {"error": "invalid_grant", "error_description": f"Bad: {sent.body}"}
 
 
 def _refreshable(token_uri: str) -> Any:
@@ -606,9 +533,10 @@ def _refreshable(token_uri: str) -> Any:
 
 
 async def test_vertex_ai_credentials_google_auth_refuses_are_a_model_api_error(
-    server: ScriptedServer, no_google_env: None
+    server: WireServer, no_google_env: None
 ) -> None:
-    with LocalHTTPServer(_RefusingTokenEndpoint) as endpoint:
+    with WireServer() as endpoint:
+        endpoint.add(Reply(400, body=_refusal))
         model = vertex_model(server, credentials=_refreshable(f"{endpoint.url}/token"))
         with pytest.raises(ModelAPIError) as info:
             await model(CONTENTS)
@@ -621,7 +549,7 @@ async def test_vertex_ai_credentials_google_auth_refuses_are_a_model_api_error(
 
 
 async def test_vertex_ai_token_endpoint_unreachable_is_a_model_api_error(
-    server: ScriptedServer, no_google_env: None
+    server: WireServer, no_google_env: None
 ) -> None:
     model = vertex_model(server, credentials=_refreshable(f"{free_port_url()}/token"))
     with pytest.raises(ModelAPIError) as info:
@@ -674,9 +602,9 @@ def test_vertex_ai_without_any_token_source(
 
 
 async def test_vertex_ai_express_mode_uses_the_api_key(
-    server: ScriptedServer, no_google_env: None
+    server: WireServer, no_google_env: None
 ) -> None:
-    server.add(Answer(body=gemini_response({"text": "ok"}, prompt_tokens=1)))
+    server.add(Reply(body=gemini_response({"text": "ok"}, prompt_tokens=1)))
     m = GeminiChatModel(
         "gemini-2.5-flash",
         api_key=API_KEY,

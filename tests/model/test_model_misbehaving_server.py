@@ -19,7 +19,6 @@ from agentscope_rt.message import Msg, ToolUseBlock
 from agentscope_rt.model._common import loads_strict, parse_partial_json, parse_tool_input
 
 from . import _wire_servers as wa
-from . import _wire_servers_b as wb
 from ._providers import (
     BAD_ARGUMENTS,
     KEY,
@@ -28,13 +27,9 @@ from ._providers import (
     Provider,
     hello_messages,
     provider_url,
-    serve,
     strict_dump,
     weather_agent,
-    wire,
 )
-
-__all__ = ["wire"]
 
 pytestmark = pytest.mark.filterwarnings("error::ResourceWarning")
 
@@ -62,14 +57,12 @@ def test_strict_parser_refuses_what_strict_json_refuses() -> None:
 @pytest.mark.parametrize("bad", list(BAD_ARGUMENTS))
 @pytest.mark.parametrize("name", PROVIDERS)
 async def test_arguments_that_are_not_strict_json_are_an_argument_error(
-    wire: Any, name: str, bad: str
+    wire: wa.WireServer, name: str, bad: str
 ) -> None:
     # Stream and non-stream alternate over the bad values, so both paths of every provider
     # meet arguments that are not strict JSON.
     provider = Provider(name, stream=bad in ("nan", "surrogate-key"))
-    server = serve(
-        provider,
-        wire,
+    server = wire.add(
         provider.answer(call=("get_weather", BAD_ARGUMENTS[bad])),
         provider.answer(text="Sorry, let me retry."),
         provider.answer(text="Still here."),
@@ -99,15 +92,14 @@ NOT_JSON = b"<html><body>502 Bad Gateway</body></html>"
 
 def _bad_answers(provider: Provider) -> dict[str, Any]:
     """Non-streaming answers with HTTP 200 that are not the provider's answer."""
-    cls = wb.Answer if provider.http else wa.Reply
     return {
-        "html": cls(raw=NOT_JSON, content_type="text/html"),
-        "not-json": cls(raw=b'{"id": "x", "choices": [', content_type="application/json"),
+        "html": wa.Reply(raw=NOT_JSON, content_type="text/html"),
+        "not-json": wa.Reply(raw=b'{"id": "x", "choices": [', content_type="application/json"),
         # A byte-order mark makes the JSON decoder read UTF-16, which three bytes are not.
-        "not-text": cls(raw=b"\xff\xfe{", content_type="application/json"),
-        "empty-object": cls(body={}),
-        "list": cls(body=[1, 2]),
-        "wrong-shape": cls(
+        "not-text": wa.Reply(raw=b"\xff\xfe{", content_type="application/json"),
+        "empty-object": wa.Reply(body={}),
+        "list": wa.Reply(body=[1, 2]),
+        "wrong-shape": wa.Reply(
             body={
                 "choices": "none",
                 "content": "none",
@@ -124,11 +116,11 @@ def _bad_answers(provider: Provider) -> dict[str, Any]:
 )
 @pytest.mark.parametrize("name", PROVIDERS)
 async def test_a_200_answer_that_is_not_an_answer_is_a_model_api_error(
-    wire: Any, name: str, kind: str
+    wire: wa.WireServer, name: str, kind: str
 ) -> None:
     provider = Provider(name, stream=False)
     bad = _bad_answers(provider)[kind]
-    server = serve(provider, wire, bad)
+    server = wire.add(bad)
     model = provider.model(provider_url(provider, wire))
     async with model:  # type: ignore[attr-defined]
         with pytest.raises(ModelAPIError) as info:
@@ -139,11 +131,9 @@ async def test_a_200_answer_that_is_not_an_answer_is_a_model_api_error(
 
 
 @pytest.mark.parametrize("name", PROVIDERS)
-async def test_a_bad_answer_is_retried_as_a_server_fault(wire: Any, name: str) -> None:
+async def test_a_bad_answer_is_retried_as_a_server_fault(wire: wa.WireServer, name: str) -> None:
     provider = Provider(name, stream=False)
-    server = serve(
-        provider, wire, _bad_answers(provider)["empty-object"], provider.answer(text="Fine.")
-    )
+    server = wire.add(_bad_answers(provider)["empty-object"], provider.answer(text="Fine."))
     model = provider.model(provider_url(provider, wire), ONE_RETRY)
     async with model:  # type: ignore[attr-defined]
         response = await model(hello_messages(provider))
@@ -187,18 +177,18 @@ def _cut(provider: Provider) -> Any:
         )
         return wa.Reply(events=[e for e in events if "message_stop" not in e])
     if name == "gemini":
-        event = wb.gemini_response({"text": "Checking."})
-        return wb.Answer(events=wb.sse(event), content_type="text/event-stream")
-    chunk = wb.ollama_chunk("Checking.")
-    return wb.Answer(events=wb.ndjson(chunk), content_type="application/x-ndjson")
+        event = wa.gemini_response({"text": "Checking."})
+        return wa.Reply(events=wa.gemini_events(event), content_type="text/event-stream")
+    chunk = wa.ollama_chunk("Checking.")
+    return wa.Reply(events=wa.ndjson(chunk), content_type="application/x-ndjson")
 
 
 @pytest.mark.parametrize("name", PROVIDERS)
 async def test_a_stream_cut_before_its_end_marker_leaves_memory_unchanged(
-    wire: Any, name: str
+    wire: wa.WireServer, name: str
 ) -> None:
     provider = Provider(name, stream=True)
-    server = serve(provider, wire, _cut(provider), provider.answer(text="Back again."))
+    server = wire.add(_cut(provider), provider.answer(text="Back again."))
     agent = weather_agent(provider, wire)
     async with agent.model:  # type: ignore[attr-defined]
         with pytest.raises(ModelAPIError, match="the stream was cut") as info:
@@ -214,19 +204,21 @@ async def test_a_stream_cut_before_its_end_marker_leaves_memory_unchanged(
 
 
 @pytest.mark.parametrize("name", PROVIDERS)
-async def test_a_stream_request_answered_without_an_event_stream(wire: Any, name: str) -> None:
+async def test_a_stream_request_answered_without_an_event_stream(
+    wire: wa.WireServer, name: str
+) -> None:
     provider = Provider(name, stream=True)
     not_stream = Provider(name, stream=False).answer(text="A whole answer.")
     if name == "ollama":  # NDJSON of one complete answer is a valid Ollama stream: send HTML
-        not_stream = wb.Answer(raw=NOT_JSON, content_type="text/html")
-    server = serve(provider, wire, not_stream, provider.answer(text="Streamed."))
+        not_stream = wa.Reply(raw=NOT_JSON, content_type="text/html")
+    server = wire.add(not_stream, provider.answer(text="Streamed."))
     model = provider.model(provider_url(provider, wire), ONE_RETRY)
     async with model:  # type: ignore[attr-defined]
         chunks = [c async for c in await model(hello_messages(provider))]  # type: ignore[union-attr]
     # Nothing was yielded from the first answer, so it was retried as a server fault.
     assert [c.get_text() for c in chunks if c.is_last] == ["Streamed."]
     assert len(server.requests) == 2
-    serve(provider, wire, not_stream)
+    wire.add(not_stream)
     once = provider.model(provider_url(provider, wire))
     async with once:  # type: ignore[attr-defined]
         with pytest.raises(ModelAPIError) as info:
@@ -236,9 +228,9 @@ async def test_a_stream_request_answered_without_an_event_stream(wire: Any, name
     assert expected in info.value.message
 
 
-async def test_structured_output_with_a_nan_is_refused(wire: Any) -> None:
+async def test_structured_output_with_a_nan_is_refused(wire: wa.WireServer) -> None:
     provider = Provider("ollama", stream=False)
-    serve(provider, wire, wb.Answer(body=wb.ollama_chunk('{"city": NaN}', done=True)))
+    wire.add(wa.Reply(body=wa.ollama_chunk('{"city": NaN}', done=True)))
     model = provider.model(provider_url(provider, wire))
     schema = {"type": "object", "properties": {"city": {"type": "string"}}}
     async with model:  # type: ignore[attr-defined]
@@ -263,15 +255,17 @@ def _bad_events(provider: Provider) -> Any:
         )
     if name == "gemini":
         event = {"candidates": [{"content": {"parts": "oops"}}]}
-        return wb.Answer(events=wb.sse(event), content_type="text/event-stream")
+        return wa.Reply(events=wa.gemini_events(event), content_type="text/event-stream")
     chunk = {"message": {"role": "assistant", "content": "", "tool_calls": ["oops"]}, "done": False}
-    return wb.Answer(events=wb.ndjson(chunk), content_type="application/x-ndjson")
+    return wa.Reply(events=wa.ndjson(chunk), content_type="application/x-ndjson")
 
 
 @pytest.mark.parametrize("name", PROVIDERS)
-async def test_a_stream_event_of_the_wrong_shape_is_a_model_api_error(wire: Any, name: str) -> None:
+async def test_a_stream_event_of_the_wrong_shape_is_a_model_api_error(
+    wire: wa.WireServer, name: str
+) -> None:
     provider = Provider(name, stream=True)
-    server = serve(provider, wire, _bad_events(provider), provider.answer(text="Fine."))
+    server = wire.add(_bad_events(provider), provider.answer(text="Fine."))
     model = provider.model(provider_url(provider, wire))
     async with model:  # type: ignore[attr-defined]
         with pytest.raises(ModelAPIError) as info:
@@ -279,7 +273,7 @@ async def test_a_stream_event_of_the_wrong_shape_is_a_model_api_error(wire: Any,
         assert info.value.status_code == 200
         # Nothing was yielded, so with a retry the next answer is taken.
         retried = provider.model(provider_url(provider, wire), ONE_RETRY)
-        serve(provider, wire, _bad_events(provider))
+        wire.add(_bad_events(provider))
         server.script.rotate(1)  # the bad stream first, then the good answer
         async with retried:  # type: ignore[attr-defined]
             chunks = [c async for c in await retried(hello_messages(provider))]  # type: ignore[union-attr]
@@ -289,12 +283,10 @@ async def test_a_stream_event_of_the_wrong_shape_is_a_model_api_error(wire: Any,
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
 @pytest.mark.parametrize("name", PROVIDERS)
 async def test_text_with_a_lone_surrogate_keeps_the_agent_usable(
-    wire: Any, name: str, stream: bool
+    wire: wa.WireServer, name: str, stream: bool
 ) -> None:
     provider = Provider(name, stream=stream)
-    server = serve(
-        provider,
-        wire,
+    server = wire.add(
         provider.answer(text="Odd \ud800 text \U0001f600."),
         provider.answer(text="Still here."),
     )
@@ -323,10 +315,12 @@ def _first_events(provider: Provider) -> list[str | bytes]:
 
 
 @pytest.mark.parametrize("name", SDK_PROVIDERS)
-async def test_a_connection_reset_mid_stream_is_a_model_api_error(wire: Any, name: str) -> None:
+async def test_a_connection_reset_mid_stream_is_a_model_api_error(
+    wire: wa.WireServer, name: str
+) -> None:
     provider = Provider(name, stream=True)
     broken = wa.Reply(events=_first_events(provider), reset=True)
-    server = serve(provider, wire, broken, provider.answer(text="Back again."))
+    server = wire.add(broken, provider.answer(text="Back again."))
     model = provider.model(provider_url(provider, wire))
     async with model:  # type: ignore[attr-defined]
         with pytest.raises(ModelAPIError) as info:
@@ -342,11 +336,11 @@ async def test_a_connection_reset_mid_stream_is_a_model_api_error(wire: Any, nam
 
 @pytest.mark.parametrize("name", SDK_PROVIDERS)
 async def test_a_stream_silent_past_the_read_timeout_is_a_model_api_error(
-    wire: Any, name: str
+    wire: wa.WireServer, name: str
 ) -> None:
     provider = Provider(name, stream=True)
     events = [*_first_events(provider), *(provider.answer(text="late").events or [])]
-    server = serve(provider, wire, wa.Reply(events=events, gate_after=2))
+    server = wire.add(wa.Reply(events=events, gate_after=2))
     model = provider.model(provider_url(provider, wire), timeout=0.5)
     async with model:  # type: ignore[attr-defined]
         with anyio.fail_after(60), pytest.raises(ModelAPIError) as info:
@@ -357,10 +351,12 @@ async def test_a_stream_silent_past_the_read_timeout_is_a_model_api_error(
 
 
 @pytest.mark.parametrize("name", SDK_PROVIDERS)
-async def test_a_stream_event_that_is_not_utf8_is_a_model_api_error(wire: Any, name: str) -> None:
+async def test_a_stream_event_that_is_not_utf8_is_a_model_api_error(
+    wire: wa.WireServer, name: str
+) -> None:
     provider = Provider(name, stream=True)
     not_text = wa.Reply(events=[b"data: \xff\xfe{}\n\n"])
-    server = serve(provider, wire, not_text, not_text, provider.answer(text="Fine."))
+    server = wire.add(not_text, not_text, provider.answer(text="Fine."))
     model = provider.model(provider_url(provider, wire))
     async with model:  # type: ignore[attr-defined]
         with pytest.raises(ModelAPIError) as info:

@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
-from contextlib import aclosing
 from typing import Any
 
-import anyio
-import anyio.to_thread
 import pydantic
 import pytest
 
@@ -16,7 +12,7 @@ from agentscope_rt.message import TextBlock, ThinkingBlock, ToolUseBlock
 from agentscope_rt.model import ChatResponse
 from agentscope_rt.model._ollama_model import OllamaChatModel
 
-from ._wire_servers_b import Answer, ScriptedServer, ndjson, ollama_chunk
+from ._wire_servers import Reply, WireServer, ndjson, ollama_chunk
 from .conftest import FAST, TERSE_CHAT
 from .conftest import collect_closed as collect
 
@@ -41,12 +37,7 @@ TOOLS = [
 ]
 
 
-@pytest.fixture
-def server(scripted: ScriptedServer) -> ScriptedServer:
-    return scripted
-
-
-def model(server: ScriptedServer, stream: bool = False, **kwargs: Any) -> OllamaChatModel:
+def model(server: WireServer, stream: bool = False, **kwargs: Any) -> OllamaChatModel:
     return OllamaChatModel(
         "qwen3:0.6b", stream=stream, host=server.url, retry_config=FAST, **kwargs
     )
@@ -56,8 +47,8 @@ def call(name: str, arguments: Any) -> dict[str, Any]:
     return {"function": {"name": name, "arguments": arguments}}
 
 
-async def test_text_reply_request_shape_and_usage(server: ScriptedServer) -> None:
-    server.add(Answer(body=ollama_chunk("Sunny.", done=True, prompt_eval_count=21, eval_count=3)))
+async def test_text_reply_request_shape_and_usage(server: WireServer) -> None:
+    server.add(Reply(body=ollama_chunk("Sunny.", done=True, prompt_eval_count=21, eval_count=3)))
     m = model(server, options={"temperature": 0}, enable_thinking=False)
     response = await m(MESSAGES, temperature_hint=1)
     assert isinstance(response, ChatResponse)
@@ -75,9 +66,9 @@ async def test_text_reply_request_shape_and_usage(server: ScriptedServer) -> Non
     assert request.body["temperature_hint"] == 1
 
 
-async def test_several_tool_calls_and_thinking(server: ScriptedServer) -> None:
+async def test_several_tool_calls_and_thinking(server: WireServer) -> None:
     server.add(
-        Answer(
+        Reply(
             body=ollama_chunk(
                 "",
                 thinking="Two cities, two calls.",
@@ -101,9 +92,9 @@ async def test_several_tool_calls_and_thinking(server: ScriptedServer) -> None:
     assert server.requests[0].body["tools"] == TOOLS
 
 
-async def test_tool_choice_mapping(server: ScriptedServer) -> None:
+async def test_tool_choice_mapping(server: WireServer) -> None:
     for _ in range(2):
-        server.add(Answer(body=ollama_chunk("ok", done=True)))
+        server.add(Reply(body=ollama_chunk("ok", done=True)))
     m = model(server)
     await m(MESSAGES, tools=TOOLS, tool_choice="none")
     await m(MESSAGES, tools=TOOLS, tool_choice="get_time")
@@ -113,9 +104,9 @@ async def test_tool_choice_mapping(server: ScriptedServer) -> None:
         await m(MESSAGES, tools=TOOLS, tool_choice="get_date")
 
 
-async def test_malformed_tool_arguments_become_raw_input(server: ScriptedServer) -> None:
+async def test_malformed_tool_arguments_become_raw_input(server: WireServer) -> None:
     server.add(
-        Answer(body=ollama_chunk(tool_calls=[call("get_weather", '{"city": "Par')], done=True))
+        Reply(body=ollama_chunk(tool_calls=[call("get_weather", '{"city": "Par')], done=True))
     )
     response = await model(server)(MESSAGES, tools=TOOLS)
     assert isinstance(response, ChatResponse)
@@ -125,13 +116,13 @@ async def test_malformed_tool_arguments_become_raw_input(server: ScriptedServer)
     assert block.raw_input == '{"city": "Par'
 
 
-async def test_structured_output_sends_format_and_validates(server: ScriptedServer) -> None:
+async def test_structured_output_sends_format_and_validates(server: WireServer) -> None:
     class City(pydantic.BaseModel):
         name: str
         population: int
 
-    server.add(Answer(body=ollama_chunk('{"name": "Oslo", "population": "700000"}', done=True)))
-    server.add(Answer(body=ollama_chunk('{"name": "Oslo"}', done=True)))
+    server.add(Reply(body=ollama_chunk('{"name": "Oslo", "population": "700000"}', done=True)))
+    server.add(Reply(body=ollama_chunk('{"name": "Oslo"}', done=True)))
     m = model(server)
     response = await m(MESSAGES, structured_model=City)
     assert isinstance(response, ChatResponse)
@@ -141,9 +132,9 @@ async def test_structured_output_sends_format_and_validates(server: ScriptedServ
         await m(MESSAGES, structured_model=City)
 
 
-async def test_stream_is_cumulative_with_usage_on_last(server: ScriptedServer) -> None:
+async def test_stream_is_cumulative_with_usage_on_last(server: WireServer) -> None:
     server.add(
-        Answer(
+        Reply(
             content_type="application/x-ndjson",
             events=ndjson(
                 ollama_chunk("", thinking="Hm"),
@@ -166,50 +157,10 @@ async def test_stream_is_cumulative_with_usage_on_last(server: ScriptedServer) -
     assert last.usage is not None and (last.usage.input_tokens, last.usage.output_tokens) == (9, 4)
 
 
-async def test_stream_is_incremental_and_early_close_disconnects(server: ScriptedServer) -> None:
+async def test_429_then_success_honours_retry_after(server: WireServer) -> None:
     server.add(
-        Answer(
-            content_type="application/x-ndjson",
-            events=ndjson(
-                ollama_chunk("first"), ollama_chunk(" second"), ollama_chunk("", done=True)
-            ),
-            pause_after=1,
-        )
-    )
-    stream = await model(server, stream=True)(MESSAGES)
-    assert isinstance(stream, AsyncGenerator)
-    async with aclosing(stream):
-        first = await stream.__anext__()
-        # The server is still holding back the rest: the chunk arrived before it finished.
-        assert first.get_text() == "first"
-        assert server.completed_streams == 0
-    assert await anyio.to_thread.run_sync(server.disconnected.wait, 5)
-    assert server.completed_streams == 0
-
-
-async def test_cancelled_consumer_closes_the_connection(server: ScriptedServer) -> None:
-    server.add(
-        Answer(
-            content_type="application/x-ndjson",
-            events=ndjson(ollama_chunk("first"), ollama_chunk("", done=True)),
-            pause_after=1,
-        )
-    )
-    received: list[str] = []
-    stream = await model(server, stream=True)(MESSAGES)
-    assert isinstance(stream, AsyncGenerator)
-    with anyio.move_on_after(0.5):
-        async with aclosing(stream):
-            async for chunk in stream:
-                received.append(chunk.get_text())
-    assert received == ["first"]
-    assert await anyio.to_thread.run_sync(server.disconnected.wait, 5)
-
-
-async def test_429_then_success_honours_retry_after(server: ScriptedServer) -> None:
-    server.add(
-        Answer(429, {"error": "too many requests"}, headers={"retry-after": "0"}),
-        Answer(body=ollama_chunk("ok", done=True)),
+        Reply(429, {"error": "too many requests"}, headers={"retry-after": "0"}),
+        Reply(body=ollama_chunk("ok", done=True)),
     )
     response = await model(server)(MESSAGES)
     assert isinstance(response, ChatResponse)
@@ -217,43 +168,27 @@ async def test_429_then_success_honours_retry_after(server: ScriptedServer) -> N
     assert len(server.requests) == 2
 
 
-async def test_stream_429_then_success(server: ScriptedServer) -> None:
+async def test_stream_429_then_success(server: WireServer) -> None:
     server.add(
-        Answer(429, {"error": "slow down"}),
-        Answer(content_type="application/x-ndjson", events=ndjson(ollama_chunk("ok", done=True))),
+        Reply(429, {"error": "slow down"}),
+        Reply(content_type="application/x-ndjson", events=ndjson(ollama_chunk("ok", done=True))),
     )
     chunks = await collect(await model(server, stream=True)(MESSAGES))
     assert chunks[-1].get_text() == "ok"
     assert len(server.requests) == 2
 
 
-@pytest.mark.parametrize("stream", [False, True])
-async def test_500_until_failure_raises_model_api_error(
-    server: ScriptedServer, stream: bool
-) -> None:
-    for _ in range(3):
-        server.add(Answer(500, {"error": "model runner crashed"}))
-    m = model(server, stream=stream)
-    with pytest.raises(ModelAPIError) as info:
-        result = await m(MESSAGES)
-        await collect(result)
-    error = info.value
-    assert (error.provider, error.status_code, error.attempts) == ("ollama", 500, 3)
-    assert "model runner crashed" in str(error)
-    assert len(server.requests) == 3
-
-
-async def test_client_error_is_not_retried(server: ScriptedServer) -> None:
-    server.add(Answer(404, {"error": "model 'nope' not found"}))
+async def test_client_error_is_not_retried(server: WireServer) -> None:
+    server.add(Reply(404, {"error": "model 'nope' not found"}))
     with pytest.raises(ModelAPIError, match="not found") as info:
         await model(server)(MESSAGES)
     assert info.value.status_code == 404
     assert len(server.requests) == 1
 
 
-async def test_error_line_inside_stream(server: ScriptedServer) -> None:
+async def test_error_line_inside_stream(server: WireServer) -> None:
     server.add(
-        Answer(
+        Reply(
             content_type="application/x-ndjson",
             events=ndjson(ollama_chunk("par"), {"error": "out of memory"}),
         )

@@ -172,23 +172,6 @@ async def test_streamed_malformed_tool_arguments_become_raw_input(server: WireSe
     assert chunks[-1].tool_calls == [ToolUseBlock("call_1", "get_weather", {}, '{"city": Paris}')]
 
 
-async def test_stream_is_incremental(server: WireServer) -> None:
-    # The server sends two events, then waits for the test: the first chunk must arrive first.
-    server.add(Reply(events=openai_text_stream(["first", " second"]), gate_after=2))
-    async with openai_model(server, True) as model:
-        stream = await model(MESSAGES)
-        try:
-            with anyio.fail_after(5):
-                first = await stream.__anext__()
-            assert first.get_text() == "first"
-            assert server.finished_streams == 0
-            server.gate.set()
-            rest = await collect(stream)
-        finally:
-            await stream.aclose()
-    assert rest[-1].get_text() == "first second"
-
-
 @pytest.mark.parametrize("stream", [False, True])
 async def test_429_then_success_honours_retry_after(server: WireServer, stream: bool) -> None:
     server.add(
@@ -208,23 +191,6 @@ async def test_429_then_success_honours_retry_after(server: WireServer, stream: 
         final = result if isinstance(result, ChatResponse) else (await collect(result))[-1]
     assert final.get_text() == "late"
     assert len(server.requests) == 2
-
-
-@pytest.mark.parametrize("stream", [False, True])
-async def test_500_until_failure_raises_clear_error(server: WireServer, stream: bool) -> None:
-    for _ in range(3):
-        server.add(Reply(500, {"error": {"message": "The server had an error", "type": "server"}}))
-    async with openai_model(server, stream) as model:
-        with pytest.raises(ModelAPIError) as info:
-            result = await model(MESSAGES)
-            if not isinstance(result, ChatResponse):
-                await collect(result)
-    error = info.value
-    assert (error.provider, error.status_code, error.attempts) == ("openai", 500, 3)
-    assert error.message == "The server had an error"
-    assert "openai" in str(error) and "500" in str(error)
-    assert SECRET not in str(error)
-    assert len(server.requests) == 3
 
 
 async def test_auth_error_is_not_retried_and_hides_the_key(server: WireServer) -> None:
@@ -250,36 +216,16 @@ async def test_connection_refused_is_retried_then_reported() -> None:
     assert info.value.status_code is None and info.value.attempts == 3
 
 
-def _long_stream() -> Reply:
-    return Reply(events=openai_text_stream([f"w{i} " for i in range(400)]), interval=0.005)
-
-
-async def test_consumer_closing_early_closes_the_connection(server: WireServer) -> None:
-    server.add(_long_stream())
-    async with openai_model(server, True) as model:
-        stream = await model(MESSAGES)
-        async for chunk in stream:
-            if len(chunk.get_text()) > 10:
-                break
-        await stream.aclose()
-        assert await anyio.to_thread.run_sync(server.disconnected.wait, 5)
-    assert server.finished_streams == 0
-
-
-async def test_cancelled_consumer_closes_the_connection(server: WireServer) -> None:
-    server.add(_long_stream())
-    async with openai_model(server, True) as model:
-        stream = await model(MESSAGES)
-        seen = 0
-        with anyio.move_on_after(0.2):
-            try:
-                async for _ in stream:
-                    seen += 1
-            finally:
-                await stream.aclose()
-        assert seen > 0
-        assert await anyio.to_thread.run_sync(server.disconnected.wait, 5)
-    assert server.finished_streams == 0
+async def test_an_answer_slower_than_the_read_timeout_is_retried_then_reported(
+    server: WireServer,
+) -> None:
+    server.add(*[Reply(body=openai_completion("late"), delay=2.0) for _ in range(3)])
+    async with openai_model(server, False, client_kwargs={"timeout": 0.3}) as model:
+        with anyio.fail_after(60), pytest.raises(ModelAPIError) as info:
+            await model(MESSAGES)
+    assert info.value.status_code is None and info.value.attempts == 3
+    assert "timed out" in info.value.message
+    assert len(server.requests) == 3
 
 
 class Forecast(pydantic.BaseModel):

@@ -21,11 +21,7 @@ from agentscope_rt.exception import AgentScopeRTError
 from agentscope_rt.message import Msg
 
 from . import _wire_servers as wa
-from . import _wire_servers_b as wb
-from ._providers import PROVIDERS, Provider, serve, strict_dump, weather_agent, wire
-
-__all__ = ["wire"]
-
+from ._providers import PROVIDERS, Provider, strict_dump, weather_agent
 
 TEXT_PROVIDERS = {"openai", "dashscope", "dashscope-native"}
 
@@ -68,7 +64,7 @@ def _args_text(value: Any) -> str:
         return '{"city": "Oslo"}'
 
 
-async def _run(provider: Provider, wire: Any, call: tuple[str, Any] | None) -> None:
+async def _run(provider: Provider, wire: wa.WireServer, call: tuple[str, Any] | None) -> None:
     if call is None:
         first = provider.answer("nothing to do")
     elif call[0] == "text":
@@ -77,7 +73,7 @@ async def _run(provider: Provider, wire: Any, call: tuple[str, Any] | None) -> N
         first = _answer_with_value(provider, _deep(call[1]))
     else:
         first = _answer_with_value(provider, call[1])
-    serve(provider, wire, first, provider.answer("done"))
+    wire.add(first, provider.answer("done"))
     agent = weather_agent(provider, wire)
     try:
         reply = await agent(Msg("user", "Weather?", "user"))
@@ -137,15 +133,15 @@ def _answer_with_value(provider: Provider, value: Any) -> Any:
         return wa.Reply(body=wa.anthropic_message([block]))
     if provider.name == "gemini":
         part = {"functionCall": {"name": "get_weather", "args": value}}
-        body = wb.gemini_response(part, prompt_tokens=5, output_tokens=2)
+        body = wa.gemini_response(part, prompt_tokens=5, output_tokens=2)
         if not provider.stream:
-            return wb.Answer(body=body)
-        return wb.Answer(events=wb.sse(body), content_type="text/event-stream")
+            return wa.Reply(body=body)
+        return wa.Reply(events=wa.gemini_events(body), content_type="text/event-stream")
     calls = [{"function": {"name": "get_weather", "arguments": value}}]
-    chunk = wb.ollama_chunk("", tool_calls=calls, done=True, eval_count=2)
+    chunk = wa.ollama_chunk("", tool_calls=calls, done=True, eval_count=2)
     if not provider.stream:
-        return wb.Answer(body=chunk)
-    return wb.Answer(events=wb.ndjson(chunk), content_type="application/x-ndjson")
+        return wa.Reply(body=chunk)
+    return wa.Reply(events=wa.ndjson(chunk), content_type="application/x-ndjson")
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
@@ -160,6 +156,6 @@ def _answer_with_value(provider: Provider, value: Any) -> Any:
     )
 )
 async def test_random_arguments_from_any_provider_never_break_the_agent(
-    name: str, stream: bool, wire: Any, call: tuple[str, Any]
+    name: str, stream: bool, wire: wa.WireServer, call: tuple[str, Any]
 ) -> None:
     await _run(Provider(name, stream), wire, call)

@@ -16,11 +16,8 @@ import pytest
 
 from agentscope_rt.exception import ModelAPIError
 
-from . import _wire_servers as wa
-from . import _wire_servers_b as wb
-from ._providers import KEY, PROVIDERS, Provider, hello_messages, provider_url, serve, wire
-
-__all__ = ["wire"]
+from ._providers import KEY, PROVIDERS, Provider, hello_messages, provider_url
+from ._wire_servers import Reply
 
 pytestmark = pytest.mark.filterwarnings("error::ResourceWarning")
 
@@ -60,8 +57,8 @@ async def test_no_key_in_errors_tracebacks_or_logs(
     wire: Any, name: str, stream: bool, status: int, echo: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     provider = Provider(name, stream)
-    answer = (wb.Answer if provider.http else wa.Reply)(status=status, echo=echo)
-    server = serve(provider, wire, answer)
+    answer = Reply(status=status, echo=echo)
+    server = wire.add(answer)
     caplog.set_level(logging.DEBUG)
     model = provider.model(provider_url(provider, wire), headers=_headers(name))
     async with model:  # type: ignore[attr-defined]

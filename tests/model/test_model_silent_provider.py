@@ -7,10 +7,6 @@ agent then works normally against a server that answers.
 
 from __future__ import annotations
 
-import socket
-import threading
-from collections.abc import Iterator
-
 import anyio
 import pytest
 
@@ -18,49 +14,19 @@ from agentscope_rt.agent import ReActAgent
 from agentscope_rt.message import Msg
 
 from ._providers import NO_RETRY, PROVIDERS, Provider
+from ._wire_servers import Reply, WireServer
 
 BOUND_S = 20  # only turns a hang into a failure
 
 
-class SilentServer:
-    """Accepts connections on 127.0.0.1, reads what comes, and never answers."""
-
-    def __init__(self) -> None:
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(16)
-        self.sock.settimeout(0.05)  # the accept loop checks for the end this often
-        self.stopped = threading.Event()
-        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
-        self.accepted = threading.Event()
-        self.open: list[socket.socket] = []
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-        self.thread.start()
-
-    def _serve(self) -> None:
-        while not self.stopped.is_set():
-            try:
-                conn, _ = self.sock.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            self.open.append(conn)
-            self.accepted.set()
-
-    def close(self) -> None:
-        self.stopped.set()
-        self.thread.join(timeout=5)
-        self.sock.close()
-        for conn in self.open:
-            conn.close()
+SILENT = Reply(delay=3600.0)
+"""An answer that never comes: the server reads the request and waits until it stops."""
 
 
 @pytest.fixture
-def silent() -> Iterator[SilentServer]:
-    server = SilentServer()
-    yield server
-    server.close()
+def silent(wire: WireServer) -> WireServer:
+    """The scripted server, silent for each of the few calls a test makes."""
+    return wire.add(*[SILENT] * 4)
 
 
 def _agent(provider: Provider, url: str) -> ReActAgent:
@@ -77,12 +43,12 @@ def _agent(provider: Provider, url: str) -> ReActAgent:
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
 @pytest.mark.parametrize("name", PROVIDERS)
 async def test_an_interrupt_ends_a_reply_waiting_on_a_silent_provider(
-    name: str, stream: bool, silent: SilentServer
+    name: str, stream: bool, silent: WireServer
 ) -> None:
     agent = _agent(Provider(name, stream), silent.url)
 
     async def interrupt_once_sent() -> None:
-        await anyio.to_thread.run_sync(silent.accepted.wait)
+        await anyio.to_thread.run_sync(silent.requested.wait)
         await anyio.sleep(0.05)
         agent.interrupt()
 
@@ -97,7 +63,7 @@ async def test_an_interrupt_ends_a_reply_waiting_on_a_silent_provider(
 
 @pytest.mark.parametrize("name", PROVIDERS)
 async def test_an_outer_timeout_on_a_silent_provider_stays_a_timeout(
-    name: str, silent: SilentServer
+    name: str, silent: WireServer
 ) -> None:
     agent = _agent(Provider(name, False), silent.url)
     with pytest.raises(TimeoutError), anyio.fail_after(0.5):

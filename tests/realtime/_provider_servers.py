@@ -14,16 +14,19 @@ from __future__ import annotations
 import base64
 import json
 import math
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
 import pytest
+from anyio.streams.memory import MemoryObjectReceiveStream
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from agentscope_rt.exception import ModelAPIError
-from agentscope_rt.message import TextBlock
+from agentscope_rt.message import AudioBlock, Base64Source
+from agentscope_rt.realtime import ModelEventType, RealtimeModelBase
 
-from ..tts._tts_servers import text_of
+from ..tts._tts_servers import pcm_of, text_of
 from ._realtime_server import RealtimeServer, b64
 
 
@@ -160,6 +163,36 @@ class DashScopeServer(RealtimeServer):
             self.closed.set()
 
 
+WEATHER_TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "The weather of a city.",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+        },
+    }
+]
+"""One tool, in the schema the agent hands its realtime model."""
+
+
+def serving(cls: type[RealtimeServer]) -> Any:
+    """A ``server`` fixture: a *cls* server running for the test."""
+
+    @pytest.fixture
+    def server() -> Iterator[RealtimeServer]:
+        with cls() as running:
+            yield running
+
+    return server
+
+
+def audio_block(text: str, rate: int) -> AudioBlock:
+    """*text* said by the test voice, as a base64 PCM block at *rate* Hz."""
+    data = base64.b64encode(pcm_of(text)).decode()
+    return AudioBlock(source=Base64Source(media_type=f"audio/pcm;rate={rate}", data=data))
+
+
 async def until(receive: Any, kind: Any) -> list[Any]:
     """The events received up to and including the first of type *kind*."""
     events = []
@@ -171,36 +204,30 @@ async def until(receive: Any, kind: Any) -> list[Any]:
     raise AssertionError(f"the stream ended before {kind}")
 
 
-async def answer_after_bad_frame(model: Any, question: Any) -> tuple[list[Any], list[Any]]:
-    """Connect *model* to a server whose ``preamble`` is one frame the model cannot read, then
-    ask *question* (an audio block): the events up to the session's creation, and those of
-    the answer. The model is connected (and read) all along, or this fails."""
+@asynccontextmanager
+async def connected(
+    model: RealtimeModelBase, instructions: str = "", tools: list[dict[str, Any]] | None = None
+) -> AsyncIterator[MemoryObjectReceiveStream[Any]]:
+    """*model* connected for the block: what it reports arrives on the stream yielded.
+    Leaving the block disconnects it and closes the stream."""
     send, receive = anyio.create_memory_object_stream[Any](math.inf)
-    await model.connect(send, "", None)
+    await model.connect(send, instructions, tools)
     try:
-        opening = await until(receive, "model_session_created")
-        assert model.connected
-        await model.send(question)
-        answer = await until(receive, "model_response_done")
-        assert model.connected
+        yield receive
     finally:
         await model.disconnect()
         send.close()
         receive.close()
-    return opening, answer
 
 
-async def deaf_listener_closes(model: Any, server: Any) -> None:
-    """When nobody reads *model*'s events any more, its reader ends and closes the connection:
-    ``connected`` turns false and the server sees the close, before ``disconnect``."""
-    send, receive = anyio.create_memory_object_stream[Any](math.inf)
-    receive.close()  # the session's first event finds no listener
-    await model.connect(send, "", None)
-    try:
-        assert await anyio.to_thread.run_sync(server.closed.wait, 10.0)
-        assert not model.connected
-        with pytest.raises(ModelAPIError, match="closed"):
-            await model.send(TextBlock(text="anyone?"))
-    finally:
-        await model.disconnect()
-        send.close()
+def spoken(events: list[Any]) -> tuple[str, str]:
+    """The answer's audio in *events* (decoded by the test voice) and its transcript."""
+    audio = b"".join(
+        base64.b64decode(e.delta)
+        for e in events
+        if e.type == ModelEventType.MODEL_RESPONSE_AUDIO_DELTA
+    )
+    words = "".join(
+        e.delta for e in events if e.type == ModelEventType.MODEL_RESPONSE_AUDIO_TRANSCRIPT_DELTA
+    )
+    return text_of(audio), words

@@ -5,11 +5,9 @@ does not take), a provider error and a closed connection."""
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import logging
-import math
-from collections.abc import Iterator
-from typing import Any
 
 import anyio
 import pytest
@@ -25,13 +23,7 @@ from agentscope_rt.message import (
 )
 from agentscope_rt.realtime import DashScopeRealtimeModel, ModelEvents, ModelEventType
 
-from ..tts._tts_servers import pcm_of, text_of
-from ._provider_servers import (
-    DashScopeServer,
-    answer_after_bad_frame,
-    deaf_listener_closes,
-    until,
-)
+from ._provider_servers import DashScopeServer, audio_block, connected, serving, spoken, until
 
 KEY = "sk-dashscope-secret-42"
 MODEL = "qwen3-omni-flash-realtime"
@@ -39,15 +31,8 @@ T = ModelEventType
 TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {}}}]
 
 
-@pytest.fixture
-def server() -> Iterator[DashScopeServer]:
-    with DashScopeServer() as server:
-        yield server
-
-
-def _audio(text: str) -> AudioBlock:
-    data = base64.b64encode(pcm_of(text)).decode()
-    return AudioBlock(source=Base64Source(media_type="audio/pcm;rate=16000", data=data))
+server = serving(DashScopeServer)
+_audio = functools.partial(audio_block, rate=16000)
 
 
 def _model(server: DashScopeServer, name: str = MODEL) -> DashScopeRealtimeModel:
@@ -57,16 +42,10 @@ def _model(server: DashScopeServer, name: str = MODEL) -> DashScopeRealtimeModel
 
 async def test_a_spoken_question_and_its_spoken_answer(server: DashScopeServer) -> None:
     model = _model(server)
-    send, receive = anyio.create_memory_object_stream[Any](math.inf)
-    await model.connect(send, "Be brief.", None)
-    try:
+    async with connected(model, "Be brief.", None) as receive:
         for piece in ("Can you ", "hear me?"):
             await model.send(_audio(piece))
         events = await until(receive, T.MODEL_RESPONSE_DONE)
-    finally:
-        await model.disconnect()
-        send.close()
-        receive.close()
     kinds = [e.type for e in events]
     assert kinds[:6] == [
         T.MODEL_SESSION_CREATED,
@@ -78,11 +57,7 @@ async def test_a_spoken_question_and_its_spoken_answer(server: DashScopeServer) 
     ]
     assert events[0].session_id == "sess_ds"
     assert events[3].transcript == "Can you hear me?"
-    audio = b"".join(
-        base64.b64decode(e.delta) for e in events if e.type == T.MODEL_RESPONSE_AUDIO_DELTA
-    )
-    words = "".join(e.delta for e in events if e.type == T.MODEL_RESPONSE_AUDIO_TRANSCRIPT_DELTA)
-    assert text_of(audio) == words == "I heard you."
+    assert spoken(events) == ("I heard you.", "I heard you.")
     deltas = [e for e in events if e.type == T.MODEL_RESPONSE_AUDIO_DELTA]
     assert {(e.response_id, e.item_id, e.format.rate) for e in deltas} == {
         ("resp_1", "item_out_1", 24000)
@@ -119,19 +94,13 @@ async def test_a_spoken_question_and_its_spoken_answer(server: DashScopeServer) 
 
 async def test_the_user_speaking_over_the_model(server: DashScopeServer) -> None:
     model = _model(server)
-    send, receive = anyio.create_memory_object_stream[Any](math.inf)
-    await model.connect(send, "", None)
-    try:
+    async with connected(model) as receive:
         await model.send(_audio("Tell me a story?"))
         await until(receive, T.MODEL_RESPONSE_AUDIO_DELTA)
         await model.send(_audio("Stop."))
         barge_in = await until(receive, T.MODEL_RESPONSE_DONE)
         await model.send(_audio(" Are you there?"))
         answer = await until(receive, T.MODEL_RESPONSE_DONE)
-    finally:
-        await model.disconnect()
-        send.close()
-        receive.close()
     started = [e for e in barge_in if e.type == T.MODEL_INPUT_STARTED]
     assert [(e.item_id, e.audio_start_ms) for e in started] == [("in_2", 1000)]
     assert barge_in[-1].response_id == "resp_1"
@@ -146,17 +115,11 @@ async def test_tools_are_not_sent_and_a_tool_result_is_dropped(
     # AgentScope's DashScope model takes no tools: the API has none.
     model = _model(server)
     assert model.support_tools is False
-    send, receive = anyio.create_memory_object_stream[Any](math.inf)
     with caplog.at_level(logging.WARNING, "agentscope_rt.realtime"):
-        await model.connect(send, "", TOOLS)
-        try:
+        async with connected(model, "", TOOLS) as receive:
             await model.send(ToolResultBlock(id="call_1", name="get_weather", output="sunny"))
             await model.send(_audio("Hi?"))
             await until(receive, T.MODEL_RESPONSE_DONE)
-        finally:
-            await model.disconnect()
-            send.close()
-            receive.close()
     assert "tools" not in server.received[0]["session"]
     assert [e["type"] for e in server.received] == ["session.update", "input_audio_buffer.append"]
     messages = [r.getMessage() for r in caplog.records]
@@ -166,9 +129,7 @@ async def test_tools_are_not_sent_and_a_tool_result_is_dropped(
 
 async def test_a_provider_error_and_a_closed_connection(server: DashScopeServer) -> None:
     model = _model(server)
-    send, receive = anyio.create_memory_object_stream[Any](math.inf)
-    await model.connect(send, "", None)
-    try:
+    async with connected(model) as receive:
         await model.send(TextBlock(text="hello"))
         error = (await until(receive, T.MODEL_ERROR))[-1]
         assert (error.error_type, error.code) == ("invalid_request_error", "InvalidParameter")
@@ -180,10 +141,6 @@ async def test_a_provider_error_and_a_closed_connection(server: DashScopeServer)
         assert not model.connected  # ended visibly, before disconnect()
         with pytest.raises(ModelAPIError, match="code 1011") as caught:
             await model.send(_audio("Anyone?"))
-    finally:
-        await model.disconnect()
-        send.close()
-        receive.close()
     sent = server.received[-2:]
     assert sent[0]["type"] == "response.create"
     assert sent[0]["response"] == {"instructions": "hello"}
@@ -210,10 +167,6 @@ async def test_rates_urls_and_keys(monkeypatch: pytest.MonkeyPatch) -> None:
         await flash.send(_audio("early"))
     with pytest.raises(ValueError, match="base64 audio only"):
         await flash.send(AudioBlock(source=URLSource(url="http://127.0.0.1:9/a.wav")))
-    refused = DashScopeRealtimeModel(MODEL, websocket_url="ws://127.0.0.1:9/api-ws/v1/realtime")
-    send, receive = anyio.create_memory_object_stream[Any](1)
-    with send, receive, pytest.raises(ModelAPIError):
-        await refused.connect(send, "", None)
 
 
 async def test_the_session_s_end_and_messages_that_are_not_events() -> None:
@@ -227,44 +180,3 @@ async def test_the_session_s_end_and_messages_that_are_not_events() -> None:
     assert await model.parse_api_message(json.dumps({"type": "response.audio.delta"})) is None
     assert await model.parse_api_message("{") is None
     assert await model.parse_api_message('"text"') is None
-
-
-BAD_FRAMES = [
-    pytest.param(b"\xff\xfe not UTF-8", id="binary-not-utf8"),
-    pytest.param(json.dumps({"type": "error", "error": f"bad key {KEY}"}), id="error-string"),
-    pytest.param(
-        json.dumps({"type": "response.audio.delta", "item_id": "i", "delta": 5}),
-        id="audio-delta-number",
-    ),
-]
-
-
-@pytest.mark.parametrize("frame", BAD_FRAMES)
-async def test_a_bad_frame_is_reported_and_skipped(
-    server: DashScopeServer, frame: str | bytes
-) -> None:
-    server.preamble = [frame]
-    opening, answer = await answer_after_bad_frame(_model(server), _audio("Can you hear me?"))
-    errors = [e for e in opening if e.type == T.MODEL_ERROR]
-    assert len(errors) == 1 and KEY not in errors[0].message
-    assert answer[-1].type == T.MODEL_RESPONSE_DONE
-
-
-async def test_the_reader_closes_the_connection_when_nobody_listens(
-    server: DashScopeServer,
-) -> None:
-    await deaf_listener_closes(_model(server), server)
-
-
-async def test_a_numeric_response_id_does_not_fail_the_response_s_events(
-    server: DashScopeServer,
-) -> None:
-    # Kept for the response's later events: as a number it failed each of them.
-    delta = {"type": "response.audio.delta", "item_id": "i", "delta": "AAA="}
-    server.preamble = [json.dumps({"type": "response.created", "response": {"id": 5}})]
-    server.preamble.append(json.dumps(delta))
-    opening, _ = await answer_after_bad_frame(_model(server), _audio("Can you hear me?"))
-    kinds = [e.type for e in opening]
-    assert kinds[:2] == [T.MODEL_RESPONSE_CREATED, T.MODEL_RESPONSE_AUDIO_DELTA]
-    assert opening[1].response_id == "5"
-    assert T.MODEL_ERROR not in kinds

@@ -5,10 +5,8 @@ provider error (a close with a reason) and the closed connection after it."""
 from __future__ import annotations
 
 import base64
+import functools
 import json
-import math
-from collections.abc import Iterator
-from typing import Any
 
 import anyio
 import pytest
@@ -24,48 +22,27 @@ from agentscope_rt.message import (
 )
 from agentscope_rt.realtime import GeminiRealtimeModel, ModelEvents, ModelEventType
 
-from ..tts._tts_servers import pcm_of, text_of
-from ._provider_servers import GeminiServer, answer_after_bad_frame, deaf_listener_closes, until
+from ._provider_servers import (
+    WEATHER_TOOLS,
+    GeminiServer,
+    audio_block,
+    connected,
+    serving,
+    spoken,
+    until,
+)
 
 KEY = "AIza-gemini-secret-42"
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "get_weather",
-            "description": "The weather of a city.",
-            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
-        },
-    }
-]
 T = ModelEventType
 
 
-@pytest.fixture
-def server() -> Iterator[GeminiServer]:
-    with GeminiServer() as server:
-        yield server
-
-
-def _audio(text: str) -> AudioBlock:
-    data = base64.b64encode(pcm_of(text)).decode()
-    return AudioBlock(source=Base64Source(media_type="audio/pcm;rate=16000", data=data))
-
-
-def _spoken(events: list[Any]) -> tuple[str, str]:
-    """The audio (decoded by the test voice) and the transcript of *events*."""
-    audio = b"".join(
-        base64.b64decode(e.delta) for e in events if e.type == T.MODEL_RESPONSE_AUDIO_DELTA
-    )
-    words = "".join(e.delta for e in events if e.type == T.MODEL_RESPONSE_AUDIO_TRANSCRIPT_DELTA)
-    return text_of(audio), words
+server = serving(GeminiServer)
+_audio = functools.partial(audio_block, rate=16000)
 
 
 async def test_a_spoken_question_with_a_tool_call(server: GeminiServer) -> None:
     model = GeminiRealtimeModel("gemini-live", api_key=KEY, voice="Kore", websocket_url=server.url)
-    send, receive = anyio.create_memory_object_stream[Any](math.inf)
-    await model.connect(send, "Be brief.", TOOLS)
-    try:
+    async with connected(model, "Be brief.", WEATHER_TOOLS) as receive:
         for piece in ("What is the ", "weather in Paris?"):
             await model.send(_audio(piece))
         first = await until(receive, T.MODEL_RESPONSE_TOOL_USE_DONE)
@@ -73,10 +50,6 @@ async def test_a_spoken_question_with_a_tool_call(server: GeminiServer) -> None:
         assert (call.id, call.name, call.input) == ("call_1", "get_weather", {"city": "Paris"})
         await model.send(ToolResultBlock(id=call.id, name=call.name, output="sunny"))
         second = await until(receive, T.MODEL_RESPONSE_DONE)
-    finally:
-        await model.disconnect()
-        send.close()
-        receive.close()
     kinds = [e.type for e in first]
     assert kinds[:3] == [
         T.MODEL_SESSION_CREATED,
@@ -87,12 +60,12 @@ async def test_a_spoken_question_with_a_tool_call(server: GeminiServer) -> None:
     heard = [e for e in first if e.type == T.MODEL_INPUT_TRANSCRIPTION_DONE]
     assert heard[0].transcript == "What is the weather in Paris?"
     assert kinds.index(T.MODEL_INPUT_TRANSCRIPTION_DONE) < kinds.index(T.MODEL_RESPONSE_CREATED)
-    assert _spoken(first) == ("Let me check.", "Let me check.")
+    assert spoken(first) == ("Let me check.", "Let me check.")
     # One response, named by the client, spans the tool call and the spoken result.
     response_id = first[kinds.index(T.MODEL_RESPONSE_CREATED)].response_id
     assert response_id.startswith("resp_")
     assert {e.response_id for e in first + second if hasattr(e, "response_id")} == {response_id}
-    assert _spoken(second) == ("It is sunny.", "It is sunny.")
+    assert spoken(second) == ("It is sunny.", "It is sunny.")
     assert all(e.format.rate == 24000 for e in second if e.type == T.MODEL_RESPONSE_AUDIO_DELTA)
     assert [e.type for e in second[-3:]] == [
         T.MODEL_RESPONSE_AUDIO_DONE,
@@ -126,9 +99,7 @@ async def test_a_spoken_question_with_a_tool_call(server: GeminiServer) -> None:
 
 async def test_the_user_speaking_over_the_model_ends_its_response(server: GeminiServer) -> None:
     model = GeminiRealtimeModel("gemini-live", api_key=KEY, websocket_url=server.url)
-    send, receive = anyio.create_memory_object_stream[Any](math.inf)
-    await model.connect(send, "", None)
-    try:
+    async with connected(model) as receive:
         await model.send(_audio("Tell me a story?"))
         story = await until(receive, T.MODEL_RESPONSE_AUDIO_TRANSCRIPT_DELTA)
         interrupted = story[-1].response_id
@@ -136,10 +107,6 @@ async def test_the_user_speaking_over_the_model_ends_its_response(server: Gemini
         barge_in = await until(receive, T.MODEL_RESPONSE_DONE)
         await model.send(_audio(" Are you there?"))
         answer = await until(receive, T.MODEL_RESPONSE_DONE)
-    finally:
-        await model.disconnect()
-        send.close()
-        receive.close()
     # Gemini's "interrupted" is the user starting to speak; the cut response is done.
     started = [e for e in barge_in if e.type == T.MODEL_INPUT_STARTED]
     assert len(started) == 1
@@ -147,7 +114,7 @@ async def test_the_user_speaking_over_the_model_ends_its_response(server: Gemini
     assert barge_in.index(started[0]) < len(barge_in) - 1
     heard = [e.transcript for e in answer if e.type == T.MODEL_INPUT_TRANSCRIPTION_DONE]
     assert heard == ["Stop. Are you there?"]
-    assert _spoken(answer) == ("I heard you.", "I heard you.")
+    assert spoken(answer) == ("I heard you.", "I heard you.")
     assert answer[-1].response_id != interrupted
     assert (answer[-1].input_tokens, answer[-1].output_tokens) == (7, 3)
 
@@ -156,18 +123,12 @@ async def test_a_provider_error_is_an_event_and_the_closed_connection_a_clear_er
     server: GeminiServer,
 ) -> None:
     model = GeminiRealtimeModel("gemini-live", api_key=KEY, websocket_url=server.url)
-    send, receive = anyio.create_memory_object_stream[Any](math.inf)
-    await model.connect(send, "", None)
-    try:
+    async with connected(model) as receive:
         # The scripted server refuses text: it announces the end, then closes with a reason.
         await model.send(TextBlock(text="hello"))
         events = await until(receive, T.MODEL_WEBSOCKET_DISCONNECT)
         with pytest.raises(ModelAPIError, match="code 1008") as caught:
             await model.send(_audio("Anyone?"))
-    finally:
-        await model.disconnect()
-        send.close()
-        receive.close()
     assert server.received[-1]["clientContent"]["turns"][0]["parts"] == [{"text": "hello"}]
     ended = [e for e in events if isinstance(e, ModelEvents.ModelSessionEndedEvent)]
     assert "time left: 0s" in ended[0].reason
@@ -189,29 +150,15 @@ async def test_media_by_url_and_a_missing_key_are_refused(
     model = GeminiRealtimeModel("gemini-live", websocket_url=server.url)
     with pytest.raises(RuntimeError, match="not connected"):
         await model.send(TextBlock(text="early"))
-    send, receive = anyio.create_memory_object_stream[Any](math.inf)
-    await model.connect(send, "", None)
-    try:
+    async with connected(model) as receive:
         with pytest.raises(ValueError, match="base64 audio only"):
             await model.send(AudioBlock(source=URLSource(url="http://127.0.0.1:9/a.wav")))
         image = Base64Source(media_type="image/png", data=base64.b64encode(b"png").decode())
         await model.send(ImageBlock(source=image))
         await model.send(_audio("What is this?"))
         await until(receive, T.MODEL_RESPONSE_DONE)
-    finally:
-        await model.disconnect()
-        send.close()
-        receive.close()
     video = [m["realtimeInput"]["video"] for m in server.received if "video" in json.dumps(m)]
     assert video == [{"mimeType": "image/png", "data": image.data}]
-
-
-async def test_a_refused_connection_is_a_model_api_error() -> None:
-    model = GeminiRealtimeModel("gemini-live", api_key=KEY, websocket_url="ws://127.0.0.1:9/ws")
-    send, receive = anyio.create_memory_object_stream[Any](1)
-    with send, receive, pytest.raises(ModelAPIError):
-        await model.connect(send, "", None)
-    assert not model.connected
 
 
 async def test_thoughts_cancellations_and_error_messages() -> None:
@@ -237,39 +184,3 @@ async def test_thoughts_cancellations_and_error_messages() -> None:
     assert await model.parse_api_message("not json") is None
     assert await model.parse_api_message("[1]") is None
     assert await model.parse_api_message(json.dumps({"sessionResumptionUpdate": {}})) is None
-
-
-# Gemini sends its JSON in binary frames: so do these.
-_AUDIO_NUMBER = {"mimeType": "audio/pcm;rate=24000", "data": 5}
-BAD_FRAMES = [
-    pytest.param(b"\xff\xfe not UTF-8", id="binary-not-utf8"),
-    pytest.param(json.dumps({"error": f"bad key {KEY}"}).encode(), id="error-string"),
-    pytest.param(
-        json.dumps(
-            {"serverContent": {"modelTurn": {"parts": [{"inlineData": _AUDIO_NUMBER}]}}}
-        ).encode(),
-        id="audio-delta-number",
-    ),
-    # Kept by the model until the turn ends, it would have failed every later turn.
-    pytest.param(
-        json.dumps({"serverContent": {"inputTranscription": {"text": 5}}}).encode(),
-        id="transcription-number",
-    ),
-]
-
-
-@pytest.mark.parametrize("frame", BAD_FRAMES)
-async def test_a_bad_frame_is_reported_and_skipped(server: GeminiServer, frame: bytes) -> None:
-    server.preamble = [frame]
-    model = GeminiRealtimeModel("gemini-live", api_key=KEY, websocket_url=server.url)
-    opening, answer = await answer_after_bad_frame(model, _audio("Can you hear me?"))
-    errors = [e for e in opening if e.type == T.MODEL_ERROR]
-    assert len(errors) == 1 and KEY not in errors[0].message
-    # The skipped audio started no response: the answer is the first one, whole.
-    assert [e.type for e in answer].count(T.MODEL_RESPONSE_CREATED) == 1
-    assert _spoken(answer) == ("I heard you.", "I heard you.")
-
-
-async def test_the_reader_closes_the_connection_when_nobody_listens(server: GeminiServer) -> None:
-    model = GeminiRealtimeModel("gemini-live", api_key=KEY, websocket_url=server.url)
-    await deaf_listener_closes(model, server)
