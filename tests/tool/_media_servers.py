@@ -26,6 +26,7 @@ from typing import Any
 
 import anyio
 import attrs
+import pytest
 from starlette.applications import Starlette
 from starlette.datastructures import UploadFile
 from starlette.requests import Request
@@ -237,3 +238,11 @@ class MediaServer:
             await websocket.close(script.close_code)
         except WebSocketDisconnect:
             self.ws_closed_by_client.set()
+
+
+def serve_http(server: MediaServer, monkeypatch: pytest.MonkeyPatch) -> MediaServer:
+    """*server*, reset, with the OpenAI and DashScope HTTP clients pointed at it for the test."""
+    server.reset()
+    monkeypatch.setenv("OPENAI_BASE_URL", f"{server.url}/v1")
+    monkeypatch.setenv("DASHSCOPE_HTTP_BASE_URL", f"{server.url}/api/v1")
+    return server

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from agentscope_rt.formatter import allow_local_files, allowed_local_folders, disallow_local_files
+from agentscope_rt.formatter import allow_local_files
 from agentscope_rt.message import TextBlock
 from agentscope_rt.tool import (
     ToolResponse,
@@ -25,32 +25,21 @@ from agentscope_rt.tool import (
     openai_image_to_text,
 )
 
-from ._media_servers import MediaServer, Reply
+from .._local_files import no_local_folder_allowed
+from ._media_servers import MediaServer, Reply, serve_http
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 24
 
 
 @pytest.fixture(autouse=True)
 def no_folder_allowed() -> Iterator[None]:
-    before = allowed_local_folders()
-    disallow_local_files()
-    yield
-    disallow_local_files()
-    allow_local_files(*before)
-
-
-@pytest.fixture(scope="module")
-def _server() -> Iterator[MediaServer]:
-    with MediaServer() as media:
-        yield media
+    with no_local_folder_allowed():
+        yield
 
 
 @pytest.fixture
-def server(_server: MediaServer, monkeypatch: pytest.MonkeyPatch) -> MediaServer:
-    _server.reset()
-    monkeypatch.setenv("OPENAI_BASE_URL", f"{_server.url}/v1")
-    monkeypatch.setenv("DASHSCOPE_HTTP_BASE_URL", f"{_server.url}/api/v1")
-    return _server
+def server(media_server: MediaServer, monkeypatch: pytest.MonkeyPatch) -> MediaServer:
+    return serve_http(media_server, monkeypatch)
 
 
 @pytest.fixture
