@@ -246,3 +246,22 @@ def serve_http(server: MediaServer, monkeypatch: pytest.MonkeyPatch) -> MediaSer
     monkeypatch.setenv("OPENAI_BASE_URL", f"{server.url}/v1")
     monkeypatch.setenv("DASHSCOPE_HTTP_BASE_URL", f"{server.url}/api/v1")
     return server
+
+
+def chat_completion(content: str) -> Reply:
+    """OpenAI's chat completion answering *content* (what ``openai_image_to_text`` reads)."""
+    return Reply(
+        json={
+            "id": "chatcmpl-1",
+            "object": "chat.completion",
+            "created": 1700000000,
+            "model": "gpt-4o",
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": content},
+                    "finish_reason": "stop",
+                }
+            ],
+        }
+    )

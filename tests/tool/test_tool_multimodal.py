@@ -45,7 +45,7 @@ from agentscope_rt.tool import (
 )
 from agentscope_rt.tool._multi_modality import _common, _dashscope_tools
 
-from ._media_servers import MediaServer, Reply, WsScript, serve_http, ws_event
+from ._media_servers import MediaServer, Reply, WsScript, chat_completion, serve_http, ws_event
 
 OPENAI_KEY = "sk-test-4f1d9c2b7a"
 DASHSCOPE_KEY = "ds-test-8e3a1f0c55"
@@ -232,23 +232,7 @@ async def test_openai_create_image_variation(server: MediaServer, png_file: path
 
 
 async def test_openai_image_to_text(server: MediaServer, png_file: pathlib.Path) -> None:
-    server.add(
-        Reply(
-            json={
-                "id": "chatcmpl-1",
-                "object": "chat.completion",
-                "created": 1700000000,
-                "model": "gpt-4o",
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": {"role": "assistant", "content": "Two cats."},
-                        "finish_reason": "stop",
-                    }
-                ],
-            }
-        )
-    )
+    server.add(chat_completion("Two cats."))
     response = await openai_image_to_text(
         [str(png_file), "https://img.test/web.jpg"], OPENAI_KEY, prompt="What is this?"
     )

@@ -26,7 +26,7 @@ from agentscope_rt.tool import (
 )
 
 from .._local_files import no_local_folder_allowed
-from ._media_servers import MediaServer, Reply, serve_http
+from ._media_servers import MediaServer, chat_completion, serve_http
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 24
 
@@ -90,23 +90,7 @@ async def test_a_missing_file_outside_allowed_folders_is_refused_the_same_way(
 async def test_a_file_in_an_allowed_folder_is_sent(server: MediaServer, tmp_path: Path) -> None:
     image = tmp_path / "cat.png"
     image.write_bytes(PNG)
-    server.add(
-        Reply(
-            json={
-                "id": "chatcmpl-1",
-                "object": "chat.completion",
-                "created": 1700000000,
-                "model": "gpt-4o",
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": {"role": "assistant", "content": "a cat"},
-                        "finish_reason": "stop",
-                    }
-                ],
-            }
-        )
-    )
+    server.add(chat_completion("a cat"))
     with allow_local_files(tmp_path):
         response = await openai_image_to_text(str(image), "sk-test")
     assert _text(response) == "a cat"
