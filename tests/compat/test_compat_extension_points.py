@@ -41,7 +41,9 @@ from agentscope_rt.rag import (
 )
 from agentscope_rt.session import JSONSession, SessionBase
 from agentscope_rt.token import CharTokenCounter, TokenCounterBase
-from agentscope_rt.tool import Toolkit, ToolResponse
+from agentscope_rt.tool import ToolResponse
+
+from ..react._support import make_agent, toolkit_of
 
 # -- embedding models ---------------------------------------------------------------------
 
@@ -274,18 +276,7 @@ def get_weather(city: str) -> ToolResponse:
 
 
 def quiet_agent(model: Any, **kwargs: Any) -> ReActAgent:
-    toolkit = Toolkit()
-    toolkit.register_tool_function(get_weather)
-    agent = ReActAgent(
-        name="Friday",
-        sys_prompt="You are a helpful assistant.",
-        model=model,
-        formatter=OpenAIChatFormatter(),
-        toolkit=toolkit,
-        **kwargs,
-    )
-    agent.set_console_output_enabled(False)
-    return agent
+    return make_agent(model, toolkit_of(get_weather), **kwargs)
 
 
 def tool_call(call_id: str, city: str) -> ToolUseBlock:
@@ -751,14 +742,9 @@ async def test_a_chat_model_returning_dict_blocks_drives_the_react_loop(stream: 
         ],
         stream=stream,
     )
-    agent = ReActAgent(
-        name="Friday",
-        sys_prompt="You are a helpful assistant.",
-        model=model,
-        formatter=OpenAIChatFormatter(token_counter=JSONLengthCounter(), max_tokens=100_000),
-        toolkit=quiet_agent(model).toolkit,
+    agent = quiet_agent(
+        model, formatter=OpenAIChatFormatter(token_counter=JSONLengthCounter(), max_tokens=100_000)
     )
-    agent.set_console_output_enabled(False)
     reply = await agent(Msg("user", "Weather in Paris?", "user"))
     assert reply.get_text_content() == "Sunny."
     msgs = await agent.memory.get_memory()
@@ -931,14 +917,7 @@ async def test_an_agentscope_formatter_reads_the_agents_messages() -> None:
     model = ScriptedChatModel(
         [answer(tool_call("c1", "Paris")), answer(TextBlock(type="text", text="Sunny."))]
     )
-    agent = ReActAgent(
-        name="Friday",
-        sys_prompt="You are a helpful assistant.",
-        model=model,
-        formatter=PlainTextFormatter(),
-        toolkit=quiet_agent(model).toolkit,
-    )
-    agent.set_console_output_enabled(False)
+    agent = quiet_agent(model, formatter=PlainTextFormatter())
     await agent(Msg("user", "Weather in Paris?", "user"))
     assert model.calls[1].messages[-2:] == [
         {"role": "assistant", "content": 'call get_weather({"city": "Paris"})'},
@@ -975,18 +954,12 @@ def broken_block() -> ToolResponse:
 
 @pytest.mark.parametrize("tool", [dict_weather, dict_weather_stream], ids=["whole", "stream"])
 async def test_a_tool_answering_with_dict_blocks_records_blocks(tool: Any) -> None:
-    toolkit = Toolkit()
-    toolkit.register_tool_function(tool)
+    toolkit = toolkit_of(tool)
     use = ToolUseBlock(type="tool_use", id="c1", name=tool.__name__, input={"city": "Paris"})
     model = ScriptedChatModel([answer(use), answer(TextBlock(type="text", text="Sunny."))])
-    agent = ReActAgent(
-        name="Friday",
-        sys_prompt="You are a helpful assistant.",
-        model=model,
-        formatter=AnthropicChatFormatter(),  # reads tool outputs as blocks
-        toolkit=toolkit,
-    )
-    agent.set_console_output_enabled(False)
+    agent = make_agent(
+        model, toolkit, formatter=AnthropicChatFormatter()
+    )  # reads tool outputs as blocks
     reply = await agent(Msg("user", "Weather in Paris?", "user"))
     assert reply.get_text_content() == "Sunny."
     (result,) = (await agent.memory.get_memory())[2].get_content_blocks("tool_result")
@@ -996,18 +969,10 @@ async def test_a_tool_answering_with_dict_blocks_records_blocks(tool: Any) -> No
 
 
 async def test_a_tool_answering_with_a_dict_that_is_no_block_tells_the_model() -> None:
-    toolkit = Toolkit()
-    toolkit.register_tool_function(broken_block)
+    toolkit = toolkit_of(broken_block)
     use = ToolUseBlock(type="tool_use", id="c1", name="broken_block", input={})
     model = ScriptedChatModel([answer(use), answer(TextBlock(type="text", text="Sorry."))])
-    agent = ReActAgent(
-        name="Friday",
-        sys_prompt="You are a helpful assistant.",
-        model=model,
-        formatter=AnthropicChatFormatter(),
-        toolkit=toolkit,
-    )
-    agent.set_console_output_enabled(False)
+    agent = make_agent(model, toolkit, formatter=AnthropicChatFormatter())
     assert (await agent(Msg("user", "go", "user"))).get_text_content() == "Sorry."
     (result,) = (await agent.memory.get_memory())[2].get_content_blocks("tool_result")
     (text,) = result["output"]

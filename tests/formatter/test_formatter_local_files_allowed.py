@@ -47,6 +47,8 @@ from agentscope_rt.message import (
     URLSource,
 )
 
+from .._local_files import no_local_folder_allowed
+
 DATA = Path(__file__).parents[1] / "formatter" / "data"
 PNG = (DATA / "pixel.png").read_bytes()
 PNG_B64 = base64.b64encode(PNG).decode()
@@ -66,11 +68,8 @@ IMAGE_FORMATTERS = [
 @pytest.fixture(autouse=True)
 def no_folder_allowed() -> Iterator[None]:
     """Each test starts with the default (nothing allowed) and leaves it as it was."""
-    before = allowed_local_folders()
-    disallow_local_files()
-    yield
-    disallow_local_files()
-    allow_local_files(*before)
+    with no_local_folder_allowed():
+        yield
 
 
 def _image(url: str) -> Msg:

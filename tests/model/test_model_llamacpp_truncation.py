@@ -20,10 +20,11 @@ import pytest
 
 from agentscope_rt.agent import ReActAgent
 from agentscope_rt.exception import ModelResponseError
-from agentscope_rt.formatter import OpenAIChatFormatter
 from agentscope_rt.message import Msg, TextBlock, ToolUseBlock
 from agentscope_rt.model import LlamaCppChatModel
 from agentscope_rt.tool import Toolkit, ToolResponse
+
+from ..react._support import make_agent, toolkit_of
 
 GREEDY = {"temperature": 0.0, "seed": 7}
 MESSAGES = [{"role": "user", "content": "What is the weather in Paris?"}]
@@ -44,10 +45,12 @@ def _tool(name: str) -> dict[str, Any]:
     }
 
 
-def _parse_cut_off(text: str, tools: list[str], tool_choice: str) -> list[Any]:
+def _parse_cut_off(
+    text: str, tools: list[str], tool_choice: str, messages: list[dict[str, Any]] = MESSAGES
+) -> list[Any]:
     """What the model makes of *text* when generation stopped at ``max_tokens``."""
     model = LlamaCppChatModel(generate_kwargs={"max_tokens": 12})  # loads nothing yet
-    plan = model._plan(MESSAGES, [_tool(n) for n in tools], tool_choice, None, {})  # type: ignore[arg-type]
+    plan = model._plan(messages, [_tool(n) for n in tools], tool_choice, None, {})  # type: ignore[arg-type]
     content, _ = model._parse(plan, text, "length")
     return content
 
@@ -127,10 +130,7 @@ CALLED_BEFORE = [
 
 def _parse_text(messages: list[dict[str, Any]], text: str) -> list[Any]:
     """What the model makes of *text* answered where plain text was asked for."""
-    model = LlamaCppChatModel(generate_kwargs={"max_tokens": 12})
-    plan = model._plan(messages, [_tool("get_weather")], "none", None, {})
-    content, _ = model._parse(plan, text, "length")
-    return content
+    return _parse_cut_off(text, ["get_weather"], "none", messages)
 
 
 @pytest.mark.parametrize(
@@ -166,18 +166,8 @@ def _agent(max_tokens: int) -> ReActAgent:
         """
         return ToolResponse(content=[TextBlock(text=f"Sunny in {city}")])
 
-    toolkit = Toolkit()
-    toolkit.register_tool_function(get_weather)
-    agent = ReActAgent(
-        name="Friday",
-        sys_prompt="You are a helpful assistant.",
-        model=LlamaCppChatModel(generate_kwargs={**GREEDY, "max_tokens": max_tokens}),
-        formatter=OpenAIChatFormatter(),
-        toolkit=toolkit,
-        max_iters=3,
-    )
-    agent.set_console_output_enabled(False)
-    return agent
+    model = LlamaCppChatModel(generate_kwargs={**GREEDY, "max_tokens": max_tokens})
+    return make_agent(model, toolkit_of(get_weather), max_iters=3)
 
 
 @pytest.mark.local_model

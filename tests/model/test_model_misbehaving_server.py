@@ -54,6 +54,11 @@ def test_strict_parser_refuses_what_strict_json_refuses() -> None:
     assert parse_partial_json('{"a": "\\ud800", "b": "x') is None
 
 
+async def _chunks(model: Any, provider: Provider) -> list[Any]:
+    """Every chunk of *model*'s streamed answer to the provider's hello messages."""
+    return [c async for c in await model(hello_messages(provider))]
+
+
 @pytest.mark.parametrize("bad", list(BAD_ARGUMENTS))
 @pytest.mark.parametrize("name", PROVIDERS)
 async def test_arguments_that_are_not_strict_json_are_an_argument_error(
@@ -214,7 +219,7 @@ async def test_a_stream_request_answered_without_an_event_stream(
     server = wire.add(not_stream, provider.answer(text="Streamed."))
     model = provider.model(provider_url(provider, wire), ONE_RETRY)
     async with model:  # type: ignore[attr-defined]
-        chunks = [c async for c in await model(hello_messages(provider))]  # type: ignore[union-attr]
+        chunks = await _chunks(model, provider)
     # Nothing was yielded from the first answer, so it was retried as a server fault.
     assert [c.get_text() for c in chunks if c.is_last] == ["Streamed."]
     assert len(server.requests) == 2
@@ -222,7 +227,7 @@ async def test_a_stream_request_answered_without_an_event_stream(
     once = provider.model(provider_url(provider, wire))
     async with once:  # type: ignore[attr-defined]
         with pytest.raises(ModelAPIError) as info:
-            [c async for c in await once(hello_messages(provider))]  # type: ignore[union-attr]
+            await _chunks(once, provider)
     assert info.value.status_code == 200
     expected = "malformed NDJSON" if name == "ollama" else "without an event stream"
     assert expected in info.value.message
@@ -269,14 +274,14 @@ async def test_a_stream_event_of_the_wrong_shape_is_a_model_api_error(
     model = provider.model(provider_url(provider, wire))
     async with model:  # type: ignore[attr-defined]
         with pytest.raises(ModelAPIError) as info:
-            [c async for c in await model(hello_messages(provider))]  # type: ignore[union-attr]
+            await _chunks(model, provider)
         assert info.value.status_code == 200
         # Nothing was yielded, so with a retry the next answer is taken.
         retried = provider.model(provider_url(provider, wire), ONE_RETRY)
         wire.add(_bad_events(provider))
         server.script.rotate(1)  # the bad stream first, then the good answer
         async with retried:  # type: ignore[attr-defined]
-            chunks = [c async for c in await retried(hello_messages(provider))]  # type: ignore[union-attr]
+            chunks = await _chunks(retried, provider)
     assert chunks[-1].get_text() == "Fine."
 
 
@@ -324,12 +329,12 @@ async def test_a_connection_reset_mid_stream_is_a_model_api_error(
     model = provider.model(provider_url(provider, wire))
     async with model:  # type: ignore[attr-defined]
         with pytest.raises(ModelAPIError) as info:
-            [c async for c in await model(hello_messages(provider))]  # type: ignore[union-attr]
+            await _chunks(model, provider)
         assert info.value.status_code is None
         assert "connection error" in info.value.message
         assert KEY not in str(info.value)
         # The broken connection is not reused: the next call gets its answer.
-        chunks = [c async for c in await model(hello_messages(provider))]  # type: ignore[union-attr]
+        chunks = await _chunks(model, provider)
     assert chunks[-1].get_text() == "Back again."
     assert len(server.requests) == 2
 
@@ -344,7 +349,7 @@ async def test_a_stream_silent_past_the_read_timeout_is_a_model_api_error(
     model = provider.model(provider_url(provider, wire), timeout=0.5)
     async with model:  # type: ignore[attr-defined]
         with anyio.fail_after(60), pytest.raises(ModelAPIError) as info:
-            [c async for c in await model(hello_messages(provider))]  # type: ignore[union-attr]
+            await _chunks(model, provider)
     assert info.value.status_code is None
     assert "timed out" in info.value.message
     server.gate.set()
@@ -360,12 +365,12 @@ async def test_a_stream_event_that_is_not_utf8_is_a_model_api_error(
     model = provider.model(provider_url(provider, wire))
     async with model:  # type: ignore[attr-defined]
         with pytest.raises(ModelAPIError) as info:
-            [c async for c in await model(hello_messages(provider))]  # type: ignore[union-attr]
+            await _chunks(model, provider)
         assert info.value.status_code == 200
         assert "not UTF-8" in info.value.message
     # Nothing was yielded, so it is retried as a server fault: the next answer is taken.
     retried = provider.model(provider_url(provider, wire), ONE_RETRY)
     async with retried:  # type: ignore[attr-defined]
-        chunks = [c async for c in await retried(hello_messages(provider))]  # type: ignore[union-attr]
+        chunks = await _chunks(retried, provider)
     assert chunks[-1].get_text() == "Fine."
     assert len(server.requests) == 3

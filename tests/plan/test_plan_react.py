@@ -6,28 +6,21 @@ from __future__ import annotations
 from typing import Any
 
 from agentscope_rt.agent import ReActAgent
-from agentscope_rt.formatter import OpenAIChatFormatter
 from agentscope_rt.memory import InMemoryMemory
 from agentscope_rt.message import Msg
 from agentscope_rt.model import ModelCall, ScriptedChatModel, reply, tool_call
 from agentscope_rt.plan import DefaultPlanToHint, PlanNotebook
 
+from ..react._support import make_agent
 from ._support import PLAN_TOOLS, subtask_dict
 
 HINT = DefaultPlanToHint()
 
 
 def _agent(model: ScriptedChatModel, notebook: PlanNotebook, **kwargs: Any) -> ReActAgent:
-    agent = ReActAgent(
-        name="Friday",
-        sys_prompt="You are a careful planner.",
-        model=model,
-        formatter=OpenAIChatFormatter(),
-        plan_notebook=notebook,
-        **kwargs,
+    return make_agent(
+        model, sys_prompt="You are a careful planner.", plan_notebook=notebook, **kwargs
     )
-    agent.set_console_output_enabled(False)
-    return agent
 
 
 def _user(text: str) -> Msg:

@@ -39,6 +39,13 @@ def write_pdf(path: Path, pages: list[str]) -> Path:
             "/Resources << /Font << /F1 3 0 R >> >> >>".encode()
         )
         objects.append(b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream")
+    path.write_bytes(pdf_of(objects))
+    return path
+
+
+def pdf_of(objects: list[bytes]) -> bytes:
+    """A PDF file of *objects* (numbered from 1, the first the catalog), with its
+    cross-reference table and trailer."""
     out = bytearray(b"%PDF-1.4\n")
     offsets = []
     for number, body in enumerate(objects, start=1):
@@ -46,14 +53,12 @@ def write_pdf(path: Path, pages: list[str]) -> Path:
         out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
     xref = len(out)
     out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    for offset in offsets:
-        out += b"%010d 00000 n \n" % offset
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
     out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
         len(objects) + 1,
         xref,
     )
-    path.write_bytes(bytes(out))
-    return path
+    return bytes(out)
 
 
 def write_docx(path: Path, *, image: bool = True) -> Path:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import zipfile
 from pathlib import Path
 
+from ._files import pdf_of
+
 
 def many_page_pdf(pages: int, text: str = "A sentence on a page. Another one.") -> bytes:
     """A valid PDF of *pages* pages that all show *text* (one content stream and one font,
@@ -25,19 +27,7 @@ def many_page_pdf(pages: int, text: str = "A sentence on a page. Another one.") 
         b"/Resources << /Font << /F1 3 0 R >> >> /Contents 4 0 R >>"
     )
     objects.extend([page] * pages)
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = []
-    for number, body in enumerate(objects, start=1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
-        len(objects) + 1,
-        xref,
-    )
-    return bytes(out)
+    return pdf_of(objects)
 
 
 def inflate_member(source: Path, target: Path, member: str, extra: bytes) -> None:

@@ -204,22 +204,22 @@ _CASES = [("sentence", False), ("sentence", True), ("char", False), ("char", Tru
 _IDS = [f"{split_by}-separate_table={separate}" for split_by, separate in _CASES]
 
 
-@pytest.mark.parametrize(("split_by", "separate_table"), _CASES, ids=_IDS)
-async def test_word_chunks_are_agentscopes(
-    tmp_path: Path, split_by: Any, separate_table: bool
-) -> None:
-    path = write_word(tmp_path / "report.docx")
-    reader = WordReader(chunk_size=200, split_by=split_by, separate_table=separate_table)
-    assert _chunks(await reader(path)) == WORD_CHUNKS[split_by, separate_table]
+# The file written, its name, its reader and AgentScope's chunks of it.
+_OFFICE = {
+    "word": (write_word, "report.docx", WordReader, WORD_CHUNKS),
+    "powerpoint": (write_deck, "deck.pptx", PowerPointReader, DECK_CHUNKS),
+}
 
 
 @pytest.mark.parametrize(("split_by", "separate_table"), _CASES, ids=_IDS)
-async def test_powerpoint_chunks_are_agentscopes(
-    tmp_path: Path, split_by: Any, separate_table: bool
+@pytest.mark.parametrize("kind", list(_OFFICE))
+async def test_office_chunks_are_agentscopes(
+    tmp_path: Path, kind: str, split_by: Any, separate_table: bool
 ) -> None:
-    path = write_deck(tmp_path / "deck.pptx")
-    reader = PowerPointReader(chunk_size=200, split_by=split_by, separate_table=separate_table)
-    assert _chunks(await reader(path)) == DECK_CHUNKS[split_by, separate_table]
+    write, name, reader_class, expected = _OFFICE[kind]
+    path = write(tmp_path / name)
+    reader = reader_class(chunk_size=200, split_by=split_by, separate_table=separate_table)
+    assert _chunks(await reader(path)) == expected[split_by, separate_table]
 
 
 @pytest.mark.parametrize(

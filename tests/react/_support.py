@@ -9,7 +9,7 @@ import anyio
 import anyio.lowlevel
 
 from agentscope_rt.agent import ReActAgent
-from agentscope_rt.formatter import OpenAIChatFormatter
+from agentscope_rt.formatter import FormatterBase, OpenAIChatFormatter
 from agentscope_rt.memory import InMemoryMemory
 from agentscope_rt.message import Msg, TextBlock, ToolUseBlock
 from agentscope_rt.model import ChatResponse, ChatUsage, ModelCall
@@ -40,12 +40,21 @@ def user(content: str) -> Msg:
     return Msg("user", content, "user")
 
 
-def make_agent(model: Any, toolkit: Toolkit | None = None, **kwargs: Any) -> ReActAgent:
+def make_agent(
+    model: Any,
+    toolkit: Toolkit | None = None,
+    *,
+    sys_prompt: str = "You are a helpful assistant.",
+    formatter: FormatterBase | None = None,
+    **kwargs: Any,
+) -> ReActAgent:
+    """A ReAct agent named Friday that prints nothing; *formatter* defaults to OpenAI's chat
+    formatter, *kwargs* go to :class:`ReActAgent` as they are."""
     agent = ReActAgent(
         name="Friday",
-        sys_prompt="You are a helpful assistant.",
+        sys_prompt=sys_prompt,
         model=model,
-        formatter=OpenAIChatFormatter(),
+        formatter=formatter or OpenAIChatFormatter(),
         toolkit=toolkit,
         **kwargs,
     )

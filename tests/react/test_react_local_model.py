@@ -12,12 +12,11 @@ from typing import Any
 import pytest
 
 from agentscope_rt.agent import ReActAgent
-from agentscope_rt.formatter import OpenAIChatFormatter
 from agentscope_rt.message import TextBlock
 from agentscope_rt.model import LlamaCppChatModel
-from agentscope_rt.tool import Toolkit, ToolResponse
+from agentscope_rt.tool import ToolResponse
 
-from ._support import history, texts_of, tool_pair_problems, user
+from ._support import history, make_agent, texts_of, tool_pair_problems, toolkit_of, user
 
 pytestmark = pytest.mark.local_model
 
@@ -34,17 +33,12 @@ async def test_local_model_calls_a_real_tool_through_the_loop() -> None:
         asked.append(city)
         return ToolResponse(content=[TextBlock(text=f"It is sunny and 21 degrees in {city}.")])
 
-    toolkit = Toolkit()
-    toolkit.register_tool_function(get_weather)
-    agent = ReActAgent(
-        name="Friday",
+    agent = make_agent(
+        LlamaCppChatModel(generate_kwargs={"temperature": 0.0, "seed": 7, "max_tokens": 48}),
+        toolkit_of(get_weather),
         sys_prompt="You are a helpful assistant. Use the tools you are given.",
-        model=LlamaCppChatModel(generate_kwargs={"temperature": 0.0, "seed": 7, "max_tokens": 48}),
-        formatter=OpenAIChatFormatter(),
-        toolkit=toolkit,
         max_iters=3,
     )
-    agent.set_console_output_enabled(False)
 
     async def tool_first(self: ReActAgent, kwargs: dict[str, Any]) -> dict[str, Any]:
         msgs = await self.memory.get_memory()

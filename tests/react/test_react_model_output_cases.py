@@ -15,8 +15,8 @@ from agentscope_rt.model._common import parse_tool_input
 from .test_react_random_model_output import (
     _nested,
     check_reply_memory_and_state,
-    make_agent,
     scripted,
+    tools_agent,
 )
 
 
@@ -27,19 +27,19 @@ def call(call_id: str, arguments: str) -> ToolUseBlock:
 
 async def test_a_repeated_tool_call_id_in_one_response() -> None:
     response = ChatResponse(content=[call("x", ""), call("x", "")])
-    await check_reply_memory_and_state(make_agent(scripted([response]), False, 1))
+    await check_reply_memory_and_state(tools_agent(scripted([response]), False, 1))
 
 
 async def test_a_number_beyond_float_range_in_the_arguments() -> None:
     response = ChatResponse(content=[call("c0", '{"a": 1e999, "b": 2}')])
-    await check_reply_memory_and_state(make_agent(scripted([response]), False, 1))
+    await check_reply_memory_and_state(tools_agent(scripted([response]), False, 1))
 
 
 async def test_arguments_nested_deeper_than_state_can_be_saved() -> None:
     response = ChatResponse(content=[call("c0", _nested(300, "object"))])
-    await check_reply_memory_and_state(make_agent(scripted([response]), False, 1))
+    await check_reply_memory_and_state(tools_agent(scripted([response]), False, 1))
 
 
 async def test_arguments_nested_deeper_than_the_recursion_limit() -> None:
     response = ChatResponse(content=[call("c0", _nested(5000, "list"))])
-    await check_reply_memory_and_state(make_agent(scripted([response]), False, 1))
+    await check_reply_memory_and_state(tools_agent(scripted([response]), False, 1))

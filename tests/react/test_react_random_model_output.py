@@ -30,14 +30,13 @@ from hypothesis import strategies as st
 
 from agentscope_rt.agent import ReActAgent
 from agentscope_rt.exception import AgentScopeRTError
-from agentscope_rt.formatter import OpenAIChatFormatter
 from agentscope_rt.memory import InMemoryMemory
 from agentscope_rt.message import Msg, TextBlock, ThinkingBlock, ToolUseBlock
 from agentscope_rt.model import ChatResponse, FunctionChatModel
 from agentscope_rt.model._common import parse_tool_input, parse_tool_value, scrub_surrogates
-from agentscope_rt.tool import Toolkit, ToolResponse
+from agentscope_rt.tool import ToolResponse
 
-from ._support import tool_pair_problems
+from ._support import make_agent, tool_pair_problems, toolkit_of
 
 
 async def echo(text: str) -> ToolResponse:
@@ -155,22 +154,14 @@ def responses(draw: st.DrawFn) -> list[ChatResponse]:
     return [scrub_surrogates(ChatResponse(content=blocks)) for blocks in script]
 
 
-def make_agent(model: FunctionChatModel, parallel: bool, max_iters: int) -> ReActAgent:
-    toolkit = Toolkit()
-    for tool in TOOLS:
-        toolkit.register_tool_function(tool)
-    agent = ReActAgent(
-        name="Friday",
-        sys_prompt="You are a helpful assistant.",
-        model=model,
-        formatter=OpenAIChatFormatter(),
-        toolkit=toolkit,
+def tools_agent(model: FunctionChatModel, parallel: bool, max_iters: int) -> ReActAgent:
+    return make_agent(
+        model,
+        toolkit_of(*TOOLS),
         memory=InMemoryMemory(),
         parallel_tool_calls=parallel,
         max_iters=max_iters,
     )
-    agent.set_console_output_enabled(False)
-    return agent
 
 
 def scripted(script: list[ChatResponse], stream: bool = False) -> FunctionChatModel:
@@ -193,7 +184,7 @@ async def check_reply_memory_and_state(agent: ReActAgent) -> None:
     assert tool_pair_problems(msgs) == []
     state = agent.state_dict()
     saved = json.dumps(state, allow_nan=False)
-    fresh = make_agent(scripted([]), parallel=False, max_iters=1)
+    fresh = tools_agent(scripted([]), parallel=False, max_iters=1)
     fresh.load_state_dict(json.loads(saved))
     assert json.dumps(fresh.state_dict(), allow_nan=False) == saved
 
@@ -202,7 +193,7 @@ async def check_reply_memory_and_state(agent: ReActAgent) -> None:
 async def test_random_model_output_gives_a_reply_or_a_library_error(
     script: list[ChatResponse], stream: bool, parallel: bool, max_iters: int
 ) -> None:
-    agent = make_agent(scripted(script, stream), parallel, max_iters)
+    agent = tools_agent(scripted(script, stream), parallel, max_iters)
     await check_reply_memory_and_state(agent)
     # The agent stays usable: a second reply on the same memory.
     agent.model = scripted([])  # type: ignore[assignment]

@@ -7,11 +7,9 @@ import math
 
 import pytest
 
-from agentscope_rt.agent import ReActAgent
-from agentscope_rt.formatter import OpenAIChatFormatter
 from agentscope_rt.message import Msg, TextBlock
 from agentscope_rt.model import ScriptedChatModel, reply, tool_call
-from agentscope_rt.tool import Toolkit, ToolResponse, execute_shell_command
+from agentscope_rt.tool import ToolResponse, execute_shell_command
 
 from ._support import (
     call,
@@ -59,8 +57,6 @@ async def test_two_calls_with_one_id_in_a_response_each_get_their_own_result() -
         """
         return ToolResponse(content=[TextBlock(text=text)])
 
-    toolkit = Toolkit()
-    toolkit.register_tool_function(echo)
     model = ScriptedChatModel(
         [
             reply(
@@ -71,10 +67,7 @@ async def test_two_calls_with_one_id_in_a_response_each_get_their_own_result() -
             "done",
         ]
     )
-    agent = ReActAgent(
-        name="A", sys_prompt="", model=model, formatter=OpenAIChatFormatter(), toolkit=toolkit
-    )
-    agent.set_console_output_enabled(False)
+    agent = make_agent(model, toolkit_of(echo), sys_prompt="")
     await agent(Msg("user", "go", "user"))
     memory = await agent.memory.get_memory()
     uses = [b.id for m in memory for b in m.get_content_blocks("tool_use")]

@@ -26,6 +26,7 @@ from typing import Any
 
 import anyio
 import attrs
+import pytest
 from starlette.applications import Starlette
 from starlette.datastructures import UploadFile
 from starlette.requests import Request
@@ -237,3 +238,30 @@ class MediaServer:
             await websocket.close(script.close_code)
         except WebSocketDisconnect:
             self.ws_closed_by_client.set()
+
+
+def serve_http(server: MediaServer, monkeypatch: pytest.MonkeyPatch) -> MediaServer:
+    """*server*, reset, with the OpenAI and DashScope HTTP clients pointed at it for the test."""
+    server.reset()
+    monkeypatch.setenv("OPENAI_BASE_URL", f"{server.url}/v1")
+    monkeypatch.setenv("DASHSCOPE_HTTP_BASE_URL", f"{server.url}/api/v1")
+    return server
+
+
+def chat_completion(content: str) -> Reply:
+    """OpenAI's chat completion answering *content* (what ``openai_image_to_text`` reads)."""
+    return Reply(
+        json={
+            "id": "chatcmpl-1",
+            "object": "chat.completion",
+            "created": 1700000000,
+            "model": "gpt-4o",
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": content},
+                    "finish_reason": "stop",
+                }
+            ],
+        }
+    )

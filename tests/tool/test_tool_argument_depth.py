@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from agentscope_rt.agent import ReActAgent
 from agentscope_rt.exception import MessageFormatError
 from agentscope_rt.memory import InMemoryMemory
 from agentscope_rt.message import Msg, TextBlock, ToolUseBlock
@@ -25,7 +26,7 @@ from agentscope_rt.model._common import parse_tool_input, parse_tool_value
 from agentscope_rt.session import JSONSession
 from agentscope_rt.tool import Toolkit, ToolResponse
 
-from ..react._support import make_agent
+from ..react._support import make_agent, toolkit_of
 
 
 def nested(depth: int) -> dict[str, Any]:
@@ -50,10 +51,9 @@ def test_provider_output_deeper_than_the_rule_is_kept_only_as_raw_text(depth: in
     )
 
 
-@pytest.mark.parametrize("depth", [150, 600, 5000])
-async def test_a_deep_call_from_any_model_is_an_argument_error_and_the_agent_saves(
-    depth: int, tmp_path: Path
-) -> None:
+def _echo_agent(arguments: dict[str, Any]) -> tuple[ReActAgent, list[Any]]:
+    """An agent whose model calls the tool ``echo`` with *arguments* then answers "done", and
+    the list of what ``echo`` was called with."""
     calls: list[Any] = []
 
     async def echo(a: Any = None) -> ToolResponse:
@@ -61,16 +61,21 @@ async def test_a_deep_call_from_any_model_is_an_argument_error_and_the_agent_sav
         calls.append(a)
         return ToolResponse(content=[TextBlock(text="echoed")])
 
-    toolkit = Toolkit()
-    toolkit.register_tool_function(echo)
     model = ScriptedChatModel(
         [
             # A model that builds its blocks itself: nothing parsed them.
-            ChatResponse(content=[ToolUseBlock("c1", "echo", nested(depth))]),
+            ChatResponse(content=[ToolUseBlock("c1", "echo", arguments)]),
             ChatResponse(content=[TextBlock(text="done")]),
         ]
     )
-    agent = make_agent(model, toolkit)
+    return make_agent(model, toolkit_of(echo)), calls
+
+
+@pytest.mark.parametrize("depth", [150, 600, 5000])
+async def test_a_deep_call_from_any_model_is_an_argument_error_and_the_agent_saves(
+    depth: int, tmp_path: Path
+) -> None:
+    agent, calls = _echo_agent(nested(depth))
     reply = await agent(Msg("user", "go", "user"))
     assert reply.get_text_content() == "done"
     assert calls == []
@@ -89,23 +94,8 @@ async def test_a_deep_call_from_any_model_is_an_argument_error_and_the_agent_sav
 
 
 async def test_a_call_within_the_rule_is_made_and_saved(tmp_path: Path) -> None:
-    calls: list[Any] = []
-
-    async def echo(a: Any = None) -> ToolResponse:
-        """Echo."""
-        calls.append(a)
-        return ToolResponse(content=[TextBlock(text="echoed")])
-
-    toolkit = Toolkit()
-    toolkit.register_tool_function(echo)
     deepest = nested(MAX_TOOL_INPUT_DEPTH)
-    model = ScriptedChatModel(
-        [
-            ChatResponse(content=[ToolUseBlock("c1", "echo", deepest)]),
-            ChatResponse(content=[TextBlock(text="done")]),
-        ]
-    )
-    agent = make_agent(model, toolkit)
+    agent, calls = _echo_agent(deepest)
     await agent(Msg("user", "go", "user"))
     assert calls == [deepest["a"]]
     await JSONSession(str(tmp_path)).save_session_state("s", agent=agent)

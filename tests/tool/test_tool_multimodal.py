@@ -45,7 +45,7 @@ from agentscope_rt.tool import (
 )
 from agentscope_rt.tool._multi_modality import _common, _dashscope_tools
 
-from ._media_servers import MediaServer, Reply, WsScript, ws_event
+from ._media_servers import MediaServer, Reply, WsScript, chat_completion, serve_http, ws_event
 
 OPENAI_KEY = "sk-test-4f1d9c2b7a"
 DASHSCOPE_KEY = "ds-test-8e3a1f0c55"
@@ -53,19 +53,11 @@ PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 24
 WAV = b"RIFF\x24\x00\x00\x00WAVEfmt " + b"\x01" * 16
 
 
-@pytest.fixture(scope="module")
-def _server() -> Iterator[MediaServer]:
-    with MediaServer() as server:
-        yield server
-
-
 @pytest.fixture
-def server(_server: MediaServer, monkeypatch: pytest.MonkeyPatch) -> MediaServer:
-    _server.reset()
-    monkeypatch.setenv("OPENAI_BASE_URL", f"{_server.url}/v1")
+def server(media_server: MediaServer, monkeypatch: pytest.MonkeyPatch) -> MediaServer:
+    serve_http(media_server, monkeypatch)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    monkeypatch.setenv("DASHSCOPE_HTTP_BASE_URL", f"{_server.url}/api/v1")
-    monkeypatch.setenv("DASHSCOPE_WEBSOCKET_BASE_URL", _server.ws_url)
+    monkeypatch.setenv("DASHSCOPE_WEBSOCKET_BASE_URL", media_server.ws_url)
     monkeypatch.delenv("DASHSCOPE_API_KEY", raising=False)
     # Fast retries and polls; the schedule itself is the SDK's and is not what is tested.
     monkeypatch.setattr(
@@ -73,7 +65,7 @@ def server(_server: MediaServer, monkeypatch: pytest.MonkeyPatch) -> MediaServer
     )
     monkeypatch.setattr(_dashscope_tools, "POLL_INITIAL_WAIT", 0.01)
     monkeypatch.setattr(_dashscope_tools, "POLL_MAX_WAIT", 0.02)
-    return _server
+    return media_server
 
 
 @pytest.fixture(autouse=True)
@@ -240,23 +232,7 @@ async def test_openai_create_image_variation(server: MediaServer, png_file: path
 
 
 async def test_openai_image_to_text(server: MediaServer, png_file: pathlib.Path) -> None:
-    server.add(
-        Reply(
-            json={
-                "id": "chatcmpl-1",
-                "object": "chat.completion",
-                "created": 1700000000,
-                "model": "gpt-4o",
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": {"role": "assistant", "content": "Two cats."},
-                        "finish_reason": "stop",
-                    }
-                ],
-            }
-        )
-    )
+    server.add(chat_completion("Two cats."))
     response = await openai_image_to_text(
         [str(png_file), "https://img.test/web.jpg"], OPENAI_KEY, prompt="What is this?"
     )

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from agentscope_rt.formatter import allow_local_files, allowed_local_folders, disallow_local_files
+from agentscope_rt.formatter import allow_local_files
 from agentscope_rt.message import TextBlock
 from agentscope_rt.tool import (
     ToolResponse,
@@ -25,32 +25,21 @@ from agentscope_rt.tool import (
     openai_image_to_text,
 )
 
-from ._media_servers import MediaServer, Reply
+from .._local_files import no_local_folder_allowed
+from ._media_servers import MediaServer, chat_completion, serve_http
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 24
 
 
 @pytest.fixture(autouse=True)
 def no_folder_allowed() -> Iterator[None]:
-    before = allowed_local_folders()
-    disallow_local_files()
-    yield
-    disallow_local_files()
-    allow_local_files(*before)
-
-
-@pytest.fixture(scope="module")
-def _server() -> Iterator[MediaServer]:
-    with MediaServer() as media:
-        yield media
+    with no_local_folder_allowed():
+        yield
 
 
 @pytest.fixture
-def server(_server: MediaServer, monkeypatch: pytest.MonkeyPatch) -> MediaServer:
-    _server.reset()
-    monkeypatch.setenv("OPENAI_BASE_URL", f"{_server.url}/v1")
-    monkeypatch.setenv("DASHSCOPE_HTTP_BASE_URL", f"{_server.url}/api/v1")
-    return _server
+def server(media_server: MediaServer, monkeypatch: pytest.MonkeyPatch) -> MediaServer:
+    return serve_http(media_server, monkeypatch)
 
 
 @pytest.fixture
@@ -101,23 +90,7 @@ async def test_a_missing_file_outside_allowed_folders_is_refused_the_same_way(
 async def test_a_file_in_an_allowed_folder_is_sent(server: MediaServer, tmp_path: Path) -> None:
     image = tmp_path / "cat.png"
     image.write_bytes(PNG)
-    server.add(
-        Reply(
-            json={
-                "id": "chatcmpl-1",
-                "object": "chat.completion",
-                "created": 1700000000,
-                "model": "gpt-4o",
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": {"role": "assistant", "content": "a cat"},
-                        "finish_reason": "stop",
-                    }
-                ],
-            }
-        )
-    )
+    server.add(chat_completion("a cat"))
     with allow_local_files(tmp_path):
         response = await openai_image_to_text(str(image), "sk-test")
     assert _text(response) == "a cat"

@@ -12,17 +12,16 @@ from typing import Any
 import anyio
 import pytest
 
-from agentscope_rt.agent import ReActAgent
-from agentscope_rt.formatter import OpenAIChatFormatter
 from agentscope_rt.message import Msg
 from agentscope_rt.model import ScriptedChatModel, reply, tool_call
 from agentscope_rt.tool import (
-    Toolkit,
     _text_file,
     insert_text_file,
     view_text_file,
     write_text_file,
 )
+
+from ..react._support import make_agent, toolkit_of
 
 # Generous bounds: they only turn a hang into a failure.
 BOUND_S = 20
@@ -113,8 +112,11 @@ async def test_concurrent_inserts_into_one_file_lose_nothing(tmp_path: pathlib.P
 
 
 @pytest.fixture
-def hung_file_system(monkeypatch: pytest.MonkeyPatch) -> Any:
-    """Reads block until released, as on a stale network mount (the OS is the boundary)."""
+def hung_file_system(monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path) -> Any:
+    """Reads block until released, as on a stale network mount (the OS is the boundary): the
+    events "a read began" and "reads may end", and a file to read."""
+    path = tmp_path / "f.txt"
+    path.write_text("x\n")
     release = threading.Event()
     entered = threading.Event()
 
@@ -127,38 +129,22 @@ def hung_file_system(monkeypatch: pytest.MonkeyPatch) -> Any:
     # Released in any case, so the abandoned worker thread ends with the test.
     timer = threading.Timer(BOUND_S, release.set)
     timer.start()
-    yield entered, release
+    yield entered, release, path
     release.set()
     timer.cancel()
 
 
-async def test_an_outer_timeout_is_not_held_up_by_a_hung_read(
-    tmp_path: pathlib.Path, hung_file_system: Any
-) -> None:
-    _, release = hung_file_system
-    path = tmp_path / "f.txt"
-    path.write_text("x\n")
+async def test_an_outer_timeout_is_not_held_up_by_a_hung_read(hung_file_system: Any) -> None:
+    _, release, path = hung_file_system
     with pytest.raises(TimeoutError), anyio.fail_after(0.5):
         await view_text_file(str(path))
     assert not release.is_set()  # the timeout came while the read still hung
 
 
-async def test_an_interrupt_is_not_held_up_by_a_hung_read(
-    tmp_path: pathlib.Path, hung_file_system: Any
-) -> None:
-    entered, release = hung_file_system
-    path = tmp_path / "f.txt"
-    path.write_text("x\n")
-    toolkit = Toolkit()
-    toolkit.register_tool_function(view_text_file)
-    agent = ReActAgent(
-        name="Friday",
-        sys_prompt="",
-        model=ScriptedChatModel([reply(tool_call("view_text_file", {"file_path": str(path)}))]),
-        formatter=OpenAIChatFormatter(),
-        toolkit=toolkit,
-    )
-    agent.set_console_output_enabled(False)
+async def test_an_interrupt_is_not_held_up_by_a_hung_read(hung_file_system: Any) -> None:
+    entered, release, path = hung_file_system
+    model = ScriptedChatModel([reply(tool_call("view_text_file", {"file_path": str(path)}))])
+    agent = make_agent(model, toolkit_of(view_text_file), sys_prompt="")
 
     async def interrupt_when_reading() -> None:
         await anyio.to_thread.run_sync(entered.wait)

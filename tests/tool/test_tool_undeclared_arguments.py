@@ -29,6 +29,7 @@ from agentscope_rt.tool import Toolkit, ToolResponse, execute_python_code, execu
 
 from ..memory.test_long_term_memory_mem0 import Extractor, _config
 from ..rag.test_knowledge import DIMS, CountingEmbedding, doc
+from ..react._support import toolkit_of
 
 INVALID = "InvalidArgumentsError: "
 
@@ -60,9 +61,7 @@ async def test_mem0_record_to_memory_refuses_a_user_id_from_the_model(
         embedding_model=embedding,
         mem0_config=_config(tmp_path),
     )
-    toolkit = Toolkit()
-    toolkit.register_tool_function(memory.record_to_memory)
-    toolkit.register_tool_function(memory.retrieve_from_memory)
+    toolkit = toolkit_of(memory.record_to_memory, memory.retrieve_from_memory)
     async with memory:
         answer = await text_of(
             toolkit,
@@ -99,8 +98,7 @@ async def test_retrieve_knowledge_refuses_store_arguments_from_the_model() -> No
     async with QdrantStore(":memory:", "kb", DIMS) as store:
         kb = SimpleKnowledge(store, CountingEmbedding())
         await kb.add_documents([doc("Paris is the capital of France.", 0, "public")])
-        toolkit = Toolkit()
-        toolkit.register_tool_function(kb.retrieve_knowledge)
+        toolkit = toolkit_of(kb.retrieve_knowledge)
         answer = await text_of(
             toolkit,
             call(
@@ -118,9 +116,7 @@ async def test_retrieve_knowledge_refuses_store_arguments_from_the_model() -> No
 
 async def test_vector_memory_tools_refuse_extra_arguments() -> None:
     memory = VectorLongTermMemory(embedding_model=CountingEmbedding(), user_id="ada")
-    toolkit = Toolkit()
-    toolkit.register_tool_function(memory.record_to_memory)
-    toolkit.register_tool_function(memory.retrieve_from_memory)
+    toolkit = toolkit_of(memory.record_to_memory, memory.retrieve_from_memory)
     async with memory:
         answer = await text_of(
             toolkit,
@@ -131,9 +127,7 @@ async def test_vector_memory_tools_refuse_extra_arguments() -> None:
 
 
 async def test_coding_tools_refuse_extra_arguments() -> None:
-    toolkit = Toolkit()
-    toolkit.register_tool_function(execute_shell_command)
-    toolkit.register_tool_function(execute_python_code)
+    toolkit = toolkit_of(execute_shell_command, execute_python_code)
     shell = await text_of(toolkit, call("execute_shell_command", command="true", env={"A": "1"}))
     assert shell.startswith(INVALID) and "['env']" in shell
     code = await text_of(toolkit, call("execute_python_code", code="print(1)", cwd="/"))
@@ -169,8 +163,7 @@ async def test_a_user_function_with_kwargs_gets_only_the_arguments_its_schema_na
         received.append(kwargs)
         return ToolResponse(content=[TextBlock(text="ok")])
 
-    toolkit = Toolkit()
-    toolkit.register_tool_function(search)
+    toolkit = toolkit_of(search)
     answer = await text_of(toolkit, call("search", query="q", api_base="http://evil"))
     assert answer == (
         "InvalidArgumentsError: Invalid arguments for 'search': unexpected argument(s) "
@@ -204,8 +197,7 @@ async def test_an_extended_model_decides_whether_it_takes_extra_fields() -> None
         received.append(kwargs)
         return ToolResponse(content=[TextBlock(text="done")])
 
-    toolkit = Toolkit()
-    toolkit.register_tool_function(finish)
+    toolkit = toolkit_of(finish)
     toolkit.set_extended_model("finish", Strict)
     refused = await text_of(toolkit, call("finish", answer="a", note="n"))
     assert refused.startswith(INVALID) and "['note']" in refused
