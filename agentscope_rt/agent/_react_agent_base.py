@@ -29,11 +29,11 @@ class ReActAgentBase(AgentBase):
 
     @abc.abstractmethod
     async def _reasoning(self, *args: Any, **kwargs: Any) -> Any:
-        """One reasoning step (usually a model call); wrapped with reasoning hooks."""
+        """One reasoning step (usually a model call); its route runs the reasoning hooks."""
 
     @abc.abstractmethod
     async def _acting(self, *args: Any, **kwargs: Any) -> Any:
-        """One acting step (usually a tool call); wrapped with acting hooks."""
+        """One acting step (usually a tool call); its route runs the acting hooks."""
 
 
 _intercept.declare(ReActAgentBase, "_reasoning", "reasoning")
