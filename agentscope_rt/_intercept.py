@@ -109,11 +109,6 @@ class Call:
         """The class that defines the method being called."""
         return self.site.owner
 
-    @property
-    def function(self) -> Callable[..., Any]:
-        """The method being called (the function the class defines)."""
-        return self.site.func
-
     def arguments(self) -> dict[str, Any]:
         """The call's arguments as one dict in signature order: defaults applied, extra
         positional arguments under the ``*args`` name, extra keywords under the
@@ -194,13 +189,12 @@ def _declared_route(base: type, method: str) -> _Route:
 class _Site:
     """One wrapped method: a route as one class defines it."""
 
-    __slots__ = ("_spec", "func", "owner", "route", "wrapper")
+    __slots__ = ("_spec", "func", "owner", "route")
 
     def __init__(self, route: _Route, owner: type, func: Callable[..., Any]) -> None:
         self.route = route
         self.owner = owner
         self.func = func
-        self.wrapper: Callable[..., Any] | None = None
         self._spec: _CallSpec | None = None
 
     def spec(self) -> _CallSpec:
@@ -298,7 +292,6 @@ def _wrap(cls: type, route: _Route) -> None:
     wrapper = _generate(site)
     functools.update_wrapper(wrapper, func)
     setattr(wrapper, _SITE, site)
-    site.wrapper = wrapper
     type.__setattr__(cls, route.method, wrapper)
 
 

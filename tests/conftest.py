@@ -25,6 +25,8 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, settings
 
+from ._noop_hooks import register_noop_hooks, remove_noop_hooks
+
 # Hypothesis runs inside async tests too; the function-scoped anyio_backend fixture is fine there.
 settings.register_profile(
     "default",
@@ -46,26 +48,13 @@ def anyio_backend(request: pytest.FixtureRequest) -> str:
 _INTERCEPTORS = {
     name for name in os.environ.get("AGENTSCOPE_RT_TEST_INTERCEPTORS", "").split(",") if name
 }
-_SUITE_HOOK = "test_suite_does_nothing"
 
 
 def _install_suite_interceptors(request: pytest.FixtureRequest) -> list[Any]:
     """Register what ``AGENTSCOPE_RT_TEST_INTERCEPTORS`` names; return how to undo it."""
     undo: list[Any] = []
     if "hooks" in _INTERCEPTORS:
-        from agentscope_rt.agent import AgentBase, ReActAgentBase
-
-        for cls, kinds in (
-            (AgentBase, ("reply", "print", "observe")),
-            (ReActAgentBase, ("reasoning", "acting")),
-        ):
-            for kind in kinds:
-                cls.register_class_hook(f"pre_{kind}", _SUITE_HOOK, lambda agent, kwargs: None)
-                cls.register_class_hook(
-                    f"post_{kind}", _SUITE_HOOK, lambda agent, kwargs, output: None
-                )
-                for hook_type in (f"pre_{kind}", f"post_{kind}"):
-                    undo.append((cls, hook_type))
+        undo += register_noop_hooks()
     # The tracing and studio suites turn tracing on and off themselves.
     own_tracing = {"tracing", "studio"} & set(Path(str(request.path)).parts)
     if "tracing" in _INTERCEPTORS and not own_tracing:
@@ -79,17 +68,11 @@ def _install_suite_interceptors(request: pytest.FixtureRequest) -> list[Any]:
 
 
 def _uninstall_suite_interceptors(undo: list[Any]) -> None:
-    from agentscope_rt.agent._hooks import own_class_hooks
+    if "tracing" in undo:
+        from agentscope_rt.tracing import disable_tracing
 
-    for item in undo:
-        if item == "tracing":
-            from agentscope_rt.tracing import disable_tracing
-
-            disable_tracing()
-        else:
-            cls, hook_type = item
-            if _SUITE_HOOK in own_class_hooks(cls, hook_type):
-                cls.remove_class_hook(hook_type, _SUITE_HOOK)
+        disable_tracing()
+    remove_noop_hooks([item for item in undo if item != "tracing"])
 
 
 @pytest.fixture(autouse=True)

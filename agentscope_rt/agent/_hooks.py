@@ -214,7 +214,7 @@ def add_class_hook(cls: type, hook_type: str, hook_name: str, hook: Any, is_asyn
     if own is None:
         own = _class_hooks.own[cls] = {}
         # A class defined for a while (in a function, a test) takes its hooks with it.
-        weakref.finalize(cls, _release_class, own).atexit = False
+        weakref.finalize(cls, _drop_class_hooks, own, None, None).atexit = False
     bucket = own.setdefault(hook_type, {})
     previous = bucket.get(hook_name)
     if previous is None:
@@ -228,14 +228,6 @@ def add_class_hook(cls: type, hook_type: str, hook_name: str, hook: Any, is_asyn
         _hooks_changed(_kind_of(hook_type), 1)
 
 
-def _release_class(own: dict[str, dict[str, Any]]) -> None:
-    for hook_type, bucket in own.items():
-        if bucket:
-            _class_hooks.version += 1
-            _hooks_changed(_kind_of(hook_type), -len(bucket))
-    own.clear()
-
-
 def own_class_hooks(cls: type, hook_type: str) -> Mapping[str, Any]:
     """The hooks of *hook_type* registered on exactly *cls*, by name."""
     return _class_hooks.own.get(cls, {}).get(hook_type, {})
@@ -244,7 +236,12 @@ def own_class_hooks(cls: type, hook_type: str) -> Mapping[str, Any]:
 def remove_class_hooks(cls: type, hook_type: str | None, names: Sequence[str] | None) -> None:
     """Remove *cls*'s own class hooks of *hook_type* (all types with ``None``) named in
     *names* (all with ``None``); the caller checked that named ones exist."""
-    own = _class_hooks.own.get(cls, {})
+    _drop_class_hooks(_class_hooks.own.get(cls, {}), hook_type, names)
+
+
+def _drop_class_hooks(
+    own: dict[str, dict[str, Any]], hook_type: str | None, names: Sequence[str] | None
+) -> None:
     for typ, bucket in own.items():
         if hook_type is not None and typ != hook_type:
             continue

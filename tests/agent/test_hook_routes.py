@@ -4,6 +4,7 @@ a reply that does the same with or without hooks and tracing in the way."""
 from __future__ import annotations
 
 import gc
+from typing import Any
 
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
@@ -11,12 +12,13 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from agentscope_rt import _intercept
-from agentscope_rt.agent import AgentBase, ReActAgent, ReActAgentBase
+from agentscope_rt.agent import ReActAgent
 from agentscope_rt.message import Msg
 from agentscope_rt.model import ScriptedChatModel
 from agentscope_rt.tool import Toolkit, ToolResponse
 from agentscope_rt.tracing import disable_tracing, enable_tracing
 
+from .._noop_hooks import register_noop_hooks, remove_noop_hooks
 from ..react._support import call, history, make_agent, response, text
 from ._support import EchoAgent
 
@@ -93,30 +95,19 @@ async def _transcript() -> tuple[str, list[str]]:
     return reply.get_text_content() or "", [repr(m.content) for m in await history(agent.memory)]
 
 
-def _install_hooks_and_tracing(exporter: InMemorySpanExporter) -> None:
-    for cls, kinds in (
-        (AgentBase, ("reply", "print", "observe")),
-        (ReActAgentBase, ("reasoning", "acting")),
-    ):
-        for kind in kinds:
-            cls.register_class_hook(f"pre_{kind}", "nothing", lambda agent, kw: None)
-            cls.register_class_hook(f"post_{kind}", "nothing", lambda agent, kw, out: None)
+def _install_hooks_and_tracing(exporter: InMemorySpanExporter) -> list[Any]:
+    registered = register_noop_hooks()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     enable_tracing(tracer_provider=provider)
-
-
-def _uninstall_hooks_and_tracing() -> None:
-    disable_tracing()
-    AgentBase.clear_class_hooks()
-    ReActAgentBase.clear_class_hooks()
+    return registered
 
 
 async def test_a_reply_is_the_same_with_and_without_hooks_and_tracing_in_the_way() -> None:
     assert _intercept.installed() == {}
     plain = await _transcript()
     exporter = InMemorySpanExporter()
-    _install_hooks_and_tracing(exporter)
+    registered = _install_hooks_and_tracing(exporter)
     try:
         assert set(_intercept.installed()) >= {
             "call",
@@ -130,7 +121,8 @@ async def test_a_reply_is_the_same_with_and_without_hooks_and_tracing_in_the_way
         }
         intercepted = await _transcript()
     finally:
-        _uninstall_hooks_and_tracing()
+        disable_tracing()
+        remove_noop_hooks(registered)
     assert intercepted == plain
     assert plain[0] == "It is 5."
     names = sorted(span.name for span in exporter.get_finished_spans())
