@@ -40,6 +40,7 @@ SUBPACKAGES = frozenset(
         "a2a",
         "agent",
         "distributed",
+        "durable",
         "embedding",
         "evaluate",
         "exception",

@@ -19,6 +19,7 @@ from ._agent_base import AgentBase, PrintedChunk, Speech
 from ._checks import check_msg_input
 from ._compression import CompressionConfig, SummarySchema
 from ._console import DISABLE_CONSOLE_ENV
+from ._durable import CUT_OFF_TEXT
 from ._generate_reason import GenerateReason
 from ._react_agent import ReActAgent
 from ._react_agent_base import ReActAgentBase
@@ -27,6 +28,7 @@ from ._user_agent import UserAgent
 from ._user_input import TerminalUserInput, UserInputBase, UserInputData
 
 __all__ = [
+    "CUT_OFF_TEXT",
     "DISABLE_CONSOLE_ENV",
     "AgentBase",
     "CompressionConfig",

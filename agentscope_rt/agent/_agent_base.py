@@ -163,6 +163,13 @@ class AgentBase(StateModule, _intercept.Routed, abc.ABC):
     )
     """The hook types agents of this class accept."""
 
+    replay_from_record: ClassVar[bool] = False
+    """Whether a resumed durable run (:mod:`agentscope_rt.durable`) returns this agent's
+    recorded reply instead of running ``reply()`` again. False: the reply runs again, its
+    model and tool calls answered from the run's records, which rebuilds the agent's state.
+    True for agents whose reply reads the outside world directly (a user, a remote agent):
+    asking again would not give the recorded answer."""
+
     id: str
     """A unique id of the agent (a uuid4 hex string)."""
 

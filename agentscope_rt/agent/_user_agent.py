@@ -43,6 +43,7 @@ class UserAgent(AgentBase):
     """
 
     _input_method: ClassVar[InputMethod] = TerminalUserInput()
+    replay_from_record: ClassVar[bool] = True  # a resumed durable run does not ask again
 
     def __init__(self, name: str) -> None:
         super().__init__()

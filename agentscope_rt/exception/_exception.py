@@ -179,6 +179,32 @@ class SessionError(AgentScopeRTError, ValueError):
     """
 
 
+class DurableRunError(AgentScopeRTError, RuntimeError):
+    """A durable run could not go on: its store failed, it is open in another process, or
+    the program breaks a rule of durable runs (two live agents with one name, a step result
+    that is not JSON data, a memory kept outside the process).
+
+    The run's records are never changed by the failure: fix the cause and start the program
+    again with the same run id.
+    """
+
+
+class RunDivergedError(DurableRunError):
+    """A resumed run's program did something else than what the run recorded (edited code,
+    another order, another input), so the two histories cannot be joined.
+
+    :ivar step: the key of the first step found to differ (``"Alice#3/chat#2"``).
+    :ivar recorded: what the run recorded for it (a short description).
+    :ivar now: what the program does now.
+    """
+
+    def __init__(self, message: str, *, step: str, recorded: str = "", now: str = "") -> None:
+        super().__init__(message)
+        self.step = step
+        self.recorded = recorded
+        self.now = now
+
+
 class ReaderError(AgentScopeRTError, ValueError):
     """A RAG reader could not read a file: missing, empty, of the wrong kind, or corrupt.
 

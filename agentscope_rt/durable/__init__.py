@@ -1,0 +1,28 @@
+"""Durable multi-agent runs: a whole program of agents that survives a crash.
+
+Wrap the program in ``async with durable_run(run_id, store) as run:``; started again with the
+same run id after its process died, it resumes where it was: recorded model calls are not
+paid for again, recorded tool calls are not run again, and the agents reach the states they
+had. See :mod:`agentscope_rt.durable._run` and ``docs/durable_runs.md``.
+"""
+
+from ..exception import DurableRunError, RunDivergedError
+from ._run import DurableRun, current_run, durable_run, step
+from ._sqlite_store import SQLiteRunStore
+from ._store import RunInfo, RunStatus, RunStore, StepKind, StepRecord, StepStatus
+
+__all__ = [
+    "DurableRun",
+    "DurableRunError",
+    "RunDivergedError",
+    "RunInfo",
+    "RunStatus",
+    "RunStore",
+    "SQLiteRunStore",
+    "StepKind",
+    "StepRecord",
+    "StepStatus",
+    "current_run",
+    "durable_run",
+    "step",
+]

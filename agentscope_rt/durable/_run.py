@@ -1,0 +1,711 @@
+"""Durable runs: an ordinary multi-agent program that survives the death of its process.
+
+``async with durable_run(run_id, store) as run:`` records, under *run_id*, every step the
+program's agents take that costs money, touches the world or cannot be repeated: each agent
+call's reply, each model call's answer, each embedding, each tool call's result, and each
+:meth:`DurableRun.step` the program makes itself. Started again with the same run id after
+a crash, the program runs from the top, and every recorded step returns its recorded result
+instead of running: no model call is paid for twice, no tool runs twice, and the agents,
+re-built from the same results, reach the very states they had. The first step without a
+record runs live, and from there the run carries on as if nothing had happened.
+
+Step identities do not depend on scheduling: an agent's calls are numbered per agent
+(``"Alice#3"``), the steps inside a call per call (``"Alice#3/chat#2"``, a tool call by its
+id, ``"Alice#3/tool:call_7"``), and what an observer does while observing under the call it
+observes (``"Alice#3/observe:Bob#1/chat#1"``). Concurrent agents (a fanout, a hub, a task
+group) therefore get the same keys in every execution.
+
+What the program must keep (the determinism rules): outside recorded steps it decides the
+same things given the same results (random choices, time, ids and outside systems go through
+:meth:`DurableRun.step`); each agent taking part has its own name; agents start as the
+program builds them (a memory kept in a database would hold the replayed history twice, and
+is refused). A program that does something else than what was recorded (edited code,
+another order, another prompt) is stopped with :class:`RunDivergedError` naming the first
+step that differs, before that step runs.
+
+Interrupts keep their meaning: a call that ended interrupted is recorded so, and replayed
+so (the interrupt lands at the same step). Cancelling the run (or an error) leaves it
+resumable: what completed stays recorded.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+import os
+import random
+import secrets
+import weakref
+from collections.abc import AsyncGenerator, Callable
+from contextlib import aclosing
+from contextvars import ContextVar
+from typing import Any, TypeVar
+
+import anyio
+import anyio.lowlevel
+
+from .. import _intercept
+from ..agent import CUT_OFF_TEXT, GenerateReason
+from ..embedding import EmbeddingResponse
+from ..exception import DurableRunError, RunDivergedError
+from ..message import Msg, TextBlock
+from ..message.serde import structure, unstructure
+from ..model import ChatResponse
+from ..tool import ToolResponse
+from ._fingerprint import fingerprint
+from ._sqlite_store import SQLiteRunStore
+from ._store import RunInfo, RunStatus, RunStore, StepRecord
+
+__all__ = ["DurableRun", "current_run", "durable_run", "step"]
+
+logger = logging.getLogger("agentscope_rt.durable")
+
+T = TypeVar("T")
+
+_RESERVED = ("chat", "embed", "observe", "tool")
+# How many scheduling rounds a replayed interrupt waits for the steps recorded before it
+# (finished siblings of a parallel tool call) to be replayed first. A replay has no I/O, so
+# they finish within a few rounds; the bound only keeps a diverged program from spinning.
+_SETTLE_ROUNDS = 1000
+
+
+def _escape(name: str) -> str:
+    # Keys are built with "/" and "#": an agent or step name holding them must not make two
+    # different steps share a key.
+    if not any(ch in name for ch in "%/#"):
+        return name
+    return name.replace("%", "%25").replace("/", "%2F").replace("#", "%23")
+
+
+class _Frame:
+    """Where a step is taken: the run, and the agent call (or observation) it belongs to."""
+
+    __slots__ = ("agent", "counters", "key", "pending", "record", "run")
+
+    def __init__(
+        self, run: DurableRun, key: str, agent: Any = None, record: StepRecord | None = None
+    ) -> None:
+        self.run = run
+        self.key = key
+        self.agent = agent
+        # The record of this call when it completed before: its steps then all replay, and
+        # a step it did not take is a divergence, or, when it ended interrupted, where the
+        # interrupt landed.
+        self.record = record
+        self.counters: dict[str, int] = {}
+        self.pending: set[str] = run._children.get(key, set()).copy() if record else set()
+
+    def child(self, label: str) -> str:
+        number = self.counters.get(label, 0) + 1
+        self.counters[label] = number
+        return f"{self.key}/{label}#{number}" if self.key else f"{label}#{number}"
+
+    def tool(self, call_id: str) -> str:
+        label = f"tool:{_escape(call_id)}"
+        return f"{self.key}/{label}" if self.key else label
+
+    @property
+    def interrupted(self) -> bool:
+        return self.record is not None and self.record.status == "interrupted"
+
+
+_FRAME: ContextVar[_Frame | None] = ContextVar("agentscope_rt.durable.frame", default=None)
+
+
+def current_run() -> DurableRun | None:
+    """The durable run the calling task is inside, or ``None``."""
+    frame = _FRAME.get()
+    return None if frame is None else frame.run
+
+
+async def step(name: str, func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """Run ``func(*args, **kwargs)`` as a recorded step of the current durable run (see
+    :meth:`DurableRun.step`); outside a run, just call it (awaiting an awaitable result).
+
+    Library and tool code can use it for anything that must not be repeated or must come
+    out the same on resume, whether or not it runs inside a durable run.
+    """
+    frame = _FRAME.get()
+    if frame is None:
+        result = func(*args, **kwargs)
+        return await result if inspect.isawaitable(result) else result
+    return await frame.run.step(name, func, *args, **kwargs)
+
+
+class DurableRun:
+    """One durable run of a program (made by :func:`durable_run`; use it with ``async with``).
+
+    :ivar run_id: the run's id.
+    :ivar user_id: whose run it is (one user's runs are never reached by another's id).
+    :ivar store: where the run keeps its records.
+    :ivar resumed: whether the run had records when it was opened.
+    :ivar replayed: how many steps returned their recorded result so far.
+    :ivar recorded: how many steps were run and recorded by this process so far.
+    """
+
+    def __init__(
+        self, run_id: str, store: RunStore | str | os.PathLike[str], *, user_id: str = ""
+    ) -> None:
+        self.run_id = run_id
+        self.user_id = user_id
+        self._owns_store = isinstance(store, (str, os.PathLike))
+        self.store: RunStore = (
+            SQLiteRunStore(store) if isinstance(store, (str, os.PathLike)) else store
+        )
+        if not self._owns_store and not isinstance(self.store, RunStore):
+            raise TypeError(
+                f"durable_run needs a RunStore (SQLiteRunStore, PostgresRunStore, "
+                f"RedisRunStore) or a SQLite file path, not {type(store).__name__}"
+            )
+        self.info: RunInfo | None = None
+        self.resumed = False
+        self.replayed = 0
+        self.recorded = 0
+        self._records: dict[str, StepRecord] = {}
+        self._children: dict[str, set[str]] = {}
+        self._last_index: dict[str, int] = {}
+        self._visited: set[str] = set()
+        self._seq = 0
+        self._calls: dict[str, int] = {}
+        self._agents: dict[str, weakref.ref[Any]] = {}
+        self._token: Any = None
+        self._open = False
+
+    def __repr__(self) -> str:
+        return (
+            f"<DurableRun {self.run_id!r} of user {self.user_id!r} in {self.store!r}: "
+            f"{self.replayed} replayed, {self.recorded} recorded>"
+        )
+
+    # -- opening and closing -----------------------------------------------------------
+
+    async def __aenter__(self) -> DurableRun:
+        if self._open:
+            raise DurableRunError(f"run {self.run_id!r} is open already")
+        self.info = await self.store.acquire(self.user_id, self.run_id)
+        try:
+            self._load(await self.store.load_steps(self.user_id, self.run_id))
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await self.store.release(self.user_id, self.run_id, "failed")
+            raise
+        self._open = True
+        _activate()
+        self._token = _FRAME.set(_Frame(self, ""))
+        if self.resumed:
+            logger.info(
+                "Resuming run %r of user %r: %d recorded steps",
+                self.run_id,
+                self.user_id,
+                len(self._records),
+            )
+        return self
+
+    def _load(self, records: list[StepRecord]) -> None:
+        self._records = {record.key: record for record in records}
+        self.resumed = bool(records)
+        self._seq = max((record.seq for record in records), default=0)
+        for key in self._records:
+            parent, slash, rest = key.partition("/")
+            if slash and "/" not in rest:
+                self._children.setdefault(parent, set()).add(key)
+            prefix, hash_, number = key.rpartition("#")
+            if hash_ and number.isdigit() and not key.rpartition("/")[2].startswith("tool:"):
+                index = int(number)
+                if index > self._last_index.get(prefix, 0):
+                    self._last_index[prefix] = index
+
+    async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        _FRAME.reset(self._token)
+        self._open = False
+        _deactivate()
+        if exc_type is None:
+            status: RunStatus = "finished"
+        elif issubclass(exc_type, anyio.get_cancelled_exc_class()):
+            status = "cancelled"
+        else:
+            status = "failed"
+        unreplayed = [key for key in self._records if key not in self._visited]
+        if exc_type is None and unreplayed:
+            status = "failed"
+        with anyio.CancelScope(shield=True):
+            try:
+                await self.store.release(self.user_id, self.run_id, status)
+            finally:
+                if self._owns_store:
+                    await self.store.aclose()
+        if exc_type is None and unreplayed:
+            first = min(unreplayed, key=lambda key: self._records[key].seq)
+            raise RunDivergedError(
+                f"run {self.run_id!r} ended without taking {len(unreplayed)} recorded "
+                f"step(s), the first being {first!r}: the program did something else than "
+                "what the run recorded",
+                step=first,
+                recorded=self._records[first].kind,
+                now="not taken",
+            )
+
+    # -- steps -------------------------------------------------------------------------
+
+    async def step(self, name: str, func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Run ``func(*args, **kwargs)`` (awaiting an awaitable result) as a recorded step.
+
+        On resume the recorded result is returned and *func* is not called. Its result is
+        kept as JSON data and returned as JSON gives it back (a tuple comes back as a list,
+        the first time too, so live and replayed executions see the same value).
+
+        :param name: the step's name; its calls are numbered per name within the agent call
+            (or at the top of the program) that takes them: ``"dice"`` -> ``"dice#1"``,
+            ``"dice#2"``, ...
+        :raises DurableRunError: when *name* is reserved, or the result is not JSON data (it
+            is then not recorded, and the step runs again on resume).
+        :raises RunDivergedError: when the step recorded under this key had other arguments.
+        """
+        if not isinstance(name, str) or not name or name in _RESERVED:
+            raise DurableRunError(
+                f"step name {name!r}: give a non-empty name other than {', '.join(_RESERVED)}"
+            )
+        frame = self._frame()
+        key = frame.child(_escape(name))
+        print_ = fingerprint([name, list(args), kwargs])
+        record = self._replay(key, "step", print_, frame)
+        if record is not None:
+            return record.payload
+        if frame.interrupted:
+            await self._interrupt(frame)
+        result = func(*args, **kwargs)
+        if inspect.isawaitable(result):
+            result = await result
+        try:
+            result = json.loads(json.dumps(result, allow_nan=False))
+        except (TypeError, ValueError) as exc:
+            raise DurableRunError(
+                f"step {key!r}: its result must be JSON data (str, number, bool, None, "
+                f"lists and dicts of them): {exc}"
+            ) from exc
+        await self._write(key, "step", "done", print_, result)
+        return result
+
+    async def rng(self, name: str = "random") -> random.Random:
+        """A :class:`random.Random` seeded by a recorded step: the same numbers on resume."""
+        seed = await self.step(name, secrets.randbits, 64)
+        return random.Random(seed)
+
+    def _frame(self) -> _Frame:
+        frame = _FRAME.get()
+        if frame is None or frame.run is not self:
+            raise DurableRunError(
+                f"run {self.run_id!r}: steps are taken inside its 'async with' block (or "
+                "in tasks started there)"
+            )
+        return frame
+
+    def _replay(self, key: str, kind: str, print_: str, frame: _Frame) -> StepRecord | None:
+        """The completed record of step *key*, or ``None`` when the step runs live (also for
+        a ``started`` or ``partial`` record, which the caller looks at itself: those are
+        returned too).
+
+        :raises RunDivergedError: when the record is of another kind or input, when a later
+            step of the same sequence is recorded, or when the enclosing call completed
+            without this step.
+        """
+        record = self._records.get(key)
+        if record is None:
+            prefix, _, number = key.rpartition("#")
+            if number.isdigit() and self._last_index.get(prefix, 0) > int(number):
+                later = f"{prefix}#{self._last_index[prefix]}"
+                raise RunDivergedError(
+                    f"run {self.run_id!r}: step {key!r} has no record but the later step "
+                    f"{later!r} has: the program took another path than the recorded one",
+                    step=key,
+                    recorded="no record",
+                    now=kind,
+                )
+            if frame.record is not None and not frame.interrupted:
+                raise RunDivergedError(
+                    f"run {self.run_id!r}: the recorded call {frame.key!r} completed without "
+                    f"step {key!r}, which the program now takes",
+                    step=key,
+                    recorded="not taken",
+                    now=kind,
+                )
+            return None
+        self._visited.add(key)
+        frame.pending.discard(key)
+        if record.kind != kind or record.fingerprint != print_:
+            raise RunDivergedError(
+                f"run {self.run_id!r}: step {key!r} differs from its record (recorded a "
+                f"{record.kind} with input {record.fingerprint}, now a {kind} with input "
+                f"{print_}): the program or its inputs changed since the run was recorded",
+                step=key,
+                recorded=f"{record.kind} {record.fingerprint}",
+                now=f"{kind} {print_}",
+            )
+        if record.status in ("done", "interrupted"):
+            self.replayed += 1
+        return record
+
+    async def _write(self, key: str, kind: str, status: str, print_: str, payload: Any) -> None:
+        self._seq += 1
+        record = StepRecord(key, kind, status, print_, payload, self._seq)
+        # Shielded: a record whose result the program goes on with must reach the store.
+        with anyio.CancelScope(shield=True):
+            await self.store.put_step(self.user_id, self.run_id, record)
+        self._records[key] = record
+        self._visited.add(key)
+        if status in ("done", "interrupted"):
+            self.recorded += 1
+
+    async def _interrupt(self, frame: _Frame) -> None:
+        """Replay the interrupt of *frame*'s call here: the step about to run had not finished
+        when the call was interrupted. Never returns (the interrupt cancels the caller)."""
+        for _ in range(_SETTLE_ROUNDS):
+            if not frame.pending:
+                break
+            await anyio.lowlevel.checkpoint()
+        frame.agent.interrupt()
+        await anyio.sleep_forever()
+
+    def _agent_name(self, agent: Any) -> str:
+        name = agent.name
+        known = self._agents.get(name)
+        holder = None if known is None else known()
+        if holder is None:
+            self._agents[name] = weakref.ref(agent)
+        elif holder is not agent:
+            raise DurableRunError(
+                f"run {self.run_id!r}: two agents named {name!r} take part; a durable run "
+                "keys each agent's steps by its name, so give every agent its own name"
+            )
+        return _escape(name)
+
+
+# -- the interceptors ----------------------------------------------------------------------
+
+
+def _reply_payload(result: Any) -> Any:
+    return result.to_dict() if isinstance(result, Msg) else unstructure(result)
+
+
+class _Calls:
+    """An agent's call: numbered per agent, its reply recorded (or checked on replay)."""
+
+    def __repr__(self) -> str:
+        return "<durable runs: agent calls>"
+
+    async def intercept(
+        self, call: _intercept.Call, proceed: Callable[[tuple[Any, ...], dict[str, Any]], Any]
+    ) -> Any:
+        frame = _FRAME.get()
+        if frame is None:
+            return await proceed(call.args, call.kwargs)
+        run = frame.run
+        agent = call.obj
+        name = run._agent_name(agent)
+        number = run._calls[name] = run._calls.get(name, 0) + 1
+        key = f"{name}#{number}"
+        print_ = fingerprint(["call", list(call.args), call.kwargs])
+        record = run._replay(key, "call", print_, frame)
+        if record is None and frame.interrupted:
+            await run._interrupt(frame)
+        memory_size = await _memory_size(agent) if number == 1 else None
+        if record is not None and number == 1:
+            _check_first_memory(run, key, record, memory_size)
+        inner = _Frame(run, key, agent, record)
+        token = _FRAME.set(inner)
+        try:
+            result = await proceed(call.args, call.kwargs)
+        finally:
+            _FRAME.reset(token)
+        interrupted = getattr(agent, "generate_reason", None) == GenerateReason.INTERRUPTED
+        reply_print = fingerprint(result)
+        status = "interrupted" if interrupted else "done"
+        if record is None:
+            payload = {"reply": _reply_payload(result), "reply_fingerprint": reply_print}
+            if memory_size is not None:
+                payload["memory_size"] = memory_size
+            await run._write(key, "call", status, print_, payload)
+        elif record.status != status or record.payload.get("reply_fingerprint") != reply_print:
+            raise RunDivergedError(
+                f"run {run.run_id!r}: the call {key!r} replayed to another reply than the "
+                f"recorded one (recorded {record.status}, now {status}): something outside "
+                "the recorded steps decided differently",
+                step=key,
+                recorded=f"{record.status} {record.payload.get('reply_fingerprint')}",
+                now=f"{status} {reply_print}",
+            )
+        return result
+
+
+async def _memory_size(agent: Any) -> int | None:
+    memory = getattr(agent, "memory", None)
+    size = getattr(memory, "size", None)
+    if not callable(size):
+        return None
+    value = size()
+    return int(await value if inspect.isawaitable(value) else value)
+
+
+def _check_first_memory(run: DurableRun, key: str, record: StepRecord, size: int | None) -> None:
+    recorded = record.payload.get("memory_size") if isinstance(record.payload, dict) else None
+    if recorded is not None and size is not None and recorded != size:
+        raise RunDivergedError(
+            f"run {run.run_id!r}: the agent of {key!r} holds {size} message(s) in memory "
+            f"before its first call, where the run recorded {recorded}. Its memory outlives "
+            "the process (a database memory, or state loaded from a session): in a durable "
+            "run agents start as the program builds them and the run rebuilds the rest; "
+            "keep such a memory apart per run, or start it empty",
+            step=key,
+            recorded=f"memory of {recorded}",
+            now=f"memory of {size}",
+        )
+
+
+class _Replies:
+    """The reply inside a replayed call: where a reply that ended interrupted gets its
+    interrupt back when it got through all its steps, and where an agent that answers from
+    outside (``replay_from_record``) gets its recorded reply."""
+
+    def __repr__(self) -> str:
+        return "<durable runs: replies>"
+
+    async def intercept(
+        self, call: _intercept.Call, proceed: Callable[[tuple[Any, ...], dict[str, Any]], Any]
+    ) -> Any:
+        frame = _FRAME.get()
+        agent = call.obj
+        if frame is None or frame.record is None or frame.agent is not agent:
+            return await proceed(call.args, call.kwargs)
+        record = frame.record
+        if getattr(type(agent), "replay_from_record", False):
+            frame.run._visited.update(frame.pending)
+            frame.pending.clear()
+            if record.status == "interrupted":
+                await frame.run._interrupt(frame)
+            reply = record.payload["reply"]
+            return Msg.from_dict(reply) if isinstance(reply, dict) else reply
+        result = await proceed(call.args, call.kwargs)
+        if record.status == "interrupted":
+            agent.interrupt()
+        return result
+
+
+class _Observations:
+    """What an observer does while observing is keyed under the call it observes."""
+
+    def __repr__(self) -> str:
+        return "<durable runs: observations>"
+
+    async def intercept(
+        self, call: _intercept.Call, proceed: Callable[[tuple[Any, ...], dict[str, Any]], Any]
+    ) -> Any:
+        frame = _FRAME.get()
+        if frame is None:
+            return await proceed(call.args, call.kwargs)
+        run = frame.run
+        key = frame.child(f"observe:{run._agent_name(call.obj)}")
+        token = _FRAME.set(_Frame(run, key, call.obj))
+        try:
+            return await proceed(call.args, call.kwargs)
+        finally:
+            _FRAME.reset(token)
+
+
+class _Chats:
+    """A model call: its answer recorded, and returned from the record on replay."""
+
+    def __repr__(self) -> str:
+        return "<durable runs: model calls>"
+
+    async def intercept(
+        self, call: _intercept.Call, proceed: Callable[[tuple[Any, ...], dict[str, Any]], Any]
+    ) -> Any:
+        frame = _FRAME.get()
+        if frame is None:
+            return await proceed(call.args, call.kwargs)
+        run = frame.run
+        key = frame.child("chat")
+        print_ = fingerprint(["chat", list(call.args), call.kwargs])
+        record = run._replay(key, "chat", print_, frame)
+        if record is not None and record.status == "done":
+            response: ChatResponse = structure(
+                record.payload["response"], ChatResponse, what="chat record"
+            )
+            return _one_chunk(response) if record.payload["stream"] else response
+        if frame.interrupted:
+            if record is not None and record.status == "partial":
+                partial: ChatResponse = structure(
+                    record.payload["response"], ChatResponse, what="chat record"
+                )
+                return _chunk_then_interrupt(run, frame, partial)
+            await run._interrupt(frame)
+        result = await proceed(call.args, call.kwargs)
+        if isinstance(result, ChatResponse):
+            await run._write(
+                key, "chat", "done", print_, {"stream": False, "response": unstructure(result)}
+            )
+            return result
+        return _recorded_stream(run, key, print_, result)
+
+
+async def _one_chunk(response: ChatResponse) -> AsyncGenerator[ChatResponse, None]:
+    yield response
+
+
+async def _chunk_then_interrupt(
+    run: DurableRun, frame: _Frame, partial: ChatResponse
+) -> AsyncGenerator[ChatResponse, None]:
+    yield partial
+    await run._interrupt(frame)
+
+
+async def _recorded_stream(
+    run: DurableRun, key: str, print_: str, stream: AsyncGenerator[ChatResponse, None]
+) -> AsyncGenerator[ChatResponse, None]:
+    """*stream*, its final chunk recorded before it is handed on; when the stream is cut
+    off part-way (an interrupt), what arrived is recorded as partial."""
+    last: ChatResponse | None = None
+    recorded = False
+    try:
+        async with aclosing(stream) as chunks:
+            async for chunk in chunks:
+                last = chunk
+                if chunk.is_last and not recorded:
+                    payload = {"stream": True, "response": unstructure(chunk)}
+                    await run._write(key, "chat", "done", print_, payload)
+                    recorded = True
+                yield chunk
+        if not recorded and last is not None:
+            await run._write(
+                key, "chat", "done", print_, {"stream": True, "response": unstructure(last)}
+            )
+            recorded = True
+    finally:
+        if not recorded and last is not None:
+            await run._write(
+                key, "chat", "partial", print_, {"stream": True, "response": unstructure(last)}
+            )
+
+
+class _Embeddings:
+    """An embedding call: its vectors recorded, and returned from the record on replay."""
+
+    def __repr__(self) -> str:
+        return "<durable runs: embedding calls>"
+
+    async def intercept(
+        self, call: _intercept.Call, proceed: Callable[[tuple[Any, ...], dict[str, Any]], Any]
+    ) -> Any:
+        frame = _FRAME.get()
+        if frame is None:
+            return await proceed(call.args, call.kwargs)
+        run = frame.run
+        key = frame.child("embed")
+        print_ = fingerprint(["embed", list(call.args), call.kwargs])
+        record = run._replay(key, "embed", print_, frame)
+        if record is not None:
+            return structure(record.payload, EmbeddingResponse, what="embedding record")
+        if frame.interrupted:
+            await run._interrupt(frame)
+        result = await proceed(call.args, call.kwargs)
+        await run._write(key, "embed", "done", print_, unstructure(result))
+        return result
+
+
+class _Tools:
+    """A tool call: recorded as started before it runs and with its result when it ends;
+    on replay the result is returned, and a call that started but never ended gets a result
+    saying it was cut off (it may have taken effect, so it is not run again)."""
+
+    def __repr__(self) -> str:
+        return "<durable runs: tool calls>"
+
+    def intercept(
+        self, call: _intercept.Call, proceed: Callable[[tuple[Any, ...], dict[str, Any]], Any]
+    ) -> Any:
+        frame = _FRAME.get()
+        if frame is None:
+            return proceed(call.args, call.kwargs)
+        tool_call = call.args[0] if call.args else call.kwargs.get("tool_call")
+        call_id = getattr(tool_call, "id", None)
+        if not isinstance(call_id, str):
+            return proceed(call.args, call.kwargs)
+        args, kwargs = call.args, call.kwargs
+        return _tool_stream(frame, call_id, tool_call, lambda: proceed(args, kwargs))
+
+
+async def _tool_stream(
+    frame: _Frame, call_id: str, tool_call: Any, start: Callable[[], Any]
+) -> AsyncGenerator[ToolResponse, None]:
+    run = frame.run
+    key = frame.tool(call_id)
+    print_ = fingerprint(["tool", tool_call.name, tool_call.input])
+    record = run._replay(key, "tool", print_, frame)
+    if record is not None and record.status == "done":
+        yield structure(record.payload, ToolResponse, what="tool record")
+        return
+    if frame.interrupted:
+        await run._interrupt(frame)
+    if record is not None:  # started, never ended: it may have taken effect
+        response = ToolResponse(content=[TextBlock(text=CUT_OFF_TEXT)])
+        await run._write(key, "tool", "done", print_, unstructure(response))
+        yield response
+        return
+    await run._write(key, "tool", "started", print_, None)
+    stream = start()
+    if inspect.iscoroutine(stream):  # an override written as AgentScope's
+        stream = await stream
+    last: ToolResponse | None = None
+    recorded = False
+    async with aclosing(stream) as chunks:
+        async for chunk in chunks:
+            last = chunk
+            if chunk.is_last and not recorded:
+                await run._write(key, "tool", "done", print_, unstructure(chunk))
+                recorded = True
+            yield chunk
+    if not recorded and last is not None:
+        await run._write(key, "tool", "done", print_, unstructure(last))
+
+
+_INTERCEPTORS: tuple[tuple[str, Any], ...] = (
+    ("call", _Calls()),
+    ("reply", _Replies()),
+    ("observe", _Observations()),
+    ("chat", _Chats()),
+    ("embed", _Embeddings()),
+    ("tool", _Tools()),
+)
+_open_runs = 0
+
+
+def _activate() -> None:
+    global _open_runs
+    if _open_runs == 0:
+        for kind, interceptor in _INTERCEPTORS:
+            _intercept.register(kind, interceptor)
+    _open_runs += 1
+
+
+def _deactivate() -> None:
+    global _open_runs
+    _open_runs -= 1
+    if _open_runs == 0:
+        for kind, interceptor in _INTERCEPTORS:
+            _intercept.unregister(kind, interceptor)
+
+
+def durable_run(
+    run_id: str, store: RunStore | str | os.PathLike[str], *, user_id: str = ""
+) -> DurableRun:
+    """A durable run of the program inside ``async with durable_run(...) as run:``.
+
+    :param run_id: the run's id: the same id resumes the run.
+    :param store: a :class:`RunStore` (:class:`SQLiteRunStore`, :class:`PostgresRunStore`,
+        :class:`RedisRunStore`), or a path, for a SQLite file the run opens and closes.
+    :param user_id: whose run it is.
+    :raises DurableRunError: (on entering) when the run is open in another process or the
+        store cannot be reached.
+    """
+    return DurableRun(run_id, store, user_id=user_id)
