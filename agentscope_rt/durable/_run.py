@@ -646,8 +646,11 @@ async def _tool_stream(
         yield structure(record.payload, ToolResponse, what="tool record")
         return
     if frame.interrupted:
+        if record is not None and record.status == "partial":
+            yield structure(record.payload, ToolResponse, what="tool record")
+            return
         await run._interrupt(frame)
-    if record is not None:  # started, never ended: it may have taken effect
+    if record is not None:  # started (or cut off), never ended: it may have taken effect
         response = ToolResponse(content=[TextBlock(text=CUT_OFF_TEXT)])
         await run._write(key, "tool", "done", print_, unstructure(response))
         yield response
@@ -662,11 +665,16 @@ async def _tool_stream(
         async for chunk in chunks:
             last = chunk
             if chunk.is_last and not recorded:
-                await run._write(key, "tool", "done", print_, unstructure(chunk))
+                # An interrupted result is kept as partial: the call was cut off, and whether
+                # by its agent's interrupt (then replayed so) or by the end of the program
+                # (then it may have taken effect) is known only later.
+                status = "partial" if chunk.is_interrupted else "done"
+                await run._write(key, "tool", status, print_, unstructure(chunk))
                 recorded = True
             yield chunk
     if not recorded and last is not None:
-        await run._write(key, "tool", "done", print_, unstructure(last))
+        status = "partial" if last.is_interrupted else "done"
+        await run._write(key, "tool", status, print_, unstructure(last))
 
 
 _INTERCEPTORS: tuple[tuple[str, Any], ...] = (
