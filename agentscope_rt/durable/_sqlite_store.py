@@ -14,8 +14,6 @@ is checked.
 
 from __future__ import annotations
 
-import datetime
-import hashlib
 import json
 import os
 import sqlite3
@@ -27,7 +25,7 @@ import anyio
 import anyio.to_thread
 
 from ..exception import DurableRunError
-from ._store import RunInfo, RunStatus, StepRecord, check_run_ids
+from ._store import RunInfo, RunStatus, StepRecord, check_run_ids, encode_json, now, run_digest
 
 try:
     import fcntl
@@ -54,13 +52,8 @@ _SCHEMA = (
 )
 
 
-def _now() -> str:
-    return datetime.datetime.now(datetime.UTC).isoformat()
-
-
 def _lock_offset(user_id: str, run_id: str) -> int:
-    digest = hashlib.sha256(json.dumps([user_id, run_id]).encode("utf-8", "surrogatepass"))
-    return int.from_bytes(digest.digest()[:7], "big")  # 56 bits: within any off_t
+    return int.from_bytes(run_digest(user_id, run_id)[:7], "big")  # 56 bits: within any off_t
 
 
 class SQLiteRunStore:
@@ -148,7 +141,7 @@ class SQLiteRunStore:
                     f"run {run_id!r} of user {user_id!r} is open in another process; a run "
                     "has one program at a time (it can be resumed once that one ends or dies)"
                 ) from None
-        now = _now()
+        at = now()
         try:
             with db:
                 db.execute("BEGIN IMMEDIATE")
@@ -156,7 +149,7 @@ class SQLiteRunStore:
                     f"INSERT INTO {RUNS} (user_id, run_id, status, created_at, updated_at) "
                     "VALUES (?, ?, 'running', ?, ?) ON CONFLICT (user_id, run_id) DO UPDATE SET "
                     "status = 'running', updated_at = excluded.updated_at",
-                    (user_id, run_id, now, now),
+                    (user_id, run_id, at, at),
                 )
         except BaseException:
             if fcntl is not None and self._lock_file is not None:
@@ -179,7 +172,7 @@ class SQLiteRunStore:
                 db.execute(
                     f"UPDATE {RUNS} SET status = ?, updated_at = ? "
                     "WHERE user_id = ? AND run_id = ?",
-                    (status, _now(), user_id, run_id),
+                    (status, now(), user_id, run_id),
                 )
         finally:
             if fcntl is not None and self._lock_file is not None:
@@ -188,18 +181,13 @@ class SQLiteRunStore:
     # -- records -----------------------------------------------------------------------
 
     async def put_step(self, user_id: str, run_id: str, record: StepRecord) -> None:
-        try:
-            payload = json.dumps(record.payload, ensure_ascii=False, allow_nan=False)
-        except (TypeError, ValueError) as exc:
-            raise DurableRunError(
-                f"step {record.key!r}: its result is not JSON data: {exc}"
-            ) from exc
+        payload = encode_json(record, record.payload)
         await self._run(self._put, user_id, run_id, record, payload)
 
     def _put(
         self, db: sqlite3.Connection, user_id: str, run_id: str, record: StepRecord, payload: str
     ) -> None:
-        at = record.at or _now()
+        at = record.at or now()
         with db:
             db.execute("BEGIN IMMEDIATE")
             db.execute(

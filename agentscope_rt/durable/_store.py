@@ -14,6 +14,9 @@ lock, a Redis lease), so the run can be resumed at once.
 
 from __future__ import annotations
 
+import datetime
+import hashlib
+import json
 from typing import Any, Literal, Protocol, runtime_checkable
 
 import attrs
@@ -28,6 +31,9 @@ __all__ = [
     "StepRecord",
     "StepStatus",
     "check_run_ids",
+    "encode_json",
+    "now",
+    "run_digest",
 ]
 
 StepKind = Literal["call", "chat", "embed", "tool", "step"]
@@ -147,3 +153,26 @@ def check_run_ids(run_id: str, user_id: str) -> None:
             raise DurableRunError(f"{what} {value!r} holds a character no store can keep")
     if not run_id:
         raise DurableRunError("a durable run needs a non-empty run_id")
+
+
+def now() -> str:
+    """The current time as a record's ``at`` (ISO 8601, UTC)."""
+    return datetime.datetime.now(datetime.UTC).isoformat()
+
+
+def run_digest(user_id: str, run_id: str) -> bytes:
+    """A digest of the pair of ids (the two ids cannot run into each other), from which the
+    stores derive the lock of a run."""
+    return hashlib.sha256(json.dumps([user_id, run_id]).encode("utf-8", "surrogatepass")).digest()
+
+
+def encode_json(record: StepRecord, value: Any) -> str:
+    """*value* (the record's payload, or data holding it) as JSON text, before anything of the
+    record is written.
+
+    :raises DurableRunError: when the payload is not JSON data (nothing is written then).
+    """
+    try:
+        return json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise DurableRunError(f"step {record.key!r}: its result is not JSON data: {exc}") from exc
