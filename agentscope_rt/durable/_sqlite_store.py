@@ -14,7 +14,6 @@ is checked.
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 import threading
@@ -25,7 +24,31 @@ import anyio
 import anyio.to_thread
 
 from ..exception import DurableRunError
-from ._store import RunInfo, RunStatus, StepRecord, check_run_ids, encode_json, now, run_digest
+from ._sql import (
+    DELETE_RUN,
+    DELETE_STEPS,
+    SCHEMA,
+    SELECT_RUN,
+    SELECT_RUNS,
+    SELECT_STEPS,
+    SET_STATUS,
+    UPDATE_RUN_AFTER_STEP,
+    UPSERT_RUN,
+    UPSERT_STEP,
+    run_info,
+    step_row,
+    steps_from_rows,
+)
+from ._store import (
+    RunInfo,
+    RunStatus,
+    StepRecord,
+    check_owned,
+    check_run_ids,
+    encode_json,
+    now,
+    run_digest,
+)
 
 try:
     import fcntl
@@ -34,22 +57,7 @@ except ImportError:  # pragma: no cover - not POSIX
 
 __all__ = ["SQLiteRunStore"]
 
-RUNS = "agentscope_runs"
-STEPS = "agentscope_run_steps"
 BUSY_TIMEOUT_S = 30.0
-
-_SCHEMA = (
-    f"""CREATE TABLE IF NOT EXISTS {RUNS} (
-        user_id TEXT NOT NULL, run_id TEXT NOT NULL, status TEXT NOT NULL,
-        created_at TEXT NOT NULL, updated_at TEXT NOT NULL,
-        steps INTEGER NOT NULL DEFAULT 0, last_step TEXT,
-        PRIMARY KEY (user_id, run_id))""",
-    f"""CREATE TABLE IF NOT EXISTS {STEPS} (
-        user_id TEXT NOT NULL, run_id TEXT NOT NULL, key TEXT NOT NULL,
-        seq INTEGER NOT NULL, kind TEXT NOT NULL, status TEXT NOT NULL,
-        fingerprint TEXT NOT NULL, payload TEXT NOT NULL, at TEXT NOT NULL,
-        PRIMARY KEY (user_id, run_id, key))""",
-)
 
 
 def _lock_offset(user_id: str, run_id: str) -> int:
@@ -94,7 +102,7 @@ class SQLiteRunStore:
                 # FULL: a commit returns once the WAL is fsync'd (NORMAL may lose the last
                 # commits when the machine, not just the process, goes down).
                 connection.execute("PRAGMA synchronous=FULL")
-                for statement in _SCHEMA:
+                for statement in SCHEMA:
                     connection.execute(statement)
             except (sqlite3.Error, OSError) as exc:
                 raise DurableRunError(f"cannot open the run database {self.path}: {exc}") from exc
@@ -145,12 +153,7 @@ class SQLiteRunStore:
         try:
             with db:
                 db.execute("BEGIN IMMEDIATE")
-                db.execute(
-                    f"INSERT INTO {RUNS} (user_id, run_id, status, created_at, updated_at) "
-                    "VALUES (?, ?, 'running', ?, ?) ON CONFLICT (user_id, run_id) DO UPDATE SET "
-                    "status = 'running', updated_at = excluded.updated_at",
-                    (user_id, run_id, at, at),
-                )
+                db.execute(UPSERT_RUN, (user_id, run_id, at, at))
         except BaseException:
             if fcntl is not None and self._lock_file is not None:
                 fcntl.lockf(self._lock_file, fcntl.LOCK_UN, 1, _lock_offset(user_id, run_id))
@@ -169,11 +172,7 @@ class SQLiteRunStore:
     def _release(self, db: sqlite3.Connection, user_id: str, run_id: str, status: str) -> None:
         try:
             with db:
-                db.execute(
-                    f"UPDATE {RUNS} SET status = ?, updated_at = ? "
-                    "WHERE user_id = ? AND run_id = ?",
-                    (status, now(), user_id, run_id),
-                )
+                db.execute(SET_STATUS, (status, now(), user_id, run_id))
         finally:
             if fcntl is not None and self._lock_file is not None:
                 fcntl.lockf(self._lock_file, fcntl.LOCK_UN, 1, _lock_offset(user_id, run_id))
@@ -181,6 +180,7 @@ class SQLiteRunStore:
     # -- records -----------------------------------------------------------------------
 
     async def put_step(self, user_id: str, run_id: str, record: StepRecord) -> None:
+        check_owned(self._owned, user_id, run_id)
         payload = encode_json(record, record.payload)
         await self._run(self._put, user_id, run_id, record, payload)
 
@@ -190,62 +190,21 @@ class SQLiteRunStore:
         at = record.at or now()
         with db:
             db.execute("BEGIN IMMEDIATE")
-            db.execute(
-                f"INSERT INTO {STEPS} (user_id, run_id, key, seq, kind, status, fingerprint, "
-                "payload, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
-                "ON CONFLICT (user_id, run_id, key) DO UPDATE SET seq = excluded.seq, "
-                "kind = excluded.kind, status = excluded.status, "
-                "fingerprint = excluded.fingerprint, payload = excluded.payload, at = excluded.at",
-                (
-                    user_id,
-                    run_id,
-                    record.key,
-                    record.seq,
-                    record.kind,
-                    record.status,
-                    record.fingerprint,
-                    payload,
-                    at,
-                ),
-            )
-            db.execute(
-                f"UPDATE {RUNS} SET updated_at = ?, last_step = ?, steps = "
-                f"(SELECT COUNT(*) FROM {STEPS} WHERE user_id = ? AND run_id = ?) "
-                "WHERE user_id = ? AND run_id = ?",
-                (at, record.key, user_id, run_id, user_id, run_id),
-            )
+            db.execute(UPSERT_STEP, step_row(user_id, run_id, record, payload, at))
+            db.execute(UPDATE_RUN_AFTER_STEP, (at, record.key, user_id, run_id, user_id, run_id))
 
     async def load_steps(self, user_id: str, run_id: str) -> list[StepRecord]:
         check_run_ids(run_id, user_id)
         rows = await self._run(self._load, user_id, run_id)
-        records = []
-        for key, seq, kind, status, fingerprint, payload, at in rows:
-            try:
-                data = json.loads(payload)
-            except ValueError as exc:
-                raise DurableRunError(
-                    f"run {run_id!r} of user {user_id!r} in {self.path}: the record of step "
-                    f"{key!r} is corrupted ({exc})"
-                ) from exc
-            records.append(StepRecord(key, kind, status, fingerprint, data, seq, at))
-        return records
+        return steps_from_rows(rows, f"run {run_id!r} of user {user_id!r} in {self.path}")
 
     def _load(self, db: sqlite3.Connection, user_id: str, run_id: str) -> list[tuple[Any, ...]]:
-        return db.execute(
-            f"SELECT key, seq, kind, status, fingerprint, payload, at FROM {STEPS} "
-            "WHERE user_id = ? AND run_id = ? ORDER BY seq",
-            (user_id, run_id),
-        ).fetchall()
+        return db.execute(SELECT_STEPS, (user_id, run_id)).fetchall()
 
     # -- listing -----------------------------------------------------------------------
 
     def _info(self, db: sqlite3.Connection, user_id: str, run_id: str) -> RunInfo | None:
-        row = db.execute(
-            f"SELECT user_id, run_id, status, created_at, updated_at, steps, last_step "
-            f"FROM {RUNS} WHERE user_id = ? AND run_id = ?",
-            (user_id, run_id),
-        ).fetchone()
-        return None if row is None else RunInfo(*row)
+        return run_info(db.execute(SELECT_RUN, (user_id, run_id)).fetchone())
 
     async def get_run(self, user_id: str, run_id: str) -> RunInfo | None:
         check_run_ids(run_id, user_id)
@@ -254,15 +213,11 @@ class SQLiteRunStore:
 
     async def list_runs(self, user_id: str | None = None) -> list[RunInfo]:
         def select(db: sqlite3.Connection) -> list[RunInfo]:
-            query = (
-                f"SELECT user_id, run_id, status, created_at, updated_at, steps, last_step "
-                f"FROM {RUNS}"
-            )
             rows = (
-                db.execute(query + " ORDER BY updated_at DESC").fetchall()
+                db.execute(SELECT_RUNS + " ORDER BY updated_at DESC").fetchall()
                 if user_id is None
                 else db.execute(
-                    query + " WHERE user_id = ? ORDER BY updated_at DESC", (user_id,)
+                    SELECT_RUNS + " WHERE user_id = ? ORDER BY updated_at DESC", (user_id,)
                 ).fetchall()
             )
             return [RunInfo(*row) for row in rows]
@@ -282,12 +237,8 @@ class SQLiteRunStore:
                 self._acquire_lock_only(user_id, run_id)
             with db:
                 db.execute("BEGIN IMMEDIATE")
-                db.execute(
-                    f"DELETE FROM {STEPS} WHERE user_id = ? AND run_id = ?", (user_id, run_id)
-                )
-                cursor = db.execute(
-                    f"DELETE FROM {RUNS} WHERE user_id = ? AND run_id = ?", (user_id, run_id)
-                )
+                db.execute(DELETE_STEPS, (user_id, run_id))
+                cursor = db.execute(DELETE_RUN, (user_id, run_id))
             return cursor.rowcount > 0
 
         deleted: bool = await self._run(delete)

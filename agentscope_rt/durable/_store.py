@@ -17,6 +17,7 @@ from __future__ import annotations
 import datetime
 import hashlib
 import json
+from collections.abc import Collection
 from typing import Any, Literal, Protocol, runtime_checkable
 
 import attrs
@@ -30,6 +31,7 @@ __all__ = [
     "StepKind",
     "StepRecord",
     "StepStatus",
+    "check_owned",
     "check_run_ids",
     "encode_json",
     "now",
@@ -116,7 +118,11 @@ class RunStore(Protocol):
     async def put_step(self, user_id: str, run_id: str, record: StepRecord) -> None:
         """Write *record* durably, replacing the run's record with the same key (a tool
         call's ``started`` record by its result). Returns only once the record would survive
-        the death of the process."""
+        the death of the process.
+
+        :raises DurableRunError: when this store does not own the run (:meth:`acquire` it
+            first), the payload is not JSON data (nothing is written), or the store fails.
+        """
         ...
 
     async def get_run(self, user_id: str, run_id: str) -> RunInfo | None:
@@ -176,3 +182,15 @@ def encode_json(record: StepRecord, value: Any) -> str:
         return json.dumps(value, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise DurableRunError(f"step {record.key!r}: its result is not JSON data: {exc}") from exc
+
+
+def check_owned(owned: Collection[tuple[str, str]], user_id: str, run_id: str) -> None:
+    """Refuse to write to a run the store has not acquired: only its owner writes to a run.
+
+    :raises DurableRunError: when ``(user_id, run_id)`` is not in *owned*.
+    """
+    if (user_id, run_id) not in owned:
+        raise DurableRunError(
+            f"run {run_id!r} of user {user_id!r} is not open with this store: acquire it "
+            "before writing its steps"
+        )
