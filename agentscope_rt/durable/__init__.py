@@ -7,6 +7,8 @@ had. See :mod:`agentscope_rt.durable._run` and ``docs/durable_runs.md``.
 """
 
 from ..exception import DurableRunError, RunDivergedError
+from ._postgres_store import PostgresRunStore
+from ._redis_store import RedisRunStore
 from ._run import DurableRun, current_run, durable_run, step
 from ._sqlite_store import SQLiteRunStore
 from ._store import RunInfo, RunStatus, RunStore, StepKind, StepRecord, StepStatus
@@ -14,6 +16,8 @@ from ._store import RunInfo, RunStatus, RunStore, StepKind, StepRecord, StepStat
 __all__ = [
     "DurableRun",
     "DurableRunError",
+    "PostgresRunStore",
+    "RedisRunStore",
     "RunDivergedError",
     "RunInfo",
     "RunStatus",

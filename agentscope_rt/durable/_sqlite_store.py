@@ -180,7 +180,7 @@ class SQLiteRunStore:
     # -- records -----------------------------------------------------------------------
 
     async def put_step(self, user_id: str, run_id: str, record: StepRecord) -> None:
-        check_owned(self._owned, user_id, run_id)
+        check_owned((user_id, run_id) in self._owned, user_id, run_id)
         payload = encode_json(record, record.payload)
         await self._run(self._put, user_id, run_id, record, payload)
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 import datetime
 import hashlib
 import json
-from collections.abc import Collection
 from typing import Any, Literal, Protocol, runtime_checkable
 
 import attrs
@@ -184,12 +183,13 @@ def encode_json(record: StepRecord, value: Any) -> str:
         raise DurableRunError(f"step {record.key!r}: its result is not JSON data: {exc}") from exc
 
 
-def check_owned(owned: Collection[tuple[str, str]], user_id: str, run_id: str) -> None:
+def check_owned(owns: bool, user_id: str, run_id: str) -> None:
     """Refuse to write to a run the store has not acquired: only its owner writes to a run.
 
-    :raises DurableRunError: when ``(user_id, run_id)`` is not in *owned*.
+    :param owns: whether the store owns the run.
+    :raises DurableRunError: when it does not.
     """
-    if (user_id, run_id) not in owned:
+    if not owns:
         raise DurableRunError(
             f"run {run_id!r} of user {user_id!r} is not open with this store: acquire it "
             "before writing its steps"
