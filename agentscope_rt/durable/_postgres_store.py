@@ -272,6 +272,9 @@ class PostgresRunStore:
         def set_status(connection: Any) -> None:
             with connection.transaction():
                 connection.execute(pyformat(SET_STATUS), (status, now(), user_id, run_id))
+            # Given back before the connection closes: the server ends a closed session
+            # a moment later, and the run would be refused to its next owner meanwhile.
+            connection.execute("SELECT pg_advisory_unlock(%s)", (_lock_key(user_id, run_id),))
 
         def release() -> None:
             try:

@@ -8,8 +8,8 @@ record is on disk (fsync'd) and survives the death of the process or of the mach
 A process owns a run through an exclusive lock on one byte of a lock file beside the
 database (``<file>.runs.lock``), at an offset derived from the run's ids: the operating system
 drops the lock when the process dies, however it dies, so a killed run can be resumed at once
-and a live one is never opened twice. On systems without POSIX locks only the current process
-is checked.
+and a live one is never opened twice, by another process or by another store of the same
+process. On systems without POSIX locks only the current process is checked.
 """
 
 from __future__ import annotations
@@ -64,6 +64,63 @@ def _lock_offset(user_id: str, run_id: str) -> int:
     return int.from_bytes(run_digest(user_id, run_id)[:7], "big")  # 56 bits: within any off_t
 
 
+class _RunLocks:
+    """The runs this process holds, per lock file, shared by every store of the process.
+
+    POSIX locks belong to a process, not to a descriptor: two stores of one process on one
+    file would not exclude each other, and closing either's descriptor of the lock file would
+    drop every lock the process holds on it. So the process opens each lock file once, keeps
+    it open while it holds a run of it, and tells its own stores apart itself.
+    """
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._files: dict[str, tuple[int | None, set[int]]] = {}
+
+    def take(self, lock_path: str, offset: int) -> bool:
+        """Take the run at *offset* of *lock_path*; whether it was free (in this process and,
+        with POSIX locks, in every other)."""
+        with self._guard:
+            if lock_path not in self._files:
+                self._files[lock_path] = (
+                    None if fcntl is None else os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600),
+                    set(),
+                )
+            fd, held = self._files[lock_path]
+            if offset in held:
+                return False
+            try:
+                if fd is not None:
+                    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, offset)
+            except OSError:
+                self._close_if_unused(lock_path)
+                return False
+            held.add(offset)
+            return True
+
+    def give(self, lock_path: str, offset: int) -> None:
+        """Give the run at *offset* of *lock_path* back (if this process holds it)."""
+        with self._guard:
+            entry = self._files.get(lock_path)
+            if entry is None or offset not in entry[1]:
+                return
+            fd, held = entry
+            held.discard(offset)
+            if fd is not None:
+                fcntl.lockf(fd, fcntl.LOCK_UN, 1, offset)
+            self._close_if_unused(lock_path)
+
+    def _close_if_unused(self, lock_path: str) -> None:
+        fd, held = self._files[lock_path]
+        if not held:
+            del self._files[lock_path]
+            if fd is not None:
+                os.close(fd)
+
+
+_LOCKS = _RunLocks()
+
+
 class SQLiteRunStore:
     """Durable runs stored in the SQLite database *path* (created with its folder).
 
@@ -79,7 +136,7 @@ class SQLiteRunStore:
             )
         self.path = Path(path)
         self._connection: sqlite3.Connection | None = None
-        self._lock_file: int | None = None
+        self._lock_path = os.path.realpath(f"{self.path}.runs.lock")
         self._owned: set[tuple[str, str]] = set()
         self._guard = threading.Lock()  # one thread at a time on the connection
 
@@ -137,26 +194,18 @@ class SQLiteRunStore:
             raise
 
     def _acquire(self, db: sqlite3.Connection, user_id: str, run_id: str) -> RunInfo:
-        if fcntl is not None:
-            if self._lock_file is None:
-                self._lock_file = os.open(f"{self.path}.runs.lock", os.O_RDWR | os.O_CREAT, 0o600)
-            try:
-                fcntl.lockf(
-                    self._lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, _lock_offset(user_id, run_id)
-                )
-            except OSError:
-                raise DurableRunError(
-                    f"run {run_id!r} of user {user_id!r} is open in another process; a run "
-                    "has one program at a time (it can be resumed once that one ends or dies)"
-                ) from None
+        self._take(
+            user_id,
+            run_id,
+            "a run has one program at a time (it can be resumed once that one ends or dies)",
+        )
         at = now()
         try:
             with db:
                 db.execute("BEGIN IMMEDIATE")
                 db.execute(UPSERT_RUN, (user_id, run_id, at, at))
         except BaseException:
-            if fcntl is not None and self._lock_file is not None:
-                fcntl.lockf(self._lock_file, fcntl.LOCK_UN, 1, _lock_offset(user_id, run_id))
+            _LOCKS.give(self._lock_path, _lock_offset(user_id, run_id))
             raise
         info = self._info(db, user_id, run_id)
         assert info is not None
@@ -174,8 +223,7 @@ class SQLiteRunStore:
             with db:
                 db.execute(SET_STATUS, (status, now(), user_id, run_id))
         finally:
-            if fcntl is not None and self._lock_file is not None:
-                fcntl.lockf(self._lock_file, fcntl.LOCK_UN, 1, _lock_offset(user_id, run_id))
+            _LOCKS.give(self._lock_path, _lock_offset(user_id, run_id))
 
     # -- records -----------------------------------------------------------------------
 
@@ -231,32 +279,32 @@ class SQLiteRunStore:
             raise DurableRunError(f"run {run_id!r} of user {user_id!r} is open; close it first")
 
         def delete(db: sqlite3.Connection) -> bool:
-            if fcntl is not None:
-                # Taken and given back at once: only to refuse deleting a run another process
-                # owns.
-                self._acquire_lock_only(user_id, run_id)
-            with db:
-                db.execute("BEGIN IMMEDIATE")
-                db.execute(DELETE_STEPS, (user_id, run_id))
-                cursor = db.execute(DELETE_RUN, (user_id, run_id))
+            # Held while the rows go: refused while another owns the run, and no one takes
+            # it meanwhile.
+            self._take(user_id, run_id, "it cannot be deleted meanwhile")
+            try:
+                with db:
+                    db.execute("BEGIN IMMEDIATE")
+                    db.execute(DELETE_STEPS, (user_id, run_id))
+                    cursor = db.execute(DELETE_RUN, (user_id, run_id))
+            finally:
+                _LOCKS.give(self._lock_path, _lock_offset(user_id, run_id))
             return cursor.rowcount > 0
 
         deleted: bool = await self._run(delete)
         return deleted
 
-    def _acquire_lock_only(self, user_id: str, run_id: str) -> None:
-        assert fcntl is not None
-        if self._lock_file is None:
-            self._lock_file = os.open(f"{self.path}.runs.lock", os.O_RDWR | os.O_CREAT, 0o600)
-        offset = _lock_offset(user_id, run_id)
+    def _take(self, user_id: str, run_id: str, then: str) -> None:
         try:
-            fcntl.lockf(self._lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, offset)
-        except OSError:
+            taken = _LOCKS.take(self._lock_path, _lock_offset(user_id, run_id))
+        except OSError as exc:
             raise DurableRunError(
-                f"run {run_id!r} of user {user_id!r} is open in another process; it cannot be "
-                "deleted meanwhile"
-            ) from None
-        fcntl.lockf(self._lock_file, fcntl.LOCK_UN, 1, offset)
+                f"cannot open the run lock file {self._lock_path}: {exc}"
+            ) from exc
+        if not taken:
+            raise DurableRunError(
+                f"run {run_id!r} of user {user_id!r} is open in another process or store; {then}"
+            )
 
     async def aclose(self) -> None:
         def close() -> None:
@@ -264,11 +312,6 @@ class SQLiteRunStore:
                 if self._connection is not None:
                     self._connection.close()
                     self._connection = None
-                # The lock file stays open while this process owns a run (closing it would
-                # drop every lock the process holds on it).
-                if self._lock_file is not None and not self._owned:
-                    os.close(self._lock_file)
-                    self._lock_file = None
 
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(close)
