@@ -32,9 +32,10 @@ async def call_redis(
     :param what: the operation, for the error message (``"cannot {what} on {where}"``).
     :param error: the exception raised for a redis-py error (the durable run stores raise
         :class:`DurableRunError`).
-    :raises SessionError: (or *error*) when redis-py raises one of its errors (the server is down, refuses
-        the connection, times out or answers with an error). Its text never holds the
-        password, and the redis-py error is not chained (its arguments may hold anything).
+    :raises SessionError: (or *error*) when redis-py raises one of its errors (the server is
+        down, refuses the connection, times out or answers with an error). Its text never
+        holds the password, and the redis-py error is not chained (its arguments may hold
+        anything).
     """
     import redis  # present: open_sync_redis has imported it
 

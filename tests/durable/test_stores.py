@@ -497,6 +497,16 @@ def test_a_redis_lease_must_be_positive() -> None:
 # -- PostgreSQL: the lock's connection ----------------------------------------------------------
 
 
+def _on_postgres(url: str, *statements: str) -> Any:
+    """Run *statements* on a connection of their own (autocommit); the open connection."""
+    import psycopg
+
+    connection = psycopg.connect(url, autocommit=True)
+    for statement in statements:
+        connection.execute(statement)
+    return connection
+
+
 async def test_a_postgres_owner_that_lost_its_lock_connection_writes_nothing_more(
     durable_postgres_server: Any,
 ) -> None:
@@ -507,13 +517,12 @@ async def test_a_postgres_owner_that_lost_its_lock_connection_writes_nothing_mor
         await store.acquire("u", "r")
         await store.put_step("u", "r", record("a#1", 1))
 
-        def end_the_owners_session(connection: Any) -> None:
-            connection.execute(
-                "SELECT pg_terminate_backend(pid) FROM pg_locks "
-                "WHERE locktype = 'advisory' AND pid <> pg_backend_pid()"
-            )
-
-        await other._shared_call("end a session", end_the_owners_session)
+        await anyio.to_thread.run_sync(
+            _on_postgres,
+            url,
+            "SELECT pg_terminate_backend(pid) FROM pg_locks "
+            "WHERE locktype = 'advisory' AND pid <> pg_backend_pid()",
+        )
         # The lock went with the session: another process may take the run...
         with anyio.fail_after(PATIENCE_S):
             while True:
@@ -532,6 +541,47 @@ async def test_a_postgres_owner_that_lost_its_lock_connection_writes_nothing_mor
     finally:
         await store.aclose()
         await other.aclose()
+
+
+async def test_a_postgres_statement_that_waits_too_long_is_cancelled(
+    durable_postgres_server: Any,
+) -> None:
+    durable_postgres_server.reset()
+    url = f"postgresql://postgres@127.0.0.1:{durable_postgres_server.port}/postgres"
+    store = PostgresRunStore(url, statement_timeout=0.3)
+    try:
+        await open_run(store, "u", "r")
+        # Another session holds the table: the read waits on the server until the timeout.
+        blocker = await anyio.to_thread.run_sync(
+            _on_postgres, url, "BEGIN", "LOCK TABLE agentscope_runs IN ACCESS EXCLUSIVE MODE"
+        )
+        try:
+            with anyio.fail_after(PATIENCE_S), pytest.raises(DurableRunError, match="timeout"):
+                await store.get_run("u", "r")
+        finally:
+            await anyio.to_thread.run_sync(blocker.close)
+        info = await store.get_run("u", "r")  # the store goes on after the failure
+        assert info is not None and info.status == "finished"
+    finally:
+        await store.aclose()
+
+
+async def test_a_redis_server_that_never_answers_is_a_timeout(redis_location: str) -> None:
+    async def accept_and_say_nothing(stream: Any) -> None:
+        async with stream:
+            await anyio.sleep_forever()
+
+    async with await anyio.create_tcp_listener(local_host="127.0.0.1") as listener:
+        port = listener.extra(anyio.abc.SocketAttribute.local_port)
+        async with anyio.create_task_group() as group:
+            group.start_soon(listener.serve, accept_and_say_nothing)
+            store = RedisRunStore(f"redis://127.0.0.1:{port}/0", socket_timeout=0.3)
+            try:
+                with anyio.fail_after(PATIENCE_S), pytest.raises(DurableRunError, match="imeout"):
+                    await store.get_run("u", "r")
+            finally:
+                await store.aclose()
+            group.cancel_scope.cancel()
 
 
 # -- a whole program, crashed and resumed --------------------------------------------------------
