@@ -230,8 +230,8 @@ class PostgresRunStore:
         if not locked:
             connection.close()
             raise DurableRunError(
-                f"run {run_id!r} of user {user_id!r} is open in another process; a run has "
-                "one program at a time (it can be resumed once that one ends or dies)"
+                f"run {run_id!r} of user {user_id!r} is open in another process or store; a run "
+                "has one program at a time (it can be resumed once that one ends or dies)"
             )
         return _Owned(connection)
 
@@ -373,8 +373,8 @@ class PostgresRunStore:
                 ).fetchone()[0]
                 if not free:
                     raise DurableRunError(
-                        f"run {run_id!r} of user {user_id!r} is open in another process; it "
-                        "cannot be deleted meanwhile"
+                        f"run {run_id!r} of user {user_id!r} is open in another process or "
+                        "store; it cannot be deleted meanwhile"
                     )
                 connection.execute(pyformat(DELETE_STEPS), (user_id, run_id))
                 return bool(connection.execute(pyformat(DELETE_RUN), (user_id, run_id)).rowcount)

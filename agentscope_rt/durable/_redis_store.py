@@ -271,8 +271,8 @@ class RedisRunStore:
             del self._owned[pair]
             seconds = max(int(answer), 0) / 1000
             raise DurableRunError(
-                f"run {run_id!r} of user {user_id!r} is open in another process; a run has one "
-                f"program at a time. If that process died, the run can be resumed once its "
+                f"run {run_id!r} of user {user_id!r} is open in another process or store; a run "
+                f"has one program at a time. If that process died, the run can be resumed once its "
                 f"lease expires, in {seconds:.1f} s at most"
             )
         self._owned[pair] = token
