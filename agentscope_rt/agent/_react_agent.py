@@ -269,11 +269,13 @@ class ReActAgent(ReActAgentBase):
             "static_control",
             "both",
         )
-        self._agent_control = long_term_memory is not None and long_term_memory_mode in (
+        # A local, not an attribute: 30 instance attributes at most keep the agents' dicts
+        # sharing one key table (CPython's limit), about a kilobyte less per agent.
+        agent_control = long_term_memory is not None and long_term_memory_mode in (
             "agent_control",
             "both",
         )
-        if self._agent_control:
+        if agent_control:
             assert long_term_memory is not None
             self.toolkit.register_tool_function(long_term_memory.record_to_memory)
             self.toolkit.register_tool_function(long_term_memory.retrieve_from_memory)
