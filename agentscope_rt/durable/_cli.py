@@ -1,8 +1,9 @@
 """``python -m agentscope_rt.durable``: list a store's runs, or show one run's report.
 
-Exit status: 0 when done; 1 when the store failed (it cannot be reached, a record is
-corrupted); 2 for a usage error, a database file that does not exist, a store class this
-installation lacks, or a run the store does not have.
+Exit status: 0 when done; 1 when the store failed (:class:`DurableRunError` or
+:class:`OSError`: it cannot be reached, a record is corrupted); 2 for a usage error, a
+database file that does not exist, a store class this installation lacks, or a run the store
+does not have.
 """
 
 from __future__ import annotations
@@ -111,7 +112,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except _UsageError as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 2
-    except DurableRunError as exc:
+    except (DurableRunError, OSError) as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 1
     print(text)

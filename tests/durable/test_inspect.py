@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import anyio
@@ -29,10 +30,11 @@ from ._recorded import DEBATE_KEYS, STUCK_TOOL, ada, cyd, record_runs
 
 
 @pytest.fixture
-async def store(tmp_path: Path) -> SQLiteRunStore:
+async def store(tmp_path: Path) -> AsyncIterator[SQLiteRunStore]:
     runs = SQLiteRunStore(tmp_path / "runs.db")
     await record_runs(runs)
-    return runs
+    yield runs
+    await runs.aclose()
 
 
 async def test_a_finished_run_shows_its_steps_in_order_and_counts_per_agent(
@@ -55,7 +57,6 @@ async def test_a_finished_run_shows_its_steps_in_order_and_counts_per_agent(
         AgentCounts(PROGRAM),
     ]
     assert report.where_stopped is None
-    await store.aclose()
 
 
 async def test_a_crashed_run_says_which_call_was_in_flight_and_which_tool_was_cut_off(
@@ -89,7 +90,6 @@ async def test_a_crashed_run_says_which_call_was_in_flight_and_which_tool_was_cu
     tool = next(row for row in after.steps if row.key == STUCK_TOOL)
     assert tool.status == "done" and tool.summary.startswith(CUT_OFF_TEXT[:40])
     assert after.steps[-1].key == "Cyd#1" and after.steps[-1].summary == "I stop here."
-    await store.aclose()
 
 
 async def test_every_kind_of_step_is_summarised_in_one_line(tmp_path: Path) -> None:
@@ -109,6 +109,7 @@ async def test_every_kind_of_step_is_summarised_in_one_line(tmp_path: Path) -> N
         await store.put_step("", "hand", StepRecord(key, kind, status, "f", payload, seq))
     await store.release("", "hand", "failed")
     report = await inspect_run(store, "hand")
+    await store.aclose()
     rows = {row.key: row for row in report.steps}
     call = rows["A%2Fx#1"]
     assert call.agent == "A/x" and len(call.summary) == SUMMARY_CHARS
@@ -126,7 +127,6 @@ async def test_every_kind_of_step_is_summarised_in_one_line(tmp_path: Path) -> N
     stopped = report.where_stopped
     assert stopped is not None
     assert stopped.in_flight == [InFlightCall("Eve#1", "Eve", 4, "Eve#1/tool:t1")]
-    await store.aclose()
 
 
 async def test_an_unknown_run_or_another_users_run_is_refused_by_name(
@@ -136,7 +136,6 @@ async def test_an_unknown_run_or_another_users_run_is_refused_by_name(
         await inspect_run(store, "nope", "ann")
     with pytest.raises(DurableRunError, match="no run 'debate' of user 'bob'"):
         await inspect_run(store, "debate", "bob")
-    await store.aclose()
 
 
 async def test_the_text_shows_the_last_steps_asked_for(store: SQLiteRunStore) -> None:
@@ -165,7 +164,6 @@ async def test_the_text_shows_the_last_steps_asked_for(store: SQLiteRunStore) ->
     ]
     assert {line.split()[0] for line in runs.splitlines()[1:]} == {"debate", "stuck", "solo"}
     assert format_runs([]) == "no runs"
-    await store.aclose()
 
 
 # -- the command line ------------------------------------------------------------------------
