@@ -279,7 +279,7 @@ async def _from_store(read: Awaitable[dict[str, Any] | None]) -> Response:
     """*read*'s answer as JSON: 404 for ``None`` (no such run), 503 when the store fails."""
     try:
         answer = await read
-    except DurableRunError as exc:
+    except (DurableRunError, OSError) as exc:  # a server store's network error is an OSError
         return _error(503, f"the run store failed: {exc}")
     if answer is None:
         return _error(404, "no such run")

@@ -73,7 +73,9 @@ def drive_page(url: str, profile: Path, screenshot: Path) -> None:
         page.goto(url)
         expect(page.locator("#conn")).to_have_text("live", timeout=TIMEOUT_MS)
         # Served without a run store: no Durable runs view.
-        expect(page.locator("#durable")).to_be_hidden(timeout=TIMEOUT_MS)
+        durable = page.locator("#durable")
+        expect(durable).to_have_attribute("data-store", "none", timeout=TIMEOUT_MS)
+        expect(durable).to_be_hidden()
         # The conversation streams in: both debaters' final words, the tool call with its
         # result, the hub with its members, usage per agent and model.
         messages = page.locator("#messages")
