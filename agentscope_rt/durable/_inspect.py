@@ -246,6 +246,14 @@ def _counts(rows: Iterable[StepRow]) -> list[AgentCounts]:
     return [AgentCounts(name, **fields) for name, fields in counts.items()]
 
 
+def _cut_off_on_resume(row: StepRow, calls: set[str]) -> bool:
+    """A tool call that started and never ended; cut off part-way (``partial``) counts too,
+    unless its agent's call completed interrupted (the interrupt is then replayed)."""
+    if row.kind != "tool" or row.status not in ("started", "partial"):
+        return False
+    return row.status == "started" or _call_of(row.key) not in calls
+
+
 def _where_stopped(rows: list[StepRow]) -> WhereStopped:
     last_calls: dict[str, StepRow] = {}
     calls = {row.key for row in rows if row.kind == "call"}
@@ -262,7 +270,7 @@ def _where_stopped(rows: list[StepRow]) -> WhereStopped:
             InFlightCall(call, _name(call), len(steps), steps[-1].key)
             for call, steps in in_flight.items()
         ],
-        tools_started=[row for row in rows if row.kind == "tool" and row.status == "started"],
+        tools_started=[row for row in rows if _cut_off_on_resume(row, calls)],
     )
 
 

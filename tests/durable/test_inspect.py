@@ -244,3 +244,28 @@ def test_a_server_store_is_built_by_name_and_its_address_never_shown(
     assert result.returncode in (1, 2)
     assert "Traceback" not in result.stderr and "s3cret-pw" not in result.stderr
     assert result.stderr.startswith("python -m agentscope_rt.durable: ")
+
+
+async def test_a_tool_cut_off_by_cancelling_the_run_is_reported_as_started(
+    tmp_path: Path,
+) -> None:
+    from agentscope_rt.message import Msg
+
+    from ._world import World
+
+    world = World()
+    world.tool_gate, world.tool_entered = anyio.Event(), anyio.Event()
+    alice = world.agent("Alice")
+    store = SQLiteRunStore(tmp_path / "runs.db")
+    try:
+        with anyio.CancelScope() as scope:
+            async with durable_run("cut", store), anyio.create_task_group() as tg:
+                tg.start_soon(alice, Msg("user", "Hi.", "user"))
+                await world.tool_entered.wait()
+                scope.cancel()
+        report = await inspect_run(store, "cut")
+    finally:
+        await store.aclose()
+    assert report.where_stopped is not None
+    assert [row.key for row in report.where_stopped.tools_started] == ["Alice#1/tool:Alice-2"]
+    assert [call.key for call in report.where_stopped.in_flight] == ["Alice#1"]
