@@ -183,12 +183,20 @@ class DurableRun:
     async def __aenter__(self) -> DurableRun:
         if self._open:
             raise DurableRunError(f"run {self.run_id!r} is open already")
-        self.info = await self.store.acquire(self.user_id, self.run_id)
+        try:
+            self.info = await self.store.acquire(self.user_id, self.run_id)
+        except BaseException:
+            if self._owns_store:
+                with anyio.CancelScope(shield=True):
+                    await self.store.aclose()
+            raise
         try:
             self._load(await self.store.load_steps(self.user_id, self.run_id))
         except BaseException:
             with anyio.CancelScope(shield=True):
                 await self.store.release(self.user_id, self.run_id, "failed")
+                if self._owns_store:
+                    await self.store.aclose()
             raise
         self._open = True
         _activate()
@@ -203,6 +211,10 @@ class DurableRun:
         return self
 
     def _load(self, records: list[StepRecord]) -> None:
+        # Everything about an execution starts afresh: the same object may open the run again.
+        self._children, self._last_index, self._visited = {}, {}, set()
+        self._calls, self._agents = {}, {}
+        self.replayed = self.recorded = 0
         self._records = {record.key: record for record in records}
         self.resumed = bool(records)
         self._seq = max((record.seq for record in records), default=0)

@@ -377,3 +377,31 @@ async def test_bad_run_ids_and_stores_are_refused(tmp_path: Path) -> None:
         durable_run("x", object())  # type: ignore[arg-type]
     with pytest.raises(DurableRunError, match="database file"):
         SQLiteRunStore(":memory:")
+
+
+async def test_a_store_that_waits_for_the_disk_only_before_effects_keeps_the_same_run(
+    tmp_path: Path,
+) -> None:
+    reference = await play(World(), tmp_path / "reference.db", 2)
+    store = SQLiteRunStore(tmp_path / "runs.db", fsync="effects")
+    assert "fsync='effects'" in repr(store)
+
+    async def game(world: World, crash_at: int | None) -> Any:
+        agents = [world.agent(name) for name in ("Alice", "Bob", "Carol")]
+        async with durable_run("game", store), MsgHub(agents, Msg("host", "Begin.", "user")):
+            for number in range(2):
+                if number == crash_at:
+                    raise Crash
+                await sequential_pipeline(agents)
+        return await transcript(*agents)
+
+    try:
+        with pytest.raises(Crash):
+            await game(World(), crash_at=1)
+        resumed = World()
+        assert await game(resumed, crash_at=None) == reference
+        assert len(resumed.paid) == 6
+    finally:
+        await store.aclose()
+    with pytest.raises(DurableRunError, match="fsync"):
+        SQLiteRunStore(tmp_path / "x.db", fsync="sometimes")  # type: ignore[arg-type]
