@@ -20,6 +20,8 @@ from ._inspect import (
     format_runs,
     inspect_run,
 )
+from ._postgres_store import PostgresRunStore
+from ._redis_store import RedisRunStore
 from ._run import DurableRun, current_run, durable_run, step
 from ._sqlite_store import SQLiteRunStore
 from ._store import RunInfo, RunStatus, RunStore, StepKind, StepRecord, StepStatus
@@ -31,6 +33,8 @@ __all__ = [
     "DurableRun",
     "DurableRunError",
     "InFlightCall",
+    "PostgresRunStore",
+    "RedisRunStore",
     "RunDivergedError",
     "RunInfo",
     "RunReport",
