@@ -80,6 +80,26 @@ def test_werewolf_ends_with_a_winner_after_saved_rounds(backend: str) -> None:
     assert winner == f"Winner: {expected}"
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_durable_werewolf_resumes_a_killed_game_to_the_same_end(backend: str) -> None:
+    out = run_example("63_durable_werewolf.py", "--backend", backend)
+    killed = re.search(r"killed with SIGKILL \(exit code -9\) after (\d+) recorded steps", out)
+    assert killed and int(killed[1]) >= 30, out
+    assert "run status: running" in out
+    resumed = re.search(
+        r"resumed: True\): (\d+) steps replayed from the record, (\d+) run live", out
+    )
+    assert resumed and int(resumed[1]) >= 25 and int(resumed[2]) > 0, out
+    assert "same transcript as the uninterrupted game: True" in out
+    assert "same winner: True" in out
+    calls = re.search(
+        r"model calls: (\d+) made by the resumed process, (\d+) by the "
+        r"uninterrupted game: the resume saved (\d+)",
+        out,
+    )
+    assert calls and int(calls[1]) < int(calls[2]) and int(calls[3]) > 0, out
+
+
 @pytest.mark.local_model
 def test_agents_in_trio_nursery_cancel_cleanly() -> None:
     out = run_example("25_agents_in_trio_nursery.py")
