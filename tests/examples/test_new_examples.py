@@ -100,6 +100,23 @@ def test_durable_werewolf_resumes_a_killed_game_to_the_same_end(backend: str) ->
     assert calls and int(calls[1]) < int(calls[2]) and int(calls[3]) > 0, out
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_durable_pipeline_replays_what_the_failed_attempt_recorded(backend: str) -> None:
+    out = run_example("64_durable_pipeline.py", backend)
+    first, second = out.split("[attempt 2] resumed: True; ")
+    assert "[attempt 1] failed: ConnectionError(" in first
+    recorded = re.search(r"0 steps replayed \(run.replayed\), (\d+) steps run live", first)
+    assert recorded, out
+    assert second.startswith(f"{recorded[1]} steps replayed (run.replayed)")
+    searched = "today#1, Searcher#1 (model calls: 2, tool calls: 1), Reader#1 (model calls: 4, "
+    assert f"run live: {searched}" in first and f"replayed: {searched}" in second
+    assert "run live: Writer#1 (model calls: 2, tool calls: 1), Accuracy#1 (model calls: 1)" in (
+        second
+    )
+    assert "run 'research-cancellation': finished, 23 steps recorded" in out
+    assert "tool runs over both attempts: {'search_notes': 1, 'read_note': 3, 'publish': 1}" in out
+
+
 @pytest.mark.local_model
 def test_agents_in_trio_nursery_cancel_cleanly() -> None:
     out = run_example("25_agents_in_trio_nursery.py")
