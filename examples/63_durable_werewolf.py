@@ -170,6 +170,10 @@ async def kill_part_way(args: argparse.Namespace, store: SQLiteRunStore, db: Pat
                 await anyio.sleep(0.005)
         process.kill()
         await process.wait()
+        if process.returncode == 0:
+            raise SystemExit(
+                "the game ended before the kill: give a smaller --kill-after or a longer --latency"
+            )
     finally:
         if process.returncode is None:
             process.kill()

@@ -95,6 +95,7 @@ _FRAMEWORK = (
     "plan",
     "rag",
     "session",
+    "durable",
     "a2a",
     "evaluate",
     "studio",
