@@ -89,7 +89,7 @@ def test_durable_werewolf_resumes_a_killed_game_to_the_same_end(backend: str) ->
     resumed = re.search(
         r"resumed: True\): (\d+) steps replayed from the record, (\d+) run live", out
     )
-    assert resumed and int(resumed[1]) >= 25 and int(resumed[2]) > 0, out
+    assert resumed and 0 < int(resumed[1]) <= int(killed[1]) and int(resumed[2]) > 0, out
     assert "same transcript as the uninterrupted game: True" in out
     assert "same winner: True" in out
     calls = re.search(
@@ -110,9 +110,12 @@ def test_durable_pipeline_replays_what_the_failed_attempt_recorded(backend: str)
     assert second.startswith(f"{recorded[1]} steps replayed (run.replayed)")
     searched = "today#1, Searcher#1 (model calls: 2, tool calls: 1), Reader#1 (model calls: 4, "
     assert f"run live: {searched}" in first and f"replayed: {searched}" in second
-    assert "run live: Writer#1 (model calls: 2, tool calls: 1), Accuracy#1 (model calls: 1)" in (
-        second
-    )
+    # The reviewers run at once: their records come in the order they finish.
+    live = re.search(r"run live: (.*)$", second, flags=re.MULTILINE)
+    assert live, out
+    groups = dict(re.findall(r"(\w+#\d+) \(([^)]*)\)", live[1]))
+    reviewers = {f"{name}#1": "model calls: 1" for name in ("Accuracy", "Clarity", "Sources")}
+    assert groups == {"Writer#1": "model calls: 2, tool calls: 1", **reviewers}, live[1]
     assert "run 'research-cancellation': finished, 23 steps recorded" in out
     assert "tool runs over both attempts: {'search_notes': 1, 'read_note': 3, 'publish': 1}" in out
 
