@@ -603,6 +603,20 @@ class _Observations:
             _FRAME.reset(token)
 
 
+def _model_step(
+    frame: _Frame, kind: str, call: _intercept.Call
+) -> tuple[DurableRun, str, str, StepRecord | None]:
+    """The run, key, fingerprint and record (if any) of a model or embedding call."""
+    run = frame.run
+    key = frame.child(kind)
+    print_ = fingerprint([kind, list(call.args), call.kwargs])
+    return run, key, print_, run._replay(key, kind, print_, frame)
+
+
+def _chat_payload(response: ChatResponse, stream: bool) -> dict[str, Any]:
+    return {"stream": stream, "response": unstructure(response)}
+
+
 class _Chats:
     """A model call: its answer recorded, and returned from the record on replay."""
 
@@ -615,10 +629,7 @@ class _Chats:
         frame = _FRAME.get()
         if frame is None:
             return await proceed(call.args, call.kwargs)
-        run = frame.run
-        key = frame.child("chat")
-        print_ = fingerprint(["chat", list(call.args), call.kwargs])
-        record = run._replay(key, "chat", print_, frame)
+        run, key, print_, record = _model_step(frame, "chat", call)
         if record is not None and record.status == "done":
             response: ChatResponse = structure(
                 record.payload["response"], ChatResponse, what="chat record"
@@ -633,11 +644,18 @@ class _Chats:
             await run._interrupt(frame)
         result = await proceed(call.args, call.kwargs)
         if isinstance(result, ChatResponse):
-            await run._write(
-                key, "chat", "done", print_, {"stream": False, "response": unstructure(result)}
-            )
+            await run._write(key, "chat", "done", print_, _chat_payload(result, False))
             return result
-        return _recorded_stream(run, key, print_, result)
+        return _recorded_chunks(
+            run,
+            key,
+            print_,
+            result,
+            kind="chat",
+            payload=lambda chunk: _chat_payload(chunk, True),
+            status=lambda chunk: "done",
+            keep_cut_off=True,
+        )
 
 
 async def _one_chunk(response: ChatResponse) -> AsyncGenerator[ChatResponse, None]:
@@ -651,32 +669,37 @@ async def _chunk_then_interrupt(
     await run._interrupt(frame)
 
 
-async def _recorded_stream(
-    run: DurableRun, key: str, print_: str, stream: AsyncGenerator[ChatResponse, None]
-) -> AsyncGenerator[ChatResponse, None]:
-    """*stream*, its final chunk recorded before it is handed on; when the stream is cut
-    off part-way (an interrupt), what arrived is recorded as partial."""
-    last: ChatResponse | None = None
+async def _recorded_chunks(
+    run: DurableRun,
+    key: str,
+    print_: str,
+    stream: AsyncGenerator[Any, None],
+    *,
+    kind: str,
+    payload: Callable[[Any], Any],
+    status: Callable[[Any], str],
+    keep_cut_off: bool,
+) -> AsyncGenerator[Any, None]:
+    """*stream* (cumulative chunks: a model's answer, a tool's result), its final chunk
+    recorded before it is handed on (the last one, when none says it is). With
+    *keep_cut_off*, a stream closed part-way (an interrupt) records what arrived as
+    ``partial``."""
+    last: Any = None
     recorded = False
     try:
         async with aclosing(stream) as chunks:
             async for chunk in chunks:
                 last = chunk
                 if chunk.is_last and not recorded:
-                    payload = {"stream": True, "response": unstructure(chunk)}
-                    await run._write(key, "chat", "done", print_, payload)
+                    await run._write(key, kind, status(chunk), print_, payload(chunk))
                     recorded = True
                 yield chunk
         if not recorded and last is not None:
-            await run._write(
-                key, "chat", "done", print_, {"stream": True, "response": unstructure(last)}
-            )
+            await run._write(key, kind, status(last), print_, payload(last))
             recorded = True
     finally:
-        if not recorded and last is not None:
-            await run._write(
-                key, "chat", "partial", print_, {"stream": True, "response": unstructure(last)}
-            )
+        if keep_cut_off and not recorded and last is not None:
+            await run._write(key, kind, "partial", print_, payload(last))
 
 
 class _Embeddings:
@@ -691,10 +714,7 @@ class _Embeddings:
         frame = _FRAME.get()
         if frame is None:
             return await proceed(call.args, call.kwargs)
-        run = frame.run
-        key = frame.child("embed")
-        print_ = fingerprint(["embed", list(call.args), call.kwargs])
-        record = run._replay(key, "embed", print_, frame)
+        run, key, print_, record = _model_step(frame, "embed", call)
         if record is not None:
             return structure(record.payload, EmbeddingResponse, what="embedding record")
         if frame.interrupted:
@@ -726,6 +746,13 @@ class _Tools:
         return _tool_stream(frame, call_id, tool_call, lambda: proceed(args, kwargs))
 
 
+def _tool_status(response: ToolResponse) -> str:
+    # An interrupted result is kept as partial: the call was cut off, and whether by its
+    # agent's interrupt (then replayed so) or by the end of the program (then it may have
+    # taken effect) is known only later.
+    return "partial" if response.is_interrupted else "done"
+
+
 async def _tool_stream(
     frame: _Frame, call_id: str, tool_call: Any, start: Callable[[], Any]
 ) -> AsyncGenerator[ToolResponse, None]:
@@ -750,22 +777,21 @@ async def _tool_stream(
     stream = start()
     if inspect.iscoroutine(stream):  # an override written as AgentScope's
         stream = await stream
-    last: ToolResponse | None = None
-    recorded = False
-    async with aclosing(stream) as chunks:
+    # No partial record when the stream is dropped part-way: the call stays started, so it
+    # is cut off on resume (it may have taken effect).
+    chunks = _recorded_chunks(
+        run,
+        key,
+        print_,
+        stream,
+        kind="tool",
+        payload=unstructure,
+        status=_tool_status,
+        keep_cut_off=False,
+    )
+    async with aclosing(chunks):
         async for chunk in chunks:
-            last = chunk
-            if chunk.is_last and not recorded:
-                # An interrupted result is kept as partial: the call was cut off, and whether
-                # by its agent's interrupt (then replayed so) or by the end of the program
-                # (then it may have taken effect) is known only later.
-                status = "partial" if chunk.is_interrupted else "done"
-                await run._write(key, "tool", status, print_, unstructure(chunk))
-                recorded = True
             yield chunk
-    if not recorded and last is not None:
-        status = "partial" if last.is_interrupted else "done"
-        await run._write(key, "tool", status, print_, unstructure(last))
 
 
 _INTERCEPTORS: tuple[tuple[str, Any], ...] = (
