@@ -183,12 +183,20 @@ class DurableRun:
     async def __aenter__(self) -> DurableRun:
         if self._open:
             raise DurableRunError(f"run {self.run_id!r} is open already")
-        self.info = await self.store.acquire(self.user_id, self.run_id)
+        try:
+            self.info = await self.store.acquire(self.user_id, self.run_id)
+        except BaseException:
+            if self._owns_store:
+                with anyio.CancelScope(shield=True):
+                    await self.store.aclose()
+            raise
         try:
             self._load(await self.store.load_steps(self.user_id, self.run_id))
         except BaseException:
             with anyio.CancelScope(shield=True):
                 await self.store.release(self.user_id, self.run_id, "failed")
+                if self._owns_store:
+                    await self.store.aclose()
             raise
         self._open = True
         _activate()
@@ -203,6 +211,10 @@ class DurableRun:
         return self
 
     def _load(self, records: list[StepRecord]) -> None:
+        # Everything about an execution starts afresh: the same object may open the run again.
+        self._children, self._last_index, self._visited = {}, {}, set()
+        self._calls, self._agents = {}, {}
+        self.replayed = self.recorded = 0
         self._records = {record.key: record for record in records}
         self.resumed = bool(records)
         self._seq = max((record.seq for record in records), default=0)
@@ -646,8 +658,11 @@ async def _tool_stream(
         yield structure(record.payload, ToolResponse, what="tool record")
         return
     if frame.interrupted:
+        if record is not None and record.status == "partial":
+            yield structure(record.payload, ToolResponse, what="tool record")
+            return
         await run._interrupt(frame)
-    if record is not None:  # started, never ended: it may have taken effect
+    if record is not None:  # started (or cut off), never ended: it may have taken effect
         response = ToolResponse(content=[TextBlock(text=CUT_OFF_TEXT)])
         await run._write(key, "tool", "done", print_, unstructure(response))
         yield response
@@ -662,11 +677,16 @@ async def _tool_stream(
         async for chunk in chunks:
             last = chunk
             if chunk.is_last and not recorded:
-                await run._write(key, "tool", "done", print_, unstructure(chunk))
+                # An interrupted result is kept as partial: the call was cut off, and whether
+                # by its agent's interrupt (then replayed so) or by the end of the program
+                # (then it may have taken effect) is known only later.
+                status = "partial" if chunk.is_interrupted else "done"
+                await run._write(key, "tool", status, print_, unstructure(chunk))
                 recorded = True
             yield chunk
     if not recorded and last is not None:
-        await run._write(key, "tool", "done", print_, unstructure(last))
+        status = "partial" if last.is_interrupted else "done"
+        await run._write(key, "tool", status, print_, unstructure(last))
 
 
 _INTERCEPTORS: tuple[tuple[str, Any], ...] = (
