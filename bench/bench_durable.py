@@ -6,7 +6,8 @@ agentscope-rt only (AgentScope has no durable runs). Workloads, on asyncio and o
   one tool call; a fresh agent each time, so every reply does the same work), timed outside a
   durable run and inside one. Inside, the reply records 4 steps (the agent's call, two model
   calls, the tool call) in 5 writes (the tool call is marked started before it runs). Stores:
-  SQLite (``SQLiteRunStore``: WAL, ``synchronous=FULL``, so every write waits for an fsync),
+  SQLite (``SQLiteRunStore``: WAL, ``synchronous=FULL``, so every write waits for an fsync;
+  and with ``fsync="effects"``, where only the tool call's started record waits for it),
   PostgreSQL (``PostgresRunStore`` on a local server with ``fsync`` on, when this checkout has
   it), and a store that keeps the records in a dict: the recording machinery alone
   (fingerprints, keys, JSON payloads), without storage.
@@ -161,6 +162,7 @@ def store_factories(folder: str, conninfo: str | None) -> dict[str, Any]:
     factories: dict[str, Any] = {
         "dict": lambda: in_memory,
         "sqlite": lambda: SQLiteRunStore(f"{folder}/runs.db"),
+        "sqlite-effects": lambda: SQLiteRunStore(f"{folder}/runs.db", fsync="effects"),
     }
     if conninfo is not None:
         factories["postgres"] = lambda: durable.PostgresRunStore(conninfo)  # type: ignore[attr-defined]
@@ -246,7 +248,12 @@ def _median(rows: list[dict[str, float]], field: str) -> float:
     return statistics.median(row[field] for row in rows)
 
 
-LABELS = {"dict": "no storage (a dict)", "sqlite": "SQLite, fsync'd", "postgres": "PostgreSQL"}
+LABELS = {
+    "dict": "no storage (a dict)",
+    "sqlite": "SQLite, every record fsync'd",
+    "sqlite-effects": 'SQLite, `fsync="effects"`',
+    "postgres": "PostgreSQL",
+}
 
 
 def render(result: dict[str, Any]) -> str:

@@ -1,7 +1,8 @@
 """A durable multi-agent program killed and resumed by test_kill.py.
 
 Usage: ``python _kill_child.py BACKEND STORE RUN_ID TRANSCRIPT EFFECTS``. STORE is
-``sqlite:<file>`` or ``postgres:<dsn>``. Three ReAct agents (Alice, Bob, Carol) take part;
+``sqlite:<file>``, ``sqlite-effects:<file>`` (``SQLiteRunStore(fsync="effects")``) or
+``postgres:<dsn>``. Three ReAct agents (Alice, Bob, Carol) take part;
 a recorded random draw (``run.rng("order")``) decides the order in which they speak. They
 talk in a MsgHub for :data:`ROUNDS` rounds of ``sequential_pipeline``, then answer one host
 message concurrently (``fanout_pipeline``). Every reply calls the ``note`` tool once, which
@@ -45,10 +46,12 @@ TOOL_SECONDS = 0.004
 
 
 def open_store(spec: str) -> RunStore:
-    """The run store *spec* names: ``sqlite:<file>`` or ``postgres:<dsn>``."""
+    """The run store *spec* names (see the module's docstring)."""
     kind, _, where = spec.partition(":")
     if kind == "sqlite":
         return SQLiteRunStore(where)
+    if kind == "sqlite-effects":
+        return SQLiteRunStore(where, fsync="effects")
     if kind == "postgres":
         from agentscope_rt.durable import PostgresRunStore  # type: ignore[attr-defined]
 

@@ -14,8 +14,9 @@ starts it again with the same run id, and so on until it finishes. Then:
 * every tool call's side effect happened exactly once, except a cut-off call's, which happened
   at most once (it may have taken effect before the kill, and is never run again).
 
-``AGENTSCOPE_RT_KILL_ROUNDS`` sets how many kills each test makes (default 60 on SQLite, 20 on
-PostgreSQL); each test prints what its kills hit.
+The stores: SQLite with every record fsync'd, SQLite with ``fsync="effects"`` (a killed process
+must lose nothing either way), and PostgreSQL. ``AGENTSCOPE_RT_KILL_ROUNDS`` sets how many kills
+each test makes (default: 60, 30 and 20 in that order); each test prints what its kills hit.
 """
 
 from __future__ import annotations
@@ -63,9 +64,11 @@ def fork_server() -> Iterator[None]:
     multiprocessing.resource_tracker._resource_tracker._stop()  # type: ignore[attr-defined]
 
 
+KILLS = {"sqlite": 60, "sqlite-effects": 30, "postgres": 20}
+
+
 def _kills(store: str) -> int:
-    default = "60" if store == "sqlite" else "20"
-    return int(os.environ.get("AGENTSCOPE_RT_KILL_ROUNDS", default))
+    return int(os.environ.get("AGENTSCOPE_RT_KILL_ROUNDS", KILLS[store]))
 
 
 @pytest.fixture(scope="module")
@@ -81,11 +84,11 @@ def postgres_dsn() -> Iterator[str]:
         server.stop()
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=list(KILLS))
 def store_spec(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """Where the child keeps its runs, as its STORE argument."""
-    if request.param == "sqlite":
-        return f"sqlite:{tmp_path / 'runs.db'}"
+    if request.param != "postgres":
+        return f"{request.param}:{tmp_path / 'runs.db'}"
     dsn: str = request.getfixturevalue("postgres_dsn")
     return f"postgres:{dsn}"
 
