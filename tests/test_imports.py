@@ -91,6 +91,7 @@ def test_an_unknown_attribute_of_the_package_is_an_attribute_error() -> None:
 
 _FRAMEWORK = (
     "pipeline",
+    "durable",
     "mcp",
     "plan",
     "rag",

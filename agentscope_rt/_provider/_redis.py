@@ -18,16 +18,24 @@ T = TypeVar("T")
 
 
 async def call_redis(
-    where: str, password: str | None, what: str, fn: Callable[..., T], *args: Any
+    where: str,
+    password: str | None,
+    what: str,
+    fn: Callable[..., T],
+    *args: Any,
+    error: type[Exception] = SessionError,
 ) -> T:
     """``fn(*args)`` (a synchronous redis-py call) in a worker thread.
 
     :param where: the server, as :func:`open_sync_redis` names it.
     :param password: the server's password, removed from any error text.
     :param what: the operation, for the error message (``"cannot {what} on {where}"``).
-    :raises SessionError: when redis-py raises one of its errors (the server is down, refuses
-        the connection, times out or answers with an error). Its text never holds the
-        password, and the redis-py error is not chained (its arguments may hold anything).
+    :param error: the exception raised for a redis-py error (the durable run stores raise
+        :class:`DurableRunError`).
+    :raises SessionError: (or *error*) when redis-py raises one of its errors (the server is
+        down, refuses the connection, times out or answers with an error). Its text never
+        holds the password, and the redis-py error is not chained (its arguments may hold
+        anything).
     """
     import redis  # present: open_sync_redis has imported it
 
@@ -37,7 +45,7 @@ async def call_redis(
         detail = str(exc)
         if password:
             detail = detail.replace(password, "***")
-        raise SessionError(f"cannot {what} on {where}: {detail}") from None
+        raise error(f"cannot {what} on {where}: {detail}") from None
 
 
 def open_sync_redis(

@@ -186,7 +186,6 @@ class AgentBase(StateModule, _intercept.Routed, abc.ABC):
         self._reply_lock = FairLock()
         self._call = _ReplyCall()
         self._console = ConsolePrinter()
-        self._console_output_enabled = True
         self.msg_queue = None
         # Shared empty mappings until a hub attaches: most agents of a large simulation are
         # in one hub at most, and two empty dicts per agent add up.
@@ -278,7 +277,7 @@ class AgentBase(StateModule, _intercept.Routed, abc.ABC):
                 call.token = None
                 if self._console.open_messages:
                     self._console.close_all(
-                        self._console_output_enabled and not console_disabled_globally()
+                        self._console.enabled and not console_disabled_globally()
                     )
             # cancel_called, not cancelled_caught: an interrupt requested after the reply's
             # last checkpoint (by a post_reply hook, a hook of the final print or step, the
@@ -388,8 +387,9 @@ class AgentBase(StateModule, _intercept.Routed, abc.ABC):
                     "%s: the message queue was closed; printed messages are no longer sent to it",
                     getattr(self, "name", type(self).__name__),
                 )
-        if self._console_output_enabled and not console_disabled_globally():
-            self._console.write(msg, last)
+        console = self._console
+        if console.enabled and not console_disabled_globally():
+            console.write(msg, last)
 
     def set_console_output_enabled(self, enabled: bool) -> None:
         """Enable or disable this agent's console output.
@@ -398,12 +398,12 @@ class AgentBase(StateModule, _intercept.Routed, abc.ABC):
         one is unset, AgentScope's ``AGENTSCOPE_DISABLE_CONSOLE_OUTPUT=true`` — disables it for
         every agent regardless (see :func:`console_disabled_globally`).
         """
-        self._console_output_enabled = bool(enabled)
+        self._console.enabled = bool(enabled)
 
     def disable_console_output(self) -> None:
         """Disable console output (AgentScope's older spelling of
         ``set_console_output_enabled(False)``)."""
-        self._console_output_enabled = False
+        self._console.enabled = False
 
     def set_msg_queue_enabled(
         self,

@@ -67,12 +67,17 @@ def render_text(msg: Msg) -> str:
 
 
 class ConsolePrinter:
-    """Per-agent console state: for each message being streamed, the length already written
-    and whether the output so far ends with a newline."""
+    """Per-agent console state: whether the agent prints, and for each message being streamed,
+    the length already written and whether the output so far ends with a newline.
 
-    __slots__ = ("_open",)
+    (Kept here rather than on the agent: an agent's instance dict stays within the number of
+    attributes for which CPython shares one key table among all instances of a class.)
+    """
+
+    __slots__ = ("_open", "enabled")
 
     def __init__(self) -> None:
+        self.enabled = True
         # None until a message streams: most agents (and every silent one) never need it.
         self._open: dict[str, tuple[int, bool]] | None = None
 

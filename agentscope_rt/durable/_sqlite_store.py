@@ -8,15 +8,12 @@ record is on disk (fsync'd) and survives the death of the process or of the mach
 A process owns a run through an exclusive lock on one byte of a lock file beside the
 database (``<file>.runs.lock``), at an offset derived from the run's ids: the operating system
 drops the lock when the process dies, however it dies, so a killed run can be resumed at once
-and a live one is never opened twice. On systems without POSIX locks only the current process
-is checked.
+and a live one is never opened twice, by another process or by another store of the same
+process. On systems without POSIX locks only the current process is checked.
 """
 
 from __future__ import annotations
 
-import datetime
-import hashlib
-import json
 import os
 import sqlite3
 import threading
@@ -27,7 +24,31 @@ import anyio
 import anyio.to_thread
 
 from ..exception import DurableRunError
-from ._store import RunInfo, RunStatus, StepRecord, check_run_ids
+from ._sql import (
+    DELETE_RUN,
+    DELETE_STEPS,
+    SCHEMA,
+    SELECT_RUN,
+    SELECT_RUNS,
+    SELECT_STEPS,
+    SET_STATUS,
+    UPDATE_RUN_AFTER_STEP,
+    UPSERT_RUN,
+    UPSERT_STEP,
+    run_info,
+    step_row,
+    steps_from_rows,
+)
+from ._store import (
+    RunInfo,
+    RunStatus,
+    StepRecord,
+    check_owned,
+    check_run_ids,
+    encode_json,
+    now,
+    run_digest,
+)
 
 try:
     import fcntl
@@ -36,31 +57,68 @@ except ImportError:  # pragma: no cover - not POSIX
 
 __all__ = ["SQLiteRunStore"]
 
-RUNS = "agentscope_runs"
-STEPS = "agentscope_run_steps"
 BUSY_TIMEOUT_S = 30.0
-
-_SCHEMA = (
-    f"""CREATE TABLE IF NOT EXISTS {RUNS} (
-        user_id TEXT NOT NULL, run_id TEXT NOT NULL, status TEXT NOT NULL,
-        created_at TEXT NOT NULL, updated_at TEXT NOT NULL,
-        steps INTEGER NOT NULL DEFAULT 0, last_step TEXT,
-        PRIMARY KEY (user_id, run_id))""",
-    f"""CREATE TABLE IF NOT EXISTS {STEPS} (
-        user_id TEXT NOT NULL, run_id TEXT NOT NULL, key TEXT NOT NULL,
-        seq INTEGER NOT NULL, kind TEXT NOT NULL, status TEXT NOT NULL,
-        fingerprint TEXT NOT NULL, payload TEXT NOT NULL, at TEXT NOT NULL,
-        PRIMARY KEY (user_id, run_id, key))""",
-)
-
-
-def _now() -> str:
-    return datetime.datetime.now(datetime.UTC).isoformat()
 
 
 def _lock_offset(user_id: str, run_id: str) -> int:
-    digest = hashlib.sha256(json.dumps([user_id, run_id]).encode("utf-8", "surrogatepass"))
-    return int.from_bytes(digest.digest()[:7], "big")  # 56 bits: within any off_t
+    return int.from_bytes(run_digest(user_id, run_id)[:7], "big")  # 56 bits: within any off_t
+
+
+class _RunLocks:
+    """The runs this process holds, per lock file, shared by every store of the process.
+
+    POSIX locks belong to a process, not to a descriptor: two stores of one process on one
+    file would not exclude each other, and closing either's descriptor of the lock file would
+    drop every lock the process holds on it. So the process opens each lock file once, keeps
+    it open while it holds a run of it, and tells its own stores apart itself.
+    """
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._files: dict[str, tuple[int | None, set[int]]] = {}
+
+    def take(self, lock_path: str, offset: int) -> bool:
+        """Take the run at *offset* of *lock_path*; whether it was free (in this process and,
+        with POSIX locks, in every other)."""
+        with self._guard:
+            if lock_path not in self._files:
+                self._files[lock_path] = (
+                    None if fcntl is None else os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600),
+                    set(),
+                )
+            fd, held = self._files[lock_path]
+            if offset in held:
+                return False
+            try:
+                if fd is not None:
+                    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, offset)
+            except OSError:
+                self._close_if_unused(lock_path)
+                return False
+            held.add(offset)
+            return True
+
+    def give(self, lock_path: str, offset: int) -> None:
+        """Give the run at *offset* of *lock_path* back (if this process holds it)."""
+        with self._guard:
+            entry = self._files.get(lock_path)
+            if entry is None or offset not in entry[1]:
+                return
+            fd, held = entry
+            held.discard(offset)
+            if fd is not None:
+                fcntl.lockf(fd, fcntl.LOCK_UN, 1, offset)
+            self._close_if_unused(lock_path)
+
+    def _close_if_unused(self, lock_path: str) -> None:
+        fd, held = self._files[lock_path]
+        if not held:
+            del self._files[lock_path]
+            if fd is not None:
+                os.close(fd)
+
+
+_LOCKS = _RunLocks()
 
 
 class SQLiteRunStore:
@@ -95,7 +153,7 @@ class SQLiteRunStore:
         self.fsync = fsync
         self.path = Path(path)
         self._connection: sqlite3.Connection | None = None
-        self._lock_file: int | None = None
+        self._lock_path = os.path.realpath(f"{self.path}.runs.lock")
         self._owned: set[tuple[str, str]] = set()
         self._guard = threading.Lock()  # one thread at a time on the connection
 
@@ -120,7 +178,7 @@ class SQLiteRunStore:
                 # written in order, so what survives is always a prefix of the run.
                 level = "FULL" if self.fsync == "every" else "NORMAL"
                 connection.execute(f"PRAGMA synchronous={level}")
-                for statement in _SCHEMA:
+                for statement in SCHEMA:
                     connection.execute(statement)
             except (sqlite3.Error, OSError) as exc:
                 raise DurableRunError(f"cannot open the run database {self.path}: {exc}") from exc
@@ -155,31 +213,18 @@ class SQLiteRunStore:
             raise
 
     def _acquire(self, db: sqlite3.Connection, user_id: str, run_id: str) -> RunInfo:
-        if fcntl is not None:
-            if self._lock_file is None:
-                self._lock_file = os.open(f"{self.path}.runs.lock", os.O_RDWR | os.O_CREAT, 0o600)
-            try:
-                fcntl.lockf(
-                    self._lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, _lock_offset(user_id, run_id)
-                )
-            except OSError:
-                raise DurableRunError(
-                    f"run {run_id!r} of user {user_id!r} is open in another process; a run "
-                    "has one program at a time (it can be resumed once that one ends or dies)"
-                ) from None
-        now = _now()
+        self._take(
+            user_id,
+            run_id,
+            "a run has one program at a time (it can be resumed once that one ends or dies)",
+        )
+        at = now()
         try:
             with db:
                 db.execute("BEGIN IMMEDIATE")
-                db.execute(
-                    f"INSERT INTO {RUNS} (user_id, run_id, status, created_at, updated_at) "
-                    "VALUES (?, ?, 'running', ?, ?) ON CONFLICT (user_id, run_id) DO UPDATE SET "
-                    "status = 'running', updated_at = excluded.updated_at",
-                    (user_id, run_id, now, now),
-                )
+                db.execute(UPSERT_RUN, (user_id, run_id, at, at))
         except BaseException:
-            if fcntl is not None and self._lock_file is not None:
-                fcntl.lockf(self._lock_file, fcntl.LOCK_UN, 1, _lock_offset(user_id, run_id))
+            _LOCKS.give(self._lock_path, _lock_offset(user_id, run_id))
             raise
         info = self._info(db, user_id, run_id)
         assert info is not None
@@ -195,30 +240,21 @@ class SQLiteRunStore:
     def _release(self, db: sqlite3.Connection, user_id: str, run_id: str, status: str) -> None:
         try:
             with db:
-                db.execute(
-                    f"UPDATE {RUNS} SET status = ?, updated_at = ? "
-                    "WHERE user_id = ? AND run_id = ?",
-                    (status, _now(), user_id, run_id),
-                )
+                db.execute(SET_STATUS, (status, now(), user_id, run_id))
         finally:
-            if fcntl is not None and self._lock_file is not None:
-                fcntl.lockf(self._lock_file, fcntl.LOCK_UN, 1, _lock_offset(user_id, run_id))
+            _LOCKS.give(self._lock_path, _lock_offset(user_id, run_id))
 
     # -- records -----------------------------------------------------------------------
 
     async def put_step(self, user_id: str, run_id: str, record: StepRecord) -> None:
-        try:
-            payload = json.dumps(record.payload, ensure_ascii=False, allow_nan=False)
-        except (TypeError, ValueError) as exc:
-            raise DurableRunError(
-                f"step {record.key!r}: its result is not JSON data: {exc}"
-            ) from exc
+        check_owned((user_id, run_id) in self._owned, user_id, run_id)
+        payload = encode_json(record, record.payload)
         await self._run(self._put, user_id, run_id, record, payload)
 
     def _put(
         self, db: sqlite3.Connection, user_id: str, run_id: str, record: StepRecord, payload: str
     ) -> None:
-        at = record.at or _now()
+        at = record.at or now()
         guards_effect = self.fsync == "effects" and record.status == "started"
         if guards_effect:
             db.execute("PRAGMA synchronous=FULL")
@@ -239,62 +275,21 @@ class SQLiteRunStore:
     ) -> None:
         with db:
             db.execute("BEGIN IMMEDIATE")
-            db.execute(
-                f"INSERT INTO {STEPS} (user_id, run_id, key, seq, kind, status, fingerprint, "
-                "payload, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
-                "ON CONFLICT (user_id, run_id, key) DO UPDATE SET seq = excluded.seq, "
-                "kind = excluded.kind, status = excluded.status, "
-                "fingerprint = excluded.fingerprint, payload = excluded.payload, at = excluded.at",
-                (
-                    user_id,
-                    run_id,
-                    record.key,
-                    record.seq,
-                    record.kind,
-                    record.status,
-                    record.fingerprint,
-                    payload,
-                    at,
-                ),
-            )
-            db.execute(
-                f"UPDATE {RUNS} SET updated_at = ?, last_step = ?, steps = "
-                f"(SELECT COUNT(*) FROM {STEPS} WHERE user_id = ? AND run_id = ?) "
-                "WHERE user_id = ? AND run_id = ?",
-                (at, record.key, user_id, run_id, user_id, run_id),
-            )
+            db.execute(UPSERT_STEP, step_row(user_id, run_id, record, payload, at))
+            db.execute(UPDATE_RUN_AFTER_STEP, (at, record.key, user_id, run_id, user_id, run_id))
 
     async def load_steps(self, user_id: str, run_id: str) -> list[StepRecord]:
         check_run_ids(run_id, user_id)
         rows = await self._run(self._load, user_id, run_id)
-        records = []
-        for key, seq, kind, status, fingerprint, payload, at in rows:
-            try:
-                data = json.loads(payload)
-            except ValueError as exc:
-                raise DurableRunError(
-                    f"run {run_id!r} of user {user_id!r} in {self.path}: the record of step "
-                    f"{key!r} is corrupted ({exc})"
-                ) from exc
-            records.append(StepRecord(key, kind, status, fingerprint, data, seq, at))
-        return records
+        return steps_from_rows(rows, f"run {run_id!r} of user {user_id!r} in {self.path}")
 
     def _load(self, db: sqlite3.Connection, user_id: str, run_id: str) -> list[tuple[Any, ...]]:
-        return db.execute(
-            f"SELECT key, seq, kind, status, fingerprint, payload, at FROM {STEPS} "
-            "WHERE user_id = ? AND run_id = ? ORDER BY seq",
-            (user_id, run_id),
-        ).fetchall()
+        return db.execute(SELECT_STEPS, (user_id, run_id)).fetchall()
 
     # -- listing -----------------------------------------------------------------------
 
     def _info(self, db: sqlite3.Connection, user_id: str, run_id: str) -> RunInfo | None:
-        row = db.execute(
-            f"SELECT user_id, run_id, status, created_at, updated_at, steps, last_step "
-            f"FROM {RUNS} WHERE user_id = ? AND run_id = ?",
-            (user_id, run_id),
-        ).fetchone()
-        return None if row is None else RunInfo(*row)
+        return run_info(db.execute(SELECT_RUN, (user_id, run_id)).fetchone())
 
     async def get_run(self, user_id: str, run_id: str) -> RunInfo | None:
         check_run_ids(run_id, user_id)
@@ -303,15 +298,11 @@ class SQLiteRunStore:
 
     async def list_runs(self, user_id: str | None = None) -> list[RunInfo]:
         def select(db: sqlite3.Connection) -> list[RunInfo]:
-            query = (
-                f"SELECT user_id, run_id, status, created_at, updated_at, steps, last_step "
-                f"FROM {RUNS}"
-            )
             rows = (
-                db.execute(query + " ORDER BY updated_at DESC").fetchall()
+                db.execute(SELECT_RUNS + " ORDER BY updated_at DESC").fetchall()
                 if user_id is None
                 else db.execute(
-                    query + " WHERE user_id = ? ORDER BY updated_at DESC", (user_id,)
+                    SELECT_RUNS + " WHERE user_id = ? ORDER BY updated_at DESC", (user_id,)
                 ).fetchall()
             )
             return [RunInfo(*row) for row in rows]
@@ -325,36 +316,32 @@ class SQLiteRunStore:
             raise DurableRunError(f"run {run_id!r} of user {user_id!r} is open; close it first")
 
         def delete(db: sqlite3.Connection) -> bool:
-            if fcntl is not None:
-                # Taken and given back at once: only to refuse deleting a run another process
-                # owns.
-                self._acquire_lock_only(user_id, run_id)
-            with db:
-                db.execute("BEGIN IMMEDIATE")
-                db.execute(
-                    f"DELETE FROM {STEPS} WHERE user_id = ? AND run_id = ?", (user_id, run_id)
-                )
-                cursor = db.execute(
-                    f"DELETE FROM {RUNS} WHERE user_id = ? AND run_id = ?", (user_id, run_id)
-                )
+            # Held while the rows go: refused while another owns the run, and no one takes
+            # it meanwhile.
+            self._take(user_id, run_id, "it cannot be deleted meanwhile")
+            try:
+                with db:
+                    db.execute("BEGIN IMMEDIATE")
+                    db.execute(DELETE_STEPS, (user_id, run_id))
+                    cursor = db.execute(DELETE_RUN, (user_id, run_id))
+            finally:
+                _LOCKS.give(self._lock_path, _lock_offset(user_id, run_id))
             return cursor.rowcount > 0
 
         deleted: bool = await self._run(delete)
         return deleted
 
-    def _acquire_lock_only(self, user_id: str, run_id: str) -> None:
-        assert fcntl is not None
-        if self._lock_file is None:
-            self._lock_file = os.open(f"{self.path}.runs.lock", os.O_RDWR | os.O_CREAT, 0o600)
-        offset = _lock_offset(user_id, run_id)
+    def _take(self, user_id: str, run_id: str, then: str) -> None:
         try:
-            fcntl.lockf(self._lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, offset)
-        except OSError:
+            taken = _LOCKS.take(self._lock_path, _lock_offset(user_id, run_id))
+        except OSError as exc:
             raise DurableRunError(
-                f"run {run_id!r} of user {user_id!r} is open in another process; it cannot be "
-                "deleted meanwhile"
-            ) from None
-        fcntl.lockf(self._lock_file, fcntl.LOCK_UN, 1, offset)
+                f"cannot open the run lock file {self._lock_path}: {exc}"
+            ) from exc
+        if not taken:
+            raise DurableRunError(
+                f"run {run_id!r} of user {user_id!r} is open in another process or store; {then}"
+            )
 
     async def aclose(self) -> None:
         def close() -> None:
@@ -362,11 +349,6 @@ class SQLiteRunStore:
                 if self._connection is not None:
                     self._connection.close()
                     self._connection = None
-                # The lock file stays open while this process owns a run (closing it would
-                # drop every lock the process holds on it).
-                if self._lock_file is not None and not self._owned:
-                    os.close(self._lock_file)
-                    self._lock_file = None
 
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(close)

@@ -14,6 +14,9 @@ lock, a Redis lease), so the run can be resumed at once.
 
 from __future__ import annotations
 
+import datetime
+import hashlib
+import json
 from typing import Any, Literal, Protocol, runtime_checkable
 
 import attrs
@@ -27,7 +30,11 @@ __all__ = [
     "StepKind",
     "StepRecord",
     "StepStatus",
+    "check_owned",
     "check_run_ids",
+    "encode_json",
+    "now",
+    "run_digest",
 ]
 
 StepKind = Literal["call", "chat", "embed", "tool", "step"]
@@ -110,7 +117,11 @@ class RunStore(Protocol):
     async def put_step(self, user_id: str, run_id: str, record: StepRecord) -> None:
         """Write *record* durably, replacing the run's record with the same key (a tool
         call's ``started`` record by its result). Returns only once the record would survive
-        the death of the process."""
+        the death of the process.
+
+        :raises DurableRunError: when this store does not own the run (:meth:`acquire` it
+            first), the payload is not JSON data (nothing is written), or the store fails.
+        """
         ...
 
     async def get_run(self, user_id: str, run_id: str) -> RunInfo | None:
@@ -147,3 +158,39 @@ def check_run_ids(run_id: str, user_id: str) -> None:
             raise DurableRunError(f"{what} {value!r} holds a character no store can keep")
     if not run_id:
         raise DurableRunError("a durable run needs a non-empty run_id")
+
+
+def now() -> str:
+    """The current time as a record's ``at`` (ISO 8601, UTC)."""
+    return datetime.datetime.now(datetime.UTC).isoformat()
+
+
+def run_digest(user_id: str, run_id: str) -> bytes:
+    """A digest of the pair of ids (the two ids cannot run into each other), from which the
+    stores derive the lock of a run."""
+    return hashlib.sha256(json.dumps([user_id, run_id]).encode("utf-8", "surrogatepass")).digest()
+
+
+def encode_json(record: StepRecord, value: Any) -> str:
+    """*value* (the record's payload, or data holding it) as JSON text, before anything of the
+    record is written.
+
+    :raises DurableRunError: when the payload is not JSON data (nothing is written then).
+    """
+    try:
+        return json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise DurableRunError(f"step {record.key!r}: its result is not JSON data: {exc}") from exc
+
+
+def check_owned(owns: bool, user_id: str, run_id: str) -> None:
+    """Refuse to write to a run the store has not acquired: only its owner writes to a run.
+
+    :param owns: whether the store owns the run.
+    :raises DurableRunError: when it does not.
+    """
+    if not owns:
+        raise DurableRunError(
+            f"run {run_id!r} of user {user_id!r} is not open with this store: acquire it "
+            "before writing its steps"
+        )

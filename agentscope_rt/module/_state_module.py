@@ -221,7 +221,8 @@ class StateModule:
                 f"{type(self).__name__} has no attribute {attr_name!r} to register as state; "
                 "assign it before calling register_state()"
             )
-        if attr_name in self._module_dict:
+        # The one attribute, not _module_dict: that walks every attribute, per registration.
+        if isinstance(vars(self).get(attr_name), StateModule):
             raise StateError(
                 f"{type(self).__name__}.{attr_name} is a StateModule and is already saved "
                 "automatically; do not register it"

@@ -2,7 +2,9 @@
 
 The page is one static HTML file shipped with the package; it reads a snapshot and then live
 upserts from ``GET /events`` (server-sent events) and acts through two POST routes
-(``/api/interrupt``, ``/api/input``). Every route but a bare ``GET /`` without the token
+(``/api/interrupt``, ``/api/input``). Given a run store, it also serves the *Durable runs*
+view: ``GET /api/durable/runs`` and ``GET /api/durable/runs/{run_id}`` (JSON, paged with
+``offset`` and ``limit``). Every route but a bare ``GET /`` without the token
 answers 403 unless the request carries the studio's random token (``?token=`` or the
 ``X-Studio-Token`` header): the URL printed to the person holds it, so only they see data.
 
@@ -33,6 +35,8 @@ from starlette.routing import Route
 from .._asgi import hypercorn_config, hypercorn_serve, listening_socket
 from .._json import MAX_JSON_DEPTH, json_problem
 from ..agent import AgentBase
+from ..durable import DurableRunError, RunStore
+from ._durable_view import DEFAULT_PAGE, MAX_PAGE, run_page, runs_page
 from ._observe import AgentObserver
 from ._page_input import AlreadyAnsweredError, PageUserInput
 from ._spans import StudioSpanProcessor
@@ -73,13 +77,25 @@ class Studio:
     :ivar token: the random token every request must carry.
     :ivar user_input: the input method for :class:`UserAgent` s answered from the page.
     :ivar span_processor: an OpenTelemetry span processor feeding the page's span trees.
+    :ivar run_store: the durable runs the page shows (``None``: no *Durable runs* view).
+    :ivar run_user: whose runs those are.
     """
 
-    def __init__(self, host: str, port: int, token: str, bus: EventBus) -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        token: str,
+        bus: EventBus,
+        run_store: RunStore | None = None,
+        run_user: str = "",
+    ) -> None:
         self.host = host
         self.port = port
         self.token = token
         self.bus = bus
+        self.run_store = run_store
+        self.run_user = run_user
         self.observer = AgentObserver(bus)
         self.user_input = PageUserInput(self.observer)
         self.span_processor = StudioSpanProcessor(bus, on_reply_end=self._reply_ended)
@@ -196,6 +212,21 @@ def _app(studio: Studio) -> Starlette:
         # Encoded as the event feed encodes it: an object of no JSON type shows as its repr.
         return Response(encode(studio.bus.state.snapshot()), media_type="application/json")
 
+    @guarded
+    async def durable_runs(request: Request) -> Response:
+        store = _run_store(studio)
+        offset, limit = _page_params(request)
+        return await _from_store(runs_page(store, studio.run_user, offset, limit))
+
+    @guarded
+    async def durable_run(request: Request) -> Response:
+        store = _run_store(studio)
+        offset, limit = _page_params(request)
+        run_id = request.path_params["run_id"]
+        if "\x00" in run_id:  # no store can hold it: no such run, without asking one
+            return _error(404, f"no run {run_id!r}")
+        return await _from_store(run_page(store, studio.run_user, run_id, offset, limit))
+
     return Starlette(
         routes=[
             Route("/", index),
@@ -203,8 +234,56 @@ def _app(studio: Studio) -> Starlette:
             Route("/api/state", state),
             Route("/api/interrupt", interrupt, methods=["POST"]),
             Route("/api/input", answer, methods=["POST"]),
+            Route("/api/durable/runs", durable_runs),
+            Route("/api/durable/runs/{run_id:path}", durable_run),
         ]
     )
+
+
+def _run_store(studio: Studio) -> RunStore:
+    """The studio's run store.
+
+    :raises _BadRequest: (404) when the studio was served without one.
+    """
+    if studio.run_store is None:
+        raise _BadRequest(404, "this studio shows no durable runs: serve(run_store=...) does")
+    return studio.run_store
+
+
+def _page_params(request: Request) -> tuple[int, int]:
+    """``offset`` (0 by default) and ``limit`` (:data:`DEFAULT_PAGE`) of the query.
+
+    :raises _BadRequest: (400) for an offset that is not an int of 0 or more, or a limit not
+        an int from 1 to :data:`MAX_PAGE`.
+    """
+    offset = _query_int(request, "offset", 0)
+    limit = _query_int(request, "limit", DEFAULT_PAGE)
+    if offset < 0:
+        raise _BadRequest(400, f"offset must be 0 or more, not {offset}")
+    if not 1 <= limit <= MAX_PAGE:
+        raise _BadRequest(400, f"limit must be from 1 to {MAX_PAGE}, not {limit}")
+    return offset, limit
+
+
+def _query_int(request: Request, name: str, default: int) -> int:
+    text = request.query_params.get(name)
+    if text is None:
+        return default
+    try:
+        return int(text)
+    except ValueError:
+        raise _BadRequest(400, f"{name} must be an int, not {text[:40]!r}") from None
+
+
+async def _from_store(read: Awaitable[dict[str, Any] | None]) -> Response:
+    """*read*'s answer as JSON: 404 for ``None`` (no such run), 503 when the store fails."""
+    try:
+        answer = await read
+    except (DurableRunError, OSError) as exc:  # a server store's network error is an OSError
+        return _error(503, f"the run store failed: {exc}")
+    if answer is None:
+        return _error(404, "no such run")
+    return JSONResponse(answer, headers={"Cache-Control": "no-store"})
 
 
 def _error(status: int, message: str) -> Response:
@@ -299,6 +378,8 @@ async def serve(
     *,
     token: str | None = None,
     page_buffer: int = PAGE_BUFFER,
+    run_store: RunStore | None = None,
+    run_user: str = "",
 ) -> AsyncIterator[Studio]:
     """Serve the studio page while the block runs: ``async with serve() as studio:``.
 
@@ -313,17 +394,29 @@ async def serve(
     :param token: the token the URL carries (a random one by default).
     :param page_buffer: events held for one page that is slow to read; beyond it the page's
         events are dropped (counted) and it is sent a fresh snapshot when it reads again.
+    :param run_store: a durable run store (:class:`~agentscope_rt.durable.SQLiteRunStore`, ...)
+        whose runs the page shows in its *Durable runs* view; it stays the caller's (the
+        studio reads it, never writes or closes it). ``None``: no such view.
+    :param run_user: whose runs the view shows (only that user's).
     :raises OSError: when the address cannot be bound.
     :raises ValueError: for an empty token or a page buffer below 1.
+    :raises TypeError: when *run_store* is not a run store or *run_user* not a string.
     """
     if token is not None and not token:
         raise ValueError("the studio token must not be empty")
     if isinstance(page_buffer, bool) or not isinstance(page_buffer, int) or page_buffer < 1:
         raise ValueError(f"page_buffer must be a positive int, not {page_buffer!r}")
+    if run_store is not None and not isinstance(run_store, RunStore):
+        raise TypeError(
+            f"run_store must be a durable RunStore (SQLiteRunStore, ...), not "
+            f"{type(run_store).__name__}"
+        )
+    if not isinstance(run_user, str):
+        raise TypeError(f"run_user must be a str, not {type(run_user).__name__}")
     sock = listening_socket(host, port)
     bound_port = int(sock.getsockname()[1])
     bus = EventBus(StudioState(), page_buffer)
-    studio = Studio(host, bound_port, token or secrets.token_urlsafe(16), bus)
+    studio = Studio(host, bound_port, token or secrets.token_urlsafe(16), bus, run_store, run_user)
     config = hypercorn_config(sock, "agentscope_rt.studio.server", 1.0)
     stopped = anyio.Event()
     serve_fn = hypercorn_serve()

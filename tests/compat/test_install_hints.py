@@ -133,6 +133,24 @@ _CASES = [
         "AsyncSQLAlchemyMemory('postgresql+psycopg://user@127.0.0.1:9/db')",
     ),
     (
+        "durable-postgres",
+        ["psycopg"],
+        "sql",
+        "from agentscope_rt.durable import PostgresRunStore\nPostgresRunStore('host=127.0.0.1')",
+    ),
+    (
+        "durable-redis",
+        ["redis"],
+        "redis",
+        "from agentscope_rt.durable import RedisRunStore\nRedisRunStore()",
+    ),
+    (
+        "durable-redis-url",
+        ["redis"],
+        "redis",
+        "from agentscope_rt.durable import RedisRunStore\nRedisRunStore('redis://127.0.0.1:9/0')",
+    ),
+    (
         "embedding",
         ["tokenizers"],
         "embedding",

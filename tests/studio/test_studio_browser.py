@@ -13,6 +13,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from playwright.sync_api import expect
 
 from agentscope_rt.agent import ReActAgent, UserAgent
+from agentscope_rt.durable import SQLiteRunStore
 from agentscope_rt.formatter import OpenAIMultiAgentFormatter
 from agentscope_rt.message import Msg
 from agentscope_rt.model import ChatUsage, ScriptedChatModel
@@ -21,6 +22,7 @@ from agentscope_rt.pipeline import MsgHub
 from agentscope_rt.studio import serve
 from agentscope_rt.tool import Toolkit, ToolResponse
 
+from ..durable._recorded import STUCK_TOOL, record_runs
 from ._browser import open_browser
 
 TIMEOUT_MS = 30_000
@@ -70,6 +72,10 @@ def drive_page(url: str, profile: Path, screenshot: Path) -> None:
         page = browser.new_page()
         page.goto(url)
         expect(page.locator("#conn")).to_have_text("live", timeout=TIMEOUT_MS)
+        # Served without a run store: no Durable runs view.
+        durable = page.locator("#durable")
+        expect(durable).to_have_attribute("data-store", "none", timeout=TIMEOUT_MS)
+        expect(durable).to_be_hidden()
         # The conversation streams in: both debaters' final words, the tool call with its
         # result, the hub with its members, usage per agent and model.
         messages = page.locator("#messages")
@@ -143,3 +149,41 @@ async def test_a_person_watches_interrupts_and_answers_from_the_page(tmp_path: P
     assert answers["dana"].content == "I side with the bicycles."
     assert answers["dana"].metadata == {"vote": "against"}
     assert screenshot.stat().st_size > 10_000
+
+
+def browse_runs(url: str, profile: Path) -> None:
+    """A person looks at the durable runs, then at the one that crashed (a worker thread)."""
+    with open_browser(profile) as browser:
+        page = browser.new_page()
+        page.goto(url)
+        runs = page.locator("#runs")
+        expect(page.locator("#durable")).to_be_visible(timeout=TIMEOUT_MS)
+        expect(runs.locator("tr.run")).to_have_count(2, timeout=TIMEOUT_MS)
+        expect(runs).not_to_contain_text("solo")  # Bob's run
+        runs.locator('tr[data-run="stuck"]').click()
+        expect(page.locator("#run-status")).to_have_text("failed", timeout=TIMEOUT_MS)
+        stopped = page.locator("#where-stopped")
+        expect(stopped).to_contain_text("Ada: Ada#1 (done)", timeout=TIMEOUT_MS)
+        expect(stopped).to_contain_text("Cyd#1: 2 step(s) recorded", timeout=TIMEOUT_MS)
+        expect(stopped).to_contain_text(f"{STUCK_TOOL} (seq", timeout=TIMEOUT_MS)
+        expect(page.locator("#run-steps tbody tr")).to_have_count(6, timeout=TIMEOUT_MS)
+        expect(page.locator(f'#run-steps tr[data-step="{STUCK_TOOL}"]')).to_contain_text(
+            "started", timeout=TIMEOUT_MS
+        )
+        expect(page.locator('#run-agents tr[data-agent="Cyd"]')).to_contain_text("Cyd")
+        # A finished run has no "where it stopped".
+        runs.locator('tr[data-run="debate"]').click()
+        expect(page.locator("#run-status")).to_have_text("finished", timeout=TIMEOUT_MS)
+        expect(page.locator("#where-stopped")).to_have_count(0)
+        expect(page.locator("#run-steps")).to_contain_text("Bicycles win on short trips.")
+
+
+async def test_the_durable_runs_view_shows_where_a_run_stopped(tmp_path: Path) -> None:
+    store = SQLiteRunStore(tmp_path / "runs.db")
+    await record_runs(store)
+    try:
+        async with serve(run_store=store, run_user="ann") as studio:
+            with anyio.fail_after(120):
+                await anyio.to_thread.run_sync(browse_runs, studio.url, tmp_path / "profile")
+    finally:
+        await store.aclose()

@@ -1,0 +1,7 @@
+"""``python -m agentscope_rt.durable``: see :mod:`agentscope_rt.durable._cli`."""
+
+import sys
+
+from ._cli import main
+
+sys.exit(main())
