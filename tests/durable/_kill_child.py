@@ -1,13 +1,15 @@
 """A durable multi-agent program killed and resumed by test_kill.py.
 
 Usage: ``python _kill_child.py BACKEND STORE RUN_ID TRANSCRIPT EFFECTS``. STORE is
-``sqlite:<file>``, ``sqlite-effects:<file>`` (``SQLiteRunStore(fsync="effects")``) or
-``postgres:<dsn>``. Three ReAct agents (Alice, Bob, Carol) take part;
-a recorded random draw (``run.rng("order")``) decides the order in which they speak. They
-talk in a MsgHub for :data:`ROUNDS` rounds of ``sequential_pipeline``, then answer one host
-message concurrently (``fanout_pipeline``). Every reply calls the ``note`` tool once, which
-appends its entry (the tool call's id) as one fsync'd line to EFFECTS: the side effect a
-restart must not repeat.
+``sqlite:<file>``, ``sqlite-effects:<file>`` (``SQLiteRunStore(fsync="effects")``),
+``postgres:<url>`` or ``redis:<url>`` (with a lease of :data:`REDIS_LEASE_S`). Three ReAct
+agents (Alice, Bob, Carol) take part; a recorded random draw (``run.rng("order")``) decides
+the order in which they speak. They talk in a MsgHub for :data:`ROUNDS` rounds of
+``sequential_pipeline``, then answer one host message concurrently (``fanout_pipeline``,
+outside the hub: inside it, each replier's memory would take the others' replies at instants
+that depend on timing, which no replay reproduces). Every reply calls the ``note`` tool once,
+which appends its entry (the tool call's id) as one fsync'd line to EFFECTS: the side effect
+a restart must not repeat.
 
 Each model answers from its prompt alone, and ignores the tool results in it: a tool call cut
 off by a restart (CUT_OFF_TEXT instead of its result) changes nothing else, so a run killed
@@ -30,7 +32,13 @@ import anyio
 import anyio.to_thread
 
 from agentscope_rt.agent import ReActAgent
-from agentscope_rt.durable import RunStore, SQLiteRunStore, durable_run
+from agentscope_rt.durable import (
+    PostgresRunStore,
+    RedisRunStore,
+    RunStore,
+    SQLiteRunStore,
+    durable_run,
+)
 from agentscope_rt.formatter import OpenAIChatFormatter
 from agentscope_rt.message import Msg, TextBlock
 from agentscope_rt.model import FunctionChatModel, reply, tool_call
@@ -43,6 +51,9 @@ ROUNDS = 3
 # a kill at a random instant lands in model calls and tool calls as well as in store writes.
 MODEL_SECONDS = 0.004
 TOOL_SECONDS = 0.004
+# A killed program's Redis lease keeps its run until it expires: short, so that a restart
+# waits little, and still far above the program's longest step.
+REDIS_LEASE_S = 0.5
 
 
 def open_store(spec: str) -> RunStore:
@@ -53,10 +64,9 @@ def open_store(spec: str) -> RunStore:
     if kind == "sqlite-effects":
         return SQLiteRunStore(where, fsync="effects")
     if kind == "postgres":
-        from agentscope_rt.durable import PostgresRunStore  # type: ignore[attr-defined]
-
-        store: RunStore = PostgresRunStore(where)
-        return store
+        return PostgresRunStore(where)
+    if kind == "redis":
+        return RedisRunStore(where, lease_seconds=REDIS_LEASE_S)
     raise ValueError(f"unknown store {spec!r}")
 
 

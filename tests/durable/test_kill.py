@@ -15,8 +15,9 @@ starts it again with the same run id, and so on until it finishes. Then:
   at most once (it may have taken effect before the kill, and is never run again).
 
 The stores: SQLite with every record fsync'd, SQLite with ``fsync="effects"`` (a killed process
-must lose nothing either way), and PostgreSQL. ``AGENTSCOPE_RT_KILL_ROUNDS`` sets how many kills
-each test makes (default: 60, 30 and 20 in that order); each test prints what its kills hit.
+must lose nothing either way), PostgreSQL and Redis (the servers of ``conftest.py``).
+``AGENTSCOPE_RT_KILL_ROUNDS`` sets how many kills each test makes (default: 60, 30, 20 and 20
+in that order); each test prints what its kills hit.
 """
 
 from __future__ import annotations
@@ -38,9 +39,9 @@ from typing import Any
 import anyio
 import pytest
 
-from agentscope_rt import durable
 from agentscope_rt.agent import CUT_OFF_TEXT
 from agentscope_rt.durable import StepRecord
+from tests._servers import PostgresServer, RedisServer
 
 from . import _kill_child
 
@@ -64,33 +65,23 @@ def fork_server() -> Iterator[None]:
     multiprocessing.resource_tracker._resource_tracker._stop()  # type: ignore[attr-defined]
 
 
-KILLS = {"sqlite": 60, "sqlite-effects": 30, "postgres": 20}
+KILLS = {"sqlite": 60, "sqlite-effects": 30, "postgres": 20, "redis": 20}
 
 
 def _kills(store: str) -> int:
     return int(os.environ.get("AGENTSCOPE_RT_KILL_ROUNDS", KILLS[store]))
 
 
-@pytest.fixture(scope="module")
-def postgres_dsn() -> Iterator[str]:
-    if not hasattr(durable, "PostgresRunStore"):
-        pytest.skip("agentscope_rt.durable has no PostgresRunStore")
-    from tests._servers import PostgresServer
-
-    server = PostgresServer()
-    try:
-        yield f"postgresql://postgres@127.0.0.1:{server.port}/postgres"
-    finally:
-        server.stop()
-
-
 @pytest.fixture(params=list(KILLS))
 def store_spec(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """Where the child keeps its runs, as its STORE argument."""
-    if request.param != "postgres":
-        return f"{request.param}:{tmp_path / 'runs.db'}"
-    dsn: str = request.getfixturevalue("postgres_dsn")
-    return f"postgres:{dsn}"
+    if request.param == "postgres":
+        postgres: PostgresServer = request.getfixturevalue("durable_postgres_server")
+        return f"postgres:postgresql://postgres@127.0.0.1:{postgres.port}/postgres"
+    if request.param == "redis":
+        redis: RedisServer = request.getfixturevalue("durable_redis_server")
+        return f"redis:redis://127.0.0.1:{redis.port}/0"
+    return f"{request.param}:{tmp_path / 'runs.db'}"
 
 
 def _records(spec: str, run_id: str) -> list[StepRecord]:
@@ -204,9 +195,11 @@ class Harness:
         assert reference == final
         assert sorted(reference_effects) == sorted(effects)  # the fanout's come in any order
 
-    def delay(self) -> float:
-        # Any instant from the fork to when an uninterrupted run would end.
-        return self.rng.uniform(0.0, self.startup + self.running)
+    def delay(self, start: int) -> float:
+        # Any instant from the fork to when an uninterrupted run would end; later starts of a
+        # series (which replay more and more before their first live step) get a little more
+        # each time, so that a series ends however slow its replays get.
+        return self.rng.uniform(0.0, (self.startup + self.running) * (1 + start / 10))
 
     def run_series(self) -> None:
         """Start a run, kill it at random instants until it finishes, check the outcome."""
@@ -215,9 +208,9 @@ class Harness:
         run_id = self.paths(name)[0]
         started_at_kill: set[str] = set()
         before = 0
-        for _ in range(MAX_STARTS):
+        for start in range(MAX_STARTS):
             child = self.start(name)
-            if self.finish(child, name, self.delay()):
+            if self.finish(child, name, self.delay(start)):
                 break
             child.kill()
             child.join(CHILD_TIMEOUT_S)
@@ -225,6 +218,8 @@ class Harness:
                 assert self.finish(child, name, 0)
                 break
             child.close()
+            if self.spec.startswith("redis:"):  # the killed program's lease must expire
+                time.sleep(_kill_child.REDIS_LEASE_S)
             self.kills += 1
             records = _records(self.spec, run_id)
             started = {r.key for r in records if r.kind == "tool" and r.status == "started"}
