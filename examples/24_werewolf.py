@@ -39,9 +39,11 @@ from __future__ import annotations
 import json
 import random
 import re
+import secrets
 import sys
 import tempfile
 from collections import Counter
+from collections.abc import Callable
 from typing import Any, Literal
 
 import anyio
@@ -90,10 +92,10 @@ class GameState(StateModule):
     alive: list[str]
     round: int
 
-    def __init__(self) -> None:
+    def __init__(self, roles: dict[str, str] | None = None) -> None:
         super().__init__()
-        self.roles = dict(ROLES)
-        self.alive = list(ROLES)
+        self.roles = dict(ROLES if roles is None else roles)
+        self.alive = list(self.roles)
         self.round = 0
         for attr in ("roles", "alive", "round"):
             self.register_state(attr)
@@ -151,8 +153,9 @@ def _most_suspected(heard: str, me: str, allowed: list[str]) -> str | None:
     return Counter(named).most_common(1)[0][0] if named else None
 
 
-def make_player_brain(name: str) -> Any:
-    """The rule-based player *name*: ``fn(messages, tools)`` for a FunctionChatModel."""
+def make_player_brain(name: str, seed: object = "") -> Any:
+    """The rule-based player *name*: ``fn(messages, tools)`` for a FunctionChatModel. Its
+    guesses are random but the same for the same *seed* and the same things heard."""
 
     def brain(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> Any:
         system, heard = _texts(messages)
@@ -161,13 +164,16 @@ def make_player_brain(name: str) -> Any:
         wolves = re.findall(r"\w+", known) if role == "werewolf" else []
         alive = re.findall(r"\w+", re.findall(r"Alive players: ([\w, ]+)\.", heard)[-1])
         checks = dict(re.findall(r"(\w+) is (a werewolf|not a werewolf)\. \(private", heard))
-        rng = random.Random(f"{name}/{heard.count('Day ')}")
+        rng = random.Random(f"{seed}{name}/{heard.count('Day ')}")
         choices = _choices(tools)
         if choices:
             target, reason = _choose(name, role, wolves, checks, heard, choices, rng)
+            # A random id, as an API gives: tool_call's numbered ids start again in every
+            # process, and a memory saved by another process already holds the first ones.
+            call_id = f"call_{secrets.token_hex(8)}"
             return reply(
                 f"I choose {target}.",
-                tool_call("generate_response", {"target": target, "reason": reason}),
+                tool_call("generate_response", {"target": target, "reason": reason}, id=call_id),
             )
         return _speak(name, role, wolves, alive, checks, heard, rng)
 
@@ -235,8 +241,11 @@ def _speak(
 # --- the game ----------------------------------------------------------------------------------
 
 
-def build_players(state: GameState) -> dict[str, ReActAgent]:
-    """Fresh player agents (their memories come from the session)."""
+def build_players(
+    state: GameState, make_brain: Callable[[str], Any] = make_player_brain
+) -> dict[str, ReActAgent]:
+    """Fresh player agents (their memories come from the session), each thinking with
+    ``make_brain(name)``."""
     wolves = ", ".join(n for n, r in state.roles.items() if r == "werewolf")
     players = {}
     for name, role in state.roles.items():
@@ -247,7 +256,7 @@ def build_players(state: GameState) -> dict[str, ReActAgent]:
                 f"You are {name}, playing werewolf. Your role: {role}. Werewolves: {known}. "
                 "Speak in one sentence; vote with the generate_response function."
             ),
-            model=FunctionChatModel(make_player_brain(name), model_name=f"rules-{name}"),
+            model=FunctionChatModel(make_brain(name), model_name=f"rules-{name}"),
             formatter=OpenAIMultiAgentFormatter(),
             max_iters=2,
         )
@@ -314,13 +323,22 @@ async def play_round(session: JSONSession, moderator: EchoAgent) -> str | None:
     state = GameState()
     players = build_players(state)
     await session.load_session_state(SESSION_ID, game=state, **players)
+    winner = await night_and_day(state, players, moderator)
+    await session.save_session_state(SESSION_ID, game=state, **players)
+    return winner
+
+
+async def night_and_day(
+    state: GameState, players: dict[str, ReActAgent], moderator: EchoAgent
+) -> str | None:
+    """The next round: a night, then a day unless the night decided the game; the winner if
+    there is one."""
     state.round += 1
     victim = await night(state, players, moderator)
     winner = state.winner()
     if winner is None:
         await day(state, players, moderator, victim)
         winner = state.winner()
-    await session.save_session_state(SESSION_ID, game=state, **players)
     return winner
 
 

@@ -96,6 +96,7 @@ _FRAMEWORK = (
     "plan",
     "rag",
     "session",
+    "durable",
     "a2a",
     "evaluate",
     "studio",

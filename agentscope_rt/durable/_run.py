@@ -10,10 +10,10 @@ re-built from the same results, reach the very states they had. The first step w
 record runs live, and from there the run carries on as if nothing had happened.
 
 Step identities do not depend on scheduling: an agent's calls are numbered per agent
-(``"Alice#3"``), the steps inside a call per call (``"Alice#3/chat#2"``, a tool call by its
-id, ``"Alice#3/tool:call_7"``), and what an observer does while observing under the call it
-observes (``"Alice#3/observe:Bob#1/chat#1"``). Concurrent agents (a fanout, a hub, a task
-group) therefore get the same keys in every execution.
+(``"Alice#3"``), the steps inside a call per call (``"Alice#3/chat#2"``; a tool call by its
+id, numbered per id, ``"Alice#3/tool:call_7#1"``), and what an observer does while observing
+under the call it observes (``"Alice#3/observe:Bob#1/chat#1"``). Concurrent agents (a fanout,
+a hub, a task group) therefore get the same keys in every execution.
 
 What the program must keep (the determinism rules): outside recorded steps it decides the
 same things given the same results (random choices, time, ids and outside systems go through
@@ -102,8 +102,9 @@ class _Frame:
         return f"{self.key}/{label}#{number}" if self.key else f"{label}#{number}"
 
     def tool(self, call_id: str) -> str:
-        label = f"tool:{_escape(call_id)}"
-        return f"{self.key}/{label}" if self.key else label
+        # Numbered per id: many models (local ones above all) number their tool calls
+        # afresh in every answer, so one call of an agent may see "call_0" several times.
+        return self.child(f"tool:{_escape(call_id)}")
 
     @property
     def interrupted(self) -> bool:
@@ -223,7 +224,7 @@ class DurableRun:
             if slash and "/" not in rest:
                 self._children.setdefault(parent, set()).add(key)
             prefix, hash_, number = key.rpartition("#")
-            if hash_ and number.isdigit() and not key.rpartition("/")[2].startswith("tool:"):
+            if hash_ and number.isdigit():
                 index = int(number)
                 if index > self._last_index.get(prefix, 0):
                     self._last_index[prefix] = index

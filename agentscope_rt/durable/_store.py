@@ -51,7 +51,7 @@ class StepRecord:
     """One recorded step of a run.
 
     :ivar key: the step's identity within the run (``"Alice#3"``, ``"Alice#3/chat#1"``,
-        ``"Alice#3/tool:call_7"``, ``"dice#2"``): the same for the same step of every
+        ``"Alice#3/tool:call_7#1"``, ``"dice#2"``): the same for the same step of every
         execution of the program, whatever the scheduling order.
     :ivar kind: what kind of step it is.
     :ivar status: see :data:`StepStatus`.

@@ -25,14 +25,14 @@ from agentscope_rt.tool import Toolkit, ToolResponse
 
 DEBATE_KEYS = [
     "Ada#1/chat#1",
-    "Ada#1/tool:n1",
+    "Ada#1/tool:n1#1",
     "Ada#1/chat#2",
     "Ada#1",
     "Brook#1/chat#1",
     "Brook#1",
     "dice#1",
 ]
-STUCK_TOOL = "Cyd#1/tool:c1"
+STUCK_TOOL = "Cyd#1/tool:c1#1"
 
 
 async def note(text: str) -> ToolResponse:

@@ -46,7 +46,7 @@ async def test_a_finished_run_shows_its_steps_in_order_and_counts_per_agent(
     assert [row.seq for row in report.steps] == sorted(row.seq for row in report.steps)
     summaries = {row.key: row.summary for row in report.steps}
     assert summaries["Ada#1/chat#1"] == 'note({"text": "bikes"})'
-    assert summaries["Ada#1/tool:n1"] == "noted bikes"
+    assert summaries["Ada#1/tool:n1#1"] == "noted bikes"
     assert summaries["Ada#1/chat#2"] == "Bicycles win on short trips."
     assert summaries["Ada#1"] == "Bicycles win on short trips."
     assert summaries["dice#1"] == "4"
@@ -73,7 +73,7 @@ async def test_a_crashed_run_says_which_call_was_in_flight_and_which_tool_was_cu
     ]
     text = format_report(report)
     assert "failed (resumable)" in text
-    assert "Cyd#1: 2 step(s) recorded, the last Cyd#1/tool:c1" in text
+    assert "Cyd#1: 2 step(s) recorded, the last Cyd#1/tool:c1#1" in text
     assert "tools started but not done (they get the cut-off result on resume)" in text
 
     # What the report says is what resuming does: the started tool is not run again, it
@@ -267,5 +267,5 @@ async def test_a_tool_cut_off_by_cancelling_the_run_is_reported_as_started(
     finally:
         await store.aclose()
     assert report.where_stopped is not None
-    assert [row.key for row in report.where_stopped.tools_started] == ["Alice#1/tool:Alice-2"]
+    assert [row.key for row in report.where_stopped.tools_started] == ["Alice#1/tool:Alice-2#1"]
     assert [call.key for call in report.where_stopped.in_flight] == ["Alice#1"]

@@ -81,7 +81,7 @@ async def test_the_records_and_the_run_status(tmp_path: Path) -> None:
         # In the order written: a call's record follows the steps it took.
         assert keys[:4] == [
             "Alice#1/chat#1",
-            "Alice#1/tool:Alice-2",
+            "Alice#1/tool:Alice-2#1",
             "Alice#1/chat#2",
             "Alice#1",
         ]
@@ -286,7 +286,7 @@ async def test_an_interrupted_call_is_recorded_and_replayed_interrupted(tmp_path
     statuses = {record.key: record.status for record in await store.load_steps("", "interrupt")}
     await store.aclose()
     assert statuses["Alice#1"] == "interrupted" and statuses["Alice#2"] == "done"
-    assert statuses["Alice#1/tool:Alice-2"] == "partial"
+    assert statuses["Alice#1/tool:Alice-2#1"] == "partial"
 
 
 async def test_streamed_answers_replay_as_one_chunk(tmp_path: Path) -> None:

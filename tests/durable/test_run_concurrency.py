@@ -274,3 +274,55 @@ async def test_hooks_see_replayed_calls_as_live_ones(tmp_path: Path) -> None:
     replay = World()
     await program(replay)
     assert replay.paid == [] and seen == ["Alice says 4", "Alice says 4"]
+
+
+async def test_a_model_that_repeats_a_tool_call_id_gets_each_call_run(tmp_path: Path) -> None:
+    """Local models often number their tool calls afresh in every answer ("call_0" each
+    time): each call is a step of its own, live and on resume."""
+    ran: list[str] = []
+
+    async def answer(messages: list[dict[str, Any]], tools: Any) -> ChatResponse:
+        done = sum(1 for message in messages if message.get("role") == "tool")
+        if done < 3:
+            city = ("Paris", "Rome", "Oslo")[done]
+            return ChatResponse([ToolUseBlock(id="call_0", name="look", input={"city": city})])
+        return ChatResponse([TextBlock("seen all three")])
+
+    async def look(city: str) -> ToolResponse:
+        """Look at a city.
+
+        Args:
+            city: which
+        """
+        ran.append(city)
+        return ToolResponse(content=[TextBlock(f"{city} looks fine")])
+
+    async def program(crash: bool) -> Any:
+        toolkit = Toolkit()
+        toolkit.register_tool_function(look)
+        agent = ReActAgent(
+            name="Looker",
+            sys_prompt="Look.",
+            model=FunctionChatModel(answer),
+            formatter=OpenAIChatFormatter(),
+            toolkit=toolkit,
+        )
+        agent.set_console_output_enabled(False)
+        async with durable_run("repeat", tmp_path / "runs.db"):
+            reply = await agent(Msg("user", "Look around.", "user"))
+            if crash:
+                raise Crash
+        return reply.get_text_content(), await transcript(agent)
+
+    with pytest.raises(Crash):
+        await program(crash=True)
+    assert ran == ["Paris", "Rome", "Oslo"]
+    ran.clear()
+    text, resumed = await program(crash=False)
+    assert ran == [] and text == "seen all three"
+    results = [str(entry["content"]) for entry in resumed["Looker"] if entry["role"] == "system"]
+    assert [city for city in ("Paris", "Rome", "Oslo") if any(city in r for r in results)] == [
+        "Paris",
+        "Rome",
+        "Oslo",
+    ]

@@ -80,6 +80,46 @@ def test_werewolf_ends_with_a_winner_after_saved_rounds(backend: str) -> None:
     assert winner == f"Winner: {expected}"
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_durable_werewolf_resumes_a_killed_game_to_the_same_end(backend: str) -> None:
+    out = run_example("63_durable_werewolf.py", "--backend", backend)
+    killed = re.search(r"killed with SIGKILL \(exit code -9\) after (\d+) recorded steps", out)
+    assert killed and int(killed[1]) >= 30, out
+    assert "run status: running" in out
+    resumed = re.search(
+        r"resumed: True\): (\d+) steps replayed from the record, (\d+) run live", out
+    )
+    assert resumed and 0 < int(resumed[1]) <= int(killed[1]) and int(resumed[2]) > 0, out
+    assert "same transcript as the uninterrupted game: True" in out
+    assert "same winner: True" in out
+    calls = re.search(
+        r"model calls: (\d+) made by the resumed process, (\d+) by the "
+        r"uninterrupted game: the resume saved (\d+)",
+        out,
+    )
+    assert calls and int(calls[1]) < int(calls[2]) and int(calls[3]) > 0, out
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_durable_pipeline_replays_what_the_failed_attempt_recorded(backend: str) -> None:
+    out = run_example("64_durable_pipeline.py", backend)
+    first, second = out.split("[attempt 2] resumed: True; ")
+    assert "[attempt 1] failed: ConnectionError(" in first
+    recorded = re.search(r"0 steps replayed \(run.replayed\), (\d+) steps run live", first)
+    assert recorded, out
+    assert second.startswith(f"{recorded[1]} steps replayed (run.replayed)")
+    searched = "today#1, Searcher#1 (model calls: 2, tool calls: 1), Reader#1 (model calls: 4, "
+    assert f"run live: {searched}" in first and f"replayed: {searched}" in second
+    # The reviewers run at once: their records come in the order they finish.
+    live = re.search(r"run live: (.*)$", second, flags=re.MULTILINE)
+    assert live, out
+    groups = dict(re.findall(r"(\w+#\d+) \(([^)]*)\)", live[1]))
+    reviewers = {f"{name}#1": "model calls: 1" for name in ("Accuracy", "Clarity", "Sources")}
+    assert groups == {"Writer#1": "model calls: 2, tool calls: 1", **reviewers}, live[1]
+    assert "run 'research-cancellation': finished, 23 steps recorded" in out
+    assert "tool runs over both attempts: {'search_notes': 1, 'read_note': 3, 'publish': 1}" in out
+
+
 @pytest.mark.local_model
 def test_agents_in_trio_nursery_cancel_cleanly() -> None:
     out = run_example("25_agents_in_trio_nursery.py")
