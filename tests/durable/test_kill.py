@@ -242,7 +242,8 @@ class Harness:
         cut = {r.key for r in records if r.kind == "tool" and CUT_OFF_TEXT in json.dumps(r.payload)}
         # A tool call is cut off exactly when a kill left it started and not done.
         assert cut == started_at_kill
-        cut_ids = {key.rpartition("/tool:")[2] for key in cut}
+        # A tool call's key ends "/tool:<id>#<n>" (its n-th call with that id: here always 1).
+        cut_ids = {key.rpartition("/tool:")[2].rpartition("#")[0] for key in cut}
         assert _restore(final, cut_ids) == reference
         ran = Counter(effects)
         assert set(ran) <= set(reference_effects), ran
