@@ -8,9 +8,9 @@ agentscope-rt only (AgentScope has no durable runs). Workloads, on asyncio and o
   calls, the tool call) in 5 writes (the tool call is marked started before it runs). Stores:
   SQLite (``SQLiteRunStore``: WAL, ``synchronous=FULL``, so every write waits for an fsync;
   and with ``fsync="effects"``, where only the tool call's started record waits for it),
-  PostgreSQL (``PostgresRunStore`` on a local server with ``fsync`` on, when this checkout has
-  it), and a store that keeps the records in a dict: the recording machinery alone
-  (fingerprints, keys, JSON payloads), without storage.
+  PostgreSQL (``PostgresRunStore`` on a local server with ``fsync`` on), and a store that
+  keeps the records in a dict: the recording machinery alone (fingerprints, keys, JSON
+  payloads), without storage.
 * **resume** — a run of 1,000 recorded steps (250 such replies) opened again and run to its end
   with every step replayed from its records: the store's ``load_steps`` alone, and the whole
   resume (acquire, load, replay of the 250 replies, release).
@@ -46,7 +46,13 @@ from _agentscope_env import pin_to_one_cpu  # noqa: E402
 
 from agentscope_rt import durable  # noqa: E402
 from agentscope_rt.agent import ReActAgent  # noqa: E402
-from agentscope_rt.durable import RunInfo, RunStore, SQLiteRunStore, StepRecord  # noqa: E402
+from agentscope_rt.durable import (  # noqa: E402
+    PostgresRunStore,
+    RunInfo,
+    RunStore,
+    SQLiteRunStore,
+    StepRecord,
+)
 from agentscope_rt.formatter import OpenAIChatFormatter  # noqa: E402
 from agentscope_rt.message import Msg, TextBlock  # noqa: E402
 from agentscope_rt.model import FunctionChatModel, reply, tool_call  # noqa: E402
@@ -142,12 +148,8 @@ class DictRunStore:
 
 
 @contextlib.contextmanager
-def postgres_conninfo() -> Iterator[str | None]:
-    """A local PostgreSQL server with fsync on (its conninfo), or ``None`` when this checkout
-    has no PostgresRunStore."""
-    if not hasattr(durable, "PostgresRunStore"):
-        yield None
-        return
+def postgres_conninfo() -> Iterator[str]:
+    """A local PostgreSQL server with fsync on, as a production server runs (its conninfo)."""
     from tests._servers import PostgresServer
 
     server = PostgresServer(fsync=True)
@@ -157,15 +159,14 @@ def postgres_conninfo() -> Iterator[str | None]:
         server.stop()
 
 
-def store_factories(folder: str, conninfo: str | None) -> dict[str, Any]:
+def store_factories(folder: str, conninfo: str) -> dict[str, Any]:
     in_memory = DictRunStore()  # one, as a database outlives its store objects
     factories: dict[str, Any] = {
         "dict": lambda: in_memory,
         "sqlite": lambda: SQLiteRunStore(f"{folder}/runs.db"),
         "sqlite-effects": lambda: SQLiteRunStore(f"{folder}/runs.db", fsync="effects"),
+        "postgres": lambda: PostgresRunStore(conninfo),
     }
-    if conninfo is not None:
-        factories["postgres"] = lambda: durable.PostgresRunStore(conninfo)  # type: ignore[attr-defined]
     return factories
 
 

@@ -182,7 +182,8 @@ def run_child(argv: list[str], errors: str) -> None:
     fd = os.open(errors, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     os.dup2(fd, 2)
     os.close(fd)
-    anyio.run(main, *argv[1:5], backend=argv[0])
+    backend, spec, run_id, transcript, effects = argv
+    anyio.run(main, spec, run_id, transcript, effects, backend=backend)
 
 
 if __name__ == "__main__":
