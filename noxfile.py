@@ -37,6 +37,8 @@ INTERCEPTED_SUITES = (
     "tests/pipeline",
     "tests/tracing",
     "tests/studio",
+    "tests/durable/test_run.py",
+    "tests/durable/test_run_concurrency.py",
     "tests/test_intercept.py",
 )
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Callable, Iterable
 from types import TracebackType
 from typing import Any, Self
@@ -21,12 +23,15 @@ from .._ray import (
 from ..agent import AgentBase
 from ._actor import HostActor
 from ._proxy import AgentHostDiedError, RemoteAgent
+from ._recovery import OneAtATime
 
 __all__ = ["AgentFactory", "AgentHost"]
 
 AgentFactory = Callable[..., AgentBase]
 """Builds one agent on the host from keyword arguments; must be picklable (a module-level
 function or class: Ray sends it with cloudpickle)."""
+
+logger = logging.getLogger("agentscope_rt.distributed")
 
 # Agents created per Ray call: large batches are one message each way, not one per agent.
 _CREATE_BATCH = 2_000
@@ -40,6 +45,10 @@ class AgentHost:
     started (``ray.init(**ray_init_options)``) when it is not running, from a thread kept for
     the life of the process, so it outlives the event loop that started it: hosts work in one
     event loop after another (``asyncio`` then ``trio``). The caller may run on either.
+
+    In a durable run, a host whose actor dies is replaced by a new actor (:meth:`replace`)
+    and its agents restored there (see :class:`RemoteAgent`); outside one, its proxies raise
+    :class:`AgentHostDiedError`.
 
     :param name: the host's name (in errors and reprs); a fresh one by default.
     :param actor_options: more ``.options(...)`` for the actor (``num_cpus``, ``resources``,
@@ -63,10 +72,19 @@ class AgentHost:
         self.ray_init_options = dict(ray_init_options or {})
         self._actor: Any = None
         self._dead = False
+        self._closed = False
+        # Which actor the host is on: a host replaced after its actor died counts up.
+        self.generation = 0
+        self._replacing = OneAtATime()
 
     def __repr__(self) -> str:
         state = "dead" if self._dead else "running" if self._actor is not None else "not started"
         return f"AgentHost(name={self.name!r}, {state})"
+
+    @property
+    def dead(self) -> bool:
+        """Whether the host's actor is known to have died (and was not replaced yet)."""
+        return self._dead
 
     @property
     def actor(self) -> Any:
@@ -89,7 +107,38 @@ class AgentHost:
                 f"agent host {self.name!r} is {state}: agent {agent.name!r} ({agent.id}) is "
                 "not reachable"
             )
+        if agent.generation != self.generation:
+            raise AgentHostDiedError(
+                f"agent host {self.name!r} died and was replaced; agent {agent.name!r} "
+                f"({agent.id}) was lost with it (only agents taking part in a durable run "
+                "are restored on the new host)"
+            )
         return self._actor
+
+    async def replace(self, generation: int) -> None:
+        """Start a new actor in place of the actor of *generation*, which died (once, when
+        several callers find it dead; nothing when it was replaced already).
+
+        :raises AgentHostDiedError: when the host was closed.
+        """
+
+        async def start_again() -> None:
+            began = time.monotonic()
+            actor = await anyio.to_thread.run_sync(self._start_actor)
+            self._actor, self._dead = actor, False
+            self.generation += 1
+            await self.wait(actor.ping.remote(), None)
+            logger.warning(
+                "agent host %r died; a new one answers after %.2f s: its agents taking part "
+                "in a durable run are restored from their last recorded state, and their "
+                "calls in flight retried",
+                self.name,
+                time.monotonic() - began,
+            )
+
+        if self._closed:
+            raise AgentHostDiedError(f"agent host {self.name!r} was closed")
+        await self._replacing.run(lambda: generation == self.generation, start_again)
 
     async def start(self) -> Self:
         """Start Ray when it is not running, then the actor, and wait until it answers.
@@ -104,6 +153,7 @@ class AgentHost:
         if self._actor is not None or self._dead:
             raise RuntimeError(f"agent host {self.name!r} was already started")
         await ensure_ray(self._ray, self.ray_init_options)
+        self._closed = False
         self._actor = await anyio.to_thread.run_sync(self._start_actor)
         try:
             await self.wait(self._actor.ping.remote(), None)
@@ -121,6 +171,7 @@ class AgentHost:
         """Kill the actor: its agents are gone (their proxies raise
         :class:`AgentHostDiedError`). Closing twice is a no-op."""
         actor, self._actor = self._actor, None
+        self._closed = actor is not None or self._closed
         if actor is not None and not self._dead:
             await kill_actors(self._ray, [actor])
 
@@ -177,7 +228,10 @@ class AgentHost:
                     f"{lines[0] if lines else type(exc).__name__}; make its module importable "
                     "there (installed, or in PYTHONPATH when Ray starts)"
                 ) from None
-            proxies += [RemoteAgent(self, agent_id, name) for agent_id, name in created]
+            proxies += [
+                RemoteAgent(self, agent_id, name, (factory, kwargs))
+                for (agent_id, name), kwargs in zip(created, batch, strict=True)
+            ]
         return proxies
 
     async def count(self) -> int:
@@ -209,7 +263,9 @@ class AgentHost:
         ray = self._ray
         who = f"agent {agent.name!r} ({agent.id})" if agent is not None else "it"
         if isinstance(exc, ray.exceptions.RayActorError):
-            self._dead = True
+            # A late answer from an actor already replaced says nothing of the new one.
+            if agent is None or agent.generation == self.generation:
+                self._dead = True
             return AgentHostDiedError(
                 f"agent host {self.name!r} is gone (its Ray actor died or was killed), and "
                 f"{who} with it: {type(exc).__name__}"

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import logging
+import time
+import weakref
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -9,14 +13,25 @@ import anyio
 from .._ids import new_id
 from .._json import check_json
 from ..agent import AgentBase
+from ..durable import DurableRun, StepRecord, current_run
 from ..exception import AgentError, MessageFormatError, StateError
 from ..message import Msg
+from ._recovery import OneAtATime, run_link
 from ._wire import kwargs_to_wire, msg_from_wire, msg_to_wire
 
 if TYPE_CHECKING:
     from ._host import AgentHost
 
 __all__ = ["AgentHostDiedError", "RemoteAgent"]
+
+logger = logging.getLogger("agentscope_rt.distributed")
+
+# What a wait answers when the host died under a call of a durable run and was replaced.
+_RETRY: Any = object()
+# How many times the host may die under one call of a durable run before the call gives up
+# (a call that kills its host each time, say a local model running out of memory, would be
+# made again for ever).
+_DEATHS_PER_CALL = 3
 
 # How long an interrupted (or cancelled) proxy waits for the remote agent's interrupt reply.
 _INTERRUPT_WAIT_S = 30.0
@@ -42,15 +57,38 @@ class RemoteAgent(AgentBase):
     :meth:`load_state_dict` are the remote agent's (they block while they fetch: call them
     where a blocking call is fine, or through ``anyio.to_thread.run_sync``).
 
+    Inside a durable run (:func:`~agentscope_rt.durable.durable_run`), the remote agent's
+    model and tool calls are recorded in the run's store under the proxy's call key and
+    replayed from it, as a local agent's are; each call and observation brings the agent's
+    state back and records it (``"snapshot:<name>"``). When the host dies, the call starts
+    a new host in its place (same options), rebuilds the agent there from its factory and
+    that state, and is made again under the same key: its recorded steps replay, so no
+    model call is paid for twice and no tool runs twice.
+
     :ivar host: the agent host.
-    :raises AgentHostDiedError: from any call once the host is gone.
+    :ivar generation: which of the host's actors holds the agent (see
+        :meth:`AgentHost.replace`).
+    :raises AgentHostDiedError: from any call once the host is gone (outside a durable run).
     """
 
-    def __init__(self, host: AgentHost, agent_id: str, name: str) -> None:
+    def __init__(
+        self,
+        host: AgentHost,
+        agent_id: str,
+        name: str,
+        recipe: tuple[Callable[..., AgentBase], dict[str, Any]] | None = None,
+    ) -> None:
         super().__init__()
         self.id = agent_id
         self.name = name
         self.host = host
+        self.generation = host.generation
+        # The factory and its arguments: how to build the agent again on a new host.
+        self._recipe = recipe
+        self._restoring = OneAtATime()
+        # The run this proxy recorded the agent's state in (only a state recorded by this
+        # process is the agent's current one: a resumed run rebuilds it by replay).
+        self._snapshot_of: weakref.ref[DurableRun] | None = None
         self._interrupt_reply: Msg | None = None
 
     def __repr__(self) -> str:
@@ -66,28 +104,37 @@ class RemoteAgent(AgentBase):
         where = f"{self.name}.reply"
         payload = msg_to_wire(msg, where)
         kwargs_to_wire(kwargs, where)
-        call_id = new_id()
         self._interrupt_reply = None
-        actor = self.host.actor_for(self)
-        ref = actor.reply.remote(self.id, call_id, payload, kwargs)
-        try:
-            data = await self.host.wait(ref, self)
-        except anyio.get_cancelled_exc_class():
-            with anyio.CancelScope(shield=True):
-                self._interrupt_reply = await self._interrupt_remote(actor, call_id, ref)
-            raise
-        answer = msg_from_wire(data)
+        run = current_run()
+        data = await self._on_host(
+            run,
+            lambda actor, call_id, link: actor.reply.remote(
+                self.id, call_id, payload, kwargs, link
+            ),
+            interruptible=True,
+        )
+        interrupted = run is not None and data["interrupted"]
+        answer = msg_from_wire(data if run is None else await self._took(run, data))
         if not isinstance(answer, Msg):
             raise AgentError(f"the remote agent {self.name!r} answered {type(answer).__name__}")
+        if interrupted:
+            # The remote call ended interrupted: so does this one, with the same answer, as
+            # the run records it and replays it.
+            self._interrupt_reply = answer
+            self.interrupt()
         return answer
 
-    async def _interrupt_remote(self, actor: Any, call_id: str, ref: Any) -> Msg | None:
-        """Interrupt remote call *call_id* and wait (bounded) for its interrupt reply;
-        ``None`` when it does not come (the host is gone, the reply failed, the wait ran out)."""
+    async def _interrupt_remote(
+        self, actor: Any, call_id: str, ref: Any, run: DurableRun | None, written: set[int]
+    ) -> Msg | None:
+        """Interrupt remote call *call_id* and wait (bounded) for its interrupt reply (in a
+        durable run, taken as any answer is); ``None`` when it does not come (the host is
+        gone, the reply failed, the wait ran out)."""
         with anyio.move_on_after(_INTERRUPT_WAIT_S):
             try:
                 actor.interrupt.remote(call_id)
-                answer = msg_from_wire(await self.host.wait(ref, self))
+                data = await self._answer(actor, call_id, ref, run, written)
+                answer = msg_from_wire(data if run is None else await self._took(run, data))
             except Exception:
                 return None
             return answer if isinstance(answer, Msg) else None
@@ -106,7 +153,133 @@ class RemoteAgent(AgentBase):
         :raises AgentHostDiedError: when the host is gone.
         """
         payload = msg_to_wire(msg, f"{self.name}.observe")
-        await self.host.wait(self.host.actor_for(self).observe.remote(self.id, payload), self)
+        run = current_run()
+        data = await self._on_host(
+            run,
+            lambda actor, call_id, link: actor.observe.remote(self.id, payload, link, call_id),
+            interruptible=False,
+        )
+        if run is not None:
+            await self._took(run, data)
+
+    # -- a durable run over the death of the host ----------------------------------------
+
+    async def _on_host(
+        self,
+        run: DurableRun | None,
+        send: Callable[[Any, str, dict[str, Any] | None], Any],
+        *,
+        interruptible: bool,
+    ) -> Any:
+        """What the call ``send(actor, call_id, link)`` starts on the host answers; in a
+        durable run (*link* says which call of it) made again on a new host when the host
+        dies. *interruptible*: a cancellation interrupts the remote call (see
+        :meth:`_interrupt_remote`) before it propagates."""
+        data, deaths = _RETRY, 0
+        while data is _RETRY:
+            actor = await self._reach(run)
+            call_id = new_id()
+            ref = send(actor, call_id, None if run is None else run_link(run))
+            written: set[int] = set()
+            try:
+                data = await self._wait(actor, call_id, ref, run, written, deaths)
+            except anyio.get_cancelled_exc_class():
+                if interruptible:
+                    with anyio.CancelScope(shield=True):
+                        self._interrupt_reply = await self._interrupt_remote(
+                            actor, call_id, ref, run, written
+                        )
+                raise
+            deaths += 1
+        return data
+
+    async def _reach(self, run: DurableRun | None) -> Any:
+        """The actor holding the agent; in a durable run, a host that died is replaced and
+        the agent restored there first."""
+        if run is not None:
+            if self.host.dead:
+                await self.host.replace(self.host.generation)
+            await self._restoring.run(
+                lambda: self.generation != self.host.generation, lambda: self._restore(run)
+            )
+        return self.host.actor_for(self)
+
+    async def _answer(
+        self, actor: Any, call_id: str, ref: Any, run: DurableRun | None, written: set[int]
+    ) -> Any:
+        """The value of *ref*, the call *call_id*; in a durable run, the records of its steps
+        are written first, as the host relays them (each step waits for its own). *written*:
+        the numbers of the call's records written so far (kept by the caller, so a wait that
+        is cancelled and taken up again writes none twice)."""
+        if run is not None:
+            done = False
+            while not done:
+                fetch = actor.relay.remote(call_id, sorted(written))
+                records, done = await self.host.wait(fetch, self)
+                for number, record in records:
+                    if number not in written:
+                        await run.put_record(StepRecord(**record))
+                        written.add(number)
+        return await self.host.wait(ref, self)
+
+    async def _wait(
+        self,
+        actor: Any,
+        call_id: str,
+        ref: Any,
+        run: DurableRun | None,
+        written: set[int],
+        deaths: int,
+    ) -> Any:
+        """:meth:`_answer`, or ``_RETRY`` when the host died under a call of a durable run
+        (it is replaced then); *deaths*: how many times it died under this call before.
+
+        :raises AgentHostDiedError: outside a durable run, or when the host died under this
+            call too many times.
+        """
+        generation = self.generation
+        try:
+            return await self._answer(actor, call_id, ref, run, written)
+        except AgentHostDiedError as exc:
+            if run is None:
+                raise
+            if deaths + 1 >= _DEATHS_PER_CALL:
+                raise AgentHostDiedError(
+                    f"{exc}; it died under this call of durable run {run.run_id!r} "
+                    f"{_DEATHS_PER_CALL} times, so the call is not made again (the run can "
+                    "be resumed once the cause is fixed)"
+                ) from None
+        await self.host.replace(generation)
+        return _RETRY
+
+    async def _restore(self, run: DurableRun) -> None:
+        if self._recipe is None:
+            raise AgentHostDiedError(
+                f"agent {self.name!r} ({self.id}) died with agent host {self.host.name!r} and "
+                "cannot be restored: it was not built by the host's create_agents"
+            )
+        began = time.monotonic()
+        recorded = self._snapshot_of is not None and self._snapshot_of() is run
+        state = run.snapshot(self.name) if recorded else None
+        factory, kwargs = self._recipe
+        ref = self.host.actor.restore.remote(self.id, factory, kwargs, state)
+        await self.host.wait(ref, None)
+        self.generation = self.host.generation
+        logger.info(
+            "agent %r restored on the new agent host %r %s in %.2f s",
+            self.name,
+            self.host.name,
+            "from its last recorded state" if recorded else "as its factory builds it",
+            time.monotonic() - began,
+        )
+
+    async def _took(self, run: DurableRun, data: dict[str, Any]) -> Any:
+        """Count the steps the host replayed for *run* and record the agent's state; what
+        the call answered."""
+        run.add_taken(data["taken"], replayed=data["replayed"])
+        await run.record_snapshot(self.name, data["state"])
+        self._snapshot_of = weakref.ref(run)
+        return data.get("reply")
 
     def state_dict(self) -> dict[str, Any]:
         """The remote agent's state (its own layout: AgentScope's for AgentScope's classes).

@@ -22,7 +22,7 @@ from ._inspect import (
 )
 from ._postgres_store import PostgresRunStore
 from ._redis_store import RedisRunStore
-from ._run import DurableRun, current_run, durable_run, step
+from ._run import DurableRun, current_run, current_step_key, durable_run, join_run, step
 from ._sqlite_store import SQLiteRunStore
 from ._store import RunInfo, RunStatus, RunStore, StepKind, StepRecord, StepStatus
 
@@ -47,9 +47,11 @@ __all__ = [
     "StepStatus",
     "WhereStopped",
     "current_run",
+    "current_step_key",
     "durable_run",
     "format_report",
     "format_runs",
     "inspect_run",
+    "join_run",
     "step",
 ]

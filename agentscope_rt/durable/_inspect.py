@@ -138,6 +138,9 @@ async def inspect_run(store: RunStore, run_id: str, user_id: str = "") -> RunRep
 # -- keys ----------------------------------------------------------------------------------
 
 
+_SNAPSHOT = "snapshot:"
+
+
 def _unescape(name: str) -> str:
     # The inverse of the run's key escaping ("%" went first there, so it comes last here).
     return name.replace("%2F", "/").replace("%23", "#").replace("%25", "%")
@@ -150,6 +153,8 @@ def _name(segment: str) -> str:
 
 
 def _agent_of(key: str, kind: str) -> str:
+    if kind == "snapshot":  # an agent on a host: its state, "snapshot:<name>"
+        return _unescape(key.removeprefix(_SNAPSHOT))
     segments = key.split("/")
     if kind == "call":
         return _name(segments[0])
@@ -201,6 +206,8 @@ def _content_text(content: Any) -> str:
 
 def _summary(record: StepRecord) -> str:
     payload = record.payload
+    if record.kind == "snapshot":
+        return f"the agent's state ({len(_json(payload))} characters of JSON)"
     if record.kind == "tool" and record.status == "started":
         return "started, no result recorded"
     try:

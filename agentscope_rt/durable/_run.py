@@ -37,8 +37,8 @@ import os
 import random
 import secrets
 import weakref
-from collections.abc import AsyncGenerator, Callable
-from contextlib import aclosing
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable
+from contextlib import aclosing, asynccontextmanager
 from contextvars import ContextVar
 from typing import Any, TypeVar
 
@@ -57,7 +57,14 @@ from ._fingerprint import fingerprint
 from ._sqlite_store import SQLiteRunStore
 from ._store import RunInfo, RunStatus, RunStore, StepRecord
 
-__all__ = ["DurableRun", "current_run", "durable_run", "step"]
+__all__ = [
+    "DurableRun",
+    "current_run",
+    "current_step_key",
+    "durable_run",
+    "join_run",
+    "step",
+]
 
 logger = logging.getLogger("agentscope_rt.durable")
 
@@ -81,7 +88,7 @@ def _escape(name: str) -> str:
 class _Frame:
     """Where a step is taken: the run, and the agent call (or observation) it belongs to."""
 
-    __slots__ = ("agent", "counters", "key", "pending", "record", "run")
+    __slots__ = ("agent", "counters", "joined", "key", "pending", "record", "run")
 
     def __init__(
         self, run: DurableRun, key: str, agent: Any = None, record: StepRecord | None = None
@@ -95,6 +102,17 @@ class _Frame:
         self.record = record
         self.counters: dict[str, int] = {}
         self.pending: set[str] = run._children.get(key, set()).copy() if record else set()
+        # Opened by join_run: the next call (or observation) enters this frame as it is.
+        self.joined = False
+
+    def claim(self, agent: Any) -> bool:
+        """Whether a call of *agent* is the call this frame was joined for (it then takes
+        its steps here, under no key of its own)."""
+        if not self.joined:
+            return False
+        self.joined = False
+        self.agent = agent
+        return True
 
     def child(self, label: str) -> str:
         number = self.counters.get(label, 0) + 1
@@ -118,6 +136,14 @@ def current_run() -> DurableRun | None:
     """The durable run the calling task is inside, or ``None``."""
     frame = _FRAME.get()
     return None if frame is None else frame.run
+
+
+def current_step_key() -> str | None:
+    """The key under which the calling task's steps are recorded in its durable run: the
+    agent call (``"Alice#3"``) or observation (``"Bob#1/observe:Alice#1"``) it is inside,
+    ``""`` at the top of the program, ``None`` outside a run."""
+    frame = _FRAME.get()
+    return None if frame is None else frame.key
 
 
 async def step(name: str, func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -239,7 +265,11 @@ class DurableRun:
             status = "cancelled"
         else:
             status = "failed"
-        unreplayed = [key for key in self._records if key not in self._visited]
+        unreplayed = [
+            key
+            for key, record in self._records.items()
+            if key not in self._visited and record.kind != "snapshot"
+        ]
         if exc_type is None and unreplayed:
             status = "failed"
         with anyio.CancelScope(shield=True):
@@ -359,7 +389,9 @@ class DurableRun:
             self.replayed += 1
         return record
 
-    async def _write(self, key: str, kind: str, status: str, print_: str, payload: Any) -> None:
+    async def _write(
+        self, key: str, kind: str, status: str, print_: str, payload: Any, *, count: bool = True
+    ) -> None:
         self._seq += 1
         record = StepRecord(key, kind, status, print_, payload, self._seq)
         # Shielded: a record whose result the program goes on with must reach the store.
@@ -367,8 +399,54 @@ class DurableRun:
             await self.store.put_step(self.user_id, self.run_id, record)
         self._records[key] = record
         self._visited.add(key)
-        if status in ("done", "interrupted"):
+        if count and status in ("done", "interrupted"):
             self.recorded += 1
+
+    # -- taking part from another process (agents on hosts) -----------------------------
+
+    @property
+    def taken(self) -> frozenset[str]:
+        """The keys of the steps this run replayed or recorded so far."""
+        return frozenset(self._visited)
+
+    def add_taken(self, keys: Iterable[str], *, replayed: int = 0) -> None:
+        """Count steps another process replayed for this run (see :func:`join_run`) as
+        taken here: their records are then not "recorded steps never taken" at the end."""
+        self._visited.update(keys)
+        self.replayed += replayed
+
+    def records_under(self, key: str) -> list[StepRecord]:
+        """The records of the call *key* and of the steps taken in it (what a process
+        joining the run for that call needs, see :func:`join_run`)."""
+        prefix = f"{key}/"
+        return [r for k, r in self._records.items() if k == key or k.startswith(prefix)]
+
+    async def put_record(self, record: StepRecord) -> None:
+        """Write *record*, made by a process that joined the run for one call, with this
+        run's store (its owner's) and the next of this run's sequence numbers; durable when
+        this returns, as the run's own records are.
+
+        :raises DurableRunError: when the store fails or the payload is not JSON data.
+        """
+        await self._write(
+            record.key, record.kind, record.status, record.fingerprint, record.payload
+        )
+
+    async def record_snapshot(self, name: str, state: Any) -> None:
+        """Record *state* (JSON data) as the latest state of the agent *name*, under
+        ``"snapshot:<name>"`` (one record per agent, replaced each time). A snapshot is no
+        step: it is never replayed, and not taking it again is no divergence.
+
+        :raises DurableRunError: when *state* is not JSON data.
+        """
+        key = f"snapshot:{_escape(name)}"
+        await self._write(key, "snapshot", "done", "", state, count=False)
+
+    def snapshot(self, name: str) -> Any:
+        """The state last recorded by :meth:`record_snapshot` for the agent *name* (by this
+        process or an earlier one), or ``None``."""
+        record = self._records.get(f"snapshot:{_escape(name)}")
+        return None if record is None else record.payload
 
     async def _interrupt(self, frame: _Frame) -> None:
         """Replay the interrupt of *frame*'s call here: the step about to run had not finished
@@ -411,7 +489,7 @@ class _Calls:
         self, call: _intercept.Call, proceed: Callable[[tuple[Any, ...], dict[str, Any]], Any]
     ) -> Any:
         frame = _FRAME.get()
-        if frame is None:
+        if frame is None or frame.claim(call.obj):
             return await proceed(call.args, call.kwargs)
         run = frame.run
         agent = call.obj
@@ -514,7 +592,7 @@ class _Observations:
         self, call: _intercept.Call, proceed: Callable[[tuple[Any, ...], dict[str, Any]], Any]
     ) -> Any:
         frame = _FRAME.get()
-        if frame is None:
+        if frame is None or frame.claim(call.obj):
             return await proceed(call.args, call.kwargs)
         run = frame.run
         key = frame.child(f"observe:{run._agent_name(call.obj)}")
@@ -715,6 +793,51 @@ def _deactivate() -> None:
     if _open_runs == 0:
         for kind, interceptor in _INTERCEPTORS:
             _intercept.unregister(kind, interceptor)
+
+
+@asynccontextmanager
+async def join_run(
+    store: RunStore,
+    run_id: str,
+    key: str,
+    records: Iterable[StepRecord] | None = None,
+    *,
+    user_id: str = "",
+) -> AsyncIterator[DurableRun]:
+    """Take part, in this process, in one agent call (or observation) of the run *run_id*,
+    which another process owns: the call of an agent on an agent host, made there through
+    its proxy.
+
+    Inside the block, the first agent call or observation the calling task makes *is* the
+    call *key* (it gets no key of its own): the steps it takes are written with *store*'s
+    ``put_step`` under *key* (``"Alice#3/chat#1"``), or replayed from *records*, exactly as
+    they would be in the owning process, which records the call itself. The run is not
+    acquired: *store* is typically a relay to the owner (:meth:`DurableRun.put_record`),
+    as a store writes only to runs it owns.
+
+    :param store: where the steps are written.
+    :param key: the call's key (:func:`current_step_key` inside the call, in the owner).
+    :param records: the run's records of the call (:meth:`DurableRun.records_under` in the
+        owner); ``None``: read from *store* (``load_steps``).
+    :raises DurableRunError: when *key* is empty, or the store cannot be read.
+    """
+    if not key:
+        raise DurableRunError("join_run needs the key of an agent call of the run")
+    run = DurableRun(run_id, store, user_id=user_id)
+    if records is None:
+        records = await run.store.load_steps(user_id, run_id)
+    run._load(list(records))
+    frame = _Frame(run, key, record=run._records.get(key))
+    frame.joined = True
+    run._open = True
+    _activate()
+    token = _FRAME.set(frame)
+    try:
+        yield run
+    finally:
+        _FRAME.reset(token)
+        run._open = False
+        _deactivate()
 
 
 def durable_run(

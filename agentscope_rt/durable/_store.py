@@ -37,7 +37,7 @@ __all__ = [
     "run_digest",
 ]
 
-StepKind = Literal["call", "chat", "embed", "tool", "step"]
+StepKind = Literal["call", "chat", "embed", "tool", "step", "snapshot"]
 StepStatus = Literal["done", "interrupted", "started", "partial"]
 """``done``: finished with its result; ``interrupted``: an agent's call that ended
 interrupted; ``started``: a tool call that began and whose end was never recorded (it may or

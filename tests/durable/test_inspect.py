@@ -269,3 +269,16 @@ async def test_a_tool_cut_off_by_cancelling_the_run_is_reported_as_started(
     assert report.where_stopped is not None
     assert [row.key for row in report.where_stopped.tools_started] == ["Alice#1/tool:Alice-2#1"]
     assert [call.key for call in report.where_stopped.in_flight] == ["Alice#1"]
+
+
+async def test_an_agent_state_recorded_for_a_host_is_shown_as_that_agents(tmp_path: Path) -> None:
+    store = SQLiteRunStore(tmp_path / "runs.db")
+    try:
+        async with durable_run("hosted", store) as run:
+            await run.record_snapshot("Ada/2", {"memory": {"content": []}, "name": "Ada/2"})
+        report = await inspect_run(store, "hosted")
+    finally:
+        await store.aclose()
+    (row,) = report.steps
+    assert (row.kind, row.agent) == ("snapshot", "Ada/2")
+    assert row.summary.startswith("the agent's state (")

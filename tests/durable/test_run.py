@@ -358,6 +358,7 @@ async def test_a_memory_that_outlives_the_process_is_refused_on_resume(tmp_path:
         await program(2)
 
 
+@pytest.mark.bare_routes
 async def test_nothing_is_intercepted_outside_a_run(tmp_path: Path) -> None:
     alice = World().agent("Alice")
     async with durable_run("scope", tmp_path / "runs.db"):
