@@ -28,6 +28,7 @@ BENCHMARKS = {
     "rag-large": "bench_rag_large",
     "tracing": "bench_tracing",
     "scale": "bench_scale",
+    "durable": "bench_durable",
 }
 
 

@@ -211,10 +211,12 @@ class PostgresServer:
     :attr:`url` is a SQLAlchemy URL for its ``postgres`` database through psycopg 3.
     """
 
-    def __init__(self, bin_dir: Path | None = None) -> None:
+    def __init__(self, bin_dir: Path | None = None, *, fsync: bool = False) -> None:
         """
         :param bin_dir: the ``bin`` folder of a PostgreSQL build laid out as in the wheel
             (default: the installed wheel's, :func:`postgres_bin_dir`).
+        :param fsync: flush commits to disk as a production server does (a benchmark's
+            figures); off by default, where the tests only need a server to talk to.
         """
         bin_dir = bin_dir if bin_dir is not None else postgres_bin_dir()
         self.port = free_port()
@@ -249,10 +251,7 @@ class PostgresServer:
                 str(self.port),
                 "-k",
                 self.dir,
-                "-c",
-                "fsync=off",
-                "-c",
-                "full_page_writes=off",
+                *([] if fsync else ["-c", "fsync=off", "-c", "full_page_writes=off"]),
             ],
             preexec_fn=demote,
             env=env,
