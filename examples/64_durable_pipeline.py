@@ -172,7 +172,6 @@ def agent(name: str, brain: Callable[..., Any], *tools: Callable[..., ToolRespon
         formatter=OpenAIChatFormatter(),
         toolkit=toolkit,
     )
-    built.set_console_output_enabled(False)
     return built
 
 
