@@ -37,7 +37,7 @@ import os
 import random
 import secrets
 import weakref
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable
 from contextlib import aclosing, asynccontextmanager
 from contextvars import ContextVar
 from typing import Any, TypeVar
@@ -88,7 +88,7 @@ def _escape(name: str) -> str:
 class _Frame:
     """Where a step is taken: the run, and the agent call (or observation) it belongs to."""
 
-    __slots__ = ("agent", "counters", "joined", "key", "pending", "reading", "record", "run")
+    __slots__ = ("agent", "counters", "joined", "key", "pending", "record", "run")
 
     def __init__(
         self, run: DurableRun, key: str, agent: Any = None, record: StepRecord | None = None
@@ -104,10 +104,6 @@ class _Frame:
         self.pending: set[str] = run._children.get(key, set()).copy() if record else set()
         # Opened by join_run: the next call (or observation) enters this frame as it is.
         self.joined = False
-        # The mark a reasoning step made where the agent read its memory, for the model
-        # call that follows; in a call's own frame, the mark its reply ended with (see
-        # DurableRun._mark).
-        self.reading: list[Any] | None = None
 
     def claim(self, agent: Any) -> bool:
         """Whether a call of *agent* is the call this frame was joined for (it then takes
@@ -202,23 +198,6 @@ class DurableRun:
         self._agents: dict[str, weakref.ref[Any]] = {}
         self._token: Any = None
         self._open = False
-        # The order of deliveries (see _mark): what each agent observed since its last mark;
-        # per agent, the marks passed in this execution; and, from the records, when each
-        # recorded delivery arrived: observe key -> (agent, mark, position), and how many
-        # deliveries each mark waits for.
-        self._observed: dict[str, list[str]] = {}
-        self._readings: dict[str, int] = {}
-        self._arrivals: dict[str, tuple[str, int, int]] = {}
-        self._expected: dict[tuple[str, int], int] = {}
-        self._last_mark: dict[str, int] = {}
-        self._unrecorded: dict[str, list[list[Any]]] = {}
-        self._joined = False
-        self._applied: dict[tuple[str, int], int] = {}
-        self._progress: anyio.Event | None = None
-        # Whose reply a delivered message is: reply id -> the key of the call that made it,
-        # while that call broadcasts; and deliveries counted per (call, observer).
-        self._speakers: dict[str, str] = {}
-        self._deliveries: dict[tuple[str, str], int] = {}
 
     def __repr__(self) -> str:
         return (
@@ -263,20 +242,9 @@ class DurableRun:
         self._children, self._last_index, self._visited = {}, {}, set()
         self._calls, self._agents = {}, {}
         self.replayed = self.recorded = 0
-        self._observed, self._readings, self._applied = {}, {}, {}
-        self._arrivals, self._expected, self._last_mark, self._unrecorded = {}, {}, {}, {}
-        self._speakers, self._deliveries = {}, {}
-        self._progress = anyio.Event()
         self._records = {record.key: record for record in records}
         self.resumed = bool(records)
         self._seq = max((record.seq for record in records), default=0)
-        for record in records:
-            payload = record.payload
-            for agent, point, observed in _marks_of(payload):
-                self._expected[(agent, point)] = len(observed)
-                self._last_mark[agent] = max(point, self._last_mark.get(agent, -1))
-                for position, key in enumerate(observed):
-                    self._arrivals[key] = (agent, point, position)
         for key in self._records:
             parent, slash, rest = key.partition("/")
             if slash and "/" not in rest:
@@ -490,101 +458,6 @@ class DurableRun:
         frame.agent.interrupt()
         await anyio.sleep_forever()
 
-    # -- the order of deliveries ----------------------------------------------------------
-    #
-    # What a hub delivers is rebuilt by the replay, but where a delivery lands among the
-    # observer's own doings depends on scheduling when agents reply at once (a fanout inside
-    # a hub): a replayed step takes no time, so a replayed reply would reach the others at
-    # other points of their replies than it did live, and their memories would differ. So
-    # an agent's call, model calls and tool calls mark their beginning and their end (and a
-    # reasoning step where it reads the memory); each mark counts, per agent, and notes the
-    # deliveries the agent observed since its previous mark, and the step records its marks.
-    # On replay a mark waits for the deliveries recorded before it, and a recorded delivery
-    # waits for the mark it came after: every agent sees what it saw, in the same order.
-
-    def _changed(self) -> None:
-        assert self._progress is not None
-        self._progress.set()
-        self._progress = anyio.Event()
-
-    async def _until(self, ready: Callable[[], bool]) -> None:
-        while not ready():
-            assert self._progress is not None
-            await self._progress.wait()
-
-    async def _mark(self, agent: str) -> list[Any] | None:
-        """A mark of *agent* (see above): on replay, wait for the deliveries recorded before
-        it. Returns ``[agent, number, [observe keys since the previous mark]]``, which the
-        step recording it keeps; ``None`` in a process that joined the run for one call
-        (the deliveries are the owner's business)."""
-        if self._joined:
-            return None
-        point = self._readings.get(agent, 0)
-        expected = self._expected.get((agent, point))
-        if expected:
-            await self._until(lambda: self._applied.get((agent, point), 0) >= expected)
-        self._readings[agent] = point + 1
-        observed = self._observed.pop(agent, [])
-        self._changed()
-        return [agent, point, observed]
-
-    async def _after_write(self, frame: _Frame) -> None:
-        """A mark right after a step's record is written: deliveries that landed while the
-        record was being written (the agent was waiting for the store) land, on replay,
-        before the agent goes on with the step's result. Kept with the agent's next
-        record."""
-        for mark in await self._marks_here(frame):
-            self._unrecorded.setdefault(mark[0], []).append(mark)
-
-    def _with_unrecorded(self, frame: _Frame, marks: list[list[Any]]) -> list[list[Any]]:
-        if frame.agent is None:
-            return marks
-        return self._unrecorded.pop(self._agent_name(frame.agent), []) + marks
-
-    async def _marks_here(self, frame: _Frame) -> list[list[Any]]:
-        """A mark of *frame*'s agent, as a list of marks (none at the top of the program)."""
-        if frame.agent is None:
-            return []
-        mark = await self._mark(self._agent_name(frame.agent))
-        return [] if mark is None else [mark]
-
-    async def _deliver(self, agent: str, key: str, proceed: Callable[[], Any]) -> Any:
-        """Let the delivery *key* to *agent* land where it did when it was recorded (at
-        once when it was not), and note it for the agent's next mark."""
-        arrival = self._arrivals.get(key)
-        if arrival is not None:
-            _, point, position = arrival
-            await self._until(
-                lambda: (
-                    self._readings.get(agent, 0) == point
-                    and self._applied.get((agent, point), 0) == position
-                )
-            )
-        elif agent in self._last_mark:
-            # Not recorded: it came after the agent's last recorded mark.
-            last = self._last_mark[agent]
-            await self._until(lambda: self._readings.get(agent, 0) > last)
-        # Counted as it starts, as it was noted live: what the observer does while
-        # observing (a model call) makes marks that come after it.
-        self._observed.setdefault(agent, []).append(key)
-        if arrival is not None:
-            self._applied[(agent, point)] = position + 1
-            self._changed()
-        return await proceed()
-
-    def _delivery_key(self, observer: str, msg: Any) -> str:
-        """The key of a delivery of *msg* to *observer*: under the call whose reply it is
-        (``"Alice#3/observe:Bob#1"``), whichever task delivers it (a hub may hand it over
-        from the speaker's task, a delivery task or another member's); a message that is
-        no reply (an announcement) at the top of the program (``"observe:Bob#2"``)."""
-        reply_id = msg.invocation_id if isinstance(msg, Msg) else None
-        where = self._speakers.get(reply_id, "") if reply_id else ""
-        number = self._deliveries[(where, observer)] = (
-            self._deliveries.get((where, observer), 0) + 1
-        )
-        label = f"observe:{observer}#{number}"
-        return f"{where}/{label}" if where else label
-
     def _agent_name(self, agent: Any) -> str:
         name = agent.name
         known = self._agents.get(name)
@@ -627,8 +500,6 @@ class _Calls:
         record = run._replay(key, "call", print_, frame)
         if record is None and frame.interrupted:
             await run._interrupt(frame)
-        # After the mark: deliveries recorded before the call have landed then.
-        marks = [mark] if (mark := await run._mark(name)) is not None else []
         memory_size = await _memory_size(agent) if number == 1 else None
         if record is not None and number == 1:
             _check_first_memory(run, key, record, memory_size)
@@ -638,18 +509,11 @@ class _Calls:
             result = await proceed(call.args, call.kwargs)
         finally:
             _FRAME.reset(token)
-            run._speakers.pop(str(getattr(agent, "reply_id", "")), None)
-        if inner.reading is not None:
-            marks.append(inner.reading)
         interrupted = getattr(agent, "generate_reason", None) == GenerateReason.INTERRUPTED
         reply_print = fingerprint(result)
         status = "interrupted" if interrupted else "done"
         if record is None:
-            payload = {
-                "reply": _reply_payload(result),
-                "reply_fingerprint": reply_print,
-                "marks": run._with_unrecorded(inner, marks),
-            }
+            payload = {"reply": _reply_payload(result), "reply_fingerprint": reply_print}
             if memory_size is not None:
                 payload["memory_size"] = memory_size
             await run._write(key, "call", status, print_, payload)
@@ -702,28 +566,18 @@ class _Replies:
     ) -> Any:
         frame = _FRAME.get()
         agent = call.obj
-        if frame is None or frame.agent is not agent:
+        if frame is None or frame.record is None or frame.agent is not agent:
             return await proceed(call.args, call.kwargs)
-        reply_id = getattr(agent, "reply_id", None)
-        if isinstance(reply_id, str):
-            # Until the call ends (see _Calls): its broadcast is delivered meanwhile.
-            frame.run._speakers[reply_id] = frame.key
         record = frame.record
-        run = frame.run
-        if record is not None and getattr(type(agent), "replay_from_record", False):
-            run._visited.update(frame.pending)
+        if getattr(type(agent), "replay_from_record", False):
+            frame.run._visited.update(frame.pending)
             frame.pending.clear()
             if record.status == "interrupted":
-                await run._interrupt(frame)
+                await frame.run._interrupt(frame)
             reply = record.payload["reply"]
-            result = Msg.from_dict(reply) if isinstance(reply, dict) else reply
-        else:
-            result = await proceed(call.args, call.kwargs)
-        # The call's closing mark is the reply's end, before the broadcast: a hub may hand
-        # this agent what others said from its own task while it broadcasts, and those
-        # deliveries come after the mark (an interrupted reply makes none, live or replayed).
-        frame.reading = await run._mark(run._agent_name(agent))
-        if record is not None and record.status == "interrupted":
+            return Msg.from_dict(reply) if isinstance(reply, dict) else reply
+        result = await proceed(call.args, call.kwargs)
+        if record.status == "interrupted":
             agent.interrupt()
         return result
 
@@ -741,11 +595,10 @@ class _Observations:
         if frame is None or frame.claim(call.obj):
             return await proceed(call.args, call.kwargs)
         run = frame.run
-        name = run._agent_name(call.obj)
-        key = run._delivery_key(name, call.args[0] if call.args else call.kwargs.get("msg"))
+        key = frame.child(f"observe:{run._agent_name(call.obj)}")
         token = _FRAME.set(_Frame(run, key, call.obj))
         try:
-            return await run._deliver(name, key, lambda: proceed(call.args, call.kwargs))
+            return await proceed(call.args, call.kwargs)
         finally:
             _FRAME.reset(token)
 
@@ -760,43 +613,8 @@ def _model_step(
     return run, key, print_, run._replay(key, kind, print_, frame)
 
 
-def _chat_payload(response: ChatResponse, stream: bool, marks: list[Any]) -> dict[str, Any]:
-    return {"stream": stream, "response": unstructure(response), "marks": marks}
-
-
-def _marks_of(payload: Any) -> list[list[Any]]:
-    marks = payload.get("marks") if isinstance(payload, dict) else None
-    return marks if isinstance(marks, list) else []
-
-
-async def _begin_model_call(frame: _Frame) -> list[list[Any]]:
-    """The marks a model call begins with: the one its reasoning step made where the agent
-    read its memory, else one made now (an agent calling its model from ``reply``)."""
-    reading = frame.reading
-    if reading is not None:
-        frame.reading = None
-        return [reading]
-    return await frame.run._marks_here(frame)
-
-
-class _Reasonings:
-    """A ReAct agent's reasoning step reads its memory before its model call: the reading
-    point of that call is taken here."""
-
-    def __repr__(self) -> str:
-        return "<durable runs: reasoning steps>"
-
-    async def intercept(
-        self, call: _intercept.Call, proceed: Callable[[tuple[Any, ...], dict[str, Any]], Any]
-    ) -> Any:
-        frame = _FRAME.get()
-        if frame is None or frame.agent is not call.obj:
-            return await proceed(call.args, call.kwargs)
-        frame.reading = await frame.run._mark(frame.run._agent_name(call.obj))
-        try:
-            return await proceed(call.args, call.kwargs)
-        finally:
-            frame.reading = None
+def _chat_payload(response: ChatResponse, stream: bool) -> dict[str, Any]:
+    return {"stream": stream, "response": unstructure(response)}
 
 
 class _Chats:
@@ -811,14 +629,11 @@ class _Chats:
         frame = _FRAME.get()
         if frame is None:
             return await proceed(call.args, call.kwargs)
-        marks = await _begin_model_call(frame)
         run, key, print_, record = _model_step(frame, "chat", call)
         if record is not None and record.status == "done":
             response: ChatResponse = structure(
                 record.payload["response"], ChatResponse, what="chat record"
             )
-            await run._marks_here(frame)
-            await run._after_write(frame)
             return _one_chunk(response) if record.payload["stream"] else response
         if frame.interrupted:
             if record is not None and record.status == "partial":
@@ -829,22 +644,18 @@ class _Chats:
             await run._interrupt(frame)
         result = await proceed(call.args, call.kwargs)
         if isinstance(result, ChatResponse):
-            marks += await run._marks_here(frame)
-            marks = run._with_unrecorded(frame, marks)
-            await run._write(key, "chat", "done", print_, _chat_payload(result, False, marks))
-            await run._after_write(frame)
+            await run._write(key, "chat", "done", print_, _chat_payload(result, False))
             return result
-
-        async def write(chunk: ChatResponse, complete: bool) -> None:
-            # A stream cut off part-way ends with no mark, as its replay does.
-            ends = await run._marks_here(frame) if complete else []
-            status = "done" if complete else "partial"
-            kept = run._with_unrecorded(frame, marks + ends)
-            await run._write(key, "chat", status, print_, _chat_payload(chunk, True, kept))
-            if complete:
-                await run._after_write(frame)
-
-        return _recorded_chunks(result, write=write, keep_cut_off=True)
+        return _recorded_chunks(
+            run,
+            key,
+            print_,
+            result,
+            kind="chat",
+            payload=lambda chunk: _chat_payload(chunk, True),
+            status=lambda chunk: "done",
+            keep_cut_off=True,
+        )
 
 
 async def _one_chunk(response: ChatResponse) -> AsyncGenerator[ChatResponse, None]:
@@ -859,15 +670,20 @@ async def _chunk_then_interrupt(
 
 
 async def _recorded_chunks(
+    run: DurableRun,
+    key: str,
+    print_: str,
     stream: AsyncGenerator[Any, None],
     *,
-    write: Callable[[Any, bool], Awaitable[None]],
+    kind: str,
+    payload: Callable[[Any], Any],
+    status: Callable[[Any], str],
     keep_cut_off: bool,
 ) -> AsyncGenerator[Any, None]:
     """*stream* (cumulative chunks: a model's answer, a tool's result), its final chunk
-    recorded with ``write(chunk, True)`` before it is handed on (the last one, when none
-    says it is final). With *keep_cut_off*, a stream closed part-way (an interrupt) records
-    what arrived with ``write(chunk, False)``."""
+    recorded before it is handed on (the last one, when none says it is). With
+    *keep_cut_off*, a stream closed part-way (an interrupt) records what arrived as
+    ``partial``."""
     last: Any = None
     recorded = False
     try:
@@ -875,15 +691,15 @@ async def _recorded_chunks(
             async for chunk in chunks:
                 last = chunk
                 if chunk.is_last and not recorded:
-                    await write(chunk, True)
+                    await run._write(key, kind, status(chunk), print_, payload(chunk))
                     recorded = True
                 yield chunk
         if not recorded and last is not None:
-            await write(last, True)
+            await run._write(key, kind, status(last), print_, payload(last))
             recorded = True
     finally:
         if keep_cut_off and not recorded and last is not None:
-            await write(last, False)
+            await run._write(key, kind, "partial", print_, payload(last))
 
 
 class _Embeddings:
@@ -941,29 +757,20 @@ async def _tool_stream(
     frame: _Frame, call_id: str, tool_call: Any, start: Callable[[], Any]
 ) -> AsyncGenerator[ToolResponse, None]:
     run = frame.run
-    marks = await run._marks_here(frame)
     key = frame.tool(call_id)
     print_ = fingerprint(["tool", tool_call.name, tool_call.input])
     record = run._replay(key, "tool", print_, frame)
-
-    async def write(response: ToolResponse, complete: bool = True) -> None:
-        ends = await run._marks_here(frame)
-        payload = {**unstructure(response), "marks": run._with_unrecorded(frame, marks + ends)}
-        await run._write(key, "tool", _tool_status(response), print_, payload)
-        await run._after_write(frame)
-
-    if record is not None and (
-        record.status == "done" or (frame.interrupted and record.status == "partial")
-    ):
-        await run._marks_here(frame)
-        await run._after_write(frame)
+    if record is not None and record.status == "done":
         yield structure(record.payload, ToolResponse, what="tool record")
         return
     if frame.interrupted:
+        if record is not None and record.status == "partial":
+            yield structure(record.payload, ToolResponse, what="tool record")
+            return
         await run._interrupt(frame)
     if record is not None:  # started (or cut off), never ended: it may have taken effect
         response = ToolResponse(content=[TextBlock(text=CUT_OFF_TEXT)])
-        await write(response)
+        await run._write(key, "tool", "done", print_, unstructure(response))
         yield response
         return
     await run._write(key, "tool", "started", print_, None)
@@ -972,7 +779,16 @@ async def _tool_stream(
         stream = await stream
     # No partial record when the stream is dropped part-way: the call stays started, so it
     # is cut off on resume (it may have taken effect).
-    chunks = _recorded_chunks(stream, write=write, keep_cut_off=False)
+    chunks = _recorded_chunks(
+        run,
+        key,
+        print_,
+        stream,
+        kind="tool",
+        payload=unstructure,
+        status=_tool_status,
+        keep_cut_off=False,
+    )
     async with aclosing(chunks):
         async for chunk in chunks:
             yield chunk
@@ -982,7 +798,6 @@ _INTERCEPTORS: tuple[tuple[str, Any], ...] = (
     ("call", _Calls()),
     ("reply", _Replies()),
     ("observe", _Observations()),
-    ("reasoning", _Reasonings()),
     ("chat", _Chats()),
     ("embed", _Embeddings()),
     ("tool", _Tools()),
@@ -1038,7 +853,6 @@ async def join_run(
     if records is None:
         records = await run.store.load_steps(user_id, run_id)
     run._load(list(records))
-    run._joined = True
     frame = _Frame(run, key, record=run._records.get(key))
     frame.joined = True
     run._open = True
