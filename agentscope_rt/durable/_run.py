@@ -37,7 +37,7 @@ import os
 import random
 import secrets
 import weakref
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import aclosing, asynccontextmanager
 from contextvars import ContextVar
 from typing import Any, TypeVar
@@ -88,7 +88,7 @@ def _escape(name: str) -> str:
 class _Frame:
     """Where a step is taken: the run, and the agent call (or observation) it belongs to."""
 
-    __slots__ = ("agent", "counters", "joined", "key", "pending", "record", "run")
+    __slots__ = ("agent", "counters", "joined", "key", "pending", "reading", "record", "run")
 
     def __init__(
         self, run: DurableRun, key: str, agent: Any = None, record: StepRecord | None = None
@@ -104,6 +104,9 @@ class _Frame:
         self.pending: set[str] = run._children.get(key, set()).copy() if record else set()
         # Opened by join_run: the next call (or observation) enters this frame as it is.
         self.joined = False
+        # Whether a reasoning step made the mark of the model call that follows (where the
+        # agent read its memory; see DurableRun._mark).
+        self.reading = False
 
     def claim(self, agent: Any) -> bool:
         """Whether a call of *agent* is the call this frame was joined for (it then takes
@@ -198,6 +201,23 @@ class DurableRun:
         self._agents: dict[str, weakref.ref[Any]] = {}
         self._token: Any = None
         self._open = False
+        # The order of deliveries (see _mark): what each agent observed since its last mark;
+        # per agent, the marks passed in this execution; and, from the records, when each
+        # recorded delivery arrived: observe key -> (agent, mark, position), and how many
+        # deliveries each mark waits for.
+        self._observed: dict[str, list[str]] = {}
+        self._readings: dict[str, int] = {}
+        self._arrivals: dict[str, tuple[str, int, int]] = {}
+        self._expected: dict[tuple[str, int], int] = {}
+        self._last_mark: dict[str, int] = {}
+        self._unrecorded: dict[str, list[list[Any]]] = {}
+        self._joined = False
+        self._applied: dict[tuple[str, int], int] = {}
+        self._progress: anyio.Event | None = None
+        # Whose reply a delivered message is: reply id -> the key of the call that made it,
+        # while that call broadcasts; and deliveries counted per (call, observer).
+        self._speakers: dict[str, str] = {}
+        self._deliveries: dict[tuple[str, str], int] = {}
 
     def __repr__(self) -> str:
         return (
@@ -242,9 +262,20 @@ class DurableRun:
         self._children, self._last_index, self._visited = {}, {}, set()
         self._calls, self._agents = {}, {}
         self.replayed = self.recorded = 0
+        self._observed, self._readings, self._applied = {}, {}, {}
+        self._arrivals, self._expected, self._last_mark, self._unrecorded = {}, {}, {}, {}
+        self._speakers, self._deliveries = {}, {}
+        self._progress = anyio.Event()
         self._records = {record.key: record for record in records}
         self.resumed = bool(records)
         self._seq = max((record.seq for record in records), default=0)
+        for record in records:
+            payload = record.payload
+            for agent, point, observed in _marks_of(payload):
+                self._expected[(agent, point)] = len(observed)
+                self._last_mark[agent] = max(point, self._last_mark.get(agent, -1))
+                for position, key in enumerate(observed):
+                    self._arrivals[key] = (agent, point, position)
         for key in self._records:
             parent, slash, rest = key.partition("/")
             if slash and "/" not in rest:
@@ -458,6 +489,94 @@ class DurableRun:
         frame.agent.interrupt()
         await anyio.sleep_forever()
 
+    # -- the order of deliveries ----------------------------------------------------------
+    #
+    # What a hub delivers is rebuilt by the replay, but where a delivery lands among the
+    # observer's own doings depends on scheduling when agents reply at once (a fanout inside
+    # a hub): a replayed step takes no time, so a replayed reply would reach the others at
+    # other points of their replies than it did live, and their memories would differ. So
+    # an agent's call, model calls and tool calls mark their beginning and their end (and a
+    # reasoning step where it reads the memory); each mark counts, per agent, and notes the
+    # deliveries the agent observed since its previous mark, and the step records its marks.
+    # On replay a mark waits for the deliveries recorded before it, and a recorded delivery
+    # waits for the mark it came after: every agent sees what it saw, in the same order.
+
+    def _changed(self) -> None:
+        assert self._progress is not None
+        self._progress.set()
+        self._progress = anyio.Event()
+
+    async def _until(self, ready: Callable[[], bool]) -> None:
+        while not ready():
+            assert self._progress is not None
+            await self._progress.wait()
+
+    async def _mark(self, agent: str) -> None:
+        """A mark of *agent* (see above): on replay, wait for the deliveries recorded before
+        it. The mark (``[agent, number, [observe keys since the previous mark]]``) is kept
+        with the agent's next record, whatever step writes it: the marks recorded are then
+        always the first ones of the agent, and a delivery that no recorded mark lists came
+        after them all. Nothing in a process that joined the run for one call (the
+        deliveries are the owner's business)."""
+        if self._joined:
+            return
+        point = self._readings.get(agent, 0)
+        expected = self._expected.get((agent, point))
+        if expected:
+            await self._until(lambda: self._applied.get((agent, point), 0) >= expected)
+        self._readings[agent] = point + 1
+        observed = self._observed.pop(agent, [])
+        self._unrecorded.setdefault(agent, []).append([agent, point, observed])
+        self._changed()
+
+    async def _marks_here(self, frame: _Frame) -> None:
+        """A mark of *frame*'s agent (none at the top of the program)."""
+        if frame.agent is not None:
+            await self._mark(self._agent_name(frame.agent))
+
+    def _take_marks(self, frame: _Frame) -> list[list[Any]]:
+        """The marks of *frame*'s agent not recorded yet, for the record being written."""
+        if frame.agent is None:
+            return []
+        return self._unrecorded.pop(self._agent_name(frame.agent), [])
+
+    async def _deliver(self, agent: str, key: str, proceed: Callable[[], Any]) -> Any:
+        """Let the delivery *key* to *agent* land where it did when it was recorded (at
+        once when it was not), and note it for the agent's next mark."""
+        arrival = self._arrivals.get(key)
+        if arrival is not None:
+            _, point, position = arrival
+            await self._until(
+                lambda: (
+                    self._readings.get(agent, 0) == point
+                    and self._applied.get((agent, point), 0) == position
+                )
+            )
+        elif agent in self._last_mark:
+            # Not recorded: it came after the agent's last recorded mark.
+            last = self._last_mark[agent]
+            await self._until(lambda: self._readings.get(agent, 0) > last)
+        # Counted as it starts, as it was noted live: what the observer does while
+        # observing (a model call) makes marks that come after it.
+        self._observed.setdefault(agent, []).append(key)
+        if arrival is not None:
+            self._applied[(agent, point)] = position + 1
+            self._changed()
+        return await proceed()
+
+    def _delivery_key(self, observer: str, msg: Any) -> str:
+        """The key of a delivery of *msg* to *observer*: under the call whose reply it is
+        (``"Alice#3/observe:Bob#1"``), whichever task delivers it (a hub may hand it over
+        from the speaker's task, a delivery task or another member's); a message that is
+        no reply (an announcement) at the top of the program (``"observe:Bob#2"``)."""
+        reply_id = msg.invocation_id if isinstance(msg, Msg) else None
+        where = self._speakers.get(reply_id, "") if reply_id else ""
+        number = self._deliveries[(where, observer)] = (
+            self._deliveries.get((where, observer), 0) + 1
+        )
+        label = f"observe:{observer}#{number}"
+        return f"{where}/{label}" if where else label
+
     def _agent_name(self, agent: Any) -> str:
         name = agent.name
         known = self._agents.get(name)
@@ -500,6 +619,8 @@ class _Calls:
         record = run._replay(key, "call", print_, frame)
         if record is None and frame.interrupted:
             await run._interrupt(frame)
+        # After the mark: deliveries recorded before the call have landed then.
+        await run._mark(name)
         memory_size = await _memory_size(agent) if number == 1 else None
         if record is not None and number == 1:
             _check_first_memory(run, key, record, memory_size)
@@ -509,11 +630,16 @@ class _Calls:
             result = await proceed(call.args, call.kwargs)
         finally:
             _FRAME.reset(token)
+            run._speakers.pop(str(getattr(agent, "reply_id", "")), None)
         interrupted = getattr(agent, "generate_reason", None) == GenerateReason.INTERRUPTED
         reply_print = fingerprint(result)
         status = "interrupted" if interrupted else "done"
         if record is None:
-            payload = {"reply": _reply_payload(result), "reply_fingerprint": reply_print}
+            payload = {
+                "reply": _reply_payload(result),
+                "reply_fingerprint": reply_print,
+                "marks": run._take_marks(inner),
+            }
             if memory_size is not None:
                 payload["memory_size"] = memory_size
             await run._write(key, "call", status, print_, payload)
@@ -566,18 +692,28 @@ class _Replies:
     ) -> Any:
         frame = _FRAME.get()
         agent = call.obj
-        if frame is None or frame.record is None or frame.agent is not agent:
+        if frame is None or frame.agent is not agent:
             return await proceed(call.args, call.kwargs)
+        reply_id = getattr(agent, "reply_id", None)
+        if isinstance(reply_id, str):
+            # Until the call ends (see _Calls): its broadcast is delivered meanwhile.
+            frame.run._speakers[reply_id] = frame.key
         record = frame.record
-        if getattr(type(agent), "replay_from_record", False):
-            frame.run._visited.update(frame.pending)
+        run = frame.run
+        if record is not None and getattr(type(agent), "replay_from_record", False):
+            run._visited.update(frame.pending)
             frame.pending.clear()
             if record.status == "interrupted":
-                await frame.run._interrupt(frame)
+                await run._interrupt(frame)
             reply = record.payload["reply"]
-            return Msg.from_dict(reply) if isinstance(reply, dict) else reply
-        result = await proceed(call.args, call.kwargs)
-        if record.status == "interrupted":
+            result = Msg.from_dict(reply) if isinstance(reply, dict) else reply
+        else:
+            result = await proceed(call.args, call.kwargs)
+        # The call's closing mark is the reply's end, before the broadcast: a hub may hand
+        # this agent what others said from its own task while it broadcasts, and those
+        # deliveries come after the mark (an interrupted reply makes none, live or replayed).
+        await run._mark(run._agent_name(agent))
+        if record is not None and record.status == "interrupted":
             agent.interrupt()
         return result
 
@@ -595,10 +731,11 @@ class _Observations:
         if frame is None or frame.claim(call.obj):
             return await proceed(call.args, call.kwargs)
         run = frame.run
-        key = frame.child(f"observe:{run._agent_name(call.obj)}")
+        name = run._agent_name(call.obj)
+        key = run._delivery_key(name, call.args[0] if call.args else call.kwargs.get("msg"))
         token = _FRAME.set(_Frame(run, key, call.obj))
         try:
-            return await proceed(call.args, call.kwargs)
+            return await run._deliver(name, key, lambda: proceed(call.args, call.kwargs))
         finally:
             _FRAME.reset(token)
 
@@ -613,8 +750,43 @@ def _model_step(
     return run, key, print_, run._replay(key, kind, print_, frame)
 
 
-def _chat_payload(response: ChatResponse, stream: bool) -> dict[str, Any]:
-    return {"stream": stream, "response": unstructure(response)}
+def _chat_payload(response: ChatResponse, stream: bool, marks: list[Any]) -> dict[str, Any]:
+    return {"stream": stream, "response": unstructure(response), "marks": marks}
+
+
+def _marks_of(payload: Any) -> list[list[Any]]:
+    marks = payload.get("marks") if isinstance(payload, dict) else None
+    return marks if isinstance(marks, list) else []
+
+
+async def _begin_model_call(frame: _Frame) -> None:
+    """The mark a model call begins with: the one its reasoning step made where the agent
+    read its memory, else one made now (an agent calling its model from ``reply``)."""
+    if frame.reading:
+        frame.reading = False
+        return
+    await frame.run._marks_here(frame)
+
+
+class _Reasonings:
+    """A ReAct agent's reasoning step reads its memory before its model call: the reading
+    point of that call is taken here."""
+
+    def __repr__(self) -> str:
+        return "<durable runs: reasoning steps>"
+
+    async def intercept(
+        self, call: _intercept.Call, proceed: Callable[[tuple[Any, ...], dict[str, Any]], Any]
+    ) -> Any:
+        frame = _FRAME.get()
+        if frame is None or frame.agent is not call.obj:
+            return await proceed(call.args, call.kwargs)
+        await frame.run._mark(frame.run._agent_name(call.obj))
+        frame.reading = True
+        try:
+            return await proceed(call.args, call.kwargs)
+        finally:
+            frame.reading = False
 
 
 class _Chats:
@@ -629,11 +801,14 @@ class _Chats:
         frame = _FRAME.get()
         if frame is None:
             return await proceed(call.args, call.kwargs)
+        await _begin_model_call(frame)
         run, key, print_, record = _model_step(frame, "chat", call)
         if record is not None and record.status == "done":
             response: ChatResponse = structure(
                 record.payload["response"], ChatResponse, what="chat record"
             )
+            await run._marks_here(frame)  # its end
+            await run._marks_here(frame)  # after its record was written
             return _one_chunk(response) if record.payload["stream"] else response
         if frame.interrupted:
             if record is not None and record.status == "partial":
@@ -644,18 +819,23 @@ class _Chats:
             await run._interrupt(frame)
         result = await proceed(call.args, call.kwargs)
         if isinstance(result, ChatResponse):
-            await run._write(key, "chat", "done", print_, _chat_payload(result, False))
+            await run._marks_here(frame)
+            payload = _chat_payload(result, False, run._take_marks(frame))
+            await run._write(key, "chat", "done", print_, payload)
+            await run._marks_here(frame)
             return result
-        return _recorded_chunks(
-            run,
-            key,
-            print_,
-            result,
-            kind="chat",
-            payload=lambda chunk: _chat_payload(chunk, True),
-            status=lambda chunk: "done",
-            keep_cut_off=True,
-        )
+
+        async def write(chunk: ChatResponse, complete: bool) -> None:
+            # A stream cut off part-way ends with no mark, as its replay does.
+            if complete:
+                await run._marks_here(frame)
+            status = "done" if complete else "partial"
+            payload = _chat_payload(chunk, True, run._take_marks(frame))
+            await run._write(key, "chat", status, print_, payload)
+            if complete:
+                await run._marks_here(frame)
+
+        return _recorded_chunks(result, write=write, keep_cut_off=True)
 
 
 async def _one_chunk(response: ChatResponse) -> AsyncGenerator[ChatResponse, None]:
@@ -670,20 +850,15 @@ async def _chunk_then_interrupt(
 
 
 async def _recorded_chunks(
-    run: DurableRun,
-    key: str,
-    print_: str,
     stream: AsyncGenerator[Any, None],
     *,
-    kind: str,
-    payload: Callable[[Any], Any],
-    status: Callable[[Any], str],
+    write: Callable[[Any, bool], Awaitable[None]],
     keep_cut_off: bool,
 ) -> AsyncGenerator[Any, None]:
     """*stream* (cumulative chunks: a model's answer, a tool's result), its final chunk
-    recorded before it is handed on (the last one, when none says it is). With
-    *keep_cut_off*, a stream closed part-way (an interrupt) records what arrived as
-    ``partial``."""
+    recorded with ``write(chunk, True)`` before it is handed on (the last one, when none
+    says it is final). With *keep_cut_off*, a stream closed part-way (an interrupt) records
+    what arrived with ``write(chunk, False)``."""
     last: Any = None
     recorded = False
     try:
@@ -691,15 +866,15 @@ async def _recorded_chunks(
             async for chunk in chunks:
                 last = chunk
                 if chunk.is_last and not recorded:
-                    await run._write(key, kind, status(chunk), print_, payload(chunk))
+                    await write(chunk, True)
                     recorded = True
                 yield chunk
         if not recorded and last is not None:
-            await run._write(key, kind, status(last), print_, payload(last))
+            await write(last, True)
             recorded = True
     finally:
         if keep_cut_off and not recorded and last is not None:
-            await run._write(key, kind, "partial", print_, payload(last))
+            await write(last, False)
 
 
 class _Embeddings:
@@ -757,20 +932,29 @@ async def _tool_stream(
     frame: _Frame, call_id: str, tool_call: Any, start: Callable[[], Any]
 ) -> AsyncGenerator[ToolResponse, None]:
     run = frame.run
+    await run._marks_here(frame)
     key = frame.tool(call_id)
     print_ = fingerprint(["tool", tool_call.name, tool_call.input])
     record = run._replay(key, "tool", print_, frame)
-    if record is not None and record.status == "done":
+
+    async def write(response: ToolResponse, complete: bool = True) -> None:
+        await run._marks_here(frame)
+        payload = {**unstructure(response), "marks": run._take_marks(frame)}
+        await run._write(key, "tool", _tool_status(response), print_, payload)
+        await run._marks_here(frame)
+
+    if record is not None and (
+        record.status == "done" or (frame.interrupted and record.status == "partial")
+    ):
+        await run._marks_here(frame)  # its end
+        await run._marks_here(frame)  # after its record was written
         yield structure(record.payload, ToolResponse, what="tool record")
         return
     if frame.interrupted:
-        if record is not None and record.status == "partial":
-            yield structure(record.payload, ToolResponse, what="tool record")
-            return
         await run._interrupt(frame)
     if record is not None:  # started (or cut off), never ended: it may have taken effect
         response = ToolResponse(content=[TextBlock(text=CUT_OFF_TEXT)])
-        await run._write(key, "tool", "done", print_, unstructure(response))
+        await write(response)
         yield response
         return
     await run._write(key, "tool", "started", print_, None)
@@ -779,16 +963,7 @@ async def _tool_stream(
         stream = await stream
     # No partial record when the stream is dropped part-way: the call stays started, so it
     # is cut off on resume (it may have taken effect).
-    chunks = _recorded_chunks(
-        run,
-        key,
-        print_,
-        stream,
-        kind="tool",
-        payload=unstructure,
-        status=_tool_status,
-        keep_cut_off=False,
-    )
+    chunks = _recorded_chunks(stream, write=write, keep_cut_off=False)
     async with aclosing(chunks):
         async for chunk in chunks:
             yield chunk
@@ -798,6 +973,7 @@ _INTERCEPTORS: tuple[tuple[str, Any], ...] = (
     ("call", _Calls()),
     ("reply", _Replies()),
     ("observe", _Observations()),
+    ("reasoning", _Reasonings()),
     ("chat", _Chats()),
     ("embed", _Embeddings()),
     ("tool", _Tools()),
@@ -853,6 +1029,7 @@ async def join_run(
     if records is None:
         records = await run.store.load_steps(user_id, run_id)
     run._load(list(records))
+    run._joined = True
     frame = _Frame(run, key, record=run._records.get(key))
     frame.joined = True
     run._open = True
