@@ -4,6 +4,7 @@ hooks around it all."""
 
 from __future__ import annotations
 
+import random
 from collections.abc import AsyncGenerator
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from agentscope_rt.durable import SQLiteRunStore, durable_run
 from agentscope_rt.formatter import OpenAIChatFormatter
 from agentscope_rt.message import Msg, TextBlock, ToolUseBlock
 from agentscope_rt.model import ChatModelBase, ChatResponse, FunctionChatModel
-from agentscope_rt.pipeline import MsgHub
+from agentscope_rt.pipeline import MsgHub, fanout_pipeline
 from agentscope_rt.tool import Toolkit, ToolResponse
 
 from ._world import World, transcript
@@ -326,3 +327,40 @@ async def test_a_model_that_repeats_a_tool_call_id_gets_each_call_run(tmp_path: 
         "Rome",
         "Oslo",
     ]
+
+
+async def test_a_fanout_inside_a_hub_replays_every_delivery_where_it_landed(
+    tmp_path: Path,
+) -> None:
+    """Members replying at once in a hub hear each other part-way through their own replies;
+    a resumed run puts every delivery back at the same point of each listener's work."""
+
+    async def program(world: World, db: Path, crash: bool) -> dict[str, Any]:
+        agents = [world.agent(name) for name in ("Alice", "Bob", "Carol", "Dave")]
+        async with durable_run("fan-hub", db), MsgHub(agents, Msg("host", "Go.", "user")):
+            await fanout_pipeline(agents, Msg("host", "Everyone, at once.", "user"))
+            if crash:
+                raise Crash
+            await fanout_pipeline(agents, Msg("host", "Once more.", "user"))
+        return await transcript(*agents)
+
+    def jittery() -> World:
+        return World(latency=lambda _: random.random() / 200)
+
+    with pytest.raises(Crash):
+        await program(jittery(), tmp_path / "runs.db", crash=True)
+    resumed_world = jittery()
+    resumed = await program(resumed_world, tmp_path / "runs.db", crash=False)
+    assert len(resumed_world.paid) == 8  # the second fanout only
+    replayed_world = jittery()
+    replayed = await program(replayed_world, tmp_path / "runs.db", crash=False)
+    assert replayed_world.paid == []
+    # Every model call read what it read live (the fingerprints agree, or the run would
+    # have stopped); what arrived after an agent's last reply may land in another order, as
+    # in any two runs of a fanout.
+    assert unordered(replayed) == unordered(resumed)
+    assert str(resumed).count("says") >= 8
+
+
+def unordered(memories: dict[str, list[dict[str, Any]]]) -> dict[str, list[str]]:
+    return {name: sorted(map(repr, entries)) for name, entries in memories.items()}
