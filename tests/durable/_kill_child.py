@@ -6,8 +6,9 @@ Usage: ``python _kill_child.py BACKEND STORE RUN_ID TRANSCRIPT EFFECTS``. STORE 
 agents (Alice, Bob, Carol) take part; a recorded random draw (``run.rng("order")``) decides
 the order in which they speak. They talk in a MsgHub for :data:`ROUNDS` rounds of
 ``sequential_pipeline``, then answer one host message concurrently (``fanout_pipeline``,
-outside the hub: inside it, each replier's memory would take the others' replies at instants
-that depend on timing, which no replay reproduces). Every reply calls the ``note`` tool once,
+outside the hub: inside it, the replies reaching each member after its own last reply land in
+an order that varies from run to run, uninterrupted ones included, so no transcript could be
+compared whole; a fanout inside a hub is resumed in test_run_concurrency.py). Every reply calls the ``note`` tool once,
 which appends its entry (the tool call's id) as one fsync'd line to EFFECTS: the side effect
 a restart must not repeat.
 
