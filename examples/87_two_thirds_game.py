@@ -43,6 +43,7 @@ from agentscope_rt.model import ChatModelBase, ChatResponse
 from agentscope_rt.pipeline import MsgHub, fanout_pipeline
 
 LEVELS = 6
+IN_FLIGHT = 1_000
 PROMPTS = [
     f"You play the two-thirds game. You think {level} level(s) ahead of the others."
     for level in range(LEVELS)
@@ -111,18 +112,25 @@ async def play(players: list[ReActAgent], rounds: int) -> tuple[list[dict[str, A
     results: list[dict[str, Any]] = []
     seconds: list[float] = []
     last_target: float | None = None
-    # Replies are not broadcast (each goes to the moderator only); results are.
+    # Announcements go to everyone through the hub: one message held by every memory, not a
+    # copy per player. Replies are not broadcast (each goes to the moderator only).
     async with MsgHub(players, name="game", enable_auto_broadcast=False) as hub:
         for round_no in range(1, rounds + 1):
             started = time.perf_counter()
             told = "" if last_target is None else f" Last round's target was {last_target:.2f}."
-            announcement = Msg(
-                "moderator",
-                f"Round {round_no}: guess an integer from 0 to 100; whoever is closest to "
-                f"two-thirds of the average wins.{told}",
-                "user",
+            await hub.broadcast(
+                Msg(
+                    "moderator",
+                    f"Round {round_no}: guess an integer from 0 to 100; whoever is closest to "
+                    f"two-thirds of the average wins.{told}",
+                    "user",
+                )
             )
-            replies = await fanout_pipeline(players, announcement, structured_model=Guess)
+            # Every player answers what it heard; at most IN_FLIGHT replies at once bounds
+            # the memory of the replies in progress (a task and its frames each).
+            replies = await fanout_pipeline(
+                players, None, max_concurrency=IN_FLIGHT, structured_model=Guess
+            )
             guesses = [reply.metadata["guess"] for reply in replies]
             average = sum(guesses) / len(guesses)
             target = average * 2 / 3
