@@ -26,6 +26,7 @@ What to look for: the targets fall round after round as the players anchor on th
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import re
@@ -90,8 +91,18 @@ class LevelKModel(ChatModelBase):
         )
 
 
+def show_what_it_says(player: Any, kwargs: dict[str, Any]) -> None:
+    """A ``pre_print`` hook: the player's words on the console, one line (the first player of
+    each level prints through it; a console line per player would bury the game)."""
+    msg = kwargs["msg"]
+    if kwargs.get("last", True) and msg.role == "assistant":
+        level = int(player.name[1:]) % LEVELS
+        print(f"    {player.name} (level {level}): {msg.get_text_content()}")
+
+
 def make_players(count: int) -> list[ReActAgent]:
-    """*count* players sharing one model, one formatter and six prompts."""
+    """*count* players sharing one model, one formatter and six prompts; the first of each
+    level shows what it says."""
     model, formatter = LevelKModel(), OpenAIChatFormatter()
     players = []
     for index in range(count):
@@ -103,12 +114,17 @@ def make_players(count: int) -> list[ReActAgent]:
             max_iters=2,
         )
         player.set_console_output_enabled(False)
+        if index < LEVELS:
+            player.register_instance_hook("pre_print", "show", show_what_it_says)
         players.append(player)
     return players
 
 
-async def play(players: list[ReActAgent], rounds: int) -> tuple[list[dict[str, Any]], list[float]]:
-    """The moderator: *rounds* rounds; each round's result and its seconds."""
+async def play(
+    players: list[ReActAgent], rounds: int, show: bool = False
+) -> tuple[list[dict[str, Any]], list[float]]:
+    """The moderator: *rounds* rounds; each round's result and its seconds (printed as they
+    end with *show*)."""
     results: list[dict[str, Any]] = []
     seconds: list[float] = []
     last_target: float | None = None
@@ -146,15 +162,25 @@ async def play(players: list[ReActAgent], rounds: int) -> tuple[list[dict[str, A
             )
             seconds.append(time.perf_counter() - started)
             results.append({"round": round_no, "average": round(average, 4), "winners": winners})
+            if show:
+                print(
+                    f"  round {round_no}: average {average:.2f}, target {target:.2f}, "
+                    f"{winners:,} winner(s), {seconds[-1]:.2f} s"
+                )
             last_target = target
     return results, seconds
 
 
-async def simulate(agents: int, rounds: int) -> dict[str, Any]:
+async def simulate(agents: int, rounds: int, show: bool = False) -> dict[str, Any]:
     started = time.perf_counter()
     players = make_players(agents)
     built = time.perf_counter() - started
-    results, seconds = await play(players, rounds)
+    # The players live for the whole game: taken out of the collector's passes, which would
+    # otherwise walk every one of them each time it looks for cycles (docs/scale.md).
+    gc.freeze()
+    if show:
+        print(f"{agents:,} players built in {built:.2f} s; {rounds} rounds:")
+    results, seconds = await play(players, rounds, show)
     heard = await players[-1].memory.size()
     return {
         "agents": agents,
@@ -176,19 +202,13 @@ def _cli() -> None:
     args = parser.parse_args()
     quick = os.environ.get("AGENTSCOPE_RT_EXAMPLES") == "1"
     agents = args.agents or (1_000 if quick else 10_000)
-    figures = anyio.run(simulate, agents, args.rounds, backend=args.backend)
+    figures = anyio.run(simulate, agents, args.rounds, not args.json, backend=args.backend)
     if args.json:
         print(json.dumps(figures))
         return
-    print(f"{agents:,} players, {args.rounds} rounds ({args.backend}):")
-    for result, seconds in zip(figures["results"], figures["round_s"], strict=True):
-        print(
-            f"  round {result['round']}: average {result['average']:.2f}, "
-            f"{result['winners']:,} winner(s), {seconds:.2f} s"
-        )
     print(
-        f"  built in {figures['build_s']:.2f} s; peak memory {figures['peak_rss_mib']:,.0f} MiB; "
-        f"the last player remembers {figures['memory_of_last_player']} messages"
+        f"  ({args.backend}) peak memory {figures['peak_rss_mib']:,.0f} MiB; the last player "
+        f"remembers {figures['memory_of_last_player']} messages"
     )
 
 
