@@ -95,14 +95,15 @@ def show_what_it_says(player: Any, kwargs: dict[str, Any]) -> None:
     """A ``pre_print`` hook: the player's words on the console, one line (the first player of
     each level prints through it; a console line per player would bury the game)."""
     msg = kwargs["msg"]
-    if kwargs.get("last", True) and msg.role == "assistant":
+    # Once per reply: the reasoning step (its words and the finish function's call).
+    if kwargs.get("last", True) and msg.has_content_blocks("tool_use"):
         level = int(player.name[1:]) % LEVELS
         print(f"    {player.name} (level {level}): {msg.get_text_content()}")
 
 
-def make_players(count: int) -> list[ReActAgent]:
-    """*count* players sharing one model, one formatter and six prompts; the first of each
-    level shows what it says."""
+def make_players(count: int, show: bool = False) -> list[ReActAgent]:
+    """*count* players sharing one model, one formatter and six prompts; with *show* the
+    first of each level shows what it says."""
     model, formatter = LevelKModel(), OpenAIChatFormatter()
     players = []
     for index in range(count):
@@ -114,7 +115,7 @@ def make_players(count: int) -> list[ReActAgent]:
             max_iters=2,
         )
         player.set_console_output_enabled(False)
-        if index < LEVELS:
+        if show and index < LEVELS:
             player.register_instance_hook("pre_print", "show", show_what_it_says)
         players.append(player)
     return players
@@ -173,7 +174,7 @@ async def play(
 
 async def simulate(agents: int, rounds: int, show: bool = False) -> dict[str, Any]:
     started = time.perf_counter()
-    players = make_players(agents)
+    players = make_players(agents, show)
     built = time.perf_counter() - started
     # The players live for the whole game: taken out of the collector's passes, which would
     # otherwise walk every one of them each time it looks for cycles (docs/scale.md).
