@@ -20,7 +20,7 @@ import enum
 import json
 import typing
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
@@ -50,6 +50,36 @@ class _StateAttr:
 # same way, and one record per attribute per agent is memory many idle agents would repeat.
 _state_attrs: dict[_StateAttr, _StateAttr] = {}
 _STATE_ATTRS_MAX = 4096
+
+
+# The registered-attribute mappings themselves, shared the same way: every agent of a class
+# ends up with the same few names mapped to the same shared records, so one dict serves them
+# all. A module's mapping is never changed in place: a change replaces it (_with_attr).
+_attr_dicts: dict[tuple[tuple[str, _StateAttr], ...], dict[str, _StateAttr]] = {}
+_ATTR_DICTS_MAX = 1024
+_NO_ATTRS: dict[str, _StateAttr] = {}  # before the first registration; never changed
+
+
+def _with_attr(
+    registered: Mapping[str, _StateAttr], name: str, attr: _StateAttr | None
+) -> dict[str, _StateAttr]:
+    """*registered* with *name* set to *attr* (removed for ``None``): a new mapping, shared
+    with every module registered the same way when possible."""
+    changed = dict(registered)
+    if attr is None:
+        changed.pop(name, None)
+    else:
+        changed[name] = attr
+    try:
+        key = tuple(changed.items())
+        shared = _attr_dicts.get(key)
+    except TypeError:  # an unhashable state type: not shared
+        return changed
+    if shared is not None:
+        return shared
+    if len(_attr_dicts) < _ATTR_DICTS_MAX:
+        _attr_dicts[key] = changed
+    return changed
 
 
 def _shared_state_attr(
@@ -83,8 +113,10 @@ def _declare_json_checked(module: StateModule, attr_name: str) -> None:
     attr = module._attribute_dict[attr_name]
     if attr.to_json is None:
         raise StateError(f"{type(module).__name__}.{attr_name} has no custom_to_json to trust")
-    module._attribute_dict[attr_name] = _shared_state_attr(
-        attr.to_json, attr.from_json, attr.state_type, json_checked=True
+    module.__dict__["_attribute_dict"] = _with_attr(
+        module._attribute_dict,
+        attr_name,
+        _shared_state_attr(attr.to_json, attr.from_json, attr.state_type, json_checked=True),
     )
 
 
@@ -176,15 +208,16 @@ class StateModule:
         return {key: value for key, value in vars(self).items() if isinstance(value, StateModule)}
 
     @property
-    def _attribute_dict(self) -> dict[str, _StateAttr]:
-        """The registered attributes (kept even if ``super().__init__()`` was not called)."""
-        registered: dict[str, _StateAttr] = self.__dict__.setdefault("_attribute_dict", {})
+    def _attribute_dict(self) -> Mapping[str, _StateAttr]:
+        """The registered attributes (kept even if ``super().__init__()`` was not called); a
+        mapping shared with the modules registered the same way, never changed in place."""
+        registered: Mapping[str, _StateAttr] = self.__dict__.get("_attribute_dict", _NO_ATTRS)
         return registered
 
     def __delattr__(self, key: str) -> None:
         registered = self.__dict__.get("_attribute_dict")
-        if registered:
-            registered.pop(key, None)
+        if registered and key in registered:
+            self.__dict__["_attribute_dict"] = _with_attr(registered, key, None)
         object.__delattr__(self, key)
 
     # -- registration ------------------------------------------------------------------
@@ -244,8 +277,10 @@ class StateModule:
         except RecursionError:
             raise _too_deep(self, attr_name) from None
         _check_saveable(self, data, attr_name)
-        self._attribute_dict[attr_name] = _shared_state_attr(
-            custom_to_json, custom_from_json, state_type
+        self.__dict__["_attribute_dict"] = _with_attr(
+            self._attribute_dict,
+            attr_name,
+            _shared_state_attr(custom_to_json, custom_from_json, state_type),
         )
         if json_checked:
             _declare_json_checked(self, attr_name)

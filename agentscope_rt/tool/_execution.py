@@ -240,10 +240,14 @@ async def execute_tool(
             try:
                 if timed:
                     with anyio.CancelScope(deadline=deadline) as scope:
-                        chunk = await _next_chunk(stepper, tool, tool_call)
+                        chunk = await stepper.step()
+                        if chunk is not _DONE:
+                            chunk = await _postprocess(tool, tool_call, _checked(tool, chunk))
                     timed_out = scope.cancelled_caught
                 else:
-                    chunk = await _next_chunk(stepper, tool, tool_call)
+                    chunk = await stepper.step()
+                    if chunk is not _DONE:
+                        chunk = await _postprocess(tool, tool_call, _checked(tool, chunk))
             except cancelled_exc as exc:
                 pending = exc
                 final = interrupted_response(last)
@@ -268,22 +272,17 @@ async def execute_tool(
         await stepper.aclose()
 
 
-async def _next_chunk(
-    stepper: _Stepper, tool: RegisteredToolFunction, tool_call: ToolUseBlock
-) -> Any:
-    """The tool's next chunk, post-processed, or ``_DONE``.
+def _checked(tool: RegisteredToolFunction, chunk: Any) -> ToolResponse:
+    """*chunk*, checked to be a ToolResponse.
 
-    :raises TypeError: when the tool gave something other than a ToolResponse.
+    :raises TypeError: when the tool gave something else.
     """
-    chunk = await stepper.step()
-    if chunk is _DONE:
-        return chunk
     if not isinstance(chunk, ToolResponse):
         raise TypeError(
             f"tool {tool.name!r} returned {type(chunk).__name__}; a tool function must return a "
             "ToolResponse, or yield ToolResponse chunks"
         )
-    return await _postprocess(tool, tool_call, chunk)
+    return chunk
 
 
 async def _postprocess_final(
