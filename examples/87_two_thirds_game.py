@@ -15,9 +15,11 @@ model call, tool call with validated arguments, structured output in the reply's
 Run: ``python examples/87_two_thirds_game.py`` (asyncio, 10,000 players) or
 ``python examples/87_two_thirds_game.py trio``; ``--agents N --rounds R`` sets the size (with
 ``AGENTSCOPE_RT_EXAMPLES=1`` the default is 1,000 players); ``--json`` prints the figures as
-JSON (``bench/bench_scale.py`` uses this). A million players
-(``--agents 1000000``) take about a minute to build and about a minute a round on a 2-core
-machine, and about 5 GB of memory after three rounds (see ``docs/distributed.md``).
+JSON (``bench/bench_scale.py`` uses this). What a million players (``--agents 1000000``)
+cost on a 2-core machine (``bench/RESULTS.md``): 45-115 s to build, about 90 us of CPU per
+player a round (about 90 s a round on a quiet core; 112-304 s measured on a busy machine) and
+8.2 GB of memory after three rounds (about 8 KB a player: what it said and heard). See
+``docs/scale.md``.
 
 What to look for: the targets fall round after round as the players anchor on the last one
 (the classic result), the build time and seconds per round, and the peak memory.
