@@ -139,3 +139,8 @@ def make_noter(name: str, folder: str) -> ReActAgent:
     )
     agent.set_console_output_enabled(False)
     return agent
+
+
+def make_echoes(names: list[str], slow: bool = False) -> list[Echo]:
+    """A group's agents (``AgentHost.create_group``): one Echo per name."""
+    return [Echo(name, slow) for name in names]
