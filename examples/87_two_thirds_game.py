@@ -31,6 +31,8 @@ import os
 import re
 import resource
 import time
+from collections.abc import Awaitable, Callable
+from importlib.util import find_spec
 from typing import Any
 
 import anyio
@@ -89,11 +91,12 @@ class LevelKModel(ChatModelBase):
         )
 
 
-def make_players(count: int) -> list[ReActAgent]:
-    """*count* players sharing one model, one formatter and six prompts."""
+def make_players(count: int, first: int = 0) -> list[ReActAgent]:
+    """*count* players (numbered from *first*) sharing one model, one formatter and six
+    prompts."""
     model, formatter = LevelKModel(), OpenAIChatFormatter()
     players = []
-    for index in range(count):
+    for index in range(first, first + count):
         player = ReActAgent(
             name=f"p{index}",
             sys_prompt=PROMPTS[index % LEVELS],
@@ -108,37 +111,51 @@ def make_players(count: int) -> list[ReActAgent]:
 
 async def play(players: list[ReActAgent], rounds: int) -> tuple[list[dict[str, Any]], list[float]]:
     """The moderator: *rounds* rounds; each round's result and its seconds."""
+
+    async def ask(announcement: Msg) -> list[int]:
+        replies = await fanout_pipeline(players, announcement, structured_model=Guess)
+        return [reply.metadata["guess"] for reply in replies]
+
+    # Replies are not broadcast (each goes to the moderator only); results are.
+    async with MsgHub(players, name="game", enable_auto_broadcast=False) as hub:
+        return await moderate(rounds, ask, hub.broadcast)
+
+
+async def moderate(
+    rounds: int,
+    ask: Callable[[Msg], Awaitable[list[int]]],
+    tell: Callable[[Msg], Awaitable[None]],
+) -> tuple[list[dict[str, Any]], list[float]]:
+    """*rounds* rounds: *ask* gets every player's guess to an announcement, *tell* gives
+    every player the round's result; each round's result and its seconds."""
     results: list[dict[str, Any]] = []
     seconds: list[float] = []
     last_target: float | None = None
-    # Replies are not broadcast (each goes to the moderator only); results are.
-    async with MsgHub(players, name="game", enable_auto_broadcast=False) as hub:
-        for round_no in range(1, rounds + 1):
-            started = time.perf_counter()
-            told = "" if last_target is None else f" Last round's target was {last_target:.2f}."
-            announcement = Msg(
+    for round_no in range(1, rounds + 1):
+        started = time.perf_counter()
+        told = "" if last_target is None else f" Last round's target was {last_target:.2f}."
+        announcement = Msg(
+            "moderator",
+            f"Round {round_no}: guess an integer from 0 to 100; whoever is closest to "
+            f"two-thirds of the average wins.{told}",
+            "user",
+        )
+        guesses = await ask(announcement)
+        average = sum(guesses) / len(guesses)
+        target = average * 2 / 3
+        best = min(abs(g - target) for g in guesses)
+        winners = sum(1 for g in guesses if abs(g - target) == best)
+        await tell(
+            Msg(
                 "moderator",
-                f"Round {round_no}: guess an integer from 0 to 100; whoever is closest to "
-                f"two-thirds of the average wins.{told}",
+                f"Round {round_no}: the average was {average:.2f}, the target was "
+                f"{target:.2f}; {winners} player(s) won.",
                 "user",
             )
-            replies = await fanout_pipeline(players, announcement, structured_model=Guess)
-            guesses = [reply.metadata["guess"] for reply in replies]
-            average = sum(guesses) / len(guesses)
-            target = average * 2 / 3
-            best = min(abs(g - target) for g in guesses)
-            winners = sum(1 for g in guesses if abs(g - target) == best)
-            await hub.broadcast(
-                Msg(
-                    "moderator",
-                    f"Round {round_no}: the average was {average:.2f}, the target was "
-                    f"{target:.2f}; {winners} player(s) won.",
-                    "user",
-                )
-            )
-            seconds.append(time.perf_counter() - started)
-            results.append({"round": round_no, "average": round(average, 4), "winners": winners})
-            last_target = target
+        )
+        seconds.append(time.perf_counter() - started)
+        results.append({"round": round_no, "average": round(average, 4), "winners": winners})
+        last_target = target
     return results, seconds
 
 
@@ -148,12 +165,67 @@ async def simulate(agents: int, rounds: int) -> dict[str, Any]:
     built = time.perf_counter() - started
     results, seconds = await play(players, rounds)
     heard = await players[-1].memory.size()
+    return _figures(agents, 0, rounds, built, seconds, results, heard)
+
+
+async def simulate_on_hosts(agents: int, rounds: int, hosts: int) -> dict[str, Any]:
+    """The same game with the players on *hosts* Ray agent hosts: host h builds the h-th
+    block of players itself (``create_group``: nothing per player on this side), and the
+    moderator asks and tells each host's players in one call per host."""
+    from agentscope_rt.distributed import AgentHost, broadcast_groups, fanout_groups
+
+    started = time.perf_counter()
+    # On a cluster of several nodes, "SPREAD" puts the hosts on different nodes.
+    spread = {"scheduling_strategy": "SPREAD"}
+    on = [AgentHost(f"game-host-{h}", actor_options=spread) for h in range(hosts)]
+    bounds = [agents * h // hosts for h in range(hosts + 1)]
+    groups: list[Any] = [None] * hosts
+
+    async def build(h: int) -> None:
+        await on[h].start()
+        count = bounds[h + 1] - bounds[h]
+        groups[h] = await on[h].create_group(make_players, count=count, first=bounds[h])
+
+    async def ask(announcement: Msg) -> list[int]:
+        return await fanout_groups(groups, announcement, metadata="guess", structured_model=Guess)
+
+    async def tell(result: Msg) -> None:
+        await broadcast_groups(groups, result)
+
+    try:
+        async with anyio.create_task_group() as task_group:
+            for h in range(hosts):
+                task_group.start_soon(build, h)
+        built = time.perf_counter() - started
+        results, seconds = await moderate(rounds, ask, tell)
+        (last,) = await groups[-1].agents(len(groups[-1]) - 1)
+        heard = len((await anyio.to_thread.run_sync(last.state_dict))["memory"]["content"])
+        hosts_rss = [(await host.stats())["peak_rss_kib"] / 1024 for host in on]
+    finally:
+        for host in on:
+            await host.close()
+    figures = _figures(agents, hosts, rounds, built, seconds, results, heard)
+    return {**figures, "hosts_peak_rss_mib": hosts_rss}
+
+
+def _figures(
+    agents: int,
+    hosts: int,
+    rounds: int,
+    built: float,
+    seconds: list[float],
+    results: list[dict[str, Any]],
+    heard: int,
+) -> dict[str, Any]:
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return {
         "agents": agents,
+        "hosts": hosts,
         "rounds": rounds,
         "build_s": built,
         "round_s": seconds,
-        "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "peak_rss_mib": rss,
+        "driver_rss_mib": rss,
         "results": results,
         "memory_of_last_player": heard,
     }
@@ -164,23 +236,53 @@ def _cli() -> None:
     parser.add_argument("backend", nargs="?", default="asyncio", choices=["asyncio", "trio"])
     parser.add_argument("--agents", type=int)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--hosts", type=int, default=0, help="Ray agent hosts (0: one process)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     quick = os.environ.get("AGENTSCOPE_RT_EXAMPLES") == "1"
     agents = args.agents or (1_000 if quick else 10_000)
+    if args.hosts:
+        _show(_on_hosts(agents, args.rounds, args.hosts, args.backend), args)
+        return
     figures = anyio.run(simulate, agents, args.rounds, backend=args.backend)
+    _show(figures, args)
+    if args.agents is None and find_spec("ray") is not None:
+        # The default run plays the game again on 2 agent hosts: the same results.
+        on_hosts = _on_hosts(agents, args.rounds, 2, args.backend)
+        _show(on_hosts, args)
+        for key in ("results", "memory_of_last_player"):
+            assert on_hosts[key] == figures[key], f"the hosts' game differs: {key}"
+        print("Same results in one process and on the agent hosts.")
+
+
+def _on_hosts(agents: int, rounds: int, hosts: int, backend: str) -> dict[str, Any]:
+    import ray
+    from _ray import start_local_ray
+
+    start_local_ray()
+    try:
+        return anyio.run(simulate_on_hosts, agents, rounds, hosts, backend=backend)
+    finally:
+        ray.shutdown()
+
+
+def _show(figures: dict[str, Any], args: argparse.Namespace) -> None:
     if args.json:
         print(json.dumps(figures))
         return
-    print(f"{agents:,} players, {args.rounds} rounds ({args.backend}):")
+    where = f"on {figures['hosts']} agent hosts" if figures["hosts"] else "in one process"
+    print(f"{figures['agents']:,} players {where}, {args.rounds} rounds ({args.backend}):")
     for result, seconds in zip(figures["results"], figures["round_s"], strict=True):
         print(
             f"  round {result['round']}: average {result['average']:.2f}, "
             f"{result['winners']:,} winner(s), {seconds:.2f} s"
         )
+    hosts_rss = "".join(
+        f"; host {h}: {rss:,.0f} MiB" for h, rss in enumerate(figures.get("hosts_peak_rss_mib", []))
+    )
     print(
-        f"  built in {figures['build_s']:.2f} s; peak memory {figures['peak_rss_mib']:,.0f} MiB; "
-        f"the last player remembers {figures['memory_of_last_player']} messages"
+        f"  built in {figures['build_s']:.2f} s; peak memory {figures['peak_rss_mib']:,.0f} MiB"
+        f"{hosts_rss}; the last player remembers {figures['memory_of_last_player']} messages"
     )
 
 
