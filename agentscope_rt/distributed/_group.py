@@ -63,7 +63,7 @@ class RemoteGroup:
         return f"RemoteGroup(id={self.id!r}, size={self.size}, host={self.host.name!r})"
 
     @property
-    def who(self) -> str:
+    def _who(self) -> str:
         """The group in an error message."""
         return f"group {self.id} ({self.size:,} agents)"
 
@@ -173,7 +173,7 @@ class RemoteGroup:
             ref = send(actor, call_id)
         except Exception as exc:  # cloudpickle's own errors vary by what failed
             raise TypeError(
-                f"{self.who} on agent host {self.host.name!r}: the {what}'s arguments cannot "
+                f"{self._who} on agent host {self.host.name!r}: the {what}'s arguments cannot "
                 f"be sent to the host: {type(exc).__name__}: {exc}"
             ) from None
         try:

@@ -112,11 +112,11 @@ class AgentHost:
         if self._actor is None or self._dead:
             state = "dead" if self._dead else "closed or not started"
             raise AgentHostDiedError(
-                f"agent host {self.name!r} is {state}: {agent.who} is not reachable"
+                f"agent host {self.name!r} is {state}: {agent._who} is not reachable"
             )
         if agent.generation != self.generation:
             raise AgentHostDiedError(
-                f"agent host {self.name!r} died and was replaced; {agent.who} was lost with "
+                f"agent host {self.name!r} died and was replaced; {agent._who} was lost with "
                 "it (only agents taking part in a durable run are restored on the new host)"
             )
         return self._actor
@@ -303,7 +303,7 @@ class AgentHost:
 
     def _translate(self, exc: BaseException, agent: _For) -> BaseException:
         ray = self._ray
-        who = agent.who if agent is not None else "it"
+        who = agent._who if agent is not None else "it"
         if isinstance(exc, ray.exceptions.RayActorError):
             # A late answer from an actor already replaced says nothing of the new one.
             if agent is None or agent.generation == self.generation:

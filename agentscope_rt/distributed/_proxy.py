@@ -95,7 +95,7 @@ class RemoteAgent(AgentBase):
         return f"RemoteAgent(name={self.name!r}, id={self.id!r}, host={self.host.name!r})"
 
     @property
-    def who(self) -> str:
+    def _who(self) -> str:
         """The agent in an error message."""
         return f"agent {self.name!r} ({self.id})"
 
