@@ -18,14 +18,20 @@ Workloads:
   moderator fanout over the groups; 1,000 / 10,000 / 100,000 agents in one process (asyncio
   and trio) and on 4 agent hosts (Ray). Seconds per round, peak RSS of the driver, one process
   per configuration.
+* **the two-thirds game** — ``examples/87_two_thirds_game.py``: ReAct players answering a
+  moderator with a structured guess, three rounds, at 1,000, 100,000 and 1,000,000 players in
+  one process (asyncio and trio); building seconds, seconds per round, cost per player per
+  round against 1,000 players, peak RSS after three rounds. Targets at a million: build and
+  round within 60 s, peak RSS within 6 GB, cost per player per round within 1.25x that at
+  1,000.
 * **agent hosts on Ray** — agents created per second on one host (10,000, in batches), remote
   replies per second through proxies (1,000 replies, 32 in flight), beside Ray's own figures on
   this machine: plain async-actor calls per second (``ray.get`` on batches) and one call's
   round trip.
 
 Run ``python bench/run.py scale`` (writes ``bench/RESULTS.md``), ``python bench/bench_scale.py
-[create] [big] [voting] [ray]`` (prints the sections), or ``python bench/bench_scale.py --write
-PART...`` (measures those parts and replaces only their sections of ``RESULTS.md``).
+[create] [big] [game] [voting] [ray]`` (prints the sections), or ``python bench/bench_scale.py
+--write PART...`` (measures those parts and replaces only their sections of ``RESULTS.md``).
 """
 
 from __future__ import annotations
@@ -51,6 +57,8 @@ SAMPLES = 3
 BIG = 100_000
 HUB_SPEAKERS = 10
 VOTING_SIZES = (1_000, 10_000, 100_000)
+GAME_SIZES = (1_000, 100_000, 1_000_000)
+GAME_ROUNDS = 3
 VOTING_ROUNDS = 2
 HOSTS = 4
 RAY_CREATE = 10_000
@@ -368,6 +376,54 @@ def _voting_section() -> list[str]:
     return lines
 
 
+def _game_section(sizes: tuple[int, ...] = GAME_SIZES) -> list[str]:
+    example = str(ROOT / "examples" / "87_two_thirds_game.py")
+    lines = [
+        "",
+        "## Scale: the two-thirds game (`bench/bench_scale.py`)",
+        "",
+        _load_note(),
+        "",
+        "`examples/87_two_thirds_game.py`: ReActAgent players (scripted level-k model, one "
+        "model call and the structured-output finish function per reply), announcements and "
+        f"results broadcast in one MsgHub of all players, {GAME_ROUNDS} rounds, at most 1,000 "
+        "replies in flight; one process per row. Per player per round: the median round over "
+        "the number of players.",
+        "",
+        "| players | backend | building | seconds per round (each) | per player per round "
+        "| vs 1,000 | peak RSS |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    notes = []
+    for backend in BACKENDS:
+        base: float | None = None
+        for size in sizes:
+            command = [sys.executable, example, backend, "--agents", str(size)]
+            command += ["--rounds", str(GAME_ROUNDS), "--json"]
+            f = _subprocess(command, timeout=7200)
+            rounds = f["round_s"]
+            us = statistics.median(rounds) / size * 1e6
+            base = us if base is None else base
+            lines.append(
+                f"| {size:,} | {backend} | {f['build_s']:.1f} s "
+                f"| {' / '.join(f'{r:.1f}' for r in rounds)} s | {us:.0f} us "
+                f"| {us / base:.2f}x | {f['peak_rss_mib']:,.0f} MiB |"
+            )
+            if size == sizes[-1]:
+                notes.append(
+                    f"{backend}: build {'met' if f['build_s'] <= 60 else 'NOT met'}, round "
+                    f"{'met' if max(rounds) <= 60 else 'NOT met'}, memory "
+                    f"{'met' if f['peak_rss_mib'] <= 6 * 1024 else 'NOT met'}, per-player "
+                    f"cost {'met' if us / base <= 1.25 else 'NOT met'}"
+                )
+    lines += [
+        "",
+        f"Targets at {sizes[-1]:,} players (build and round within 60 s, peak RSS within 6 GiB, "
+        f"cost per player per round within 1.25x that at {sizes[0]:,}): " + "; ".join(notes) + ".",
+    ]
+    return lines
+
+
 def _ray_section() -> list[str]:
     lines = [
         "",
@@ -393,7 +449,7 @@ def _ray_section() -> list[str]:
     return lines
 
 
-def main(parts: tuple[str, ...] = ("create", "big", "voting", "ray")) -> str:
+def main(parts: tuple[str, ...] = ("create", "big", "game", "voting", "ray")) -> str:
     """The markdown sections of *parts* (each its own ``## `` section, so that a part run alone
     replaces only its own section of ``RESULTS.md``)."""
     lines: list[str] = []
@@ -401,6 +457,8 @@ def main(parts: tuple[str, ...] = ("create", "big", "voting", "ray")) -> str:
         lines += _creation_section()
     if "big" in parts:
         lines += _big_section()
+    if "game" in parts:
+        lines += _game_section()
     if "voting" in parts:
         lines += _voting_section()
     if "ray" in parts:
@@ -430,4 +488,4 @@ if __name__ == "__main__":
         results.write_text("\n".join(["# Benchmark results\n", run.machine_summary(), *body]))
         print("\n".join(fresh.values()))
     else:
-        print(main(tuple(sys.argv[1:]) or ("create", "big", "voting", "ray")))
+        print(main(tuple(sys.argv[1:]) or ("create", "big", "game", "voting", "ray")))

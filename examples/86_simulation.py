@@ -46,6 +46,9 @@ from agentscope_rt.message import Msg
 from agentscope_rt.pipeline import MsgHub, fanout_pipeline
 
 GROUP_SIZE = 100
+# Groups voting at once: enough to keep both cores busy, few enough that the memory of the
+# votes in progress stays the same whatever the number of agents.
+GROUPS_IN_FLIGHT = 100
 
 
 class Voter(AgentBase):
@@ -111,7 +114,7 @@ async def run_rounds(groups: list[AgentBase], rounds: int) -> tuple[list[dict[st
     started = time.perf_counter()
     for round_no in range(1, rounds + 1):
         question = Msg("moderator", "A or B?", "user", metadata={"round": round_no})
-        tallies = await fanout_pipeline(groups, question)
+        tallies = await fanout_pipeline(groups, question, max_concurrency=GROUPS_IN_FLIGHT)
         total: Counter[str] = Counter()
         for tally in tallies:
             total.update(tally.metadata or {})

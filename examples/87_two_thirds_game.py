@@ -21,12 +21,10 @@ machine, and about 5 GB of memory after three rounds (see ``docs/distributed.md`
 
 On Ray agent hosts (the ``ray`` extra): ``--hosts H`` builds the players on H hosts, host h
 the h-th block, each host building its own (``AgentHost.create_group``: nothing per player on
-this side); each round the moderator asks each host's players in one call and tells them the
-result in another (``fanout_groups``, ``broadcast_groups``). The default run (no ``--agents``)
-plays in one process, then on 2 hosts, and checks that the results are the same. On this
-2-core machine 100,000 players on 4 hosts take about 8 s to build and 10-13 s a round (22-25 s
-in one process), with the driver at about 150 MiB and each host at about 400 MiB (1.4 GB in
-one process).
+this side); each round the moderator tells each host's players the announcement in one call,
+asks them in another and tells them the result in a third (``broadcast_groups``,
+``fanout_groups``). The default run (no ``--agents``) plays in one process, then on 2 hosts,
+and checks that the results are the same.
 
 What to look for: the targets fall round after round as the players anchor on the last one
 (the classic result), the build time and seconds per round, and the peak memory.
@@ -35,6 +33,7 @@ What to look for: the targets fall round after round as the players anchor on th
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import re
@@ -54,6 +53,7 @@ from agentscope_rt.model import ChatModelBase, ChatResponse
 from agentscope_rt.pipeline import MsgHub, fanout_pipeline
 
 LEVELS = 6
+IN_FLIGHT = 1_000
 PROMPTS = [
     f"You play the two-thirds game. You think {level} level(s) ahead of the others."
     for level in range(LEVELS)
@@ -100,9 +100,19 @@ class LevelKModel(ChatModelBase):
         )
 
 
-def make_players(count: int, first: int = 0) -> list[ReActAgent]:
+def show_what_it_says(player: Any, kwargs: dict[str, Any]) -> None:
+    """A ``pre_print`` hook: the player's words on the console, one line (the first player of
+    each level prints through it; a console line per player would bury the game)."""
+    msg = kwargs["msg"]
+    # Once per reply: the reasoning step (its words and the finish function's call).
+    if kwargs.get("last", True) and msg.has_content_blocks("tool_use"):
+        level = int(player.name[1:]) % LEVELS
+        print(f"    {player.name} (level {level}): {msg.get_text_content()}")
+
+
+def make_players(count: int, show: bool = False, first: int = 0) -> list[ReActAgent]:
     """*count* players (numbered from *first*) sharing one model, one formatter and six
-    prompts."""
+    prompts; with *show* the first of each level shows what it says."""
     model, formatter = LevelKModel(), OpenAIChatFormatter()
     players = []
     for index in range(first, first + count):
@@ -114,42 +124,55 @@ def make_players(count: int, first: int = 0) -> list[ReActAgent]:
             max_iters=2,
         )
         player.set_console_output_enabled(False)
+        if show and index < LEVELS:
+            player.register_instance_hook("pre_print", "show", show_what_it_says)
         players.append(player)
     return players
 
 
-async def play(players: list[ReActAgent], rounds: int) -> tuple[list[dict[str, Any]], list[float]]:
-    """The moderator: *rounds* rounds; each round's result and its seconds."""
+async def play(
+    players: list[ReActAgent], rounds: int, show: bool = False
+) -> tuple[list[dict[str, Any]], list[float]]:
+    """The moderator: *rounds* rounds; each round's result and its seconds (printed as they
+    end with *show*)."""
 
-    async def ask(announcement: Msg) -> list[int]:
-        replies = await fanout_pipeline(players, announcement, structured_model=Guess)
+    async def ask() -> list[int]:
+        # Every player answers what it heard; at most IN_FLIGHT replies at once bounds the
+        # memory of the replies in progress (a task and its frames each).
+        replies = await fanout_pipeline(
+            players, None, max_concurrency=IN_FLIGHT, structured_model=Guess
+        )
         return [reply.metadata["guess"] for reply in replies]
 
-    # Replies are not broadcast (each goes to the moderator only); results are.
+    # Announcements go to everyone through the hub: one message held by every memory, not a
+    # copy per player. Replies are not broadcast (each goes to the moderator only).
     async with MsgHub(players, name="game", enable_auto_broadcast=False) as hub:
-        return await moderate(rounds, ask, hub.broadcast)
+        return await moderate(rounds, hub.broadcast, ask, show)
 
 
 async def moderate(
     rounds: int,
-    ask: Callable[[Msg], Awaitable[list[int]]],
     tell: Callable[[Msg], Awaitable[None]],
+    ask: Callable[[], Awaitable[list[int]]],
+    show: bool = False,
 ) -> tuple[list[dict[str, Any]], list[float]]:
-    """*rounds* rounds: *ask* gets every player's guess to an announcement, *tell* gives
-    every player the round's result; each round's result and its seconds."""
+    """*rounds* rounds: *tell* gives every player a message, *ask* gets every player's guess
+    to what it heard; each round's result and its seconds (printed with *show*)."""
     results: list[dict[str, Any]] = []
     seconds: list[float] = []
     last_target: float | None = None
     for round_no in range(1, rounds + 1):
         started = time.perf_counter()
         told = "" if last_target is None else f" Last round's target was {last_target:.2f}."
-        announcement = Msg(
-            "moderator",
-            f"Round {round_no}: guess an integer from 0 to 100; whoever is closest to "
-            f"two-thirds of the average wins.{told}",
-            "user",
+        await tell(
+            Msg(
+                "moderator",
+                f"Round {round_no}: guess an integer from 0 to 100; whoever is closest to "
+                f"two-thirds of the average wins.{told}",
+                "user",
+            )
         )
-        guesses = await ask(announcement)
+        guesses = await ask()
         average = sum(guesses) / len(guesses)
         target = average * 2 / 3
         best = min(abs(g - target) for g in guesses)
@@ -164,23 +187,42 @@ async def moderate(
         )
         seconds.append(time.perf_counter() - started)
         results.append({"round": round_no, "average": round(average, 4), "winners": winners})
+        if show:
+            print(
+                f"  round {round_no}: average {average:.2f}, target {target:.2f}, "
+                f"{winners:,} winner(s), {seconds[-1]:.2f} s"
+            )
         last_target = target
     return results, seconds
 
 
-async def simulate(agents: int, rounds: int) -> dict[str, Any]:
+async def simulate(agents: int, rounds: int, show: bool = False) -> dict[str, Any]:
     started = time.perf_counter()
-    players = make_players(agents)
+    players = make_players(agents, show)
     built = time.perf_counter() - started
-    results, seconds = await play(players, rounds)
+    # The players live for the whole game: taken out of the collector's passes, which would
+    # otherwise walk every one of them each time it looks for cycles (docs/scale.md).
+    gc.freeze()
+    if show:
+        print(f"{agents:,} players built in {built:.2f} s; {rounds} rounds:")
+    results, seconds = await play(players, rounds, show)
     heard = await players[-1].memory.size()
     return _figures(agents, 0, rounds, built, seconds, results, heard)
 
 
-async def simulate_on_hosts(agents: int, rounds: int, hosts: int) -> dict[str, Any]:
+def make_frozen_players(count: int, first: int) -> list[ReActAgent]:
+    """A host's block of players, taken out of its collector's passes as in one process."""
+    players = make_players(count, first=first)
+    gc.freeze()
+    return players
+
+
+async def simulate_on_hosts(
+    agents: int, rounds: int, hosts: int, show: bool = False
+) -> dict[str, Any]:
     """The same game with the players on *hosts* Ray agent hosts: host h builds the h-th
     block of players itself (``create_group``: nothing per player on this side), and the
-    moderator asks and tells each host's players in one call per host."""
+    moderator reaches each host's players in one call per host for each message."""
     from agentscope_rt.distributed import AgentHost, broadcast_groups, fanout_groups
 
     started = time.perf_counter()
@@ -193,20 +235,24 @@ async def simulate_on_hosts(agents: int, rounds: int, hosts: int) -> dict[str, A
     async def build(h: int) -> None:
         await on[h].start()
         count = bounds[h + 1] - bounds[h]
-        groups[h] = await on[h].create_group(make_players, count=count, first=bounds[h])
+        groups[h] = await on[h].create_group(make_frozen_players, count=count, first=bounds[h])
 
-    async def ask(announcement: Msg) -> list[int]:
-        return await fanout_groups(groups, announcement, metadata="guess", structured_model=Guess)
+    async def tell(msg: Msg) -> None:
+        await broadcast_groups(groups, msg)
 
-    async def tell(result: Msg) -> None:
-        await broadcast_groups(groups, result)
+    async def ask() -> list[int]:
+        return await fanout_groups(
+            groups, None, metadata="guess", max_concurrency=IN_FLIGHT, structured_model=Guess
+        )
 
     try:
         async with anyio.create_task_group() as task_group:
             for h in range(hosts):
                 task_group.start_soon(build, h)
         built = time.perf_counter() - started
-        results, seconds = await moderate(rounds, ask, tell)
+        if show:
+            print(f"{agents:,} players built on {hosts} agent hosts in {built:.2f} s:")
+        results, seconds = await moderate(rounds, tell, ask, show)
         (last,) = await groups[-1].agents(len(groups[-1]) - 1)
         heard = len((await anyio.to_thread.run_sync(last.state_dict))["memory"]["content"])
         hosts_rss = [(await host.stats())["peak_rss_kib"] / 1024 for host in on]
@@ -251,26 +297,28 @@ def _cli() -> None:
     quick = os.environ.get("AGENTSCOPE_RT_EXAMPLES") == "1"
     agents = args.agents or (1_000 if quick else 10_000)
     if args.hosts:
-        _show(_on_hosts(agents, args.rounds, args.hosts, args.backend), args)
+        _show(_on_hosts(agents, args, args.hosts), args)
         return
-    figures = anyio.run(simulate, agents, args.rounds, backend=args.backend)
+    figures = anyio.run(simulate, agents, args.rounds, not args.json, backend=args.backend)
     _show(figures, args)
     if args.agents is None and find_spec("ray") is not None:
         # The default run plays the game again on 2 agent hosts: the same results.
-        on_hosts = _on_hosts(agents, args.rounds, 2, args.backend)
+        on_hosts = _on_hosts(agents, args, 2)
         _show(on_hosts, args)
         for key in ("results", "memory_of_last_player"):
             assert on_hosts[key] == figures[key], f"the hosts' game differs: {key}"
         print("Same results in one process and on the agent hosts.")
 
 
-def _on_hosts(agents: int, rounds: int, hosts: int, backend: str) -> dict[str, Any]:
+def _on_hosts(agents: int, args: argparse.Namespace, hosts: int) -> dict[str, Any]:
     import ray
     from _ray import start_local_ray
 
     start_local_ray()
     try:
-        return anyio.run(simulate_on_hosts, agents, rounds, hosts, backend=backend)
+        return anyio.run(
+            simulate_on_hosts, agents, args.rounds, hosts, not args.json, backend=args.backend
+        )
     finally:
         ray.shutdown()
 
@@ -279,19 +327,12 @@ def _show(figures: dict[str, Any], args: argparse.Namespace) -> None:
     if args.json:
         print(json.dumps(figures))
         return
-    where = f"on {figures['hosts']} agent hosts" if figures["hosts"] else "in one process"
-    print(f"{figures['agents']:,} players {where}, {args.rounds} rounds ({args.backend}):")
-    for result, seconds in zip(figures["results"], figures["round_s"], strict=True):
-        print(
-            f"  round {result['round']}: average {result['average']:.2f}, "
-            f"{result['winners']:,} winner(s), {seconds:.2f} s"
-        )
-    hosts_rss = "".join(
+    hosts = "".join(
         f"; host {h}: {rss:,.0f} MiB" for h, rss in enumerate(figures.get("hosts_peak_rss_mib", []))
     )
     print(
-        f"  built in {figures['build_s']:.2f} s; peak memory {figures['peak_rss_mib']:,.0f} MiB"
-        f"{hosts_rss}; the last player remembers {figures['memory_of_last_player']} messages"
+        f"  ({args.backend}) peak memory {figures['peak_rss_mib']:,.0f} MiB{hosts}; the last "
+        f"player remembers {figures['memory_of_last_player']} messages"
     )
 
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 import abc
 import logging
 import threading
-import uuid
 from collections.abc import Callable, Generator, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, ClassVar
@@ -171,7 +170,7 @@ class AgentBase(StateModule, _intercept.Routed, abc.ABC):
     asking again would not give the recorded answer."""
 
     id: str
-    """A unique id of the agent (a uuid4 hex string)."""
+    """A unique id of the agent (32 random hex digits, like a uuid4 hex string)."""
 
     msg_queue: MemoryObjectSendStream[PrintedChunk] | None
     """Where printed messages are sent, as ``(msg_copy, last, speech)``, when the message queue
@@ -179,7 +178,7 @@ class AgentBase(StateModule, _intercept.Routed, abc.ABC):
 
     def __init__(self) -> None:
         super().__init__()
-        self.id = uuid.uuid4().hex
+        self.id = new_id()
         # Per hook type, created on first registration: most agents never get one. Until then
         # the shared empty mapping (an empty dict per agent adds up over many agents).
         self._instance_hooks: Mapping[str, dict[str, HookEntry]] = _NOTHING

@@ -78,7 +78,7 @@ from ._react_blocks import (
 )
 from ._react_retrieval import retrieve_from_knowledge, retrieve_from_long_term_memory, rewrite_query
 from ._react_speech import print_speaking, speak_rest
-from ._react_state import ReplyState
+from ._react_state import NOT_ACTING, ReplyState
 from ._react_summary import summarize
 
 __all__ = ["ReActAgent"]
@@ -104,6 +104,21 @@ _SKIPPED_OUTPUT = (
     "letting it run.</system-info>"
 )
 _LTM_MODES = ("agent_control", "static_control", "both")
+
+
+_SYSTEM_MSGS: dict[str, Msg] = {}
+_SYSTEM_MSGS_MAX = 1024
+
+
+def _system_msg_of(prompt: str) -> Msg:
+    """The system message of *prompt*, one for every agent with that prompt (formatters only
+    read it; a simulation's agents share a handful of prompts), for the first prompts seen."""
+    msg = _SYSTEM_MSGS.get(prompt)
+    if msg is None:
+        msg = Msg("system", prompt, "system")
+        if len(_SYSTEM_MSGS) < _SYSTEM_MSGS_MAX:
+            _SYSTEM_MSGS[prompt] = msg
+    return msg
 
 
 def _structured_hint(finish_name: str) -> str:
@@ -351,7 +366,7 @@ class ReActAgent(ReActAgentBase):
         prompt = self.sys_prompt
         sys_msg = self._sys_msg
         if sys_msg is None or sys_msg.content != prompt:
-            sys_msg = self._sys_msg = Msg("system", prompt, "system")
+            sys_msg = self._sys_msg = _system_msg_of(prompt)
         return sys_msg
 
     async def _prompt_with(self, request: Msg) -> list[dict[str, Any]]:
@@ -403,7 +418,7 @@ class ReActAgent(ReActAgentBase):
         exclude = _COMPRESSED if config is not None and config.enable else None
         memory = self.memory
         if memory.synchronous:  # see _memory_calls: no coroutine where the memory allows it
-            return memory.get_memory_sync(None, exclude)
+            return memory.get_memory_sync(None, exclude, read_only=True)
         return memory.get_memory(exclude_mark=exclude)
 
     # -- the reply ---------------------------------------------------------------------------
@@ -650,40 +665,43 @@ class ReActAgent(ReActAgentBase):
         run = self._run
         recorded: set[str] = set()
         run.recorded_ids = recorded
-        if not self.parallel_tool_calls or len(calls) == 1:
-            outputs: list[dict[str, Any] | None] = []
-            try:
-                for call in calls:
-                    outputs.append(await self._acting(tool_call=call))
-            except BaseException:
-                with anyio.CancelScope(shield=True):
-                    for call in calls:
-                        if call.id not in recorded:
-                            await self._record(_interrupted_result(call))
-                raise
-            return outputs
-
-        deferred: dict[str, Msg] = {}
-        slots: list[dict[str, Any] | None] = [None] * len(calls)
-        run.deferred = deferred
-
-        async def act_one(index: int, call: ToolUseBlock) -> None:
-            slots[index] = await self._acting(tool_call=call)
-
         try:
-            async with anyio.create_task_group() as tg:
-                for index, call in enumerate(calls):
-                    tg.start_soon(act_one, index, call)
-        except BaseException as exc:
+            if not self.parallel_tool_calls or len(calls) == 1:
+                outputs: list[dict[str, Any] | None] = []
+                try:
+                    for call in calls:
+                        outputs.append(await self._acting(tool_call=call))
+                except BaseException:
+                    with anyio.CancelScope(shield=True):
+                        for call in calls:
+                            if call.id not in recorded:
+                                await self._record(_interrupted_result(call))
+                    raise
+                return outputs
+
+            deferred: dict[str, Msg] = {}
+            slots: list[dict[str, Any] | None] = [None] * len(calls)
+            run.deferred = deferred
+
+            async def act_one(index: int, call: ToolUseBlock) -> None:
+                slots[index] = await self._acting(tool_call=call)
+
+            try:
+                async with anyio.create_task_group() as tg:
+                    for index, call in enumerate(calls):
+                        tg.start_soon(act_one, index, call)
+            except BaseException as exc:
+                run.deferred = None
+                with anyio.CancelScope(shield=True):
+                    await self._record_in_order(calls, deferred)
+                if isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+                    raise exc.exceptions[0] from None
+                raise
             run.deferred = None
-            with anyio.CancelScope(shield=True):
-                await self._record_in_order(calls, deferred)
-            if isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-                raise exc.exceptions[0] from None
-            raise
-        run.deferred = None
-        await self._record_in_order(calls, deferred)
-        return slots
+            await self._record_in_order(calls, deferred)
+            return slots
+        finally:
+            run.recorded_ids = NOT_ACTING
 
     async def _record_in_order(self, calls: list[ToolUseBlock], deferred: dict[str, Msg]) -> None:
         for call in calls:
@@ -731,7 +749,8 @@ class ReActAgent(ReActAgentBase):
             deferred[tool_call.id] = res_msg
         else:
             await self._record(res_msg)
-        run.recorded_ids.add(tool_call.id)
+        if run.recorded_ids is not NOT_ACTING:
+            run.recorded_ids.add(tool_call.id)
 
     # -- the finish function -------------------------------------------------------------
 

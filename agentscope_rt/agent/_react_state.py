@@ -6,7 +6,10 @@ from .._schema import StructuredModel
 from ..message import Msg
 from ..model import ChatUsage
 
-__all__ = ["ReplyState"]
+__all__ = ["NOT_ACTING", "ReplyState"]
+
+NOT_ACTING: set[str] = set()
+"""``ReplyState.recorded_ids`` outside an acting step; never added to."""
 
 
 class ReplyState:
@@ -40,6 +43,8 @@ class ReplyState:
         self.recorded_reasoning: Msg | None = None
         # While parallel calls run, results are collected here and recorded in call order.
         self.deferred: dict[str, Msg] | None = None
-        self.recorded_ids: set[str] = set()
+        # The calls of the acting step in progress already recorded (NOT_ACTING between steps:
+        # one shared empty set instead of a set per agent).
+        self.recorded_ids: set[str] = NOT_ACTING
         # The agent's state was loaded and its memory not yet checked for unanswered calls.
         self.after_load = False

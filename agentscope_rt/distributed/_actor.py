@@ -14,7 +14,7 @@ import anyio
 from .._ids import new_id
 from ..agent import AgentBase, GenerateReason
 from ..durable import DurableRun, StepRecord, join_run
-from ..message import Msg
+from ..message import Msg, share
 from ._relay import Relay
 from ._tasks import run_all
 from ._wire import WireMsg, msg_from_wire, msg_to_wire
@@ -246,14 +246,19 @@ class HostActor:
         return out if done else None
 
     async def group_observe(self, group_id: str, call_id: str, msg: WireMsg, limit: int) -> bool:
-        """Every agent of the group observes *msg* (the same message, as a hub delivers
-        it), at most *limit* at once; ``False`` when the call was cancelled.
+        """Every agent of the group observes *msg*, at most *limit* at once; ``False`` when
+        the call was cancelled. As a hub delivers it: one shared snapshot
+        (``agentscope_rt.message.share``) that every memory holds, not a copy per agent.
 
         :raises Exception: what an observer raised (the others are cancelled), with a note
             naming the agent.
         """
         agents = self._group(group_id)
         received = msg_from_wire(msg)
+        if isinstance(received, list):
+            received = [share(one) for one in received]
+        elif received is not None:
+            received = share(received)
 
         async def one(index: int, agent: AgentBase) -> None:
             await agent.observe(received)

@@ -10,7 +10,7 @@ messages and marks outside the process, in AgentScope's tables and keys.
 whether a long-term memory implements what an agent's ``long_term_memory_mode`` calls.
 """
 
-from ._in_memory_memory import InMemoryMemory
+from ._in_memory_memory import INDEX_FROM, InMemoryMemory
 from ._long_term_memory import LongTermMemoryBase, check_long_term_memory_mode
 from ._mem0_long_term_memory import Mem0LongTermMemory
 from ._memory_base import MemoryBase, MemoryMark, check_storable
@@ -24,6 +24,7 @@ from ._sqlalchemy_memory import AsyncSQLAlchemyMemory
 from ._vector_long_term_memory import VectorLongTermMemory
 
 __all__ = [
+    "INDEX_FROM",
     "AsyncSQLAlchemyMemory",
     "InMemoryMemory",
     "LongTermMemoryBase",

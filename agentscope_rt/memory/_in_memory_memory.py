@@ -12,7 +12,7 @@ import operator
 from typing import Any, ClassVar
 
 from .._json import check_json_within
-from ..message import Msg
+from ..message import Msg, is_shared
 from ..message.serde import (
     checked_msg_json,
     fast_structure_msg,
@@ -21,11 +21,35 @@ from ..message.serde import (
 )
 from ._memory_base import MemoryBase, _check_mark_args, _check_marks, check_storable
 
-__all__ = ["InMemoryMemory"]
+__all__ = ["INDEX_FROM", "InMemoryMemory"]
 
 _Entry = tuple[Msg, list[str]]
-# The id index of every memory that never stored anything; never written (add replaces it).
+# The id index of every memory too small to need one; never written (an index replaces it).
 _NO_IDS: dict[str, int] = {}
+INDEX_FROM = 32
+"""Messages from which a memory keeps an index of their ids (a dict) to skip duplicates; a
+smaller memory looks through its messages instead (a C-level scan, a fraction of a
+microsecond), sparing each agent of a large simulation the index's few hundred bytes."""
+
+
+class _NoMarks(list[str]):
+    """The marks of every unmarked message: one shared empty list (most messages carry no
+    marks; a list each costs 56 bytes), replaced by a list of the message's own when a mark
+    is added. It reads (and compares) as ``[]``; changing it in place raises."""
+
+    __slots__ = ()
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError(
+            "the marks of an unmarked message are shared; add marks with "
+            "update_messages_mark() (or add(..., marks=...))"
+        )
+
+    append = extend = insert = remove = pop = clear = sort = reverse = _refuse
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse
+
+
+_NO_MARKS = _NoMarks()
 _first = operator.itemgetter(0)
 _msg_id = operator.attrgetter("id")
 
@@ -81,19 +105,23 @@ def _content_from_json(data: Any) -> list[_Entry]:
             if marks:
                 if any(mark.__class__ is not str for mark in marks):
                     break
-                marks = list(marks)
+                entries.append((msg, list(marks)))
             else:
-                marks = []
-            entries.append((msg, marks))
+                entries.append((msg, _NO_MARKS))
         else:
             return entries
-    return structure(data, list[tuple[Msg, list[str]]], what="state", path="content")
+    loaded: list[tuple[Msg, list[str]]] = structure(
+        data, list[tuple[Msg, list[str]]], what="state", path="content"
+    )
+    return [(msg, marks or _NO_MARKS) for msg, marks in loaded]
 
 
 class InMemoryMemory(MemoryBase):
     """Messages with their marks, in insertion order, held in memory.
 
-    ``content`` is a list of ``(Msg, marks)`` pairs; its saved form is AgentScope 1.0's
+    ``content`` is a list of ``(Msg, marks)`` pairs (the marks of an unmarked message are one
+    empty list shared by all of them, which refuses changes in place: mark messages with
+    :meth:`update_messages_mark`); its saved form is AgentScope 1.0's
     ``{"_compressed_summary": str, "content": [[msg_dict, [mark, ...]], ...]}``, so memories
     saved by either library load in the other. Change it through the methods: they keep the
     id index used for de-duplication up to date (assigning ``content`` as a whole is fine too).
@@ -107,6 +135,9 @@ class InMemoryMemory(MemoryBase):
         self._entries: list[_Entry] = []
         # The shared empty index until the first add: an idle agent's memory holds no dict.
         self._ids: dict[str, int] = _NO_IDS
+        # Whether some stored message is a shared snapshot (see message.share), to be
+        # replaced by this memory's own copy before it is handed out.
+        self._holds_shared = False
         self.register_state(
             "content",
             custom_to_json=_content_to_json,
@@ -118,7 +149,9 @@ class InMemoryMemory(MemoryBase):
     # id index; the methods below work on ``_entries`` directly.
     @property
     def content(self) -> list[_Entry]:
-        """The stored ``(Msg, marks)`` pairs, oldest first."""
+        """The stored ``(Msg, marks)`` pairs, oldest first (this memory's own messages)."""
+        if self._holds_shared:
+            self._own_messages()
         return self._entries
 
     @content.setter
@@ -138,7 +171,18 @@ class InMemoryMemory(MemoryBase):
         self._entries = entries
         self._reindex()
 
+    def _own_messages(self) -> None:
+        """Replace each shared snapshot by this memory's own copy: its messages are about to
+        leave it, and whoever gets them may change them."""
+        self._entries = [
+            (msg.copy(), marks) if is_shared(msg) else (msg, marks) for msg, marks in self._entries
+        ]
+        self._holds_shared = False
+
     def _reindex(self) -> None:
+        if len(self._entries) < INDEX_FROM:
+            self._ids = _NO_IDS
+            return
         # Ids are almost always unique: one C-level pass says so (a whole memory is reindexed
         # on every load); otherwise count them.
         ids = dict.fromkeys(map(_msg_id, map(_first, self._entries)), 1)
@@ -148,13 +192,6 @@ class InMemoryMemory(MemoryBase):
                 ids[msg.id] = ids.get(msg.id, 0) + 1
         self._ids = ids
 
-    def _forget(self, msg_id: str) -> None:
-        count = self._ids[msg_id] - 1
-        if count:
-            self._ids[msg_id] = count
-        else:
-            del self._ids[msg_id]
-
     async def add(
         self,
         memories: Msg | list[Msg] | None,
@@ -163,6 +200,10 @@ class InMemoryMemory(MemoryBase):
         **kwargs: Any,
     ) -> None:
         """Store copies of *memories*, each with its own copy of *marks*.
+
+        A shared snapshot (a hub's broadcast, see :func:`~agentscope_rt.message.share`) is
+        kept as it is: its observers' memories hold one message between them, each replaced by
+        the memory's own copy when its messages are handed out (:meth:`get_memory`).
 
         ``None`` (and ``None`` items in a list) are ignored. Without *allow_duplicates*, a
         message whose id is already stored (or appears earlier in the same call) is skipped.
@@ -216,27 +257,34 @@ class InMemoryMemory(MemoryBase):
                     check_storable(msg)
         mark_list = _check_marks(marks, "marks") if marks is not None else None
         ids = self._ids
-        if ids is _NO_IDS:
-            ids = self._ids = {}
         entries = self._entries
         for msg in batch:
             if msg is None:
                 continue
             msg_id = msg.id
-            if msg_id in ids:
-                if not allow_duplicates:
-                    continue
-                ids[msg_id] += 1
-            else:
-                ids[msg_id] = 1
-            entries.append(
-                (msg.copy() if copy else msg, [] if mark_list is None else list(mark_list))
-            )
+            if ids is not _NO_IDS:
+                if msg_id in ids:
+                    if not allow_duplicates:
+                        continue
+                    ids[msg_id] += 1
+                else:
+                    ids[msg_id] = 1
+            elif not allow_duplicates and msg_id in map(_msg_id, map(_first, entries)):
+                continue
+            if copy and not is_shared(msg):
+                msg = msg.copy()
+            elif copy:
+                self._holds_shared = True
+            entries.append((msg, _NO_MARKS if not mark_list else list(mark_list)))
+            if ids is _NO_IDS and len(entries) >= INDEX_FROM:
+                self._reindex()
+                ids = self._ids
 
     async def delete(self, msg_ids: list[str], **kwargs: Any) -> int:
         """Remove every stored message whose id is in *msg_ids*; return how many."""
         wanted = set(msg_ids)
-        if not wanted.intersection(self._ids):
+        ids = self._ids if self._ids is not _NO_IDS else map(_msg_id, map(_first, self._entries))
+        if not wanted.intersection(ids):
             return 0
         before = len(self._entries)
         self._entries = [e for e in self._entries if e[0].id not in wanted]
@@ -281,19 +329,30 @@ class InMemoryMemory(MemoryBase):
         """The stored messages (not copies), filtered by *mark* / *exclude_mark*.
 
         With *prepend_summary* and a compressed summary set, a user message holding the
-        summary comes first.
+        summary comes first. The messages are this memory's own: a shared snapshot it held is
+        replaced by its own copy first (changing one never reaches another agent's memory).
 
         :raises TypeError: if *mark* or *exclude_mark* is neither a string nor ``None``.
         """
         return self.get_memory_sync(mark, exclude_mark, prepend_summary)
 
     def get_memory_sync(
-        self, mark: str | None = None, exclude_mark: str | None = None, prepend_summary: bool = True
+        self,
+        mark: str | None = None,
+        exclude_mark: str | None = None,
+        prepend_summary: bool = True,
+        *,
+        read_only: bool = False,
     ) -> list[Msg]:
         """:meth:`get_memory` as a plain function (see :attr:`MemoryBase.synchronous`).
 
+        :param read_only: the caller only reads the messages (and keeps none of them): shared
+            snapshots are then returned as they are, without a copy each (a prompt is built
+            so). Changing a message read so may change other agents' memories.
         :raises TypeError: as :meth:`get_memory`.
         """
+        if self._holds_shared and not read_only:
+            self._own_messages()
         if mark is None and exclude_mark is None:
             msgs = list(map(_first, self._entries))  # in C: no bytecode per entry
         else:
@@ -327,11 +386,15 @@ class InMemoryMemory(MemoryBase):
             new_mark = str(new_mark)
         wanted = None if msg_ids is None else set(msg_ids)
         updated = 0
-        for msg, marks in self._entries:
+        entries = self._entries
+        for index, (msg, marks) in enumerate(entries):
             if wanted is not None and msg.id not in wanted:
                 continue
             if old_mark is not None and old_mark not in marks:
                 continue
+            if marks is _NO_MARKS:
+                marks = []
+                entries[index] = (msg, marks)
             if new_mark is None:
                 if old_mark is not None and old_mark in marks:
                     marks.remove(old_mark)

@@ -55,12 +55,14 @@ class MemoryBase(StateModule, ABC):
     """Whether this memory also offers its ``add``, ``get_memory`` and ``delete_by_mark`` as
     plain functions, ``add_sync(memories, marks=None, allow_duplicates=False, *, copy=True,
     check=True)``,
-    ``get_memory_sync(mark=None, exclude_mark=None, prepend_summary=True)`` and
-    ``delete_by_mark_sync(mark)``, which do exactly what the coroutines do (the coroutines call
-    them). Agents call those on their hot path, saving a coroutine per call, and hand over the
-    messages they build with ``copy=False`` (the memory may keep the objects themselves: the
-    agent never changes a message after recording it) and ``check=False`` (the agent built
-    them to :func:`check_storable`'s rule). :class:`InMemoryMemory` offers them. A
+    ``get_memory_sync(mark=None, exclude_mark=None, prepend_summary=True, *,
+    read_only=False)`` and ``delete_by_mark_sync(mark)``, which do exactly what the coroutines
+    do (the coroutines call them). Agents call those on their hot path, saving a coroutine per
+    call, and hand over the messages they build with ``copy=False`` (the memory may keep the
+    objects themselves: the agent never changes a message after recording it) and
+    ``check=False`` (the agent built them to :func:`check_storable`'s rule), and read what they
+    only format into a prompt with ``read_only=True`` (shared snapshots are not copied for
+    them, see :mod:`agentscope_rt.message`'s ``share``). :class:`InMemoryMemory` offers them. A
     subclass that overrides ``add``, ``get_memory`` or ``delete_by_mark`` is set back to
     ``False`` automatically unless it declares ``synchronous`` itself, so agents always see an
     override."""
@@ -90,7 +92,12 @@ class MemoryBase(StateModule, ABC):
         raise NotImplementedError(f"{type(self).__name__} is not a synchronous memory")
 
     def get_memory_sync(
-        self, mark: str | None = None, exclude_mark: str | None = None, prepend_summary: bool = True
+        self,
+        mark: str | None = None,
+        exclude_mark: str | None = None,
+        prepend_summary: bool = True,
+        *,
+        read_only: bool = False,
     ) -> list[Msg]:
         """:meth:`get_memory` as a plain function, on a :attr:`synchronous` memory.
 

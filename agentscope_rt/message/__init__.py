@@ -23,6 +23,7 @@ from ._block import (
     VideoBlock,
 )
 from ._msg import Msg, Role, now_timestamp
+from ._shared import is_shared, share
 
 __all__ = [
     "BLOCK_TYPES",
@@ -42,5 +43,7 @@ __all__ = [
     "ToolUseBlock",
     "URLSource",
     "VideoBlock",
+    "is_shared",
     "now_timestamp",
+    "share",
 ]

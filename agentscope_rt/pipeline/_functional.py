@@ -102,7 +102,8 @@ async def fanout_pipeline(
 
     Each agent gets its own copy of *msg* (``Msg.copy()``), so no agent sees another's
     changes. With *enable_gather* the agents reply concurrently in one task group (at most
-    *max_concurrency* at a time when given); otherwise one after another.
+    *max_concurrency* at a time when given: that many tasks take the agents in order, each
+    starting the next agent when its reply ends); otherwise one after another.
 
     When an agent raises, the agents still running are cancelled and the call raises that
     agent's exception itself (not wrapped), as AgentScope's ``asyncio.gather`` does. Only
@@ -131,21 +132,29 @@ async def fanout_pipeline(
         return [await agent(_copy_input(msg), **kwargs) for agent in agent_list]
 
     results: list[Any] = [None] * len(agent_list)
-    limiter = anyio.CapacityLimiter(max_concurrency) if max_concurrency is not None else None
 
     async def run(index: int, agent: AgentBase) -> None:
-        if limiter is None:
+        results[index] = await agent(_copy_input(msg), **kwargs)
+
+    # Agents not started yet, in order, shared by the workers (each is taken once).
+    waiting = iter(enumerate(agent_list))
+
+    async def work() -> None:
+        for index, agent in waiting:
             results[index] = await agent(_copy_input(msg), **kwargs)
-        else:
-            async with limiter:
-                results[index] = await agent(_copy_input(msg), **kwargs)
 
     try:
-        # One task per agent: a task group without anyio's per-task handle where that is
-        # cheaper (see _backend.open_task_group).
+        # A task group without anyio's per-task handle where that is cheaper (see
+        # _backend.open_task_group). One task per agent, or with max_concurrency that many
+        # workers taking the agents in order: a million agents at 1,000 at a time hold 1,000
+        # tasks, not a million waiting for their turn.
         async with open_task_group() as task_group:
-            for index, agent in enumerate(agent_list):
-                task_group.start_soon(run, index, agent)
+            if max_concurrency is None or max_concurrency >= len(agent_list):
+                for index, agent in waiting:
+                    task_group.start_soon(run, index, agent)
+            else:
+                for _ in range(max_concurrency):
+                    task_group.start_soon(work)
     except BaseExceptionGroup as group:
         if len(group.exceptions) == 1 and isinstance(group.exceptions[0], Exception):
             raise group.exceptions[0] from None

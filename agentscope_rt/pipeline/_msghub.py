@@ -82,7 +82,7 @@ from anyio.abc import TaskGroup
 
 from ..agent import set_lock_wait_watcher
 from ..exception import MsgHubError
-from ..message import Msg
+from ..message import Msg, share
 from ._tickets import (
     CHAIN,
     DeliveryFrame,
@@ -190,6 +190,13 @@ class _HubLink:
         # The hub's coroutine itself, not one wrapping it: one frame less per reply.
         hub = self._hub
         return hub._deliver(sender, msg, hub._targets_of(sender))
+
+
+def _snapshot(msg: Msg | list[Msg]) -> Msg | list[Msg]:
+    # Anything not a message in a list goes as it is: the observer's input check refuses it.
+    if isinstance(msg, list):
+        return [share(one) if isinstance(one, Msg) else one for one in msg]
+    return share(msg) if isinstance(msg, Msg) else msg
 
 
 def _as_agent_list(agents: Any, what: str) -> list[AgentBase]:
@@ -506,7 +513,9 @@ class MsgHub:
     ) -> Ticket:
         chain = active_chain(CHAIN.get())
         ticket = Ticket(targets, sender, chain)
-        item = (msg, ticket)
+        # One snapshot for every recipient (their memories keep it as it is), made before the
+        # first one observes it: the publisher's message stays its own.
+        item = (_snapshot(msg), ticket)
         # Observers run below here (inline) see this ticket as their frame. No reset after:
         # the ticket is marked done, and done frames are skipped (see CHAIN).
         CHAIN.set(ticket)

@@ -226,30 +226,31 @@ async def execute_tool(
     if deadline is None:
         deadline = math.inf if limit is None else anyio.current_time() + limit
     cancelled_exc = anyio.get_cancelled_exc_class()
+    # Without a time limit no scope of its own is needed: an interrupt (a cancellation of the
+    # caller's scope) is caught below all the same. A scope per step costs as much as a quick
+    # tool's whole call.
+    timed = deadline != math.inf
     last: ToolResponse | None = None
     try:
         while True:
             final: ToolResponse | None = None
             pending: BaseException | None = None
             chunk: Any = _DONE
+            timed_out = False
             try:
-                with anyio.CancelScope(deadline=deadline) as scope:
-                    chunk = await stepper.step()
-                    if chunk is not _DONE:
-                        if not isinstance(chunk, ToolResponse):
-                            raise TypeError(
-                                f"tool {tool.name!r} returned {type(chunk).__name__}; a tool "
-                                "function must return a ToolResponse, or yield ToolResponse "
-                                "chunks"
-                            )
-                        chunk = await _postprocess(tool, tool_call, chunk)
+                if timed:
+                    with anyio.CancelScope(deadline=deadline) as scope:
+                        chunk = await _next_chunk(stepper, tool, tool_call)
+                    timed_out = scope.cancelled_caught
+                else:
+                    chunk = await _next_chunk(stepper, tool, tool_call)
             except cancelled_exc as exc:
                 pending = exc
                 final = interrupted_response(last)
             except Exception as exc:
                 final = _with_notice(last, _failure_text(exc))
             else:
-                if scope.cancelled_caught:
+                if timed_out:
                     final = _with_notice(last, timeout_text(tool.name, limit))
                 elif chunk is _DONE:
                     return
@@ -265,6 +266,24 @@ async def execute_tool(
             return
     finally:
         await stepper.aclose()
+
+
+async def _next_chunk(
+    stepper: _Stepper, tool: RegisteredToolFunction, tool_call: ToolUseBlock
+) -> Any:
+    """The tool's next chunk, post-processed, or ``_DONE``.
+
+    :raises TypeError: when the tool gave something other than a ToolResponse.
+    """
+    chunk = await stepper.step()
+    if chunk is _DONE:
+        return chunk
+    if not isinstance(chunk, ToolResponse):
+        raise TypeError(
+            f"tool {tool.name!r} returned {type(chunk).__name__}; a tool function must return a "
+            "ToolResponse, or yield ToolResponse chunks"
+        )
+    return await _postprocess(tool, tool_call, chunk)
 
 
 async def _postprocess_final(

@@ -8,9 +8,9 @@ the order in which they speak. They talk in a MsgHub for :data:`ROUNDS` rounds o
 ``sequential_pipeline``, then answer one host message concurrently (``fanout_pipeline``,
 outside the hub: inside it, the replies reaching each member after its own last reply land in
 an order that varies from run to run, uninterrupted ones included, so no transcript could be
-compared whole; a fanout inside a hub is resumed in test_run_concurrency.py). Every reply calls the ``note`` tool once,
-which appends its entry (the tool call's id) as one fsync'd line to EFFECTS: the side effect
-a restart must not repeat.
+compared whole; a fanout inside a hub is resumed in test_run_concurrency.py). Every reply
+calls the ``note`` tool once, which appends its entry (the tool call's id) as one fsync'd line
+to EFFECTS: the side effect a restart must not repeat.
 
 Each model answers from its prompt alone, and ignores the tool results in it: a tool call cut
 off by a restart (CUT_OFF_TEXT instead of its result) changes nothing else, so a run killed

@@ -116,6 +116,26 @@ async def test_fanout_max_concurrency_bounds_the_replies_running_at_once() -> No
     assert five.peak == 5
 
 
+async def test_fanout_max_concurrency_holds_that_many_tasks_and_keeps_agent_order() -> None:
+    # Agents waiting for their turn hold no task: a million agents at 10 at a time must not
+    # hold a million tasks waiting for a slot.
+    started: list[str] = []
+    tasks_seen: list[int] = []
+
+    class Counting(Appender):
+        async def reply(self, msg: Msg | list[Msg] | None = None, **kwargs: Any) -> Msg:
+            started.append(self.name)
+            tasks_seen.append(len(anyio.get_running_tasks()))
+            return await super().reply(msg, **kwargs)
+
+    agents = [Counting(f"a{i}") for i in range(500)]
+    before = len(anyio.get_running_tasks())
+    results = await fanout_pipeline(agents, Msg("user", "x", "user"), max_concurrency=10)
+    assert [r.name for r in results] == [a.name for a in agents]
+    assert started == [a.name for a in agents]  # started in agent order
+    assert max(tasks_seen) - before <= 10
+
+
 async def test_fanout_failure_cancels_the_others_and_raises_the_bare_exception() -> None:
     slow = [Appender(f"slow{i}", delay=30) for i in range(3)]
     failing = Appender("bad", fail=True)
