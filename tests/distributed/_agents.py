@@ -148,3 +148,22 @@ def make_echoes(names: list[str], slow: bool = False) -> list[Echo]:
 
 def make_not_agents(count: int) -> list[Any]:
     return [{"name": f"n{index}"} for index in range(count)]
+
+
+class Keeper(AgentBase):
+    """Keeps the very messages it observes (to see what a delivery hands each agent)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.name = name
+        self.kept: list[Msg] = []
+
+    async def reply(self, msg: Msg | list[Msg] | None = None, **kwargs: Any) -> Msg:
+        return Msg(self.name, "ok", "assistant")
+
+    async def observe(self, msg: Msg | list[Msg] | None) -> None:
+        self.kept += [msg] if isinstance(msg, Msg) else msg or []
+
+
+def make_keepers(count: int) -> list[Keeper]:
+    return [Keeper(f"k{index}") for index in range(count)]

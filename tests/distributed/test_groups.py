@@ -30,10 +30,10 @@ from agentscope_rt.distributed import (
 from agentscope_rt.distributed._actor import HostActor
 from agentscope_rt.durable import SQLiteRunStore, durable_run
 from agentscope_rt.exception import DurableRunError
-from agentscope_rt.message import Msg
+from agentscope_rt.message import Msg, is_shared
 from agentscope_rt.pipeline import MsgHub, fanout_pipeline
 
-from ._agents import make_echo, make_echoes, make_not_agents
+from ._agents import make_echo, make_echoes, make_keepers, make_not_agents
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "87_two_thirds_game.py"
 
@@ -209,3 +209,16 @@ async def test_a_group_costs_the_caller_nothing_per_agent(ray_cluster: Any) -> N
     # A proxy per agent would hold about 18 MB here (890 bytes each); the names sent to build
     # them are gone once the call returned.
     assert held < 1_000_000
+
+
+async def test_a_group_broadcast_hands_every_agent_one_shared_snapshot_as_a_hub_does() -> None:
+    host = HostActor("h-share")
+    group_id, _ = host.create_group(make_keepers, {"count": 3})
+    news = Msg("moderator", "news", "user")
+    with anyio.fail_after(30):
+        assert await host.group_observe(group_id, "c1", news.to_dict(), 2)
+        assert await host.group_observe(group_id, "c2", [news.to_dict()], 2)
+    kept = [agent.kept for agent in host._groups[group_id]]
+    # One object per delivery, held by all three (not a copy each), as MsgHub delivers.
+    for delivery in (0, 1):
+        assert len({id(one[delivery]) for one in kept}) == 1 and is_shared(kept[0][delivery])
