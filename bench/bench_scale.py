@@ -30,8 +30,9 @@ Workloads:
   round trip.
 
 Run ``python bench/run.py scale`` (writes ``bench/RESULTS.md``), ``python bench/bench_scale.py
-[create] [big] [game] [voting] [ray]`` (prints the sections), or ``python bench/bench_scale.py
---write PART...`` (measures those parts and replaces only their sections of ``RESULTS.md``).
+[create] [big] [game] [voting] [voting_million] [ray]`` (prints the sections), or ``python
+bench/bench_scale.py --write PART...`` (measures those parts and replaces only their sections
+of ``RESULTS.md``).
 """
 
 from __future__ import annotations
@@ -376,6 +377,36 @@ def _voting_section() -> list[str]:
     return lines
 
 
+def _voting_million_section() -> list[str]:
+    example = str(ROOT / "examples" / "86_simulation.py")
+    lines = [
+        "",
+        "## Scale: the voting simulation at a million (`bench/bench_scale.py`)",
+        "",
+        _load_note(),
+        "",
+        "`examples/86_simulation.py` in one process: groups of 100 voters, a MsgHub per group "
+        "(99 deliveries per vote), the moderator asking 100 groups at once, one round; "
+        "1,000 and 1,000,000 voters in the same run.",
+        "",
+        "| voters | backend | building | the round | per voter | vs 1,000 | peak RSS |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for backend in BACKENDS:
+        base: float | None = None
+        for size in (1_000, 1_000_000):
+            command = [sys.executable, example, backend, "--agents", str(size)]
+            command += ["--hosts", "0", "--rounds", "1", "--json"]
+            f = _subprocess(command, timeout=7200)
+            us = f["s_per_round"] / size * 1e6
+            base = us if base is None else base
+            lines.append(
+                f"| {size:,} | {backend} | {f['create_s']:.1f} s | {f['s_per_round']:.1f} s "
+                f"| {us:.0f} us | {us / base:.2f}x | {f['peak_rss_mib']:,.0f} MiB |"
+            )
+    return lines
+
+
 def _game_section(sizes: tuple[int, ...] = GAME_SIZES) -> list[str]:
     example = str(ROOT / "examples" / "87_two_thirds_game.py")
     lines = [
@@ -461,6 +492,8 @@ def main(parts: tuple[str, ...] = ("create", "big", "game", "voting", "ray")) ->
         lines += _game_section()
     if "voting" in parts:
         lines += _voting_section()
+    if "voting_million" in parts:
+        lines += _voting_million_section()
     if "ray" in parts:
         lines += _ray_section()
     return "\n".join(lines) + "\n"
