@@ -3,13 +3,20 @@ on the actor's asyncio loop) holding many agents, addressed by their ids."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+import resource
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
 from typing import Any
 
+import anyio
+
+from .._ids import new_id
 from ..agent import AgentBase, GenerateReason
 from ..durable import DurableRun, StepRecord, join_run
+from ..message import Msg, share
 from ._relay import Relay
+from ._tasks import run_all
 from ._wire import WireMsg, msg_from_wire, msg_to_wire
 
 __all__ = ["HostActor"]
@@ -33,6 +40,15 @@ class HostActor:
         self._early: dict[str, None] = {}
         # call id -> the records of a call of a durable run, on their way to the caller.
         self._relays: dict[str, Relay] = {}
+        # group id -> its agents, in order (see create_group).
+        self._groups: dict[str, list[AgentBase]] = {}
+        # call id -> the cancel scope of a group call in progress; cancels that arrived
+        # before their call (kept as interrupts are, in arrival order and bounded).
+        self._batches: dict[str, anyio.CancelScope] = {}
+        self._cancelled_early: dict[str, None] = {}
+        # Group calls per kind, and agents of groups inside a reply or observe now.
+        self._calls: Counter[str] = Counter()
+        self._busy = 0
 
     def ping(self) -> str:
         return self._name
@@ -149,9 +165,7 @@ class HostActor:
         answer with the agent's interrupt reply when it does)."""
         agent = self._running.get(call_id)
         if agent is None:
-            self._early[call_id] = None
-            if len(self._early) > _EARLY_MAX:
-                del self._early[next(iter(self._early))]
+            _remember(self._early, call_id)
             return False
         agent.interrupt()
         return True
@@ -165,6 +179,156 @@ class HostActor:
     def remove(self, agent_ids: list[str]) -> int:
         """Forget the agents *agent_ids*; how many there were."""
         return sum(self._agents.pop(agent_id, None) is not None for agent_id in agent_ids)
+
+    # -- groups: many agents of this host addressed by one call -------------------------
+
+    def create_group(self, build: Callable[..., Any], kwargs: dict[str, Any]) -> tuple[str, int]:
+        """Build a group with ``build(**kwargs)`` (a sequence of agents); its id and size.
+
+        :raises TypeError: when *build* returns something that is not a sequence of agents
+            (nothing is kept then).
+        """
+        built = build(**kwargs)
+        if isinstance(built, AgentBase) or not isinstance(built, Iterable):
+            raise TypeError(
+                "a group's build function must return a sequence of agents, got "
+                f"{type(built).__name__}"
+            )
+        agents = list(built)
+        for index, agent in enumerate(agents):
+            if not isinstance(agent, AgentBase):
+                raise TypeError(
+                    f"a group's build function must return agents (AgentBase), got "
+                    f"{type(agent).__name__} at index {index}"
+                )
+        group_id = new_id()
+        self._groups[group_id] = agents
+        for agent in agents:
+            self._agents[agent.id] = agent
+        return group_id, len(agents)
+
+    def members(self, group_id: str, start: int, stop: int) -> list[tuple[str, str]]:
+        """The ids and names of the agents ``start:stop`` of group *group_id*."""
+        return [(a.id, str(getattr(a, "name", ""))) for a in self._group(group_id)[start:stop]]
+
+    def _group(self, group_id: str) -> list[AgentBase]:
+        try:
+            return self._groups[group_id]
+        except KeyError:
+            raise LookupError(f"agent host {self._name!r} holds no group {group_id!r}") from None
+
+    async def group_reply(
+        self,
+        group_id: str,
+        call_id: str,
+        msg: WireMsg,
+        kwargs: dict[str, Any],
+        keep: tuple[str, str | None],
+        limit: int,
+    ) -> list[Any] | None:
+        """Every agent of the group replies to its own copy of *msg*, at most *limit* at
+        once; what *keep* says of each reply, in agent order (``("reply", None)``: the reply
+        as JSON data, ``("metadata", None)``: its metadata, ``("metadata", key)``: that key
+        of its metadata, ``None`` where missing). ``None`` when the call was cancelled.
+
+        :raises Exception: what an agent raised (the others are cancelled), with a note
+            naming the agent.
+        """
+        agents = self._group(group_id)
+        received = msg_from_wire(msg)
+        out: list[Any] = [None] * len(agents)
+
+        async def one(index: int, agent: AgentBase) -> None:
+            answer = await agent(_copy(received), **kwargs)
+            out[index] = _kept(answer, keep, agent)
+
+        done = await self._batch("reply", call_id, agents, one, limit)
+        return out if done else None
+
+    async def group_observe(self, group_id: str, call_id: str, msg: WireMsg, limit: int) -> bool:
+        """Every agent of the group observes *msg*, at most *limit* at once; ``False`` when
+        the call was cancelled. As a hub delivers it: one shared snapshot
+        (``agentscope_rt.message.share``) that every memory holds, not a copy per agent.
+
+        :raises Exception: what an observer raised (the others are cancelled), with a note
+            naming the agent.
+        """
+        agents = self._group(group_id)
+        received = msg_from_wire(msg)
+        if isinstance(received, list):
+            received = [share(one) for one in received]
+        elif received is not None:
+            received = share(received)
+
+        async def one(index: int, agent: AgentBase) -> None:
+            await agent.observe(received)
+
+        return await self._batch("observe", call_id, agents, one, limit)
+
+    async def _batch(
+        self,
+        kind: str,
+        call_id: str,
+        agents: list[AgentBase],
+        work: Callable[[int, AgentBase], Awaitable[None]],
+        limit: int,
+    ) -> bool:
+        """``work(index, agent)`` for each agent in *limit* tasks, under a cancel scope that
+        :meth:`cancel` reaches by *call_id*; whether it ran to its end."""
+        self._calls[kind] += 1
+        scope = anyio.CancelScope()
+        if call_id in self._cancelled_early:
+            del self._cancelled_early[call_id]
+            scope.cancel()
+        self._batches[call_id] = scope
+        try:
+            with scope:
+                await _each(agents, self._named(work), limit)
+        finally:
+            del self._batches[call_id]
+        return not scope.cancel_called
+
+    def _named(
+        self, work: Callable[[int, AgentBase], Awaitable[None]]
+    ) -> Callable[[int, AgentBase], Awaitable[None]]:
+        """*work*, counted as busy while it runs, its errors noting the agent."""
+
+        async def named(index: int, agent: AgentBase) -> None:
+            self._busy += 1
+            try:
+                await work(index, agent)
+            except Exception as exc:
+                exc.add_note(
+                    f"raised by agent {getattr(agent, 'name', '')!r} ({agent.id}), number "
+                    f"{index} of its group on agent host {self._name!r}"
+                )
+                raise
+            finally:
+                self._busy -= 1
+
+        return named
+
+    def cancel(self, call_id: str) -> None:
+        """Cancel the group call *call_id* (or, when it has not started here yet, mark it to
+        end at once when it does)."""
+        scope = self._batches.get(call_id)
+        if scope is None:
+            _remember(self._cancelled_early, call_id)
+        else:
+            scope.cancel()
+
+    def stats(self) -> dict[str, int]:
+        """Counts for tests and measurements: agents, groups, group calls made per kind,
+        group calls and agents' calls in progress, the process's peak RSS in KiB."""
+        return {
+            "agents": len(self._agents),
+            "groups": len(self._groups),
+            "group_replies": self._calls["reply"],
+            "group_observes": self._calls["observe"],
+            "group_calls_running": len(self._batches),
+            "agents_busy": self._busy,
+            "peak_rss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+        }
 
 
 def _build(factory: Callable[..., Any], kwargs: dict[str, Any], index: int) -> AgentBase:
@@ -186,3 +350,45 @@ def _report(agent: AgentBase, run: DurableRun) -> dict[str, Any]:
         "taken": sorted(run.taken),
         "replayed": run.replayed,
     }
+
+
+def _remember(early: dict[str, None], call_id: str) -> None:
+    """Keep *call_id* in *early*, dropping the oldest beyond ``_EARLY_MAX`` (one that
+    crossed its call's answer is never claimed)."""
+    early[call_id] = None
+    if len(early) > _EARLY_MAX:
+        del early[next(iter(early))]
+
+
+async def _each(
+    agents: list[AgentBase], work: Callable[[int, AgentBase], Awaitable[None]], limit: int
+) -> None:
+    """``work(index, agent)`` for every agent, in at most *limit* tasks (not one task per
+    agent: a host holds hundreds of thousands); one failure cancels the rest and is raised
+    as itself, as ``fanout_pipeline`` raises it."""
+    indices = iter(range(len(agents)))
+
+    async def worker() -> None:
+        # One iterator shared by the workers: each index is taken once.
+        for index in indices:
+            await work(index, agents[index])
+
+    await run_all(worker for _ in range(min(limit, len(agents))))
+
+
+def _copy(msg: Msg | list[Msg] | None) -> Msg | list[Msg] | None:
+    """Each agent's own copy of a fanout's input, as ``fanout_pipeline`` gives."""
+    if msg is None:
+        return None
+    return [one.copy() for one in msg] if isinstance(msg, list) else msg.copy()
+
+
+def _kept(answer: Any, keep: tuple[str, str | None], agent: AgentBase) -> Any:
+    """What the caller asked to get back of the reply *answer*."""
+    what, key = keep
+    if what == "reply":
+        return msg_to_wire(answer, f"the reply of {agent.id}")
+    metadata = answer.metadata if isinstance(answer, Msg) else None
+    if key is None:
+        return metadata
+    return metadata.get(key) if isinstance(metadata, dict) else None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from types import TracebackType
 from typing import Any, Self
 
@@ -22,14 +22,22 @@ from .._ray import (
 )
 from ..agent import AgentBase
 from ._actor import HostActor
+from ._group import RemoteGroup
 from ._proxy import AgentHostDiedError, RemoteAgent
 from ._recovery import OneAtATime
 
-__all__ = ["AgentFactory", "AgentHost"]
+__all__ = ["AgentFactory", "AgentHost", "GroupFactory"]
 
 AgentFactory = Callable[..., AgentBase]
 """Builds one agent on the host from keyword arguments; must be picklable (a module-level
 function or class: Ray sends it with cloudpickle)."""
+
+GroupFactory = Callable[..., Sequence[AgentBase]]
+"""Builds a group's agents on the host from keyword arguments, in one call (so they may
+share a model, a formatter, a toolkit); picklable, as :data:`AgentFactory`."""
+
+# Who a call is for: an agent's proxy, a group, or (None) the host itself.
+_For = RemoteAgent | RemoteGroup | None
 
 logger = logging.getLogger("agentscope_rt.distributed")
 
@@ -96,22 +104,20 @@ class AgentHost:
             raise RuntimeError(f"agent host {self.name!r} is not started: await host.start()")
         return self._actor
 
-    def actor_for(self, agent: RemoteAgent) -> Any:
-        """The Ray actor handle, for a call on behalf of *agent*.
+    def actor_for(self, agent: RemoteAgent | RemoteGroup) -> Any:
+        """The Ray actor handle, for a call on behalf of *agent* (a proxy or a group).
 
         :raises AgentHostDiedError: when the host was closed or is known to be dead.
         """
         if self._actor is None or self._dead:
             state = "dead" if self._dead else "closed or not started"
             raise AgentHostDiedError(
-                f"agent host {self.name!r} is {state}: agent {agent.name!r} ({agent.id}) is "
-                "not reachable"
+                f"agent host {self.name!r} is {state}: {agent._who} is not reachable"
             )
         if agent.generation != self.generation:
             raise AgentHostDiedError(
-                f"agent host {self.name!r} died and was replaced; agent {agent.name!r} "
-                f"({agent.id}) was lost with it (only agents taking part in a durable run "
-                "are restored on the new host)"
+                f"agent host {self.name!r} died and was replaced; {agent._who} was lost with "
+                "it (only agents taking part in a durable run are restored on the new host)"
             )
         return self._actor
 
@@ -212,27 +218,62 @@ class AgentHost:
         proxies: list[RemoteAgent] = []
         for start in range(0, len(calls), _CREATE_BATCH):
             batch = calls[start : start + _CREATE_BATCH]
-            try:
-                ref = self.actor.create.remote(factory, batch)
-            except Exception as exc:  # cloudpickle's own errors vary by what failed
-                raise TypeError(
-                    f"agent host {self.name!r}: the agent factory (or its arguments) cannot be "
-                    f"sent to the host: {type(exc).__name__}: {exc}"
-                ) from None
-            try:
-                created = await self.wait(ref, None)
-            except self._ray.exceptions.RaySystemError as exc:  # the arguments did not unpickle
-                lines = str(exc).strip().splitlines()
-                raise TypeError(
-                    f"agent host {self.name!r} cannot load the agent factory (or its arguments): "
-                    f"{lines[0] if lines else type(exc).__name__}; make its module importable "
-                    "there (installed, or in PYTHONPATH when Ray starts)"
-                ) from None
+            created = await self._build(self.actor.create, factory, batch)
             proxies += [
                 RemoteAgent(self, agent_id, name, (factory, kwargs))
                 for (agent_id, name), kwargs in zip(created, batch, strict=True)
             ]
         return proxies
+
+    async def create_group(self, build: GroupFactory, /, **kwargs: Any) -> RemoteGroup:
+        """Build a group of agents on the host: ``build(**kwargs)`` runs there once and
+        returns the agents (a sequence); their handle, a :class:`RemoteGroup`, which
+        reaches them all in one call. Nothing per agent is kept on this side.
+
+        The build function's module is sent by value when the host could not import it, as
+        for :meth:`create_agents`.
+
+        :raises TypeError: when *build* cannot be pickled, cannot be loaded on the host, or
+            does not return a sequence of agents.
+        :raises AgentHostDiedError: when the host is gone.
+        """
+        send_by_value(self._ray, driver_only_modules([build]))
+        group_id, size = await self._build(self.actor.create_group, build, kwargs)
+        return RemoteGroup(self, group_id, size)
+
+    async def _build(self, method: Any, *args: Any) -> Any:
+        """What the building call ``method.remote(*args)`` answers, its pickling errors as
+        TypeError.
+
+        :raises TypeError: when the factory or its arguments cannot be sent or loaded.
+        """
+        try:
+            ref = method.remote(*args)
+        except Exception as exc:  # cloudpickle's own errors vary by what failed
+            raise TypeError(
+                f"agent host {self.name!r}: the agent factory (or its arguments) cannot be "
+                f"sent to the host: {type(exc).__name__}: {exc}"
+            ) from None
+        try:
+            return await self.wait(ref, None)
+        except self._ray.exceptions.RaySystemError as exc:  # the arguments did not unpickle
+            lines = str(exc).strip().splitlines()
+            raise TypeError(
+                f"agent host {self.name!r} cannot load the agent factory (or its arguments): "
+                f"{lines[0] if lines else type(exc).__name__}; make its module importable "
+                "there (installed, or in PYTHONPATH when Ray starts)"
+            ) from None
+
+    async def stats(self) -> dict[str, int]:
+        """What the host counts: ``agents``, ``groups``, ``group_replies`` and
+        ``group_observes`` (group calls made: one per group per fanout or broadcast),
+        ``group_calls_running``, ``agents_busy`` (agents inside a group call now) and
+        ``peak_rss_kib`` (the host process's peak resident memory).
+
+        :raises AgentHostDiedError: when the host is gone.
+        """
+        stats: dict[str, int] = await self.wait(self.actor.stats.remote(), None)
+        return stats
 
     async def count(self) -> int:
         """How many agents the host holds."""
@@ -241,8 +282,9 @@ class AgentHost:
 
     # -- waiting for Ray, with its errors in this package's terms ------------------------
 
-    async def wait(self, ref: Any, agent: RemoteAgent | None) -> Any:
-        """The value of *ref*, a call on this host for *agent* (``None``: the host itself).
+    async def wait(self, ref: Any, agent: _For) -> Any:
+        """The value of *ref*, a call on this host for *agent* (a proxy or a group;
+        ``None``: the host itself).
 
         :raises AgentHostDiedError: when the actor is gone.
         :raises Exception: what the remote call raised, as its own type when Ray carries it.
@@ -252,16 +294,16 @@ class AgentHost:
         except self._ray.exceptions.RayError as exc:
             raise self._translate(exc, agent) from None
 
-    def get(self, ref: Any, agent: RemoteAgent | None) -> Any:
+    def get(self, ref: Any, agent: _For) -> Any:
         """:meth:`wait`, blocking (for the synchronous state methods)."""
         try:
             return self._ray.get(ref)
         except self._ray.exceptions.RayError as exc:
             raise self._translate(exc, agent) from None
 
-    def _translate(self, exc: BaseException, agent: RemoteAgent | None) -> BaseException:
+    def _translate(self, exc: BaseException, agent: _For) -> BaseException:
         ray = self._ray
-        who = f"agent {agent.name!r} ({agent.id})" if agent is not None else "it"
+        who = agent._who if agent is not None else "it"
         if isinstance(exc, ray.exceptions.RayActorError):
             # A late answer from an actor already replaced says nothing of the new one.
             if agent is None or agent.generation == self.generation:

@@ -94,6 +94,11 @@ class RemoteAgent(AgentBase):
     def __repr__(self) -> str:
         return f"RemoteAgent(name={self.name!r}, id={self.id!r}, host={self.host.name!r})"
 
+    @property
+    def _who(self) -> str:
+        """The agent in an error message."""
+        return f"agent {self.name!r} ({self.id})"
+
     async def reply(self, msg: Msg | list[Msg] | None = None, **kwargs: Any) -> Msg:
         """The remote agent's reply to *msg*.
 

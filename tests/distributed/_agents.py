@@ -31,7 +31,7 @@ class Echo(AgentBase):
     async def reply(self, msg: Msg | list[Msg] | None = None, **kwargs: Any) -> Msg:
         if self.slow:
             await anyio.sleep(3600)
-        if kwargs.get("fail"):
+        if kwargs.get("fail") or kwargs.get("fail_if") == self.name:
             raise ValueError(f"{self.name} was asked to fail")
         text = msg.get_text_content() if isinstance(msg, Msg) else None
         return Msg(
@@ -139,3 +139,31 @@ def make_noter(name: str, folder: str) -> ReActAgent:
     )
     agent.set_console_output_enabled(False)
     return agent
+
+
+def make_echoes(names: list[str], slow: bool = False) -> list[Echo]:
+    """A group's agents (``AgentHost.create_group``): one Echo per name."""
+    return [Echo(name, slow) for name in names]
+
+
+def make_not_agents(count: int) -> list[Any]:
+    return [{"name": f"n{index}"} for index in range(count)]
+
+
+class Keeper(AgentBase):
+    """Keeps the very messages it observes (to see what a delivery hands each agent)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.name = name
+        self.kept: list[Msg] = []
+
+    async def reply(self, msg: Msg | list[Msg] | None = None, **kwargs: Any) -> Msg:
+        return Msg(self.name, "ok", "assistant")
+
+    async def observe(self, msg: Msg | list[Msg] | None) -> None:
+        self.kept += [msg] if isinstance(msg, Msg) else msg or []
+
+
+def make_keepers(count: int) -> list[Keeper]:
+    return [Keeper(f"k{index}") for index in range(count)]
