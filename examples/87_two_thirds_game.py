@@ -15,7 +15,8 @@ model call, tool call with validated arguments, structured output in the reply's
 Run: ``python examples/87_two_thirds_game.py`` (asyncio, 10,000 players) or
 ``python examples/87_two_thirds_game.py trio``; ``--agents N --rounds R`` sets the size (with
 ``AGENTSCOPE_RT_EXAMPLES=1`` the default is 1,000 players); ``--json`` prints the figures as
-JSON (``bench/bench_scale.py`` uses this). A million players
+JSON (``bench/bench_scale.py`` uses this); ``--studio`` serves the studio for the whole game,
+with a page reading its live feed (see ``docs/studio.md``, "At scale"). A million players
 (``--agents 1000000``) take about a minute to build and about a minute a round on a 2-core
 machine, and about 5 GB of memory after three rounds (see ``docs/distributed.md``).
 
@@ -26,6 +27,7 @@ What to look for: the targets fall round after round as the players anchor on th
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -142,11 +144,13 @@ async def play(players: list[ReActAgent], rounds: int) -> tuple[list[dict[str, A
     return results, seconds
 
 
-async def simulate(agents: int, rounds: int) -> dict[str, Any]:
-    started = time.perf_counter()
-    players = make_players(agents)
-    built = time.perf_counter() - started
-    results, seconds = await play(players, rounds)
+async def simulate(agents: int, rounds: int, studio: bool = False) -> dict[str, Any]:
+    watched = _studio_watching() if studio else contextlib.nullcontext({})
+    async with watched as feed:
+        started = time.perf_counter()
+        players = make_players(agents)
+        built = time.perf_counter() - started
+        results, seconds = await play(players, rounds)
     heard = await players[-1].memory.size()
     return {
         "agents": agents,
@@ -156,7 +160,31 @@ async def simulate(agents: int, rounds: int) -> dict[str, Any]:
         "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "results": results,
         "memory_of_last_player": heard,
+        **({"studio_feed": feed} if studio else {}),
     }
+
+
+@contextlib.asynccontextmanager
+async def _studio_watching() -> Any:
+    """The studio served for the block, with a page (an SSE client) reading its feed; yields
+    the feed's figures (events and bytes read), filled in as the page reads."""
+    import httpx
+
+    from agentscope_rt.studio import serve
+
+    feed = {"events": 0, "bytes": 0}
+
+    async def page(url: str, token: str) -> None:
+        client = httpx.AsyncClient(timeout=None)
+        async with client, client.stream("GET", url, params={"token": token}) as stream:
+            async for line in stream.aiter_lines():
+                feed["events"] += line.startswith("data: ")
+                feed["bytes"] += len(line) + 1
+
+    async with serve(port=0, spans=False) as studio, anyio.create_task_group() as tg:
+        tg.start_soon(page, f"{studio.base_url}/events", studio.token)
+        yield feed
+        tg.cancel_scope.cancel()
 
 
 def _cli() -> None:
@@ -165,10 +193,11 @@ def _cli() -> None:
     parser.add_argument("--agents", type=int)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--studio", action="store_true", help="serve the studio, a page watching")
     args = parser.parse_args()
     quick = os.environ.get("AGENTSCOPE_RT_EXAMPLES") == "1"
     agents = args.agents or (1_000 if quick else 10_000)
-    figures = anyio.run(simulate, agents, args.rounds, backend=args.backend)
+    figures = anyio.run(simulate, agents, args.rounds, args.studio, backend=args.backend)
     if args.json:
         print(json.dumps(figures))
         return

@@ -1,7 +1,7 @@
 """What the studio page shows, and how it gets there without ever slowing an agent.
 
-The page's model is a set of *entities*, each ``(kind, key) -> data`` (an agent, a message, a
-tool call, a usage total, a hub, a span). Every change is an *upsert* of one entity, so the
+The page's model is a set of *entities*, each ``(kind, key) -> data`` (a message, a tool
+call, a hub, a span, the totals). Every change is an *upsert* of one entity, so the
 page and the server keep the same model with one rule: replace the entity.
 
 Flow: observers (hooks, the hub observer, the span processor) call :meth:`EventBus.publish`,
@@ -31,15 +31,15 @@ __all__ = ["HISTORY_LIMITS", "EventBus", "PageFeed", "StudioState"]
 logger = logging.getLogger("agentscope_rt.studio")
 
 HISTORY_LIMITS: Final = {
-    "agent": 1000,
     "hub": 200,
     "msg": 2000,
     "tool": 2000,
-    "usage": 1000,
     "span": 5000,
-    "stats": 1,
+    "stats": 2,
 }
-"""How many entities of each kind the studio keeps (the oldest go first)."""
+"""How many entities of each kind the studio keeps (the oldest go first). Agents are not
+entities: they are counted by state and read a page at a time (``GET /api/agents``); the
+``stats`` entities are the totals (``"totals"``) and the drop counts (``"drops"``)."""
 
 INTAKE_SIZE: Final = 10_000
 """Events waiting for the fan-out task before new ones are dropped."""
