@@ -44,6 +44,10 @@ DETAIL_PER_TICK: Final = 250
 """Detail events (a printed chunk, a tool call starting) published per tick of the studio's
 clock (every 0.25 s: about 1,000 a second); the rest are counted, not built."""
 
+MAX_RECHECKED: Final = 10_000
+"""Cancelled replies looked at again per tick (a cancelled fan-out of a million agents
+is shown as idle beyond this, not as interrupted)."""
+
 HUB_NAMES_SHOWN: Final = 20
 """Members named in a hub's entity; the page pages through the rest on demand."""
 
@@ -73,6 +77,7 @@ class AgentObserver:
         self._running_tools: dict[str, dict[str, float]] = {}
         self._pending_input: dict[str, dict[str, Any]] = {}
         self._hub_sizes: dict[str, int] = {}
+        self._cancelled: set[str] = set()
 
     # -- lifetime ---------------------------------------------------------------------
 
@@ -146,7 +151,8 @@ class AgentObserver:
         """Show (or, with ``None``, clear) a pending request for *agent*'s user input."""
         if request is None:
             self._pending_input.pop(agent.id, None)
-            self.agents.move(agent, REPLYING if agent.is_replying else IDLE)
+            if self.agents.state(agent.id) == WAITING:  # an interrupt shows as such
+                self.agents.move(agent, REPLYING if agent.is_replying else IDLE)
         else:
             self._pending_input[agent.id] = request
             self.agents.move(agent, WAITING)
@@ -156,13 +162,32 @@ class AgentObserver:
         self._end_tools(agent, "interrupted")
         self.agents.move(agent, INTERRUPTED)
 
-    def reply_ended(self, agent: AgentBase) -> None:
-        """*agent*'s reply returned, raised or was cancelled."""
+    def reply_ended(self, agent: AgentBase, error: BaseException | None) -> None:
+        """*agent*'s reply returned, or raised *error*."""
         self.replies += 1
         self._end_tools(agent, "interrupted")
-        if agent.id not in self._pending_input:
+        if agent.id in self._pending_input:
+            return
+        if error is None or isinstance(error, Exception):
             ended = INTERRUPTED if agent.generate_reason == "interrupted" else IDLE
             self.agents.move(agent, ended)
+        elif self.agents.state(agent.id) != INTERRUPTED:
+            # Cancelled: by an interrupt, the agent says so only once its call has handled
+            # it, after this; the next tick looks again.
+            self.agents.move(agent, IDLE)
+            if len(self._cancelled) < MAX_RECHECKED:
+                self._cancelled.add(agent.id)
+
+    def recheck(self) -> None:
+        """Show as interrupted the agents whose cancelled reply turned out to be
+        interrupted (called by the studio's clock)."""
+        cancelled, self._cancelled = self._cancelled, set()
+        for agent_id in cancelled:
+            agent = self.agents.get(agent_id)
+            if agent is None or agent.is_replying:
+                continue
+            if agent.generate_reason == "interrupted":
+                self.agents.move(agent, INTERRUPTED)
 
     # -- what the interceptors report -------------------------------------------------
 
@@ -352,10 +377,13 @@ class _ReplyWatch(_Watch):
         agent = call.obj
         _each("reply_started", agent)
         try:
-            return await proceed(call.args, call.kwargs)
-        finally:
-            # Also a reply that raised or was cancelled: never left showing as replying.
-            _each("reply_ended", agent)
+            result = await proceed(call.args, call.kwargs)
+        except BaseException as exc:
+            # A reply that raised or was cancelled is never left showing as replying.
+            _each("reply_ended", agent, exc)
+            raise
+        _each("reply_ended", agent, None)
+        return result
 
 
 class _PrintWatch(_Watch):

@@ -524,6 +524,7 @@ async def _tick_until(studio: Studio, stopped: anyio.Event) -> None:
     shown: tuple[int, ...] | None = None
     while not stopped.is_set():
         observer.budget = DETAIL_PER_TICK
+        observer.recheck()
         if observer.version != shown:
             shown = observer.version
             studio.bus.publish("stats", "totals", observer.totals())
