@@ -71,6 +71,8 @@ class AgentObserver:
         """Detail events still allowed in this tick (the studio's clock refills it)."""
         self.sampled = 0
         """Detail events left out because the tick's budget was spent."""
+        self.ticks = 0
+        """Ticks of the studio's clock so far (each refilled the budget)."""
         self.hubs: OrderedDict[str, weakref.ref[MsgHub]] = OrderedDict()
         self._tools: OrderedDict[str, dict[str, Any]] = OrderedDict()
         # Tool calls shown as running, per agent: ended with the agent's reply at the latest.
@@ -178,9 +180,14 @@ class AgentObserver:
             if len(self._cancelled) < MAX_RECHECKED:
                 self._cancelled.add(agent.id)
 
-    def recheck(self) -> None:
-        """Show as interrupted the agents whose cancelled reply turned out to be
-        interrupted (called by the studio's clock)."""
+    def tick(self) -> None:
+        """A tick of the studio's clock: refill the budget of detail events, and show as
+        interrupted the agents whose cancelled reply turned out to be interrupted."""
+        self.ticks += 1
+        self.budget = DETAIL_PER_TICK
+        self._recheck()
+
+    def _recheck(self) -> None:
         cancelled, self._cancelled = self._cancelled, set()
         for agent_id in cancelled:
             agent = self.agents.get(agent_id)
@@ -198,7 +205,7 @@ class AgentObserver:
         self.messages += last
         if msg.metadata and msg.metadata.get("_is_interrupted"):
             self.interrupted(agent)
-        if not self._admit():
+        if not self.admit():
             return
         data = msg.to_dict()
         data["key"] = msg.id
@@ -228,7 +235,7 @@ class AgentObserver:
 
     def acting(self, agent: AgentBase, tool_call: Any) -> None:
         self.tool_calls += 1
-        if not self._admit():
+        if not self.admit():
             return
         call_id = str(getattr(tool_call, "id", ""))
         key = _tool_key(agent, call_id)
@@ -292,8 +299,9 @@ class AgentObserver:
 
     # -- helpers ------------------------------------------------------------------------
 
-    def _admit(self) -> bool:
-        # One detail event more in this tick, or counted as sampled out.
+    def admit(self) -> bool:
+        """Whether one more detail event fits in this tick's budget (spending it); when not,
+        it is counted as sampled out."""
         if self.budget > 0:
             self.budget -= 1
             return True

@@ -40,7 +40,7 @@ from ..agent import AgentBase
 from ..durable import DurableRunError, RunStore
 from ._agents import MAX_AGENTS_PAGE, STATES, agent_name
 from ._durable_view import DEFAULT_PAGE, MAX_PAGE, run_page, runs_page
-from ._observe import DETAIL_PER_TICK, AgentObserver
+from ._observe import AgentObserver
 from ._page_input import AlreadyAnsweredError, PageUserInput
 from ._spans import StudioSpanProcessor
 from ._state import PAGE_BUFFER, EventBus, StudioState, encode
@@ -51,7 +51,7 @@ logger = logging.getLogger("agentscope_rt.studio")
 
 TICK_SECONDS = 0.25
 """The studio's clock: at most this often the pages get the totals (when they changed), and
-the budget of detail events is refilled (:data:`~._observe.DETAIL_PER_TICK`)."""
+the budget of detail events is refilled (``DETAIL_PER_TICK``, in ``_observe``)."""
 
 DEFAULT_AGENTS_PAGE = 50
 """Agents (or hub members) in one answer when the request gives no ``limit``."""
@@ -108,7 +108,7 @@ class Studio:
         self.run_user = run_user
         self.observer = AgentObserver(bus)
         self.user_input = PageUserInput(self.observer)
-        self.span_processor = StudioSpanProcessor(bus)
+        self.span_processor = StudioSpanProcessor(bus, admit=self.observer.admit)
         shown_host = f"[{host}]" if ":" in host else host
         self.base_url = f"http://{shown_host}:{port}"
         self.url = f"{self.base_url}/?token={token}"
@@ -523,8 +523,7 @@ async def _tick_until(studio: Studio, stopped: anyio.Event) -> None:
     observer = studio.observer
     shown: tuple[int, ...] | None = None
     while not stopped.is_set():
-        observer.budget = DETAIL_PER_TICK
-        observer.recheck()
+        observer.tick()
         if observer.version != shown:
             shown = observer.version
             studio.bus.publish("stats", "totals", observer.totals())
