@@ -188,22 +188,26 @@ class EventBus:
                 "stats", "drops", {"key": "drops", "intake": counts[0], "pages": counts[1]}
             )
 
-    async def feed(self) -> AsyncGenerator[str, None]:
-        """Encoded events for one page: a snapshot first, then every change; a fresh snapshot
-        again whenever the page fell behind. Ends when the studio stops."""
+    async def feed(self, gather_seconds: float = 0.0) -> AsyncGenerator[list[str], None]:
+        """Encoded events for one page, in batches: a snapshot first, then every change; a
+        fresh snapshot again whenever the page fell behind. Ends when the studio stops.
+
+        :param gather_seconds: how long to let events gather after the first of a batch, so
+            that a busy studio writes to a page a few times a second, not once per event.
+        """
         page = PageFeed(self._page_buffer)
         self._feeds.add(page)
         try:
-            yield encode(self.state.snapshot())
+            yield [encode(self.state.snapshot())]
             async with page.receive:
                 async for line in page.receive:
+                    if gather_seconds > 0:
+                        await anyio.sleep(gather_seconds)
+                    batch = [line, *_drain(page.receive)]
                     if page.stale:
-                        for _ in _drain(page.receive):
-                            pass
                         page.stale = False
-                        yield encode(self.state.snapshot())
-                        continue
-                    yield line
+                        batch = [encode(self.state.snapshot())]
+                    yield batch
         finally:
             self._feeds.discard(page)
             page.send.close()

@@ -23,7 +23,8 @@ from agentscope_rt.model._testing import reply
 from agentscope_rt.pipeline import MsgHub
 from agentscope_rt.studio import Studio, serve
 from agentscope_rt.studio._agents import MAX_AGENTS_PAGE
-from agentscope_rt.studio._observe import DETAIL_PER_TICK, HUB_NAMES_SHOWN
+from agentscope_rt.studio._observe import DETAIL_PER_TICK, HUB_NAMES_SHOWN, AgentObserver
+from agentscope_rt.studio._state import EventBus, StudioState
 
 
 class Echo(AgentBase):
@@ -245,3 +246,24 @@ async def test_a_hub_members_page_is_capped(limit: int) -> None:
                 "/api/hubs/small/members", params={"token": studio.token, "limit": str(limit)}
             )
         assert answer.status_code == 400 and "limit" in answer.json()["error"]
+
+
+async def test_a_streamed_message_once_shown_is_shown_to_its_end_beyond_the_budget() -> None:
+    bus = EventBus(StudioState())
+    observer = AgentObserver(bus)
+    ada = Echo("Ada")
+    shown, cut = Msg("Ada", "Bi", "assistant"), Msg("Ada", "Ca", "assistant")
+    observer.budget = 1
+    observer.printed(ada, shown, last=False)  # the budget's one event
+    for text in ("Bicy", "Bicycles"):
+        shown.content = text
+        observer.printed(ada, shown, last=text == "Bicycles")
+    observer.printed(ada, cut, last=False)
+    cut.content = "Cars"
+    observer.printed(ada, cut, last=True)
+    bus.close()
+    await bus.run()
+    assert bus.state.entities["msg"][shown.id]["content"] == "Bicycles"
+    assert bus.state.entities["msg"][shown.id]["last"] is True
+    assert cut.id not in bus.state.entities["msg"]
+    assert observer.messages == 2 and observer.sampled == 3
