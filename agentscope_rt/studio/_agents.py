@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import weakref
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Final
 
 import anyio.lowlevel
@@ -94,6 +95,15 @@ class AgentRegistry:
             self.counts[state] += 1
             self.version += 1
         return ref
+
+    def know_all(self, agents: Iterable[AgentBase]) -> None:
+        """Know each of *agents* not known yet (in its current state: replying or idle); a
+        known one costs a dict lookup."""
+        known = self._known
+        for agent in agents:
+            ref = known.get(agent.id)
+            if ref is None or ref() is not agent:
+                self.know(agent, REPLYING if agent.is_replying else IDLE)
 
     def move(self, agent: AgentBase, state: int) -> None:
         """Put *agent* (known from now on) in *state*."""

@@ -284,8 +284,7 @@ class AgentObserver:
         seen = self._hub_sizes.get(name, 0) if event == "add" else 0
         # Members added to a hub are appended to it: an "add" of one agent to a hub of a
         # million looks at that one agent.
-        for agent in members[seen:]:
-            self.agents.know(agent, REPLYING if agent.is_replying else IDLE)
+        self.agents.know_all(members[seen:] if seen else members)
         self._hub_sizes[name] = len(members)
         self.hubs[name] = weakref.ref(hub)
         self.hubs.move_to_end(name)
