@@ -418,6 +418,18 @@ async def test_the_studio_intercepts_only_while_a_studio_is_open() -> None:
     assert not any(_studio_watches().values())
 
 
+async def test_without_span_trees_the_runtime_s_tracing_stays_as_it_was() -> None:
+    from agentscope_rt import tracing
+
+    before = tracing.is_tracing_enabled()
+    async with serve(spans=False) as studio:
+        assert tracing.is_tracing_enabled() == before
+        await talker("Ada", "hello")()
+        await settle(studio)
+        assert not studio.bus.state.entities["span"]
+        assert [m["agent_name"] for m in studio.bus.state.entities["msg"].values()] == ["Ada"]
+
+
 async def test_clearing_class_hooks_does_not_blind_the_studio() -> None:
     ada = talker("Ada", "hello")
     async with serve() as studio:
