@@ -487,7 +487,7 @@ class ReActAgent(ReActAgentBase):
         run.structured_model = structured_model
         if structured_model is not None:
             if finish_name not in toolkit.tools:
-                toolkit.register_tool_function(self.generate_response)
+                toolkit.register_tool_function(self.generate_response, inline=True)
             toolkit.set_extended_model(finish_name, structured_model)
             tool_choice = "required"
         elif finish_name in toolkit.tools:

@@ -1,6 +1,6 @@
 """MsgHub: a group of agents that hear each other's replies.
 
-(About 850 lines: publishing, helping and delivery share the hub's membership and inbox state
+(About 870 lines: publishing, helping and delivery share the hub's membership and inbox state
 and the guarantees below; tickets and wait cycles live in `_tickets.py` and `_waits.py`.)
 
 Guarantees (each pinned by a property test on asyncio and trio):
@@ -16,15 +16,18 @@ Guarantees (each pinned by a property test on asyncio and trio):
 5. an agent in several hubs (nested or overlapping) reaches every member of each once — an
    agent that is in two of them hears it once.
 
-How it is built, and why. Each participant has an *inbox* (a bounded anyio memory object
-stream) and a *delivery task* in the hub's task group that calls its ``observe`` for one
-message at a time, in inbox order. Publishing puts the message in every recipient's inbox
-with ``send_nowait`` — waiting for room only when an inbox is full, which is the
+How it is built, and why. Each participant has an *inbox* (bounded: ``inbox_size``
+messages) and, while its messages back up, a *delivery task* in the hub's task group that
+calls its ``observe`` for one message at a time, in inbox order. Publishing puts the message
+in every recipient's inbox — waiting for room only when an inbox is full, which is the
 backpressure a slow observer applies to publishers — and then waits once for a per-message
 *ticket* that counts the recipients still to observe it. A message put in an *empty* inbox
-goes to the inbox's one-message slot instead of its stream (it is older than anything queued
-after it, so order is kept): with fast observers an inbox rarely holds more than one
-message, and the slot saves a stream send and receive per delivery.
+goes to the inbox's one-message slot (it is older than anything queued after it, so order is
+kept): with fast observers an inbox rarely holds more than one message, and its queue is made
+only when a second one arrives. A member costs a few hundred bytes and no task while the hub
+is idle (a hub of a million members holds no million sleeping tasks): a delivery task is
+started when needed (a relay, a slow observer, messages left after a cancelled helper, see
+``MsgHub._wake``) and ends once idle; a slow observer's task stays until the hub exits.
 
 Waking one delivery task per recipient per message costs a task switch per delivery, which
 caps a hub at roughly 100k-150k deliveries per second whatever the observers do. So the
@@ -36,10 +39,10 @@ observer that takes longer than :data:`SLOW_OBSERVE_SECONDS` twice in a row is m
 slow: its messages are then left to its delivery task, woken as soon as they are enqueued,
 so it observes concurrently with the others instead of holding up the publisher. The
 delivery task clears the mark as soon as the observer is quick again. Before each inline
-delivery the helper also wakes one delivery task as a *relay* (see ``MsgHub._unattended``):
-an observer that blocks the first time it is met then delays the others by no more than a
-task switch. Helpers, relays and delivery tasks all observe through one routine,
-``MsgHub._drain``.
+delivery the helper also wakes (or starts) one delivery task as a *relay* (see
+``MsgHub._unattended``): an observer that blocks the first time it is met then delays the
+others by no more than a task switch. Helpers, relays and delivery tasks all observe through
+one routine, ``MsgHub._drain``.
 
 Exit closes every inbox once the publishers that had started are done enqueuing, lets the
 delivery tasks drain them, and only then leaves the task group; a cancellation from outside
@@ -65,6 +68,7 @@ frames, tickets and inboxes themselves are in ``._tickets``.
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import time
 import uuid
@@ -81,6 +85,7 @@ from ..exception import MsgHubError
 from ..message import Msg
 from ._tickets import (
     CHAIN,
+    DeliveryFrame,
     Frame,
     Item,
     Subscriber,
@@ -277,6 +282,7 @@ class MsgHub:
         self._targets_cache: dict[int, list[Subscriber]] = {}
         self._state = _NEW
         self._task_group: TaskGroup | None = None
+        self._context = contextvars.Context()  # the context the hub was entered in
         self._body_scope: anyio.CancelScope | None = None
         self._errors: list[Exception] = []
         self._helping = 0  # tasks currently draining other inboxes (publishers, relays)
@@ -381,6 +387,7 @@ class MsgHub:
         task_group = anyio.create_task_group()
         await task_group.__aenter__()
         self._task_group = task_group
+        self._context = contextvars.copy_context()
         self._state = _OPEN
         try:
             for agent in self._members:
@@ -425,8 +432,6 @@ class MsgHub:
             # task, so what it was sent before still comes first.
             sub = Subscriber(agent, self.inbox_size, self)
             self._subs[id(agent)] = sub
-            assert self._task_group is not None
-            self._task_group.start_soon(self._run_delivery, sub, name=f"{self._key} delivery")
         # Only agents not currently members are joined (add() skips members).
         self._member_subs.append(sub)
         self._targets_cache.clear()
@@ -551,14 +556,8 @@ class MsgHub:
             if sub.closed:
                 ticket.settle(False)  # the hub closed while this message was being enqueued
                 continue
-            if not sub.queued:
-                sub.slot = item
-            else:
-                try:
-                    sub.send.send_nowait(item)
-                except anyio.WouldBlock:
-                    return index
-            sub.queued += 1
+            if not sub.put(item):
+                return index
             if sub.slow:
                 self._wake(sub)
         return len(targets)
@@ -599,11 +598,8 @@ class MsgHub:
             if sub.closed:
                 ticket.settle(False)
                 return
-            try:
-                sub.send.send_nowait(item)
-            except anyio.WouldBlock:
+            if not sub.put(item):
                 continue
-            sub.queued += 1
             if sub.slow:
                 self._wake(sub)
             return
@@ -657,11 +653,11 @@ class MsgHub:
                 continue  # its drainer or delivery task takes the message in order
             if relay_pending and cursor < count:
                 relay = targets[cursor]
-                if relay.wake is not None and relay.help is None:
+                if relay.help is None and (relay.wake is not None or not relay.running):
                     relay_pending = False
                     ticket.relay = True
                     relay.help = ticket
-                    relay.wake.set()
+                    self._wake(relay)
             yield sub
             now = clock()
             if now - last > SLOW_OBSERVE_SECONDS:
@@ -674,11 +670,25 @@ class MsgHub:
 
     # -- delivering --------------------------------------------------------------------
 
-    @staticmethod
-    def _wake(sub: Subscriber) -> None:
+    def _wake(self, sub: Subscriber) -> None:
+        """Wake *sub*'s delivery task if it sleeps; start one if it has none and there is
+        something for it to do (messages queued, a message to relay)."""
         wake = sub.wake
         if wake is not None:
             wake.set()
+        elif (
+            not sub.running
+            and (sub.queued or sub.help is not None)
+            and self._task_group is not None
+        ):
+            sub.running = True
+            # In the context the hub was entered in, as if started there: not in the
+            # context of whichever publisher or observer happens to need the task.
+            self._context.run(self._start_delivery, sub)
+
+    def _start_delivery(self, sub: Subscriber) -> None:
+        assert self._task_group is not None
+        self._task_group.start_soon(self._run_delivery, sub, name=f"{self._key} delivery")
 
     async def _drain(self, subs: Iterable[Subscriber], frame: Frame) -> None:
         """Observe everything in the inbox of each of *subs* in turn, in inbox order, as
@@ -691,19 +701,15 @@ class MsgHub:
         for sub in subs:
             outer = sub.busy
             if outer:
+                if sub.nested is None:
+                    sub.nested = []
                 sub.nested.append((outer, sub.current))
             sub.busy = frame
             try:
                 # Counting instead of draining to WouldBlock saves raising an exception per
                 # drain.
                 while sub.queued:
-                    slot = sub.slot
-                    if slot is not None:
-                        sub.slot = None
-                        msg, ticket = slot
-                    else:
-                        msg, ticket = sub.receive.receive_nowait()
-                    sub.queued -= 1
+                    msg, ticket = sub.take()
                     sub.current = ticket
                     room = sub.room
                     if room is not None:
@@ -729,6 +735,7 @@ class MsgHub:
             finally:
                 if outer:
                     # Back to the observe this drain was nested in.
+                    assert sub.nested is not None
                     sub.busy, sub.current = sub.nested.pop()
                 else:
                     sub.busy = False
@@ -736,7 +743,12 @@ class MsgHub:
                         self._wake(sub)  # a sleeping delivery task may now end
 
     async def _run_delivery(self, sub: Subscriber) -> None:
+        """Drain *sub*'s inbox and relay what it is asked to; end when idle (the hub starts
+        it again when needed, see :meth:`_wake`), except that a slow observer's task stays
+        until the hub closes (publishers then leave its messages to it)."""
         frame = sub.frame
+        if frame is None:
+            frame = sub.frame = DeliveryFrame(sub)
         CHAIN.set(frame)  # this task's own context: observers run here are below its frame
         try:
             while True:
@@ -763,7 +775,7 @@ class MsgHub:
                         await self._drain((sub,), frame)
                 if sub.help is not None:
                     continue
-                if sub.closed and not sub.queued:
+                if not sub.queued and (sub.closed or not sub.slow):
                     return
                 sub.wake = anyio.Event()
                 await sub.wake.wait()
@@ -771,6 +783,7 @@ class MsgHub:
         finally:
             sub.wake = None
             sub.help = None
+            sub.running = False
 
     def _observer_failed(self, sub: Subscriber, exc: Exception) -> None:
         self._errors.append(exc)
@@ -822,13 +835,14 @@ class MsgHub:
                 stopping = True
         for sub in self._subs.values():
             sub.closed = True
-            sub.send.close()
             self._wake(sub)
             if sub.room is not None:
                 sub.room.set()
-        task_group, self._task_group = self._task_group, None
+        task_group = self._task_group
         assert task_group is not None
         try:
+            # Delivery tasks may still be started while the group waits for the others (a
+            # publisher outside the hub still helping): what it queued is then delivered too.
             if stopping:
                 # Cancelled from outside (or KeyboardInterrupt): stop every delivery at once.
                 suppressed = await task_group.__aexit__(exc_type, exc, tb)
@@ -836,6 +850,7 @@ class MsgHub:
                 # Normal exit or a body error: deliver everything already published first.
                 suppressed = await task_group.__aexit__(None, None, None)
         finally:
+            self._task_group = None
             self._settle_leftovers()
         if interrupted is not None and not suppressed:
             raise interrupted

@@ -11,11 +11,11 @@ cycle checks of ``._waits`` read it.
 
 from __future__ import annotations
 
+from collections import deque
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Literal
 
 import anyio
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from ..message import Msg
 
@@ -81,10 +81,10 @@ class DeliveryFrame(Frame):
 
     __slots__ = ("helping", "hub", "sub")
 
-    def __init__(self, sub: Subscriber, hub: MsgHub) -> None:
+    def __init__(self, sub: Subscriber) -> None:
         super().__init__(None, None)
         self.sub = sub
-        self.hub = hub
+        self.hub = sub.hub
         self.helping: Ticket | None = None  # the message it relays, while it does
 
 
@@ -127,38 +127,40 @@ class Ticket(Frame):
 
 
 class Subscriber:
-    """A participant's inbox and the state of its delivery."""
+    """A participant's inbox and the state of its delivery.
+
+    Everything a participant needs only when messages back up (its queue beyond the first
+    message, its delivery task and that task's frame, the stack of re-entered observes) is
+    made when first needed, so that a member of a hub of a million costs a few hundred bytes
+    and no task while the hub is idle.
+    """
 
     __slots__ = (
         "agent",
         "busy",
+        "capacity",
         "closed",
         "current",
         "failed",
         "frame",
         "help",
+        "hub",
+        "inbox",
         "member",
         "nested",
         "queued",
-        "receive",
         "room",
-        "send",
+        "running",
         "slot",
         "slow",
         "strikes",
         "wake",
     )
 
-    def __init__(
-        self,
-        agent: AgentBase,
-        inbox_size: int,
-        hub: MsgHub,
-    ) -> None:
+    def __init__(self, agent: AgentBase, inbox_size: int, hub: MsgHub) -> None:
         self.agent = agent
-        send, receive = anyio.create_memory_object_stream[Item](inbox_size)
-        self.send: MemoryObjectSendStream[Item] = send
-        self.receive: MemoryObjectReceiveStream[Item] = receive
+        self.hub = hub
+        self.capacity = inbox_size  # messages the queue holds beyond the slot
         self.member = True  # False after delete(): its inbox is drained, nothing new is added
         # The frame draining the inbox (observe runs one message at a time), or False (not
         # None: False is the interpreter's fastest truth test, on the hot path); a frame in
@@ -166,35 +168,61 @@ class Subscriber:
         self.busy: Frame | Literal[False] = False
         self.current: Ticket | None = None  # the message being observed, while busy
         # While drained re-entrantly: the (frame, message) of each observe it is nested in.
-        self.nested: list[tuple[Frame, Ticket | None]] = []
-        self.frame = DeliveryFrame(self, hub)
+        self.nested: list[tuple[Frame, Ticket | None]] | None = None
+        self.frame: DeliveryFrame | None = None  # its delivery task's, once it ran
+        self.running = False  # its delivery task is running (or about to)
         self.slow = False  # left to the delivery task; publishers do not help
         self.strikes = 0  # consecutive slow inline deliveries
         self.failed = False  # its observe raised; later messages are settled undelivered
         self.closed = False  # the hub closed the inbox: no new messages
-        self.queued = 0  # messages in the inbox (slot and stream) not yet taken
+        self.queued = 0  # messages in the inbox (slot and queue) not yet taken
         # The first message put in an empty inbox: the common case (one message in flight)
-        # skips the stream's send and receive. Always older than what the stream holds.
+        # needs no queue. Always older than what the queue holds.
         self.slot: Item | None = None
+        self.inbox: deque[Item] | None = None  # the rest, in order (made when first needed)
         self.wake: anyio.Event | None = None  # set while the delivery task sleeps
         self.room: anyio.Event | None = None  # set while publishers wait for a full inbox
         self.help: Ticket | None = None  # a message whose delivery its task should help with
 
+    def put(self, item: Item) -> bool:
+        """Queue *item*; ``False`` (nothing queued) when the inbox is full."""
+        if self.queued:
+            inbox = self.inbox
+            if inbox is None:
+                inbox = self.inbox = deque()
+            elif len(inbox) >= self.capacity:
+                return False
+            inbox.append(item)
+        else:
+            self.slot = item
+        self.queued += 1
+        return True
+
+    def take(self) -> Item:
+        """The oldest queued item (the caller checked that one is queued)."""
+        slot = self.slot
+        if slot is not None:
+            self.slot = None
+        else:
+            assert self.inbox is not None
+            slot = self.inbox.popleft()
+        self.queued -= 1
+        return slot
+
+    def holds(self, ticket: Ticket) -> bool:
+        """Whether *ticket*'s message is still queued here."""
+        slot = self.slot
+        if slot is not None and slot[1] is ticket:
+            return True
+        return self.inbox is not None and any(item[1] is ticket for item in self.inbox)
+
     def settle_queued(self) -> None:
         """Settle as undelivered everything still in the inbox and close it: after a
         cancellation its publishers then raise instead of waiting forever."""
-        if self.slot is not None:
-            self.slot[1].settle(False)
-            self.slot = None
-            self.queued -= 1
-        while True:
-            try:
-                _, ticket = self.receive.receive_nowait()
-            except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
-                break
-            self.queued -= 1
-            ticket.settle(False)
-        self.receive.close()
+        self.closed = True
+        while self.queued:
+            self.take()[1].settle(False)
+        self.inbox = None
 
 
 def agent_name(agent: AgentBase | None) -> str:

@@ -80,18 +80,6 @@ class Wait:
 _WAITS: dict[Wait, None] = {}
 
 
-def _queued_in(sub: Subscriber, ticket: Ticket) -> bool:
-    slot = sub.slot
-    if slot is not None and slot[1] is ticket:
-        return True
-    # The stream's buffer, read only here (slow path); if anyio hides it one day, a recipient
-    # with anything queued counts as one the message still waits for.
-    buffer = getattr(getattr(sub.receive, "_state", None), "buffer", None)
-    if buffer is None:
-        return sub.queued > 0
-    return any(item[1] is ticket for item in buffer)
-
-
 def _observer_of(frame: Frame) -> Subscriber | None:
     """The subscriber whose observe *frame* is running, if any."""
     if isinstance(frame, Ticket):
@@ -129,11 +117,11 @@ def _needs(wait: Wait) -> Iterator[tuple[Any, bool, str]]:
         name = agent_name(sub.agent)
         if sub.busy and sub.current is target:
             yield sub.busy, False, name
-        for frame, observed in sub.nested:
+        for frame, observed in sub.nested or ():
             if observed is target:
                 # An observe of it that has been re-entered: it ends after the inner one.
                 yield frame, False, name
-        if _queued_in(sub, target):
+        if sub.holds(target):
             yield sub.busy or sub.frame, False, name
 
 
@@ -186,7 +174,7 @@ def _hub_of(frame: Frame) -> MsgHub:
     if isinstance(frame, DeliveryFrame):
         return frame.hub
     assert isinstance(frame, Ticket) and frame.targets  # a frame drains its targets' inboxes
-    return frame.targets[0].frame.hub
+    return frame.targets[0].hub
 
 
 async def wait_for_ticket(ticket: Ticket) -> None:

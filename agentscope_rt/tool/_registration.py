@@ -68,6 +68,7 @@ def registered_tool(
     postprocess_func: PostprocessFunc | None,
     async_execution: bool,
     timeout: float | None,
+    inline: bool = False,
 ) -> RegisteredToolFunction:
     """*tool_func* as a tool (see :meth:`Toolkit.register_tool_function` for the arguments);
     a bound method of *owner* (the toolkit) is one of its own meta tools, called inline.
@@ -115,7 +116,7 @@ def registered_tool(
         schema["function"]["description"] = func_description
 
     kind = derived.kind
-    if kind is ToolKind.SYNC and getattr(func, "__self__", None) is owner:
+    if kind is ToolKind.SYNC and (inline or getattr(func, "__self__", None) is owner):
         kind = ToolKind.INLINE  # the toolkit's own meta tool: quick, touches toolkit state
     return RegisteredToolFunction(
         name=name,
@@ -305,11 +306,24 @@ def _derive_checks(
     )
 
 
+_EXTENDED_CACHE_SIZE = 64
+"""Extended schemas kept for reuse: an application asks for a handful of structured models."""
+
+# (tool schema, accepted names, model) -> (the tool schema, its accepted names, the merged
+# schema, the names the extended tool accepts). Keyed by identity: the schemas of one function
+# are shared by every toolkit it is registered in (see ``derived_from_function``), so a
+# million agents asking for the same structured model share one merged schema, built once.
+_extended: dict[tuple[int, int, object], tuple[Any, Any, dict[str, Any], Any]] = {}
+
+
 def extend_schema(
     tool: RegisteredToolFunction, func_name: str, model: StructuredModel | None
 ) -> None:
     """Merge *model*'s fields into the schema of *tool*, registered as *func_name*
     (``None`` removes the extension).
+
+    The merged schema is shared by every tool with the same schema extended by the same
+    model class: it is read, never changed.
 
     :raises ValueError: if a field or a ``$defs`` entry clashes with the tool's own.
     :raises TypeError: if *model* is not a structured model.
@@ -319,6 +333,27 @@ def extend_schema(
         tool.extended_json_schema = tool.json_schema
         tool.accepted_names = tool.base_accepted_names
         return
+    base, base_names = tool.json_schema, tool.base_accepted_names
+    key: tuple[int, int, object] | None = None
+    if isinstance(model, type):  # a class (a JSON schema dict is not cached)
+        key = (id(base), id(base_names), model)
+        hit = _extended.get(key)
+        if hit is not None and hit[0] is base and hit[1] is base_names:
+            tool.extended_model = model
+            tool.extended_json_schema, tool.accepted_names = hit[2], hit[3]
+            return
+    merged, accepted = _merged_schema(tool, func_name, model)
+    tool.extended_model = model
+    tool.extended_json_schema, tool.accepted_names = merged, accepted
+    if key is not None:
+        if len(_extended) >= _EXTENDED_CACHE_SIZE:
+            del _extended[next(iter(_extended))]
+        _extended[key] = (base, base_names, merged, accepted)
+
+
+def _merged_schema(
+    tool: RegisteredToolFunction, func_name: str, model: StructuredModel
+) -> tuple[dict[str, Any], frozenset[str] | None]:
     extension = normalize_parameters_schema(structured_model_schema(model))
     merged = {**tool.json_schema, "function": dict(tool.json_schema["function"])}
     params = dict(merged["function"]["parameters"])
@@ -346,14 +381,13 @@ def extend_schema(
             defs[key] = value
         params["$defs"] = defs
     merged["function"]["parameters"] = params
-    tool.extended_model = model
-    tool.extended_json_schema = merged
     if _admits_any_key(extension, tool.original_func):
         # A model with extra fields allowed (pydantic's extra="allow") says so in its
         # schema: then any key is the structured model's to judge.
-        tool.accepted_names = None
-    elif tool.base_accepted_names is not None:
-        tool.accepted_names = tool.base_accepted_names | set(extension.get("properties", {}))
+        return merged, None
+    if tool.base_accepted_names is not None:
+        return merged, frozenset(tool.base_accepted_names | set(extension.get("properties", {})))
+    return merged, None
 
 
 def _function_name(func: Any) -> str:

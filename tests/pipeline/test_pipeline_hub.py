@@ -199,8 +199,8 @@ async def test_slow_observer_applies_backpressure() -> None:
         for _ in range(3):
             tg.start_soon(publish, hub)
         while sent < 30:
-            stats = hub._subs[id(slow)].receive.statistics()
-            highest_backlog = max(highest_backlog, stats.current_buffer_used)
+            queue = hub._subs[id(slow)].inbox
+            highest_backlog = max(highest_backlog, len(queue) if queue is not None else 0)
             await anyio.sleep(0.001)
     assert highest_backlog <= 2
     assert len(slow.heard) == 30
@@ -425,3 +425,16 @@ async def test_a_list_reply_with_a_non_message_fails_the_observer_input_check() 
             await speaker()
     assert listener.heard_texts() == ["fine"]
     assert any(isinstance(err, TypeError) for err in caught.value.exceptions)
+
+
+async def test_an_idle_hub_runs_no_task_per_member() -> None:
+    # A member's delivery task is started only when its messages back up: a hub of a million
+    # members must not hold a million sleeping tasks.
+    members = [Recorder(f"r{index}") for index in range(1_000)]
+    before = len(anyio.get_running_tasks())
+    async with MsgHub(members) as hub:
+        assert len(anyio.get_running_tasks()) - before < 5
+        await hub.broadcast(Msg("host", "hello", "system"))
+        await members[0](Msg("host", "speak", "user"))
+        assert len(anyio.get_running_tasks()) - before < 5
+    assert all(len(member.heard) == (1 if member is members[0] else 2) for member in members)
