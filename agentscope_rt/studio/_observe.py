@@ -2,19 +2,20 @@
 observer, nothing else.
 
 While at least one studio is open, an interceptor is registered with
-:mod:`agentscope_rt._intercept` on the ``reply``, ``print``, ``reasoning`` and ``acting``
-routes, and a membership observer on every :class:`MsgHub`. It is not an agent hook, so an
-application clearing its class hooks does not blind the studio. When the last studio closes,
-the interceptors and the observer are removed, so agents are back on their interceptor-free
-path.
+:mod:`agentscope_rt._intercept` on the ``reply`` route, and a membership observer on every
+:class:`MsgHub`. It is not an agent hook, so an application clearing its class hooks does not
+blind the studio. What it sees of a reply costs O(1) and a few integer updates: the agent's
+state in the :class:`~._agents.AgentRegistry`, the replies, and at the reply's end its tokens
+per model (``ReActAgent.usage``). Those reach the page as one aggregate event per tick (see
+``_server``).
 
-What an interceptor sees costs O(1) and a few integer updates: the agent's state in the
-:class:`~._agents.AgentRegistry` and the totals (replies, messages, tool and model calls,
-tokens per model). Those reach the page as one aggregate event per tick (see ``_server``).
-*Details* (a message, a tool call) become an entity published with ``send_nowait`` only while
-the tick's budget lasts (:data:`DETAIL_PER_TICK`); beyond it they are counted as sampled out
-and nothing is built for them, so a million replies cost the page a few hundred events a
-second and the agents no encoding at all. An agent never waits for the studio.
+*Details* (a printed chunk, a model call, a tool call) are seen by interceptors on the
+``print``, ``reasoning`` and ``acting`` routes, registered only while the tick's budget lasts
+(:data:`DETAIL_PER_TICK`): once it is spent they are unregistered until the next tick, so a
+million replies cost the agents one interception each (each costs microseconds, as much as a
+tenth of a fast agent's reply) and the page a hundred detail events a second. An agent never
+waits for the studio. When the last studio closes, everything is unregistered, so agents are
+back on their interceptor-free path.
 """
 
 from __future__ import annotations
@@ -73,7 +74,8 @@ class AgentObserver:
         self.tool_calls = 0
         self.model_calls = 0
         self.tokens: dict[str, list[int]] = {}
-        """Per model name: input tokens, output tokens, calls."""
+        """Per model name: input tokens, output tokens, replies (summed at each reply's end
+        from ``ReActAgent.usage``)."""
         self.budget = DETAIL_PER_TICK
         """Detail events still allowed in this tick (the studio's clock refills it)."""
         self.sampled = 0
@@ -96,6 +98,7 @@ class AgentObserver:
         if not _active:
             _install()
         _active.append(self)
+        _watch_details()
 
     def stop(self) -> None:
         """Stop observing (the interceptors go when the last studio stops)."""
@@ -104,6 +107,8 @@ class AgentObserver:
         _active.remove(self)
         if not _active:
             _uninstall()
+        else:
+            _watch_details()
 
     # -- what the page reads ----------------------------------------------------------
 
@@ -122,7 +127,9 @@ class AgentObserver:
 
     def totals(self) -> dict[str, Any]:
         """The aggregates the page shows at any scale: agents known and per state, replies
-        ended, messages printed, tool and model calls, tokens per model, details sampled out."""
+        ended and tokens per model (always exact); messages printed, model and tool calls (seen
+        while details are watched: exact as long as ``exact``, no detail having been sampled
+        out); details sampled out."""
         return {
             "key": "totals",
             "agents": len(self.agents),
@@ -133,10 +140,11 @@ class AgentObserver:
             "tool_calls": self.tool_calls,
             "model_calls": self.model_calls,
             "tokens": {
-                model: {"input_tokens": used[0], "output_tokens": used[1], "calls": used[2]}
+                model: {"input_tokens": used[0], "output_tokens": used[1], "replies": used[2]}
                 for model, used in self.tokens.items()
             },
             "sampled": self.sampled,
+            "exact": self.sampled == 0,
         }
 
     @property
@@ -175,7 +183,11 @@ class AgentObserver:
     def reply_ended(self, agent: AgentBase, error: BaseException | None) -> None:
         """*agent*'s reply returned, or raised *error*."""
         self.replies += 1
-        self._end_tools(agent, "interrupted")
+        usage = getattr(agent, "usage", None)
+        if usage is not None:
+            self._add_tokens(agent, usage)
+        if self._running_tools:
+            self._end_tools(agent, "interrupted")
         if agent.id in self._pending_input:
             return
         if error is None or isinstance(error, Exception):
@@ -189,10 +201,12 @@ class AgentObserver:
                 self._cancelled.add(agent.id)
 
     def tick(self) -> None:
-        """A tick of the studio's clock: refill the budget of detail events, and show as
-        interrupted the agents whose cancelled reply turned out to be interrupted."""
+        """A tick of the studio's clock: refill the budget of detail events (watching details
+        again), and show as interrupted the agents whose cancelled reply turned out to be
+        interrupted."""
         self.ticks += 1
         self.budget = DETAIL_PER_TICK
+        _watch_details()
         self._recheck()
 
     def _recheck(self) -> None:
@@ -227,19 +241,18 @@ class AgentObserver:
                 if isinstance(block, dict) and block.get("type") == "tool_result":
                     self._tool_result(agent, block)
 
-    def reasoned(self, agent: AgentBase, before: Any) -> None:
-        """A reasoning step ended; *before* is ``agent.usage`` as it was when it started
-        (the reply's sum so far), so the step's own tokens are the difference."""
+    def reasoned(self, agent: AgentBase) -> None:
         self.model_calls += 1
-        after = getattr(agent, "usage", None)
+
+    def _add_tokens(self, agent: AgentBase, usage: Any) -> None:
+        # ReActAgent.usage sums the model calls of the reply: added once, at its end.
         model = str(getattr(getattr(agent, "model", None), "model_name", "unknown"))
         used = self.tokens.get(model)
         if used is None:
             used = self.tokens[model] = [0, 0, 0]
+        used[0] += usage.input_tokens
+        used[1] += usage.output_tokens
         used[2] += 1
-        if after is not None and after is not before:
-            used[0] += after.input_tokens - (before.input_tokens if before is not None else 0)
-            used[1] += after.output_tokens - (before.output_tokens if before is not None else 0)
 
     def acting(self, agent: AgentBase, tool_call: Any) -> None:
         self.tool_calls += 1
@@ -321,11 +334,12 @@ class AgentObserver:
 
     def admit(self) -> bool:
         """Whether one more detail event fits in this tick's budget (spending it); when not,
-        it is counted as sampled out."""
+        it is counted as sampled out, and details are no longer watched until the next tick."""
         if self.budget > 0:
             self.budget -= 1
             return True
         self.sampled += 1
+        _watch_details()
         return False
 
     def _tool_result(self, agent: AgentBase, block: dict[str, Any]) -> None:
@@ -382,7 +396,11 @@ def _each(method: str, *args: Any) -> None:
         try:
             getattr(observer, method)(*args)
         except Exception:
-            logger.exception("the studio failed to show %s; the agent carries on", method)
+            _failed(method)
+
+
+def _failed(what: str) -> None:
+    logger.exception("the studio failed to show %s; the agent carries on", what)
 
 
 Proceed = Callable[[tuple[Any, ...], dict[str, Any]], Any]
@@ -401,16 +419,27 @@ class _Watch:
 
 
 class _ReplyWatch(_Watch):
+    """Always registered while a studio is open: what every reply costs, so the observers
+    are called directly (no dispatch by name)."""
+
     async def intercept(self, call: _intercept.Call, proceed: Proceed) -> Any:
         agent = call.obj
-        _each("reply_started", agent)
+        for observer in _active:
+            try:
+                observer.reply_started(agent)
+            except Exception:
+                _failed("a reply starting")
         try:
             result = await proceed(call.args, call.kwargs)
         except BaseException as exc:
             # A reply that raised or was cancelled is never left showing as replying.
             _each("reply_ended", agent, exc)
             raise
-        _each("reply_ended", agent, None)
+        for observer in _active:
+            try:
+                observer.reply_ended(agent, None)
+            except Exception:
+                _failed("a reply ending")
         return result
 
 
@@ -424,10 +453,8 @@ class _PrintWatch(_Watch):
 
 class _ReasoningWatch(_Watch):
     async def intercept(self, call: _intercept.Call, proceed: Proceed) -> Any:
-        agent = call.obj
-        before = getattr(agent, "usage", None)
         result = await proceed(call.args, call.kwargs)
-        _each("reasoned", agent, before)
+        _each("reasoned", call.obj)
         return result
 
 
@@ -448,25 +475,36 @@ def _argument(call: _intercept.Call, name: str, position: int, default: Any = No
     return call.arguments().get(name, default)
 
 
-_WATCHES = (
-    _ReplyWatch("reply"),
-    _PrintWatch("print"),
-    _ReasoningWatch("reasoning"),
-    _ActingWatch("acting"),
-)
+_REPLIES = _ReplyWatch("reply")
+_DETAILS = (_PrintWatch("print"), _ReasoningWatch("reasoning"), _ActingWatch("acting"))
+_watching_details = False
 
 
 def _hub_changed(hub: MsgHub, event: str) -> None:
     _each("hub_changed", hub, event)
 
 
+def _watch_details() -> None:
+    """Register the detail interceptors while some open studio has budget left for details,
+    unregister them otherwise."""
+    global _watching_details
+    wanted = any(observer.budget > 0 for observer in _active)
+    if wanted == _watching_details:
+        return
+    _watching_details = wanted
+    for watch in _DETAILS:
+        if wanted:
+            _intercept.register(watch.kind, watch)
+        else:
+            _intercept.unregister(watch.kind, watch)
+
+
 def _install() -> None:
-    for watch in _WATCHES:
-        _intercept.register(watch.kind, watch)
+    _intercept.register(_REPLIES.kind, _REPLIES)
     add_hub_observer(_hub_changed)
 
 
 def _uninstall() -> None:
-    for watch in _WATCHES:
-        _intercept.unregister(watch.kind, watch)
+    _watch_details()  # nobody is left: the detail interceptors go
+    _intercept.unregister(_REPLIES.kind, _REPLIES)
     remove_hub_observer(_hub_changed)

@@ -147,10 +147,12 @@ async def test_counts_by_state_and_totals_after_thousands_of_replies() -> None:
                 "waiting": 0,
             }
             assert totals["replies"] == 1_503  # the interrupted one has ended too
-            assert totals["messages"] == 1_502
-            assert totals["model_calls"] == 2
+            # Printed messages are counted while details are watched: a burst of 1,500 in
+            # one tick outran the budget, and the totals say that they are a sample.
+            assert totals["exact"] is False and totals["sampled"] >= 1
+            assert 1 <= totals["messages"] < 1_502
             assert totals["tokens"] == {
-                "scripted": {"input_tokens": 200, "output_tokens": 14, "calls": 2}
+                "scripted": {"input_tokens": 200, "output_tokens": 14, "replies": 2}
             }
             for agent in stuck:
                 agent.gate.set()  # type: ignore[union-attr]
@@ -186,10 +188,12 @@ async def test_a_burst_of_replies_reaches_the_page_as_a_bounded_number_of_events
         await feed.aclose()
         totals = received[-1]["data"]
         messages = [e for e in received if e.get("kind") == "msg"]
-        # Each tick lets at most DETAIL_PER_TICK messages through; the rest are counted.
-        assert len(messages) <= ticks_during * DETAIL_PER_TICK < 5_000
-        assert totals["messages"] == 5_000 == len(messages) + totals["sampled"]
-        assert totals["states"]["idle"] == 5_000
+        # Each tick lets at most DETAIL_PER_TICK messages through; then the details are no
+        # longer watched until the next tick (the totals say that they are a sample).
+        assert DETAIL_PER_TICK <= len(messages) <= ticks_during * DETAIL_PER_TICK < 5_000
+        assert totals["exact"] is False
+        assert len(messages) <= totals["messages"] <= len(messages) + totals["sampled"]
+        assert totals["replies"] == 5_000 and totals["states"]["idle"] == 5_000
         totals_events = [e for e in received if e.get("key") == "totals"]
         assert len(totals_events) <= studio.observer.ticks - ticks + 1
 
