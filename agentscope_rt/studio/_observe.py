@@ -79,7 +79,8 @@ class AgentObserver:
         self.budget = DETAIL_PER_TICK
         """Detail events still allowed in this tick (the studio's clock refills it)."""
         self.sampled = 0
-        """Detail events left out because the tick's budget was spent."""
+        """Detail events refused because the tick's budget was spent (the details that follow
+        in that tick are not even watched: a lower bound of those left out)."""
         self.ticks = 0
         """Ticks of the studio's clock so far (each refilled the budget)."""
         self.hubs: OrderedDict[str, weakref.ref[MsgHub]] = OrderedDict()
