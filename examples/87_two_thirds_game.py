@@ -173,6 +173,7 @@ async def _studio_watching() -> Any:
     from agentscope_rt.studio import serve
 
     feed = {"events": 0, "bytes": 0}
+    connected = anyio.Event()
 
     async def page(url: str, token: str) -> None:
         client = httpx.AsyncClient(timeout=None)
@@ -180,9 +181,12 @@ async def _studio_watching() -> Any:
             async for line in stream.aiter_lines():
                 feed["events"] += line.startswith("data: ")
                 feed["bytes"] += len(line) + 1
+                connected.set()
 
     async with serve(port=0, spans=False) as studio, anyio.create_task_group() as tg:
         tg.start_soon(page, f"{studio.base_url}/events", studio.token)
+        with anyio.fail_after(30):  # the game starts with the page open
+            await connected.wait()
         yield feed
         tg.cancel_scope.cancel()
 
