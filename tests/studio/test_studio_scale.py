@@ -15,6 +15,7 @@ import anyio.lowlevel
 import httpx
 import pytest
 
+from agentscope_rt import _intercept
 from agentscope_rt.agent import AgentBase, ReActAgent
 from agentscope_rt.formatter import OpenAIChatFormatter
 from agentscope_rt.message import Msg
@@ -271,3 +272,28 @@ async def test_a_streamed_message_once_shown_is_shown_to_its_end_beyond_the_budg
     assert bus.state.entities["msg"][shown.id]["last"] is True
     assert cut.id not in bus.state.entities["msg"]
     assert observer.messages == 2 and observer.sampled == 3
+
+
+def _studio_kinds() -> set[str]:
+    """The route kinds the studio intercepts now."""
+    return {
+        kind
+        for kind, items in _intercept.installed().items()
+        if any("studio" in repr(item) for item in items)
+    }
+
+
+async def test_past_the_budget_a_reply_passes_one_interception_until_the_next_tick() -> None:
+    players = echoes(2 * DETAIL_PER_TICK)
+    async with serve(spans=False) as studio:
+        await wait_for_tick(studio)
+        assert _studio_kinds() == {"reply", "print", "reasoning", "acting"}
+        for player in players:  # no checkpoint in between: one tick's budget
+            await player()
+        assert studio.observer.budget == 0 and studio.observer.sampled == 1
+        assert _studio_kinds() == {"reply"}
+        assert studio.observer.replies == 2 * DETAIL_PER_TICK
+        assert studio.observer.messages == DETAIL_PER_TICK + 1
+        await wait_for_tick(studio)
+        assert _studio_kinds() == {"reply", "print", "reasoning", "acting"}
+    assert not _studio_kinds()
