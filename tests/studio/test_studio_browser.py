@@ -83,6 +83,7 @@ def drive_page(url: str, profile: Path, screenshot: Path) -> None:
         expect(messages).to_contain_text("Cars still matter for families.", timeout=TIMEOUT_MS)
         expect(page.locator("#tools")).to_contain_text("3 votes on 'bicycles'", timeout=TIMEOUT_MS)
         expect(page.locator("#hubs")).to_contain_text("Ada, Brook, Cyd, Dana", timeout=TIMEOUT_MS)
+        expect(page.locator('#hubs [data-hub="debate"] .count')).to_have_text("4 members")
         expect(page.locator("#usage")).to_contain_text("model-ada", timeout=TIMEOUT_MS)
         # The agents come a page at a time, with counts by state over all of them.
         expect(page.locator("#agents-pager")).to_contain_text("1-50 of 124", timeout=TIMEOUT_MS)
