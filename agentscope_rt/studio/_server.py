@@ -402,7 +402,7 @@ async def _json_body(request: Request) -> Any:
 
 
 async def _sse(bus: EventBus) -> AsyncIterator[str]:
-    feed = bus.feed(GATHER_SECONDS)
+    feed = bus.feed()
     try:
         while True:
             batch: list[str] | None = None
@@ -413,8 +413,11 @@ async def _sse(bus: EventBus) -> AsyncIterator[str]:
                     return
             if batch is None:
                 yield ": keepalive\n\n"
-            else:  # one write for the whole batch
-                yield "".join(f"data: {line}\n\n" for line in batch)
+                continue
+            yield "".join(f"data: {line}\n\n" for line in batch)  # one write for them all
+            # Outside the wait above: a deadline never lands inside the feed while it holds a
+            # batch. Meanwhile the next events gather in the page's stream.
+            await anyio.sleep(GATHER_SECONDS)
     finally:
         # Shielded (a cancelled response still unregisters its page); it only closes memory
         # streams, so it ends at once.

@@ -188,21 +188,16 @@ class EventBus:
                 "stats", "drops", {"key": "drops", "intake": counts[0], "pages": counts[1]}
             )
 
-    async def feed(self, gather_seconds: float = 0.0) -> AsyncGenerator[list[str], None]:
-        """Encoded events for one page, in batches: a snapshot first, then every change; a
-        fresh snapshot again whenever the page fell behind. Ends when the studio stops.
-
-        :param gather_seconds: how long to let events gather after the first of a batch, so
-            that a busy studio writes to a page a few times a second, not once per event.
-        """
+    async def feed(self) -> AsyncGenerator[list[str], None]:
+        """Encoded events for one page, in batches (each batch is what was waiting for the
+        page, at least one event): a snapshot first, then every change; a fresh snapshot
+        again whenever the page fell behind. Ends when the studio stops."""
         page = PageFeed(self._page_buffer)
         self._feeds.add(page)
         try:
             yield [encode(self.state.snapshot())]
             async with page.receive:
                 async for line in page.receive:
-                    if gather_seconds > 0:
-                        await anyio.sleep(gather_seconds)
                     batch = [line, *_drain(page.receive)]
                     if page.stale:
                         page.stale = False

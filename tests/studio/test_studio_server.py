@@ -560,3 +560,26 @@ async def test_several_open_pages_each_get_every_event() -> None:
         with anyio.fail_after(30):  # the server notices both pages closing
             while studio.bus.pages:  # noqa: ASYNC110 (the server's tasks change it)
                 await anyio.sleep(0.01)
+
+
+async def test_the_feed_goes_on_when_keepalives_are_due_more_often_than_writes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A keepalive deadline shorter than the pause between two writes never ends the feed.
+    monkeypatch.setattr(studio_server, "KEEPALIVE_SECONDS", studio_server.GATHER_SECONDS / 5)
+    ada = talker("Ada", "Hello.", replies=3)
+    async with (
+        serve(spans=False) as studio,
+        httpx.AsyncClient(base_url=studio.base_url) as client,
+        client.stream("GET", "/events", params={"token": studio.token}) as stream,
+    ):
+        lines = stream.aiter_lines()
+        for _ in range(3):
+            said = await ada()
+            shown = False
+            with anyio.fail_after(30):
+                async for line in lines:
+                    if line.startswith("data: ") and said.id in line and '"last": true' in line:
+                        shown = True
+                        break
+            assert shown, "the feed ended"
