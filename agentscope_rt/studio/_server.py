@@ -230,14 +230,8 @@ def _app(studio: Studio) -> Starlette:
         query, state = _agent_filter(request)
         observer = studio.observer
         found, total = await observer.agents.page(offset, limit, query, state)
-        page = {
-            "items": [observer.agent_view(agent, shown) for agent, shown in found],
-            "total": total,
-            "offset": offset,
-            "limit": limit,
-            "totals": observer.totals(),
-        }
-        return JSONResponse(page, headers={"Cache-Control": "no-store"})
+        items = [observer.agent_view(agent, shown) for agent, shown in found]
+        return _page_answer(items, total, offset, limit, totals=observer.totals())
 
     @guarded
     async def hub_members(request: Request) -> Response:
@@ -248,16 +242,11 @@ def _app(studio: Studio) -> Starlette:
         if hub is None:
             return _error(404, f"no hub {name!r} is shown (the studio keeps the last 200)")
         members = hub.participants
-        page = {
-            "items": [
-                {"id": agent.id, "name": agent_name(agent)}
-                for agent in members[offset : offset + limit]
-            ],
-            "total": len(members),
-            "offset": offset,
-            "limit": limit,
-        }
-        return JSONResponse(page, headers={"Cache-Control": "no-store"})
+        items = [
+            {"id": agent.id, "name": agent_name(agent)}
+            for agent in members[offset : offset + limit]
+        ]
+        return _page_answer(items, len(members), offset, limit)
 
     @guarded
     async def durable_runs(request: Request) -> Response:
@@ -314,6 +303,14 @@ def _page_params(
     if not 1 <= limit <= most:
         raise _BadRequest(400, f"limit must be from 1 to {most}, not {limit}")
     return offset, limit
+
+
+def _page_answer(
+    items: list[dict[str, Any]], total: int, offset: int, limit: int, **extra: Any
+) -> Response:
+    """One page of *items* out of *total* as JSON, never cached."""
+    page = {"items": items, "total": total, "offset": offset, "limit": limit, **extra}
+    return JSONResponse(page, headers={"Cache-Control": "no-store"})
 
 
 def _agent_filter(request: Request) -> tuple[str, int | None]:
