@@ -144,13 +144,11 @@ async def play(players: list[ReActAgent], rounds: int) -> tuple[list[dict[str, A
     return results, seconds
 
 
-async def simulate(agents: int, rounds: int, studio: bool = False) -> dict[str, Any]:
-    watched = _studio_watching() if studio else contextlib.nullcontext({})
-    async with watched as feed:
-        started = time.perf_counter()
-        players = make_players(agents)
-        built = time.perf_counter() - started
-        results, seconds = await play(players, rounds)
+async def simulate(agents: int, rounds: int) -> dict[str, Any]:
+    started = time.perf_counter()
+    players = make_players(agents)
+    built = time.perf_counter() - started
+    results, seconds = await play(players, rounds)
     heard = await players[-1].memory.size()
     return {
         "agents": agents,
@@ -160,8 +158,15 @@ async def simulate(agents: int, rounds: int, studio: bool = False) -> dict[str, 
         "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "results": results,
         "memory_of_last_player": heard,
-        **({"studio_feed": feed} if studio else {}),
     }
+
+
+async def simulate_in_studio(agents: int, rounds: int) -> dict[str, Any]:
+    """:func:`simulate` with the studio served for the whole game and a page watching; the
+    figures add what the page read (``studio_feed``: events and bytes)."""
+    async with _studio_watching() as feed:
+        figures = await simulate(agents, rounds)
+    return {**figures, "studio_feed": feed}
 
 
 @contextlib.asynccontextmanager
@@ -201,7 +206,8 @@ def _cli() -> None:
     args = parser.parse_args()
     quick = os.environ.get("AGENTSCOPE_RT_EXAMPLES") == "1"
     agents = args.agents or (1_000 if quick else 10_000)
-    figures = anyio.run(simulate, agents, args.rounds, args.studio, backend=args.backend)
+    run = simulate_in_studio if args.studio else simulate
+    figures = anyio.run(run, agents, args.rounds, backend=args.backend)
     if args.json:
         print(json.dumps(figures))
         return
