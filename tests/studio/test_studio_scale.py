@@ -297,3 +297,19 @@ async def test_past_the_budget_a_reply_passes_one_interception_until_the_next_ti
         await wait_for_tick(studio)
         assert _studio_kinds() == {"reply", "print", "reasoning", "acting"}
     assert not _studio_kinds()
+
+
+async def test_an_agent_interrupted_by_the_program_is_shown_interrupted_by_the_next_tick() -> None:
+    waiting = Echo("waiting", anyio.Event())
+    async with serve(spans=False) as studio, anyio.create_task_group() as tg:
+        tg.start_soon(waiting)
+        with anyio.fail_after(30):
+            while not waiting.is_replying:
+                await anyio.lowlevel.checkpoint()
+        waiting.interrupt()  # by the program, not from the page
+        with anyio.fail_after(30):
+            while waiting.is_replying:
+                await anyio.lowlevel.checkpoint()
+        await wait_for_tick(studio)
+        assert waiting.generate_reason == "interrupted"
+        assert studio.observer.totals()["states"]["interrupted"] == 1
