@@ -60,9 +60,9 @@ MAX_QUERY = 200
 """The longest name search ``GET /api/agents?q=`` takes."""
 
 GATHER_SECONDS = 0.1
-"""Events for a page gather this long before they are written to it together: a busy studio
-writes to each page up to ten times a second, not once per event (each write costs the
-server's HTTP stack far more than the event itself)."""
+"""The pause after each write to a page, while the next events gather: a busy studio writes
+to each page up to ten times a second, not once per event (each write costs the server's HTTP
+stack far more than the event itself)."""
 
 KEEPALIVE_SECONDS = 15.0
 """A comment line is sent on an idle event stream this often, so proxies keep it open."""
