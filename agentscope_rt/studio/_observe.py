@@ -340,7 +340,8 @@ class AgentObserver:
             self.budget -= 1
             return True
         self.sampled += 1
-        _watch_details()
+        if self.bus.on_loop_thread():  # a span ended in a worker thread leaves it to the loop
+            _watch_details()
         return False
 
     def _tool_result(self, agent: AgentBase, block: dict[str, Any]) -> None:

@@ -121,6 +121,10 @@ class EventBus:
         """Events dropped because a page did not read them in time."""
         self._reported = (0, 0)
 
+    def on_loop_thread(self) -> bool:
+        """Whether the caller runs in the event loop's thread (not a worker thread)."""
+        return threading.get_ident() == self._thread
+
     def publish(self, kind: str, key: str, data: dict[str, Any]) -> None:
         """Queue the upsert of entity *(kind, key)*; drops it (counted) when the queue is
         full or the studio has stopped. Never raises, never waits."""
