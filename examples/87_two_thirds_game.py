@@ -15,11 +15,12 @@ model call, tool call with validated arguments, structured output in the reply's
 Run: ``python examples/87_two_thirds_game.py`` (asyncio, 10,000 players) or
 ``python examples/87_two_thirds_game.py trio``; ``--agents N --rounds R`` sets the size (with
 ``AGENTSCOPE_RT_EXAMPLES=1`` the default is 1,000 players); ``--json`` prints the figures as
-JSON (``bench/bench_scale.py`` uses this). What a million players (``--agents 1000000``)
-cost on a 2-core machine (``bench/RESULTS.md``): 45-115 s to build, about 90 us of CPU per
-player a round (about 90 s a round on a quiet core; 112-304 s measured on a busy machine) and
-8.2 GB of memory after three rounds (about 8 KB a player: what it said and heard). See
-``docs/scale.md``.
+JSON (``bench/bench_scale.py`` uses this); ``--studio`` serves the studio for the whole game,
+with a page reading its live feed (see ``docs/studio.md``, "At scale"). What a million players
+(``--agents 1000000``) cost on a 2-core machine (``bench/RESULTS.md``): 45-115 s to build,
+about 90 us of CPU per player a round (about 90 s a round on a quiet core; 112-304 s measured
+on a busy machine) and 8.2 GB of memory after three rounds (about 8 KB a player: what it said
+and heard). See ``docs/scale.md``.
 
 On Ray agent hosts (the ``ray`` extra): ``--hosts H`` builds the players on H hosts, host h
 the h-th block, each host building its own (``AgentHost.create_group``: nothing per player on
@@ -38,6 +39,7 @@ What to look for: the targets fall round after round as the players anchor on th
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
 import os
@@ -291,6 +293,41 @@ def _figures(
     }
 
 
+async def simulate_in_studio(agents: int, rounds: int, show: bool = False) -> dict[str, Any]:
+    """:func:`simulate` with the studio served for the whole game and a page watching; the
+    figures add what the page read (``studio_feed``: events and bytes)."""
+    async with _studio_watching() as feed:
+        figures = await simulate(agents, rounds, show)
+    return {**figures, "studio_feed": feed}
+
+
+@contextlib.asynccontextmanager
+async def _studio_watching() -> Any:
+    """The studio served for the block, with a page (an SSE client) reading its feed; yields
+    the feed's figures (events and bytes read), filled in as the page reads."""
+    import httpx
+
+    from agentscope_rt.studio import serve
+
+    feed = {"events": 0, "bytes": 0}
+    connected = anyio.Event()
+
+    async def page(url: str, token: str) -> None:
+        client = httpx.AsyncClient(timeout=None)
+        async with client, client.stream("GET", url, params={"token": token}) as stream:
+            async for line in stream.aiter_lines():
+                feed["events"] += line.startswith("data: ")
+                feed["bytes"] += len(line) + 1
+                connected.set()
+
+    async with serve(port=0, spans=False) as studio, anyio.create_task_group() as tg:
+        tg.start_soon(page, f"{studio.base_url}/events", studio.token)
+        with anyio.fail_after(30):  # the game starts with the page open
+            await connected.wait()
+        yield feed
+        tg.cancel_scope.cancel()
+
+
 def _cli() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("backend", nargs="?", default="asyncio", choices=["asyncio", "trio"])
@@ -298,13 +335,15 @@ def _cli() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--hosts", type=int, default=0, help="Ray agent hosts (0: one process)")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--studio", action="store_true", help="serve the studio, a page watching")
     args = parser.parse_args()
     quick = os.environ.get("AGENTSCOPE_RT_EXAMPLES") == "1"
     agents = args.agents or (1_000 if quick else 10_000)
     if args.hosts:
         _show(_on_hosts(agents, args, args.hosts), args)
         return
-    figures = anyio.run(simulate, agents, args.rounds, not args.json, backend=args.backend)
+    run = simulate_in_studio if args.studio else simulate
+    figures = anyio.run(run, agents, args.rounds, not args.json, backend=args.backend)
     _show(figures, args)
     if args.agents is None and find_spec("ray") is not None:
         # The default run plays the game again on 2 agent hosts: the same results.

@@ -2,13 +2,20 @@
 observer, nothing else.
 
 While at least one studio is open, an interceptor is registered with
-:mod:`agentscope_rt._intercept` on the ``reply``, ``print``, ``reasoning`` and ``acting``
-routes, and a membership observer on every :class:`MsgHub`. What an interceptor sees (a reply
-starting and ending, a message printed, a model call done, a tool call starting and ending)
-becomes a small dict published with ``send_nowait``: an agent never waits for the studio, and
-the studio only reads the call's arguments. It is not an agent hook, so an application
-clearing its class hooks does not blind the studio. When the last studio closes, the
-interceptors and the observer are removed, so agents are back on their interceptor-free path.
+:mod:`agentscope_rt._intercept` on the ``reply`` route, and a membership observer on every
+:class:`MsgHub`. It is not an agent hook, so an application clearing its class hooks does not
+blind the studio. What it sees of a reply costs O(1) and a few integer updates: the agent's
+state in the :class:`~._agents.AgentRegistry`, the replies, and at the reply's end its tokens
+per model (``ReActAgent.usage``). Those reach the page as one aggregate event per tick (see
+``_server``).
+
+*Details* (a printed chunk, a model call, a tool call) are seen by interceptors on the
+``print``, ``reasoning`` and ``acting`` routes, registered only while the tick's budget lasts
+(:data:`DETAIL_PER_TICK`): once it is spent they are unregistered until the next tick, so a
+million replies cost the agents one interception each (each costs microseconds, as much as a
+tenth of a fast agent's reply) and the page a hundred detail events a second. An agent never
+waits for the studio. When the last studio closes, everything is unregistered, so agents are
+back on their interceptor-free path.
 """
 
 from __future__ import annotations
@@ -18,135 +25,243 @@ import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from .. import _intercept
 from ..agent import AgentBase, UserAgent
 from ..message import Msg
 from ..pipeline import MsgHub, add_hub_observer, remove_hub_observer
+from ._agents import IDLE, INTERRUPTED, REPLYING, STATES, WAITING, AgentRegistry, agent_name
 from ._state import HISTORY_LIMITS
 
 if TYPE_CHECKING:
     from ._state import EventBus
 
-__all__ = ["AgentObserver"]
+__all__ = ["DETAIL_PER_TICK", "HUB_NAMES_SHOWN", "AgentObserver"]
 
 logger = logging.getLogger("agentscope_rt.studio")
+
+DETAIL_PER_TICK: Final = 25
+"""Detail events (a printed chunk, a tool call starting, a span starting) published per tick
+of the studio's clock (every 0.25 s: 100 a second, more than a person reads); the rest are
+counted, not built. The last chunk of a message whose earlier chunk was shown is always
+shown (chunks are cumulative: it completes the message), as is the end of a shown tool call
+or span. Measured: each detail a page receives costs the process tens of microseconds (the
+HTTP stack's share is most of it), so 100 a second stay within a percent or two."""
+
+SHOWN_STREAMS: Final = 1_000
+"""Streamed messages remembered as shown (so that their last chunk is shown too)."""
+
+MAX_RECHECKED: Final = 10_000
+"""Cancelled replies looked at again per tick (a cancelled fan-out of a million agents
+is shown as idle beyond this, not as interrupted)."""
+
+HUB_NAMES_SHOWN: Final = 20
+"""Members named in a hub's entity; the page pages through the rest on demand."""
 
 _active: list[AgentObserver] = []
 
 
-def _agent_name(agent: Any) -> str:
-    return str(getattr(agent, "name", type(agent).__name__))
-
-
 class AgentObserver:
-    """Turns hook calls into studio entities for one studio (see the module docstring)."""
+    """Turns what the interceptors see into states, totals and detail entities for one
+    studio (see the module docstring)."""
 
     def __init__(self, bus: EventBus) -> None:
         self.bus = bus
-        self.agents: weakref.WeakValueDictionary[str, AgentBase] = weakref.WeakValueDictionary()
-        # What this observer published last, per entity: the bus applies upserts later, in
-        # its fan-out task, so its state may lag behind the hooks.
-        self._states: dict[str, str] = {}
+        self.agents = AgentRegistry()
+        self.replies = 0
+        self.messages = 0
+        self.tool_calls = 0
+        self.model_calls = 0
+        self.tokens: dict[str, list[int]] = {}
+        """Per model name: input tokens, output tokens, replies (summed at each reply's end
+        from ``ReActAgent.usage``)."""
+        self.budget = DETAIL_PER_TICK
+        """Detail events still allowed in this tick (the studio's clock refills it)."""
+        self.sampled = 0
+        """Detail events refused because the tick's budget was spent (the details that follow
+        in that tick are not even watched: a lower bound of those left out)."""
+        self.ticks = 0
+        """Ticks of the studio's clock so far (each refilled the budget)."""
+        self.hubs: OrderedDict[str, weakref.ref[MsgHub]] = OrderedDict()
         self._tools: OrderedDict[str, dict[str, Any]] = OrderedDict()
-        self._tool_started: dict[str, float] = {}
-        self._usage_totals: dict[str, dict[str, Any]] = {}
-        self._usage_seen: dict[str, tuple[str | None, int, int]] = {}
+        # Tool calls shown as running, per agent: ended with the agent's reply at the latest.
+        self._running_tools: dict[str, dict[str, float]] = {}
         self._pending_input: dict[str, dict[str, Any]] = {}
+        self._hub_sizes: dict[str, int] = {}
+        self._cancelled: set[str] = set()
+        self._streams: OrderedDict[str, bool] = OrderedDict()
 
     # -- lifetime ---------------------------------------------------------------------
 
     def start(self) -> None:
-        """Start observing (the hooks are registered when the first studio starts)."""
+        """Start observing (the interceptors are registered when the first studio starts)."""
         if not _active:
             _install()
         _active.append(self)
+        _watch_details()
 
     def stop(self) -> None:
-        """Stop observing (the hooks go when the last studio stops)."""
+        """Stop observing (the interceptors go when the last studio stops)."""
         if self not in _active:
             return
         _active.remove(self)
         if not _active:
             _uninstall()
+        else:
+            _watch_details()
 
-    # -- entities ---------------------------------------------------------------------
+    # -- what the page reads ----------------------------------------------------------
 
-    def agent_entity(self, agent: AgentBase, state: str | None = None) -> dict[str, Any]:
-        """Publish *agent* (with *state*, or its last known state) and return its data."""
-        if agent.id not in self.agents:
-            self.agents[agent.id] = agent
-            self._forget_gone_agents()
-        if state is None:
-            state = self._states.get(agent.id) or ("replying" if agent.is_replying else "idle")
-        self._states[agent.id] = state
-        data = {
+    def agent_view(self, agent: AgentBase, state: int) -> dict[str, Any]:
+        """What the page shows of *agent* in *state* (an index of :data:`STATES`)."""
+        return {
             "key": agent.id,
             "id": agent.id,
-            "name": _agent_name(agent),
+            "name": agent_name(agent),
             "cls": type(agent).__name__,
-            "state": state,
+            "state": STATES[state],
             "is_user": isinstance(agent, UserAgent),
             "reply_id": agent.reply_id,
             "input": self._pending_input.get(agent.id),
         }
-        self.bus.publish("agent", agent.id, data)
-        return data
 
-    def _forget_gone_agents(self) -> None:
-        # Per-agent bookkeeping is keyed by id: drop what belongs to agents that no longer
-        # exist, once it outgrows the page's own agent history (amortised over new agents).
-        if len(self._states) <= 2 * HISTORY_LIMITS["agent"]:
-            return
-        alive = set(self.agents.keys())
-        for table in (self._states, self._usage_seen, self._pending_input):
-            for agent_id in [k for k in table if k not in alive]:
-                del table[agent_id]
-        for key in [k for k in self._usage_totals if k.partition(":")[0] not in alive]:
-            del self._usage_totals[key]
+    def totals(self) -> dict[str, Any]:
+        """The aggregates the page shows at any scale: agents known and per state, replies
+        ended and tokens per model (always exact); messages printed, model and tool calls (seen
+        while details are watched: exact as long as ``exact``, no detail having been sampled
+        out); details sampled out."""
+        return {
+            "key": "totals",
+            "agents": len(self.agents),
+            "states": dict(zip(STATES, self.agents.counts, strict=True)),
+            "agents_version": self.agents.version,
+            "replies": self.replies,
+            "messages": self.messages,
+            "tool_calls": self.tool_calls,
+            "model_calls": self.model_calls,
+            "tokens": {
+                model: {"input_tokens": used[0], "output_tokens": used[1], "replies": used[2]}
+                for model, used in self.tokens.items()
+            },
+            "sampled": self.sampled,
+            "exact": self.sampled == 0,
+        }
+
+    @property
+    def version(self) -> tuple[int, ...]:
+        """Changes whenever :meth:`totals` would."""
+        return (
+            self.agents.version,
+            self.replies,
+            self.messages,
+            self.tool_calls,
+            self.model_calls,
+            self.sampled,
+        )
+
+    # -- states -----------------------------------------------------------------------
+
+    def watch(self, agent: AgentBase) -> None:
+        """Know *agent* before it does anything."""
+        self.agents.know(agent, REPLYING if agent.is_replying else IDLE)
 
     def set_input(self, agent: AgentBase, request: dict[str, Any] | None) -> None:
         """Show (or, with ``None``, clear) a pending request for *agent*'s user input."""
         if request is None:
             self._pending_input.pop(agent.id, None)
+            if self.agents.state(agent.id) == WAITING:  # an interrupt shows as such
+                self.agents.move(agent, REPLYING if agent.is_replying else IDLE)
         else:
             self._pending_input[agent.id] = request
-        self.agent_entity(agent)
+            self.agents.move(agent, WAITING)
 
-    # -- hooks --------------------------------------------------------------------------
+    def interrupted(self, agent: AgentBase) -> None:
+        """*agent* was interrupted (from the page): it is shown as such at once."""
+        self._end_tools(agent, "interrupted")
+        self.agents.move(agent, INTERRUPTED)
 
-    def pre_reply(self, agent: AgentBase) -> None:
-        self.agent_entity(agent, "replying")
+    def reply_ended(self, agent: AgentBase, error: BaseException | None) -> None:
+        """*agent*'s reply returned, or raised *error*."""
+        self.replies += 1
+        usage = getattr(agent, "usage", None)
+        if usage is not None:
+            self._add_tokens(agent, usage)
+        if self._running_tools:
+            self._end_tools(agent, "interrupted")
+        if agent.id in self._pending_input:
+            return
+        if error is None or isinstance(error, Exception):
+            ended = INTERRUPTED if agent.generate_reason == "interrupted" else IDLE
+            self.agents.move(agent, ended)
+        elif self.agents.state(agent.id) != INTERRUPTED:
+            # Cancelled: by an interrupt, the agent says so only once its call has handled
+            # it, after this; the next tick looks again.
+            self.agents.move(agent, IDLE)
+            if len(self._cancelled) < MAX_RECHECKED:
+                self._cancelled.add(agent.id)
 
-    def post_reply(self, agent: AgentBase) -> None:
-        self._usage(agent, model_call=False)
-        self._end_tools(agent, "done")
-        self.agent_entity(agent, "idle")
+    def tick(self) -> None:
+        """A tick of the studio's clock: refill the budget of detail events (watching details
+        again), and show as interrupted the agents whose cancelled reply turned out to be
+        interrupted."""
+        self.ticks += 1
+        self.budget = DETAIL_PER_TICK
+        _watch_details()
+        self._recheck()
 
-    def pre_print(self, agent: AgentBase, msg: Msg, last: bool) -> None:
+    def _recheck(self) -> None:
+        cancelled, self._cancelled = self._cancelled, set()
+        for agent_id in cancelled:
+            agent = self.agents.get(agent_id)
+            if agent is None or agent.is_replying:
+                continue
+            if agent.generate_reason == "interrupted":
+                self.agents.move(agent, INTERRUPTED)
+
+    # -- what the interceptors report -------------------------------------------------
+
+    def reply_started(self, agent: AgentBase) -> None:
+        self.agents.move(agent, REPLYING)
+
+    def printed(self, agent: AgentBase, msg: Msg, last: bool) -> None:
+        self.messages += last
+        if msg.metadata and msg.metadata.get("_is_interrupted"):
+            self.interrupted(agent)
+        if not self._admit_chunk(msg.id, last):
+            return
         data = msg.to_dict()
         data["key"] = msg.id
         data["agent_id"] = agent.id
-        data["agent_name"] = _agent_name(agent)
+        data["agent_name"] = agent_name(agent)
         data["reply_id"] = agent.reply_id
         data["last"] = bool(last)
         self.bus.publish("msg", msg.id, data)
         if isinstance(msg.content, list):
             for block in data["content"]:
                 if isinstance(block, dict) and block.get("type") == "tool_result":
-                    self._tool_result(agent, block, last)
-        if msg.metadata and msg.metadata.get("_is_interrupted"):
-            self._end_tools(agent, "interrupted")
-            self.agent_entity(agent, "interrupted")
+                    self._tool_result(agent, block)
 
-    def post_reasoning(self, agent: AgentBase) -> None:
-        self._usage(agent, model_call=True)
+    def reasoned(self, agent: AgentBase) -> None:
+        self.model_calls += 1
 
-    def pre_acting(self, agent: AgentBase, tool_call: Any) -> None:
+    def _add_tokens(self, agent: AgentBase, usage: Any) -> None:
+        # ReActAgent.usage sums the model calls of the reply: added once, at its end.
+        model = str(getattr(getattr(agent, "model", None), "model_name", "unknown"))
+        used = self.tokens.get(model)
+        if used is None:
+            used = self.tokens[model] = [0, 0, 0]
+        used[0] += usage.input_tokens
+        used[1] += usage.output_tokens
+        used[2] += 1
+
+    def acting(self, agent: AgentBase, tool_call: Any) -> None:
+        self.tool_calls += 1
+        if not self.admit():
+            return
         call_id = str(getattr(tool_call, "id", ""))
         key = _tool_key(agent, call_id)
-        self._tool_started[key] = time.perf_counter()
+        self._running_tools.setdefault(agent.id, {})[key] = time.perf_counter()
         self._publish_tool(
             {
                 "key": key,
@@ -155,7 +270,7 @@ class AgentObserver:
                 "input": getattr(tool_call, "input", {}),
                 "output": None,
                 "agent_id": agent.id,
-                "agent_name": _agent_name(agent),
+                "agent_name": agent_name(agent),
                 "reply_id": agent.reply_id,
                 "status": "running",
                 "started": time.time(),
@@ -163,30 +278,73 @@ class AgentObserver:
             }
         )
 
-    def post_acting(self, agent: AgentBase, tool_call: Any) -> None:
-        self._finish_tool(_tool_key(agent, str(getattr(tool_call, "id", ""))), "done")
+    def acted(self, agent: AgentBase, tool_call: Any) -> None:
+        running = self._running_tools.get(agent.id)
+        if running is None:  # not shown (sampled out), or ended already
+            return
+        key = _tool_key(agent, str(getattr(tool_call, "id", "")))
+        started = running.pop(key, None)
+        if not running:
+            del self._running_tools[agent.id]
+        if started is not None:
+            self._finish_tool(key, "done", started)
 
-    def reconcile(self) -> None:
-        """Show as ended the replies that ended without a hook seeing it (``post_reply`` does
-        not run when a reply raises or is interrupted)."""
-        for agent_id, state in list(self._states.items()):
-            if state != "replying":
-                continue
-            agent = self.agents.get(agent_id)
-            if agent is None or agent.is_replying:
-                continue
-            self._end_tools(agent, "interrupted")
-            ended = "interrupted" if agent.generate_reason == "interrupted" else "idle"
-            self.agent_entity(agent, ended)
-
-    def interrupted(self, agent: AgentBase) -> None:
-        """The page interrupted *agent*: it is shown as interrupted at once."""
-        self._end_tools(agent, "interrupted")
-        self.agent_entity(agent, "interrupted")
+    def hub_changed(self, hub: MsgHub, event: str) -> None:
+        """*hub*'s membership changed: its members are known agents (those that entered
+        with this change are looked at once each), and its entity shows how many there are
+        and the first :data:`HUB_NAMES_SHOWN` of them."""
+        members = hub.participants
+        name = hub.name
+        seen = self._hub_sizes.get(name, 0) if event == "add" else 0
+        # Members added to a hub are appended to it: an "add" of one agent to a hub of a
+        # million looks at that one agent.
+        self.agents.know_all(members[seen:] if seen else members)
+        self._hub_sizes[name] = len(members)
+        self.hubs[name] = weakref.ref(hub)
+        self.hubs.move_to_end(name)
+        while len(self.hubs) > HISTORY_LIMITS["hub"]:
+            gone, _ = self.hubs.popitem(last=False)
+            self._hub_sizes.pop(gone, None)
+        self.bus.publish(
+            "hub",
+            name,
+            {
+                "key": name,
+                "name": name,
+                "count": len(members),
+                "members": [{"id": a.id, "name": agent_name(a)} for a in members[:HUB_NAMES_SHOWN]],
+                "open": event != "exit",
+                "event": event,
+            },
+        )
 
     # -- helpers ------------------------------------------------------------------------
 
-    def _tool_result(self, agent: AgentBase, block: dict[str, Any], last: bool) -> None:
+    def _admit_chunk(self, msg_id: str, last: bool) -> bool:
+        if last:
+            # The last chunk of a message shown before completes it, whatever the budget.
+            return self._streams.pop(msg_id, False) or self.admit()
+        if msg_id in self._streams:
+            return self.admit()
+        if not self.admit():
+            return False
+        self._streams[msg_id] = True
+        while len(self._streams) > SHOWN_STREAMS:
+            self._streams.popitem(last=False)
+        return True
+
+    def admit(self) -> bool:
+        """Whether one more detail event fits in this tick's budget (spending it); when not,
+        it is counted as sampled out, and details are no longer watched until the next tick."""
+        if self.budget > 0:
+            self.budget -= 1
+            return True
+        self.sampled += 1
+        if self.bus.on_loop_thread():  # a span ended in a worker thread leaves it to the loop
+            _watch_details()
+        return False
+
+    def _tool_result(self, agent: AgentBase, block: dict[str, Any]) -> None:
         call_id = str(block.get("id", ""))
         key = _tool_key(agent, call_id)
         current = self._tools.get(key)
@@ -196,20 +354,18 @@ class AgentObserver:
         data["name"] = block.get("name", data.get("name", ""))
         data["output"] = block.get("output")
         data["agent_id"] = agent.id
-        data["agent_name"] = _agent_name(agent)
+        data["agent_name"] = agent_name(agent)
         # A result with no call seen before (printed outside an acting step) is complete.
         data.setdefault("status", "done")
         self._publish_tool(data)
 
-    def _finish_tool(self, key: str, status: str) -> None:
-        started = self._tool_started.pop(key, None)
+    def _finish_tool(self, key: str, status: str, started: float) -> None:
         current = self._tools.get(key)
         if current is None or current["status"] != "running":
             return
         data = dict(current)
         data["status"] = status
-        if started is not None:
-            data["duration_ms"] = round((time.perf_counter() - started) * 1000, 3)
+        data["duration_ms"] = round((time.perf_counter() - started) * 1000, 3)
         self._publish_tool(data)
 
     def _publish_tool(self, data: dict[str, Any]) -> None:
@@ -219,61 +375,12 @@ class AgentObserver:
         self.bus.publish("tool", data["key"], data)
 
     def _end_tools(self, agent: AgentBase, status: str) -> None:
-        # Tool calls of this agent still running when its reply ended never reached
-        # post_acting (an interrupt cancelled them).
-        prefix = agent.id + ":"
-        for key in [key for key in self._tool_started if key.startswith(prefix)]:
-            self._finish_tool(key, status)
-
-    def _usage(self, agent: AgentBase, model_call: bool) -> None:
-        # ReActAgent.usage sums the model calls of the current reply: publish what was
-        # added since the last look.
-        usage = getattr(agent, "usage", None)
-        if usage is None and not model_call:
-            return
-        reply_id = agent.reply_id
-        seen_reply, seen_in, seen_out = self._usage_seen.get(agent.id, (None, 0, 0))
-        if seen_reply != reply_id:
-            seen_in = seen_out = 0
-        added_in = int(getattr(usage, "input_tokens", 0)) - seen_in
-        added_out = int(getattr(usage, "output_tokens", 0)) - seen_out
-        self._usage_seen[agent.id] = (reply_id, seen_in + added_in, seen_out + added_out)
-        if added_in <= 0 and added_out <= 0 and not model_call:
-            return
-        model = str(getattr(getattr(agent, "model", None), "model_name", "unknown"))
-        key = f"{agent.id}:{model}"
-        current = self._usage_totals.get(key) or {
-            "key": key,
-            "agent_id": agent.id,
-            "agent_name": _agent_name(agent),
-            "model": model,
-            "input_tokens": 0,
-            "output_tokens": 0,
-            "calls": 0,
-        }
-        data = dict(current)
-        data["input_tokens"] += added_in
-        data["output_tokens"] += added_out
-        data["calls"] += int(model_call)
-        self._usage_totals[key] = data
-        self.bus.publish("usage", key, data)
-
-    def hub_changed(self, hub: MsgHub, event: str) -> None:
-        members = hub.participants
-        for agent in members:
-            if agent.id not in self.agents:
-                self.agent_entity(agent)
-        self.bus.publish(
-            "hub",
-            hub.name,
-            {
-                "key": hub.name,
-                "name": hub.name,
-                "members": [{"id": a.id, "name": _agent_name(a)} for a in members],
-                "open": event != "exit",
-                "event": event,
-            },
-        )
+        # Tool calls of this agent still running when its reply ended never reached the
+        # end of their acting step (an interrupt cancelled them).
+        running = self._running_tools.pop(agent.id, None)
+        if running:
+            for key, started in running.items():
+                self._finish_tool(key, status, started)
 
 
 def _tool_key(agent: AgentBase, call_id: str) -> str:
@@ -281,46 +388,84 @@ def _tool_key(agent: AgentBase, call_id: str) -> str:
     return f"{agent.id}:{call_id}"
 
 
-# -- the hooks, shared by every open studio ---------------------------------------------
+# -- the interceptors, shared by every open studio ----------------------------------------
 
 
-def _dispatch(method: str, *args: Any) -> None:
+def _each(method: str, *args: Any) -> None:
     # Watching must never break what is watched: an observer's failure is logged, the agent
     # carries on.
     for observer in _active:
         try:
             getattr(observer, method)(*args)
         except Exception:
-            logger.exception("the studio failed to show %s; the agent carries on", method)
+            _failed(method)
+
+
+def _failed(what: str) -> None:
+    logger.exception("the studio failed to show %s; the agent carries on", what)
+
+
+Proceed = Callable[[tuple[Any, ...], dict[str, Any]], Any]
 
 
 class _Watch:
-    """The studio's interceptor of one route kind: what it reports before and after a call
-    (a call that raises reports nothing after it, as a post hook would not)."""
+    """The studio's interceptor of one route kind."""
 
-    __slots__ = ("after", "before", "kind")
+    __slots__ = ("kind",)
 
-    def __init__(
-        self,
-        kind: str,
-        before: Callable[[AgentBase, _intercept.Call], None] | None = None,
-        after: Callable[[AgentBase, _intercept.Call], None] | None = None,
-    ) -> None:
+    def __init__(self, kind: str) -> None:
         self.kind = kind
-        self.before = before
-        self.after = after
 
     def __repr__(self) -> str:
         return f"<studio watching {self.kind!r} routes>"
 
-    async def intercept(
-        self, call: _intercept.Call, proceed: Callable[[tuple[Any, ...], dict[str, Any]], Any]
-    ) -> Any:
-        if self.before is not None:
-            self.before(call.obj, call)
+
+class _ReplyWatch(_Watch):
+    """Always registered while a studio is open: what every reply costs, so the observers
+    are called directly (no dispatch by name)."""
+
+    async def intercept(self, call: _intercept.Call, proceed: Proceed) -> Any:
+        agent = call.obj
+        for observer in _active:
+            try:
+                observer.reply_started(agent)
+            except Exception:
+                _failed("a reply starting")
+        try:
+            result = await proceed(call.args, call.kwargs)
+        except BaseException as exc:
+            # A reply that raised or was cancelled is never left showing as replying.
+            _each("reply_ended", agent, exc)
+            raise
+        for observer in _active:
+            try:
+                observer.reply_ended(agent, None)
+            except Exception:
+                _failed("a reply ending")
+        return result
+
+
+class _PrintWatch(_Watch):
+    async def intercept(self, call: _intercept.Call, proceed: Proceed) -> Any:
+        msg = _argument(call, "msg", 0)
+        if isinstance(msg, Msg):
+            _each("printed", call.obj, msg, bool(_argument(call, "last", 1, True)))
+        return await proceed(call.args, call.kwargs)
+
+
+class _ReasoningWatch(_Watch):
+    async def intercept(self, call: _intercept.Call, proceed: Proceed) -> Any:
         result = await proceed(call.args, call.kwargs)
-        if self.after is not None:
-            self.after(call.obj, call)
+        _each("reasoned", call.obj)
+        return result
+
+
+class _ActingWatch(_Watch):
+    async def intercept(self, call: _intercept.Call, proceed: Proceed) -> Any:
+        agent, tool_call = call.obj, _argument(call, "tool_call", 0)
+        _each("acting", agent, tool_call)
+        result = await proceed(call.args, call.kwargs)
+        _each("acted", agent, tool_call)
         return result
 
 
@@ -332,43 +477,36 @@ def _argument(call: _intercept.Call, name: str, position: int, default: Any = No
     return call.arguments().get(name, default)
 
 
-def _pre_print(agent: AgentBase, call: _intercept.Call) -> None:
-    msg = _argument(call, "msg", 0)
-    if isinstance(msg, Msg):
-        _dispatch("pre_print", agent, msg, bool(_argument(call, "last", 1, True)))
-
-
-def _tool_call(call: _intercept.Call) -> Any:
-    return _argument(call, "tool_call", 0)
-
-
-_WATCHES = (
-    _Watch(
-        "reply",
-        before=lambda agent, call: _dispatch("pre_reply", agent),
-        after=lambda agent, call: _dispatch("post_reply", agent),
-    ),
-    _Watch("print", before=_pre_print),
-    _Watch("reasoning", after=lambda agent, call: _dispatch("post_reasoning", agent)),
-    _Watch(
-        "acting",
-        before=lambda agent, call: _dispatch("pre_acting", agent, _tool_call(call)),
-        after=lambda agent, call: _dispatch("post_acting", agent, _tool_call(call)),
-    ),
-)
+_REPLIES = _ReplyWatch("reply")
+_DETAILS = (_PrintWatch("print"), _ReasoningWatch("reasoning"), _ActingWatch("acting"))
+_watching_details = False
 
 
 def _hub_changed(hub: MsgHub, event: str) -> None:
-    _dispatch("hub_changed", hub, event)
+    _each("hub_changed", hub, event)
+
+
+def _watch_details() -> None:
+    """Register the detail interceptors while some open studio has budget left for details,
+    unregister them otherwise."""
+    global _watching_details
+    wanted = any(observer.budget > 0 for observer in _active)
+    if wanted == _watching_details:
+        return
+    _watching_details = wanted
+    for watch in _DETAILS:
+        if wanted:
+            _intercept.register(watch.kind, watch)
+        else:
+            _intercept.unregister(watch.kind, watch)
 
 
 def _install() -> None:
-    for watch in _WATCHES:
-        _intercept.register(watch.kind, watch)
+    _intercept.register(_REPLIES.kind, _REPLIES)
     add_hub_observer(_hub_changed)
 
 
 def _uninstall() -> None:
-    for watch in _WATCHES:
-        _intercept.unregister(watch.kind, watch)
+    _watch_details()  # nobody is left: the detail interceptors go
+    _intercept.unregister(_REPLIES.kind, _REPLIES)
     remove_hub_observer(_hub_changed)

@@ -1,12 +1,14 @@
 """``serve()``: the studio page, served by hypercorn in the application's own event loop.
 
 The page is one static HTML file shipped with the package; it reads a snapshot and then live
-upserts from ``GET /events`` (server-sent events) and acts through two POST routes
-(``/api/interrupt``, ``/api/input``). Given a run store, it also serves the *Durable runs*
-view: ``GET /api/durable/runs`` and ``GET /api/durable/runs/{run_id}`` (JSON, paged with
-``offset`` and ``limit``). Every route but a bare ``GET /`` without the token
-answers 403 unless the request carries the studio's random token (``?token=`` or the
-``X-Studio-Token`` header): the URL printed to the person holds it, so only they see data.
+upserts from ``GET /events`` (server-sent events), pages through the agents it knows with
+``GET /api/agents`` and a hub's members with ``GET /api/hubs/{name}/members``, and acts
+through two POST routes (``/api/interrupt``, ``/api/input``). Given a run store, it also
+serves the *Durable runs* view: ``GET /api/durable/runs`` and
+``GET /api/durable/runs/{run_id}`` (JSON, paged with ``offset`` and ``limit``). Every route
+but a bare ``GET /`` without the token answers 403 unless the request carries the studio's
+random token (``?token=`` or the ``X-Studio-Token`` header): the URL printed to the person
+holds it, so only they see data.
 
 Bad input is answered with a 4xx and a JSON ``{"error": ...}`` saying what is wrong, never a
 500: a POST body is read up to :data:`MAX_BODY_BYTES` (413 past it) within
@@ -36,6 +38,7 @@ from .._asgi import hypercorn_config, hypercorn_serve, listening_socket
 from .._json import MAX_JSON_DEPTH, json_problem
 from ..agent import AgentBase
 from ..durable import DurableRunError, RunStore
+from ._agents import MAX_AGENTS_PAGE, STATES, agent_name
 from ._durable_view import DEFAULT_PAGE, MAX_PAGE, run_page, runs_page
 from ._observe import AgentObserver
 from ._page_input import AlreadyAnsweredError, PageUserInput
@@ -46,8 +49,20 @@ __all__ = ["Studio", "serve"]
 
 logger = logging.getLogger("agentscope_rt.studio")
 
-RECONCILE_SECONDS = 0.5
-"""How often agents shown as replying are checked against ``agent.is_replying``."""
+TICK_SECONDS = 0.25
+"""The studio's clock: at most this often the pages get the totals (when they changed), and
+the budget of detail events is refilled (``DETAIL_PER_TICK``, in ``_observe``)."""
+
+DEFAULT_AGENTS_PAGE = 50
+"""Agents (or hub members) in one answer when the request gives no ``limit``."""
+
+MAX_QUERY = 200
+"""The longest name search ``GET /api/agents?q=`` takes."""
+
+GATHER_SECONDS = 0.1
+"""The pause after each write to a page, while the next events gather: a busy studio writes
+to each page up to ten times a second, not once per event (each write costs the server's HTTP
+stack far more than the event itself)."""
 
 KEEPALIVE_SECONDS = 15.0
 """A comment line is sent on an idle event stream this often, so proxies keep it open."""
@@ -98,7 +113,7 @@ class Studio:
         self.run_user = run_user
         self.observer = AgentObserver(bus)
         self.user_input = PageUserInput(self.observer)
-        self.span_processor = StudioSpanProcessor(bus, on_reply_end=self._reply_ended)
+        self.span_processor = StudioSpanProcessor(bus, admit=self.observer.admit)
         shown_host = f"[{host}]" if ":" in host else host
         self.base_url = f"http://{shown_host}:{port}"
         self.url = f"{self.base_url}/?token={token}"
@@ -115,7 +130,7 @@ class Studio:
         for agent in agents:
             if not isinstance(agent, AgentBase):
                 raise TypeError(f"Studio.watch takes agents, not {type(agent).__name__}")
-            self.observer.agent_entity(agent)
+            self.observer.watch(agent)
 
     def interrupt(self, agent_id: str) -> bool:
         """Interrupt the agent *agent_id* (what the page's button does); ``False`` when the
@@ -128,11 +143,6 @@ class Studio:
         if replying:
             self.observer.interrupted(agent)
         return True
-
-    def _reply_ended(self, agent_id: str, interrupted: bool) -> None:
-        agent = self.observer.agents.get(agent_id)
-        if agent is not None and not agent.is_replying:
-            self.observer.agent_entity(agent, "interrupted" if interrupted else "idle")
 
     @property
     def dropped(self) -> int:
@@ -210,7 +220,33 @@ def _app(studio: Studio) -> Starlette:
     @guarded
     async def state(request: Request) -> Response:
         # Encoded as the event feed encodes it: an object of no JSON type shows as its repr.
-        return Response(encode(studio.bus.state.snapshot()), media_type="application/json")
+        snapshot = studio.bus.state.snapshot()
+        snapshot["totals"] = studio.observer.totals()
+        return Response(encode(snapshot), media_type="application/json")
+
+    @guarded
+    async def agents(request: Request) -> Response:
+        offset, limit = _page_params(request, DEFAULT_AGENTS_PAGE, MAX_AGENTS_PAGE)
+        query, state = _agent_filter(request)
+        observer = studio.observer
+        found, total = await observer.agents.page(offset, limit, query, state)
+        items = [observer.agent_view(agent, shown) for agent, shown in found]
+        return _page_answer(items, total, offset, limit, totals=observer.totals())
+
+    @guarded
+    async def hub_members(request: Request) -> Response:
+        offset, limit = _page_params(request, DEFAULT_AGENTS_PAGE, MAX_AGENTS_PAGE)
+        name = request.path_params["name"]
+        ref = studio.observer.hubs.get(name)
+        hub = None if ref is None else ref()
+        if hub is None:
+            return _error(404, f"no hub {name!r} is shown (the studio keeps the last 200)")
+        members = hub.participants
+        items = [
+            {"id": agent.id, "name": agent_name(agent)}
+            for agent in members[offset : offset + limit]
+        ]
+        return _page_answer(items, len(members), offset, limit)
 
     @guarded
     async def durable_runs(request: Request) -> Response:
@@ -232,6 +268,8 @@ def _app(studio: Studio) -> Starlette:
             Route("/", index),
             Route("/events", events),
             Route("/api/state", state),
+            Route("/api/agents", agents),
+            Route("/api/hubs/{name:path}/members", hub_members),
             Route("/api/interrupt", interrupt, methods=["POST"]),
             Route("/api/input", answer, methods=["POST"]),
             Route("/api/durable/runs", durable_runs),
@@ -250,19 +288,47 @@ def _run_store(studio: Studio) -> RunStore:
     return studio.run_store
 
 
-def _page_params(request: Request) -> tuple[int, int]:
-    """``offset`` (0 by default) and ``limit`` (:data:`DEFAULT_PAGE`) of the query.
+def _page_params(
+    request: Request, default: int = DEFAULT_PAGE, most: int = MAX_PAGE
+) -> tuple[int, int]:
+    """``offset`` (0 by default) and ``limit`` (*default*) of the query.
 
     :raises _BadRequest: (400) for an offset that is not an int of 0 or more, or a limit not
-        an int from 1 to :data:`MAX_PAGE`.
+        an int from 1 to *most*.
     """
     offset = _query_int(request, "offset", 0)
-    limit = _query_int(request, "limit", DEFAULT_PAGE)
+    limit = _query_int(request, "limit", default)
     if offset < 0:
         raise _BadRequest(400, f"offset must be 0 or more, not {offset}")
-    if not 1 <= limit <= MAX_PAGE:
-        raise _BadRequest(400, f"limit must be from 1 to {MAX_PAGE}, not {limit}")
+    if not 1 <= limit <= most:
+        raise _BadRequest(400, f"limit must be from 1 to {most}, not {limit}")
     return offset, limit
+
+
+def _page_answer(
+    items: list[dict[str, Any]], total: int, offset: int, limit: int, **extra: Any
+) -> Response:
+    """One page of *items* out of *total* as JSON, never cached."""
+    page = {"items": items, "total": total, "offset": offset, "limit": limit, **extra}
+    return JSONResponse(page, headers={"Cache-Control": "no-store"})
+
+
+def _agent_filter(request: Request) -> tuple[str, int | None]:
+    """The name search ``q`` and the ``state`` (an index of :data:`STATES`, ``None`` for any)
+    of an agents query.
+
+    :raises _BadRequest: (400) for a search longer than :data:`MAX_QUERY` characters or a
+        state that is not one of :data:`STATES`.
+    """
+    query = request.query_params.get("q", "")
+    if len(query) > MAX_QUERY:
+        raise _BadRequest(400, f"q must be at most {MAX_QUERY} characters, not {len(query)}")
+    state = request.query_params.get("state") or None
+    if state is None:
+        return query, None
+    if state not in STATES:
+        raise _BadRequest(400, f"state must be one of {', '.join(STATES)}, not {state[:40]!r}")
+    return query, STATES.index(state)
 
 
 def _query_int(request: Request, name: str, default: int) -> int:
@@ -336,13 +402,19 @@ async def _sse(bus: EventBus) -> AsyncIterator[str]:
     feed = bus.feed()
     try:
         while True:
-            line: str | None = None
+            batch: list[str] | None = None
             with anyio.move_on_after(KEEPALIVE_SECONDS):
                 try:
-                    line = await feed.__anext__()
+                    batch = await feed.__anext__()
                 except StopAsyncIteration:
                     return
-            yield ": keepalive\n\n" if line is None else f"data: {line}\n\n"
+            if batch is None:
+                yield ": keepalive\n\n"
+                continue
+            yield "".join(f"data: {line}\n\n" for line in batch)  # one write for them all
+            # Outside the wait above: a deadline never lands inside the feed while it holds a
+            # batch. Meanwhile the next events gather in the page's stream.
+            await anyio.sleep(GATHER_SECONDS)
     finally:
         # Shielded (a cancelled response still unregisters its page); it only closes memory
         # streams, so it ends at once.
@@ -380,6 +452,7 @@ async def serve(
     page_buffer: int = PAGE_BUFFER,
     run_store: RunStore | None = None,
     run_user: str = "",
+    spans: bool = True,
 ) -> AsyncIterator[Studio]:
     """Serve the studio page while the block runs: ``async with serve() as studio:``.
 
@@ -398,6 +471,9 @@ async def serve(
         whose runs the page shows in its *Durable runs* view; it stays the caller's (the
         studio reads it, never writes or closes it). ``None``: no such view.
     :param run_user: whose runs the view shows (only that user's).
+    :param spans: show span trees, turning the runtime's tracing on while the studio is open.
+        Tracing costs tens of microseconds per span, several times what a reply of a fast
+        agent costs: at scale, ``spans=False`` keeps it off.
     :raises OSError: when the address cannot be bound.
     :raises ValueError: for an empty token or a page buffer below 1.
     :raises TypeError: when *run_store* is not a run store or *run_user* not a string.
@@ -421,13 +497,13 @@ async def serve(
     stopped = anyio.Event()
     serve_fn = hypercorn_serve()
     studio.observer.start()
-    disable_tracing = _enable_tracing(studio)
+    disable_tracing = _enable_tracing(studio) if spans else None
     body_error: BaseException | None = None
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(bus.run)
             tg.start_soon(lambda: serve_fn(_app(studio), config, shutdown_trigger=stopped.wait))
-            tg.start_soon(_reconcile_until, studio, stopped)
+            tg.start_soon(_tick_until, studio, stopped)
             try:
                 yield studio
             except BaseException as exc:
@@ -449,10 +525,15 @@ async def serve(
         studio.observer.stop()
 
 
-async def _reconcile_until(studio: Studio, stopped: anyio.Event) -> None:
-    """Every :data:`RECONCILE_SECONDS` until *stopped*, show as ended the replies no hook saw
-    end (a reply that raised, or an interrupted agent that printed nothing)."""
+async def _tick_until(studio: Studio, stopped: anyio.Event) -> None:
+    """Every :data:`TICK_SECONDS` until *stopped*: refill the budget of detail events and,
+    when they changed, publish the totals (one event, however many replies ended)."""
+    observer = studio.observer
+    shown: tuple[int, ...] | None = None
     while not stopped.is_set():
-        with anyio.move_on_after(RECONCILE_SECONDS):
+        observer.tick()
+        if observer.version != shown:
+            shown = observer.version
+            studio.bus.publish("stats", "totals", observer.totals())
+        with anyio.move_on_after(TICK_SECONDS):
             await stopped.wait()
-        studio.observer.reconcile()

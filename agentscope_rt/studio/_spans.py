@@ -75,28 +75,38 @@ class StudioSpanProcessor(SpanProcessor):
 
     :param on_reply_end: called as ``on_reply_end(agent_id, interrupted)`` when an agent
         reply span (``invoke_agent ...``) ends, in the thread that ended it.
+    :param admit: called as a span starts; when it returns false the span is not shown (nor
+        its end). The studio passes its budget of detail events per tick.
     """
 
     def __init__(
         self,
         bus: EventBus,
         on_reply_end: Callable[[str, bool], None] | None = None,
+        admit: Callable[[], bool] | None = None,
     ) -> None:
         self._bus = bus
         self._on_reply_end = on_reply_end
+        self._admit = admit
+        # The spans shown as started (by span id), whose end is shown too.
+        self._shown: set[int] = set()
         self._stopped = False
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
-        if not self._stopped:
-            data = span_entity(span)
-            self._bus.publish("span", data["key"], data)
+        if self._stopped or (self._admit is not None and not self._admit()):
+            return
+        if self._admit is not None:
+            self._shown.add(_span_id(span))
+        data = span_entity(span)
+        self._bus.publish("span", data["key"], data)
 
     def on_end(self, span: ReadableSpan) -> None:
         if self._stopped:
             return
-        data = span_entity(span)
-        self._bus.publish("span", data["key"], data)
-        agent_id = data["agent_id"]
+        if self._admit is None or _take(self._shown, _span_id(span)):
+            data = span_entity(span)
+            self._bus.publish("span", data["key"], data)
+        agent_id = (span.attributes or {}).get("gen_ai.agent.id")
         if self._on_reply_end is not None and agent_id and span.name.startswith("invoke_agent"):
             # The runtime's tracing marks an interrupted reply with this attribute (an error or
             # an outer cancellation is not an interrupt).
@@ -108,3 +118,17 @@ class StudioSpanProcessor(SpanProcessor):
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         return True
+
+
+def _span_id(span: ReadableSpan) -> int:
+    # The span object given to on_end is a copy of the one given to on_start: its id differs.
+    context = span.get_span_context()
+    return context.span_id if context else 0
+
+
+def _take(items: set[int], item: int) -> bool:
+    """Whether *item* was in *items* (it is not any more)."""
+    if item in items:
+        items.discard(item)
+        return True
+    return False

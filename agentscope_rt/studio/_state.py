@@ -1,7 +1,7 @@
 """What the studio page shows, and how it gets there without ever slowing an agent.
 
-The page's model is a set of *entities*, each ``(kind, key) -> data`` (an agent, a message, a
-tool call, a usage total, a hub, a span). Every change is an *upsert* of one entity, so the
+The page's model is a set of *entities*, each ``(kind, key) -> data`` (a message, a tool
+call, a hub, a span, the totals). Every change is an *upsert* of one entity, so the
 page and the server keep the same model with one rule: replace the entity.
 
 Flow: observers (hooks, the hub observer, the span processor) call :meth:`EventBus.publish`,
@@ -31,15 +31,15 @@ __all__ = ["HISTORY_LIMITS", "EventBus", "PageFeed", "StudioState"]
 logger = logging.getLogger("agentscope_rt.studio")
 
 HISTORY_LIMITS: Final = {
-    "agent": 1000,
     "hub": 200,
     "msg": 2000,
     "tool": 2000,
-    "usage": 1000,
     "span": 5000,
-    "stats": 1,
+    "stats": 2,
 }
-"""How many entities of each kind the studio keeps (the oldest go first)."""
+"""How many entities of each kind the studio keeps (the oldest go first). Agents are not
+entities: they are counted by state and read a page at a time (``GET /api/agents``); the
+``stats`` entities are the totals (``"totals"``) and the drop counts (``"drops"``)."""
 
 INTAKE_SIZE: Final = 10_000
 """Events waiting for the fan-out task before new ones are dropped."""
@@ -121,6 +121,10 @@ class EventBus:
         """Events dropped because a page did not read them in time."""
         self._reported = (0, 0)
 
+    def on_loop_thread(self) -> bool:
+        """Whether the caller runs in the event loop's thread (not a worker thread)."""
+        return threading.get_ident() == self._thread
+
     def publish(self, kind: str, key: str, data: dict[str, Any]) -> None:
         """Queue the upsert of entity *(kind, key)*; drops it (counted) when the queue is
         full or the studio has stopped. Never raises, never waits."""
@@ -188,22 +192,21 @@ class EventBus:
                 "stats", "drops", {"key": "drops", "intake": counts[0], "pages": counts[1]}
             )
 
-    async def feed(self) -> AsyncGenerator[str, None]:
-        """Encoded events for one page: a snapshot first, then every change; a fresh snapshot
+    async def feed(self) -> AsyncGenerator[list[str], None]:
+        """Encoded events for one page, in batches (each batch is what was waiting for the
+        page, at least one event): a snapshot first, then every change; a fresh snapshot
         again whenever the page fell behind. Ends when the studio stops."""
         page = PageFeed(self._page_buffer)
         self._feeds.add(page)
         try:
-            yield encode(self.state.snapshot())
+            yield [encode(self.state.snapshot())]
             async with page.receive:
                 async for line in page.receive:
+                    batch = [line, *_drain(page.receive)]
                     if page.stale:
-                        for _ in _drain(page.receive):
-                            pass
                         page.stale = False
-                        yield encode(self.state.snapshot())
-                        continue
-                    yield line
+                        batch = [encode(self.state.snapshot())]
+                    yield batch
         finally:
             self._feeds.discard(page)
             page.send.close()

@@ -83,7 +83,19 @@ def drive_page(url: str, profile: Path, screenshot: Path) -> None:
         expect(messages).to_contain_text("Cars still matter for families.", timeout=TIMEOUT_MS)
         expect(page.locator("#tools")).to_contain_text("3 votes on 'bicycles'", timeout=TIMEOUT_MS)
         expect(page.locator("#hubs")).to_contain_text("Ada, Brook, Cyd, Dana", timeout=TIMEOUT_MS)
+        expect(page.locator('#hubs [data-hub="debate"] .count')).to_have_text("4 members")
         expect(page.locator("#usage")).to_contain_text("model-ada", timeout=TIMEOUT_MS)
+        # The agents come a page at a time, with counts by state over all of them.
+        expect(page.locator("#agents-pager")).to_contain_text("1-50 of 124", timeout=TIMEOUT_MS)
+        expect(page.locator("#agents .agent")).to_have_count(50)
+        expect(page.locator("#totals")).to_contain_text("124 agents", timeout=TIMEOUT_MS)
+        page.locator("#agents-pager").get_by_role("button", name="Next").click()
+        expect(page.locator("#agents-pager")).to_contain_text("51-100 of 124", timeout=TIMEOUT_MS)
+        expect(page.locator('.agent[data-agent="extra46"]')).to_be_visible(timeout=TIMEOUT_MS)
+        page.locator("#agent-search").fill("EXTRA11")
+        expect(page.locator("#agents-pager")).to_contain_text("1-11 of 11", timeout=TIMEOUT_MS)
+        page.locator("#agent-search").fill("")
+        expect(page.locator("#agents-pager")).to_contain_text("1-50 of 124", timeout=TIMEOUT_MS)
         expect(page.locator("#spans")).to_contain_text("invoke_agent Ada", timeout=TIMEOUT_MS)
         # Cyd is stuck deliberating: interrupt it from the page.
         cyd = page.locator('.agent[data-agent="Cyd"]')
@@ -98,6 +110,15 @@ def drive_page(url: str, profile: Path, screenshot: Path) -> None:
         dana.get_by_role("button", name="Send").click()
         expect(messages).to_contain_text("I side with the bicycles.", timeout=TIMEOUT_MS)
         expect(dana.locator(".badge")).to_have_text("idle", timeout=TIMEOUT_MS)
+        counts = page.locator("#agent-counts")
+        expect(counts.locator('[data-count="interrupted"]')).to_have_text(
+            "interrupted 1", timeout=TIMEOUT_MS
+        )
+        expect(counts.locator('[data-count="idle"]')).to_have_text("idle 123", timeout=TIMEOUT_MS)
+        # A count is a filter: the interrupted agents only.
+        counts.locator('[data-count="interrupted"]').click()
+        expect(page.locator("#agents .agent")).to_have_count(1, timeout=TIMEOUT_MS)
+        expect(page.locator('.agent[data-agent="Cyd"]')).to_be_visible()
         # A second page (or a reload) sees the same history.
         page.reload()
         expect(page.locator("#messages")).to_contain_text(
@@ -124,9 +145,13 @@ async def test_a_person_watches_interrupts_and_answers_from_the_page(tmp_path: P
     answers: dict[str, Msg] = {}
     screenshot = tmp_path / "studio.png"
 
+    extras = [UserAgent(f"extra{n}") for n in range(120)]
+
     async with serve() as studio:
         provider.add_span_processor(studio.span_processor)
         dana.override_instance_input_method(studio.user_input)
+        # Listed in the order first seen: the debaters on the first page, the extras after.
+        studio.watch(ada, brook, cyd, dana, *extras)
 
         async def conversation() -> None:
             async with MsgHub([ada, brook, cyd, dana], name="debate"):

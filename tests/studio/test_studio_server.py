@@ -25,6 +25,7 @@ from agentscope_rt.model import ScriptedChatModel
 from agentscope_rt.pipeline import MsgHub, add_hub_observer, remove_hub_observer
 from agentscope_rt.studio import MAX_BODY_BYTES, Studio, serve
 from agentscope_rt.studio import _server as studio_server
+from agentscope_rt.studio._agents import STATES
 from agentscope_rt.studio._state import EventBus, StudioState
 
 VOTE = {
@@ -82,15 +83,21 @@ async def test_a_page_gets_a_snapshot_then_every_chunk_and_membership_change() -
 
             snapshot = await next_event()
             assert snapshot["type"] == "snapshot"
-            assert [a["name"] for a in snapshot["entities"]["agent"]] == ["Ada"]
+            agents = await client.get("/api/agents", params={"token": studio.token})
+            assert [a["name"] for a in agents.json()["items"]] == ["Ada"]
             async with MsgHub([ada], name="debate") as hub:
                 hub.add(brook)
                 said = await ada()
                 hub.delete(brook)
-            with anyio.fail_after(30):
-                while not any(
+
+            def seen_all() -> bool:
+                hub_exited = any(
                     e.get("kind") == "hub" and e["data"]["event"] == "exit" for e in received
-                ):
+                )
+                return hub_exited and _totals(received).get("replies") == 1
+
+            with anyio.fail_after(30):
+                while not seen_all():
                     received.append(await next_event())
     chunks = [e["data"] for e in received if e["kind"] == "msg" and e["key"] == said.id]
     assert len(chunks) > 1, "a streamed reply arrives chunk by chunk"
@@ -98,18 +105,25 @@ async def test_a_page_gets_a_snapshot_then_every_chunk_and_membership_change() -
     assert chunks[-1]["content"] == [{"type": "text", "text": "Bicycles win on short trips."}]
     assert chunks[-1]["reply_id"] == said.invocation_id
     hubs = [
-        (e["data"]["event"], [m["name"] for m in e["data"]["members"]])
+        (e["data"]["event"], e["data"]["count"], [m["name"] for m in e["data"]["members"]])
         for e in received
         if e["kind"] == "hub"
     ]
     assert hubs == [
-        ("enter", ["Ada"]),
-        ("add", ["Ada", "Brook"]),
-        ("delete", ["Ada"]),
-        ("exit", []),
+        ("enter", 1, ["Ada"]),
+        ("add", 2, ["Ada", "Brook"]),
+        ("delete", 1, ["Ada"]),
+        ("exit", 0, []),
     ]
-    states = [e["data"]["state"] for e in received if e["kind"] == "agent" and e["key"] == ada.id]
-    assert "replying" in states and states[-1] == "idle"
+    totals = _totals(received)
+    assert totals["agents"] == 2 and totals["states"]["idle"] == 2
+    assert totals["messages"] == 1 and totals["model_calls"] == 1
+
+
+def _totals(events: list[dict[str, Any]]) -> dict[str, Any]:
+    """The last totals among *events* (``{}`` when none came)."""
+    found = [e["data"] for e in events if e.get("kind") == "stats" and e["key"] == "totals"]
+    return found[-1] if found else {}
 
 
 async def test_a_page_that_does_not_read_loses_events_not_time_and_then_gets_a_snapshot() -> None:
@@ -117,7 +131,7 @@ async def test_a_page_that_does_not_read_loses_events_not_time_and_then_gets_a_s
     feed = bus.feed()
     async with anyio.create_task_group() as tg:
         tg.start_soon(bus.run)
-        first = json.loads(await feed.__anext__())
+        [first] = map(json.loads, await feed.__anext__())
         assert first["type"] == "snapshot"
         for round_ in range(4):
             for n in range(40):  # never waits: publish is send_nowait
@@ -125,7 +139,7 @@ async def test_a_page_that_does_not_read_loses_events_not_time_and_then_gets_a_s
             await anyio.sleep(0.01)
         assert bus.page_dropped > 0
         assert bus.dropped == 0
-        again = json.loads(await feed.__anext__())
+        [again] = map(json.loads, await feed.__anext__())
         assert again["type"] == "snapshot"
         assert len(again["entities"]["msg"]) == 160
         assert again["entities"]["stats"][0]["pages"] == bus.page_dropped
@@ -154,9 +168,9 @@ async def test_the_person_answers_a_user_agent_and_bad_fields_are_refused() -> N
                 while not studio.user_input.requests:  # noqa: ASYNC110 (no event to await)
                     await anyio.sleep(0.01)
             [request_id] = studio.user_input.requests
-            await settle(studio)
-            agent_data = studio.bus.state.get("agent", dana.id)
-            assert agent_data is not None
+            waiting = await client.get("/api/agents", params={**params, "state": "waiting"})
+            [agent_data] = waiting.json()["items"]
+            assert agent_data["name"] == "Dana" and agent_data["state"] == "waiting"
             assert agent_data["input"] == {"request_id": request_id, "schema": VOTE}
             bad = await client.post(
                 "/api/input",
@@ -176,8 +190,8 @@ async def test_the_person_answers_a_user_agent_and_bad_fields_are_refused() -> N
                 json={"request_id": request_id, "text": "Yes.", "structured": {"vote": "for"}},
             )
             assert good.status_code == 200
-        await settle(studio)
-        assert studio.bus.state.get("agent", dana.id)["input"] is None  # type: ignore[index]
+        [agent_data] = (await client.get("/api/agents", params=params)).json()["items"]
+        assert agent_data["input"] is None and agent_data["state"] == "idle"
     assert answers[0].content == "Yes." and answers[0].metadata == {"vote": "for"}
 
 
@@ -331,8 +345,8 @@ async def test_the_interrupt_route_interrupts_the_replying_agent() -> None:
             assert bad.status_code == 400
             ok = await client.post("/api/interrupt", params=params, json={"agent_id": dana.id})
             assert ok.status_code == 200
-        await settle(studio)
-        assert studio.bus.state.get("agent", dana.id)["state"] == "interrupted"  # type: ignore[index]
+        [shown] = (await client.get("/api/agents", params=params)).json()["items"]
+        assert shown["state"] == "interrupted"
     assert answers[0].metadata == {"_is_interrupted": True}
 
 
@@ -404,6 +418,18 @@ async def test_the_studio_intercepts_only_while_a_studio_is_open() -> None:
     assert not any(_studio_watches().values())
 
 
+async def test_without_span_trees_the_runtime_s_tracing_stays_as_it_was() -> None:
+    from agentscope_rt import tracing
+
+    before = tracing.is_tracing_enabled()
+    async with serve(spans=False) as studio:
+        assert tracing.is_tracing_enabled() == before
+        await talker("Ada", "hello")()
+        await settle(studio)
+        assert not studio.bus.state.entities["span"]
+        assert [m["agent_name"] for m in studio.bus.state.entities["msg"].values()] == ["Ada"]
+
+
 async def test_clearing_class_hooks_does_not_blind_the_studio() -> None:
     ada = talker("Ada", "hello")
     async with serve() as studio:
@@ -413,7 +439,7 @@ async def test_clearing_class_hooks_does_not_blind_the_studio() -> None:
         await settle(studio)
         printed = studio.bus.state.entities["msg"].values()
         assert [m["agent_name"] for m in printed] == ["Ada"]
-        assert studio.bus.state.entities["agent"][ada.id]["state"] == "idle"
+        assert studio.observer.agents.state(ada.id) == STATES.index("idle")
 
 
 async def test_bad_arguments_are_refused() -> None:
@@ -471,10 +497,15 @@ async def test_bookkeeping_of_agents_that_are_gone_is_bounded() -> None:
         for n in range(2_500):
             studio.watch(UserAgent(f"u{n}"))  # each one is garbage right after
         gc.collect()
-        studio.watch(UserAgent("last"))
-        await settle(studio)
-        assert len(studio.observer._states) <= 2_001
-        assert len(studio.bus.state.entities["agent"]) == 1_000
+        last = UserAgent("last")
+        studio.watch(last)
+        assert len(studio.observer.agents) == 1
+        assert studio.observer.totals()["states"] == {
+            "idle": 1,
+            "replying": 0,
+            "interrupted": 0,
+            "waiting": 0,
+        }
 
 
 async def test_the_block_s_own_error_comes_out_unwrapped() -> None:
@@ -494,15 +525,12 @@ async def test_a_reply_that_raised_is_shown_as_ended() -> None:
             return None
 
     flaky = Failing()
-    async with serve() as studio:
+    async with serve(spans=False) as studio:
         with pytest.raises(RuntimeError):
             await flaky()
-        await settle(studio)
-        # The reply's span (the studio turns the runtime's tracing on) or, failing that, the
-        # periodic check of is_replying ends the "replying" state: never left showing.
-        with anyio.fail_after(30):
-            while studio.bus.state.get("agent", flaky.id)["state"] != "idle":  # type: ignore[index]  # noqa: ASYNC110
-                await anyio.sleep(0.05)
+        # Ended by the studio's reply interceptor itself, with no span and no later check.
+        assert studio.observer.agents.state(flaky.id) == STATES.index("idle")
+        assert studio.observer.replies == 1
 
 
 async def test_several_open_pages_each_get_every_event() -> None:
@@ -532,3 +560,26 @@ async def test_several_open_pages_each_get_every_event() -> None:
         with anyio.fail_after(30):  # the server notices both pages closing
             while studio.bus.pages:  # noqa: ASYNC110 (the server's tasks change it)
                 await anyio.sleep(0.01)
+
+
+async def test_the_feed_goes_on_when_keepalives_are_due_more_often_than_writes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A keepalive deadline shorter than the pause between two writes never ends the feed.
+    monkeypatch.setattr(studio_server, "KEEPALIVE_SECONDS", studio_server.GATHER_SECONDS / 5)
+    ada = talker("Ada", "Hello.", replies=3)
+    async with (
+        serve(spans=False) as studio,
+        httpx.AsyncClient(base_url=studio.base_url) as client,
+        client.stream("GET", "/events", params={"token": studio.token}) as stream,
+    ):
+        lines = stream.aiter_lines()
+        for _ in range(3):
+            said = await ada()
+            shown = False
+            with anyio.fail_after(30):
+                async for line in lines:
+                    if line.startswith("data: ") and said.id in line and '"last": true' in line:
+                        shown = True
+                        break
+            assert shown, "the feed ended"
