@@ -17,10 +17,9 @@ Run: ``python examples/87_two_thirds_game.py`` (asyncio, 10,000 players) or
 ``AGENTSCOPE_RT_EXAMPLES=1`` the default is 1,000 players); ``--json`` prints the figures as
 JSON (``bench/bench_scale.py`` uses this); ``--studio`` serves the studio for the whole game,
 with a page reading its live feed (see ``docs/studio.md``, "At scale"). What a million players
-(``--agents 1000000``) cost on a 2-core machine (``bench/RESULTS.md``): 45-115 s to build,
-about 90 us of CPU per player a round (about 90 s a round on a quiet core; 112-304 s measured
-on a busy machine) and 8.2 GB of memory after three rounds (about 8 KB a player: what it said
-and heard). See ``docs/scale.md``.
+(``--agents 1000000``) cost on one core of a 2-core machine (``bench/RESULTS.md``): 44 s to
+build, 84-108 s a round (about 100 us a player) and 7.2 GiB of memory after three rounds
+(about 6.5 KB a player: what it said and heard). See ``docs/scale.md``.
 
 On Ray agent hosts (the ``ray`` extra): ``--hosts H`` builds the players on H hosts, host h
 the h-th block, each host building its own (``AgentHost.create_group``: nothing per player on
