@@ -28,7 +28,7 @@ _Entry = tuple[Msg, list[str]]
 _NO_IDS: dict[str, int] = {}
 INDEX_FROM = 32
 """Messages from which a memory keeps an index of their ids (a dict) to skip duplicates; a
-smaller memory looks through its messages instead (a C-level scan, a fraction of a
+smaller memory looks through its messages instead (a plain loop, a fraction of a
 microsecond), sparing each agent of a large simulation the index's few hundred bytes."""
 
 
