@@ -72,7 +72,9 @@ from ._react_blocks import (
     _model_blocks,
     _result_msg,
     _speech,
+    _structured_hint,
     _success_metadata,
+    _system_msg_of,
     _tool_blocks,
     _tool_calls,
 )
@@ -104,28 +106,6 @@ _SKIPPED_OUTPUT = (
     "letting it run.</system-info>"
 )
 _LTM_MODES = ("agent_control", "static_control", "both")
-
-
-_SYSTEM_MSGS: dict[str, Msg] = {}
-_SYSTEM_MSGS_MAX = 1024
-
-
-def _system_msg_of(prompt: str) -> Msg:
-    """The system message of *prompt*, one for every agent with that prompt (formatters only
-    read it; a simulation's agents share a handful of prompts), for the first prompts seen."""
-    msg = _SYSTEM_MSGS.get(prompt)
-    if msg is None:
-        msg = Msg("system", prompt, "system")
-        if len(_SYSTEM_MSGS) < _SYSTEM_MSGS_MAX:
-            _SYSTEM_MSGS[prompt] = msg
-    return msg
-
-
-def _structured_hint(finish_name: str) -> str:
-    return (
-        "<system-hint>Structured output is required, go on to finish your task or call "
-        f"'{finish_name}' to generate the required structured output.</system-hint>"
-    )
 
 
 class ReActAgent(ReActAgentBase):

@@ -167,3 +167,25 @@ def _tool_blocks(content: list[Any]) -> list[Any]:
         return ToolResultBlock(id="", name="", output=list(content)).output  # type: ignore[return-value]
     except MessageFormatError as exc:
         return [TextBlock(text=f"Error: the tool returned an invalid content block: {exc}")]
+
+
+_SYSTEM_MSGS: dict[str, Msg] = {}
+_SYSTEM_MSGS_MAX = 1024
+
+
+def _system_msg_of(prompt: str) -> Msg:
+    """The system message of *prompt*, one for every agent with that prompt (formatters only
+    read it; a simulation's agents share a handful of prompts), for the first prompts seen."""
+    msg = _SYSTEM_MSGS.get(prompt)
+    if msg is None:
+        msg = Msg("system", prompt, "system")
+        if len(_SYSTEM_MSGS) < _SYSTEM_MSGS_MAX:
+            _SYSTEM_MSGS[prompt] = msg
+    return msg
+
+
+def _structured_hint(finish_name: str) -> str:
+    return (
+        "<system-hint>Structured output is required, go on to finish your task or call "
+        f"'{finish_name}' to generate the required structured output.</system-hint>"
+    )
