@@ -21,6 +21,7 @@ from __future__ import annotations
 import abc
 import logging
 import threading
+import weakref
 from collections.abc import Callable, Generator, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, ClassVar
@@ -100,12 +101,32 @@ class _InterruptRequested:
 
 _INTERRUPT_REQUESTED = _InterruptRequested()
 
+# (loop, its anyio token, its thread) of the last loop an agent call saw first: every agent
+# on that loop shares the token and the thread id instead of holding its own (a million
+# agents held a million of each). The loop is held weakly: it may have ended.
+_last_loop: tuple[weakref.ref[object], Any, int] | None = None
+
+
+def _token_and_thread(loop: object | None, thread: int) -> tuple[Any, int]:
+    """The anyio token of the running loop (identified by *loop*, see
+    :func:`~agentscope_rt._backend.reply_scope`) and *thread*, the id of the thread it runs
+    in (the one held with the token, when it is the same)."""
+    global _last_loop
+    last = _last_loop
+    if loop is not None and last is not None and last[0]() is loop and last[2] == thread:
+        return last[1], last[2]
+    token = anyio.lowlevel.current_token()
+    if loop is not None:
+        _last_loop = (weakref.ref(loop), token, thread)
+    return token, thread
+
 
 class _ReplyCall:
     """The state of the call in progress: its id, its cancel scope, and where it runs.
 
-    ``loop`` and ``loop_token`` remember the last event loop a call ran on and its anyio
-    token, so that a call on the same loop does not fetch the token again. ``reason`` is why
+    ``loop``, ``loop_token`` and ``thread_id`` remember the last event loop a call ran on,
+    its anyio token and its thread, so that a call on the same loop does not fetch them
+    again. ``reason`` is why
     the call ended (reset when a call starts); ``interrupt`` is ``(reply_id, msg)`` from the
     last :meth:`AgentBase.interrupt` that reached a call — keyed by the call's id rather than
     reset per call, so that calls that are never interrupted pay nothing for it.
@@ -259,12 +280,12 @@ class AgentBase(StateModule, _intercept.Routed, abc.ABC):
             call = self._call
             reply_id = new_id()
             scope, loop = reply_scope()
-            if loop is None or loop is not call.loop:
-                call.loop_token = anyio.lowlevel.current_token()
+            thread = threading.get_ident()
+            if loop is None or loop is not call.loop or thread != call.thread_id:
+                call.loop_token, call.thread_id = _token_and_thread(loop, thread)
                 call.loop = loop
             call.reply_id = reply_id
             call.reason = None
-            call.thread_id = threading.get_ident()
             call.token = call.loop_token
             call.scope = scope
             reply_msg: Any = None

@@ -380,11 +380,12 @@ class ReActAgent(ReActAgentBase):
         could end up with no result or two. A :attr:`MemoryBase.synchronous` memory is handed
         the message itself (the agent never changes a message after recording it), unchecked:
         a step is built to :func:`~agentscope_rt.memory.check_storable`'s rule (each tool
-        call's arguments are checked as the step is built).
+        call's arguments are checked as the step is built), and new, so no stored message can
+        have its id.
         """
         memory = self.memory
         if memory.synchronous:
-            memory.add_sync(msg, copy=False, check=False)  # built here and never changed after
+            memory.add_sync(msg, allow_duplicates=True, copy=False, check=False)
         elif memory.add_may_wait:
             with anyio.CancelScope(shield=True):
                 await memory.add(msg)

@@ -83,23 +83,10 @@ def _content_to_json(entries: list[_Entry]) -> list[list[Any]]:
     return data
 
 
-# The entry of the shared snapshot added last: a hub adds one snapshot to every recipient's
-# memory in turn, and an unmarked entry is an immutable pair, so they all hold the same one.
-_last_shared_entry: _Entry | None = None
-
-
-def _shared_entry(msg: Msg) -> _Entry:
-    global _last_shared_entry
-    entry = _last_shared_entry
-    if entry is None or entry[0] is not msg:
-        entry = _last_shared_entry = (msg, _NO_MARKS)
-    return entry
-
-
-def _has_id(entries: list[_Entry], msg_id: str) -> bool:
+def _has_id(msgs: list[Msg], msg_id: str) -> bool:
     # A plain loop: for the few messages of a memory without an index it beats a chain of
     # C-level maps, which costs more to set up than it saves (2.5x faster at 4 messages).
-    for msg, _ in entries:  # noqa: SIM110 (a generator in any() is several times slower)
+    for msg in msgs:  # noqa: SIM110 (a generator in any() is several times slower)
         if msg.id == msg_id:
             return True
     return False
@@ -145,8 +132,12 @@ class InMemoryMemory(MemoryBase):
     empty list shared by all of them, which refuses changes in place: mark messages with
     :meth:`update_messages_mark`); its saved form is AgentScope 1.0's
     ``{"_compressed_summary": str, "content": [[msg_dict, [mark, ...]], ...]}``, so memories
-    saved by either library load in the other. Change it through the methods: they keep the
-    id index used for de-duplication up to date (assigning ``content`` as a whole is fine too).
+    saved by either library load in the other. Change it through the methods or by assigning
+    ``content`` as a whole: reading it gives a new list of pairs each time.
+
+    Inside, the messages are one list and their marks another, made when the first mark
+    arrives: most memories carry no marks, and a pair per message cost 64 bytes (and one more
+    object for the cycle collector to walk).
     """
 
     add_may_wait: ClassVar[bool] = False  # add() never awaits
@@ -154,7 +145,9 @@ class InMemoryMemory(MemoryBase):
 
     def __init__(self) -> None:
         super().__init__()
-        self._entries: list[_Entry] = []
+        self._msgs: list[Msg] = []
+        # The marks of each message (same length as _msgs), or None while none has any.
+        self._marks: list[list[str]] | None = None
         # The shared empty index until the first add: an idle agent's memory holds no dict.
         self._ids: dict[str, int] = _NO_IDS
         # Whether some stored message is a shared snapshot (see message.share), to be
@@ -168,19 +161,21 @@ class InMemoryMemory(MemoryBase):
         )
 
     # ``content`` is a property so that loading state (or a user assigning it) rebuilds the
-    # id index; the methods below work on ``_entries`` directly.
+    # id index; the methods below work on ``_msgs`` and ``_marks`` directly.
     @property
     def content(self) -> list[_Entry]:
         """The stored ``(Msg, marks)`` pairs, oldest first (this memory's own messages)."""
         if self._holds_shared:
             self._own_messages()
-        return self._entries
+        marks = self._marks
+        if marks is None:
+            return [(msg, _NO_MARKS) for msg in self._msgs]
+        return list(zip(self._msgs, marks, strict=True))
 
     @content.setter
     def content(self, value: list[_Entry]) -> None:
         if value.__class__ is _LoadedContent:
-            self._entries = list(value)
-            self._reindex()
+            self._set_entries(value, loaded=True)
             return
         entries: list[_Entry] = []
         for index, item in enumerate(value):
@@ -190,27 +185,53 @@ class InMemoryMemory(MemoryBase):
                     f"not {type(item).__name__}"
                 )
             entries.append((item[0], _check_marks(item[1], f"content[{index}] marks")))
-        self._entries = entries
+        self._set_entries(entries)
+
+    def _set_entries(self, entries: list[_Entry], loaded: bool = False) -> None:
+        """Hold *entries*' messages and marks (valid pairs, marks lists of the pairs' own);
+        *loaded*: built from saved state (no shared snapshot among them)."""
+        self._msgs = list(map(_first, entries))
+        self._marks = None
+        for _, marks in entries:
+            if marks:
+                self._marks = [marks or _NO_MARKS for _, marks in entries]
+                break
+        self._holds_shared = not loaded and any(map(is_shared, self._msgs))
         self._reindex()
 
     def _own_messages(self) -> None:
         """Replace each shared snapshot by this memory's own copy: its messages are about to
         leave it, and whoever gets them may change them."""
-        self._entries = [
-            (msg.copy(), marks) if is_shared(msg) else (msg, marks) for msg, marks in self._entries
-        ]
+        self._msgs = [msg.copy() if is_shared(msg) else msg for msg in self._msgs]
         self._holds_shared = False
 
+    def _marks_list(self) -> list[list[str]]:
+        """The marks of each message, made (all unmarked) when a first mark arrives."""
+        marks = self._marks
+        if marks is None:
+            marks = self._marks = [_NO_MARKS] * len(self._msgs)
+        return marks
+
+    def _keep(self, keep: list[bool]) -> int:
+        """Keep the messages (and marks) where *keep* is true; return how many went."""
+        before = len(self._msgs)
+        self._msgs = [msg for msg, kept in zip(self._msgs, keep, strict=True) if kept]
+        if self._marks is not None:
+            self._marks = [marks for marks, kept in zip(self._marks, keep, strict=True) if kept]
+        self._reindex()
+        return before - len(self._msgs)
+
     def _reindex(self) -> None:
-        if len(self._entries) < INDEX_FROM:
+        msgs = self._msgs
+        if len(msgs) < INDEX_FROM:
             self._ids = _NO_IDS
             return
         # Ids are almost always unique: one C-level pass says so (a whole memory is reindexed
         # on every load); otherwise count them.
-        ids = dict.fromkeys(map(_msg_id, map(_first, self._entries)), 1)
-        if len(ids) != len(self._entries):
+        ids = dict.fromkeys(map(_msg_id, msgs), 1)
+        if len(ids) != len(msgs):
             ids = {}
-            for msg, _ in self._entries:
+            for msg in msgs:
                 ids[msg.id] = ids.get(msg.id, 0) + 1
         self._ids = ids
 
@@ -279,41 +300,41 @@ class InMemoryMemory(MemoryBase):
                     check_storable(msg)
         mark_list = _check_marks(marks, "marks") if marks is not None else None
         ids = self._ids
-        entries = self._entries
+        msgs = self._msgs
+        marks_of = self._marks_list() if mark_list else self._marks
         for msg in batch:
             if msg is None:
                 continue
-            msg_id = msg.id
             if ids is not _NO_IDS:
+                msg_id = msg.id
                 if msg_id in ids:
                     if not allow_duplicates:
                         continue
                     ids[msg_id] += 1
                 else:
                     ids[msg_id] = 1
-            elif not allow_duplicates and _has_id(entries, msg_id):
+            elif not allow_duplicates and _has_id(msgs, msg.id):
                 continue
             if not copy:
-                entries.append((msg, _NO_MARKS if not mark_list else list(mark_list)))
+                msgs.append(msg)
             elif not is_shared(msg):
-                entries.append((msg.copy(), _NO_MARKS if not mark_list else list(mark_list)))
+                msgs.append(msg.copy())
             else:
                 self._holds_shared = True
-                entries.append(_shared_entry(msg) if not mark_list else (msg, list(mark_list)))
-            if ids is _NO_IDS and len(entries) >= INDEX_FROM:
+                msgs.append(msg)
+            if marks_of is not None:
+                marks_of.append(list(mark_list) if mark_list else _NO_MARKS)
+            if ids is _NO_IDS and len(msgs) >= INDEX_FROM:
                 self._reindex()
                 ids = self._ids
 
     async def delete(self, msg_ids: list[str], **kwargs: Any) -> int:
         """Remove every stored message whose id is in *msg_ids*; return how many."""
         wanted = set(msg_ids)
-        ids = self._ids if self._ids is not _NO_IDS else map(_msg_id, map(_first, self._entries))
+        ids = self._ids if self._ids is not _NO_IDS else map(_msg_id, self._msgs)
         if not wanted.intersection(ids):
             return 0
-        before = len(self._entries)
-        self._entries = [e for e in self._entries if e[0].id not in wanted]
-        self._reindex()
-        return before - len(self._entries)
+        return self._keep([msg.id not in wanted for msg in self._msgs])
 
     async def delete_by_mark(self, mark: str | list[str], **kwargs: Any) -> int:
         """Remove every message carrying *mark* (or any of the marks); return how many.
@@ -328,20 +349,12 @@ class InMemoryMemory(MemoryBase):
         :raises TypeError: as :meth:`delete_by_mark`.
         """
         wanted = (mark,) if mark.__class__ is str else _check_marks(mark, "mark")
-        entries = self._entries
-        # Called before every reasoning step, and most memories carry no marks at all: a plain
-        # loop finds that out cheaper than building a filtered list (or a generator).
-        for _, marks in entries:
-            if marks:
-                break
-        else:
+        # Called before every reasoning step, and most memories carry no marks at all.
+        marks_of = self._marks
+        if marks_of is None or not any(marks_of):
             return 0
-        kept = [e for e in entries if not any(m in e[1] for m in wanted)]
-        removed = len(entries) - len(kept)
-        if removed:
-            self._entries = kept
-            self._reindex()
-        return removed
+        keep = [not any(m in marks for m in wanted) for marks in marks_of]
+        return self._keep(keep) if not all(keep) else 0
 
     async def get_memory(
         self,
@@ -377,16 +390,20 @@ class InMemoryMemory(MemoryBase):
         """
         if self._holds_shared and not read_only:
             self._own_messages()
+        marks_of = self._marks
         if mark is None and exclude_mark is None:
-            msgs = list(map(_first, self._entries))  # in C: no bytecode per entry
+            msgs = list(self._msgs)
         else:
             _check_mark_args(mark=mark, exclude_mark=exclude_mark)
-            msgs = [
-                msg
-                for msg, marks in self._entries
-                if (mark is None or mark in marks)
-                and (exclude_mark is None or exclude_mark not in marks)
-            ]
+            if marks_of is None:  # no marks: none carries *mark*, none is excluded
+                msgs = [] if mark is not None else list(self._msgs)
+            else:
+                msgs = [
+                    msg
+                    for msg, marks in zip(self._msgs, marks_of, strict=True)
+                    if (mark is None or mark in marks)
+                    and (exclude_mark is None or exclude_mark not in marks)
+                ]
         if prepend_summary and self._compressed_summary:
             return self._summary_first(msgs, prepend_summary)
         return msgs
@@ -409,16 +426,18 @@ class InMemoryMemory(MemoryBase):
         if new_mark is not None:
             new_mark = str(new_mark)
         wanted = None if msg_ids is None else set(msg_ids)
+        if self._marks is None and (new_mark is None or old_mark is not None):
+            return 0  # no message carries old_mark (or any mark to remove)
         updated = 0
-        entries = self._entries
-        for index, (msg, marks) in enumerate(entries):
+        marks_of = self._marks_list()
+        for index, msg in enumerate(self._msgs):
             if wanted is not None and msg.id not in wanted:
                 continue
+            marks = marks_of[index]
             if old_mark is not None and old_mark not in marks:
                 continue
             if marks is _NO_MARKS:
-                marks = []
-                entries[index] = (msg, marks)
+                marks = marks_of[index] = []
             if new_mark is None:
                 if old_mark is not None and old_mark in marks:
                     marks.remove(old_mark)
@@ -433,14 +452,14 @@ class InMemoryMemory(MemoryBase):
 
     async def size(self) -> int:
         """The number of stored messages."""
-        return len(self._entries)
+        return len(self._msgs)
 
     async def clear(self) -> None:
         """Remove every message (the compressed summary is kept)."""
-        self._entries = []
+        self._msgs = []
+        self._marks = None
         self._ids = _NO_IDS
+        self._holds_shared = False
 
     def __repr__(self) -> str:
-        return (
-            f"InMemoryMemory(size={len(self._entries)}, summary={bool(self._compressed_summary)})"
-        )
+        return f"InMemoryMemory(size={len(self._msgs)}, summary={bool(self._compressed_summary)})"
