@@ -87,7 +87,7 @@ def _has_id(msgs: list[Msg], msg_id: str) -> bool:
     # A plain loop: for the few messages of a memory without an index it beats a chain of
     # C-level maps, which costs more to set up than it saves (2.5x faster at 4 messages).
     for msg in msgs:  # noqa: SIM110 (a generator in any() is several times slower)
-        if msg.id == msg_id:
+        if msg.has_id(msg_id):  # makes no id for a message whose id was never read
             return True
     return False
 

@@ -27,7 +27,6 @@ from typing import Any
 
 import cattrs
 
-from .._ids import new_id
 from .._json import flat_json_object, json_problem
 from ._block import (
     MEDIA_TYPES,
@@ -231,10 +230,10 @@ def checked_msg_json(msg: Msg, levels_above: int) -> dict[str, Any] | None:
                 return None
             blocks.append(data)
         content = blocks
-    metadata = msg.metadata
-    if metadata and (
-        metadata.__class__ is not dict or json_problem(metadata, "", levels_above + 1)
-    ):
+    metadata = msg._metadata
+    if not metadata:
+        metadata = {}  # none yet: not made for the message by saving it
+    elif metadata.__class__ is not dict or json_problem(metadata, "", levels_above + 1):
         return None
     invocation_id = msg.invocation_id
     if invocation_id is not None and invocation_id.__class__ is not str:
@@ -449,8 +448,8 @@ def fast_structure_msg(data: Any) -> Msg | None:
     msg.name = name
     msg.content = content
     msg.role = role  # type: ignore[assignment]  # one of _ROLES: checked above
-    msg.metadata = metadata or {}
+    msg._metadata = metadata or None
     msg.timestamp = timestamp or now_timestamp()
     msg.invocation_id = invocation_id
-    msg.id = msg_id or new_id()
+    msg._id = msg_id or None
     return msg

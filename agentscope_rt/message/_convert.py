@@ -33,7 +33,6 @@ from cattrs.cols import is_sequence, list_structure_factory
 from cattrs.errors import AttributeValidationNote, BaseValidationError
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
-from .._ids import new_id
 from .._json import json_problem, type_name
 from ..exception import MessageFormatError
 from ._block import (
@@ -243,7 +242,7 @@ def unstructure_msg(msg: Msg) -> dict[str, Any]:
         "name": msg.name,
         "role": msg.role,
         "content": _unstructure_content(msg.content),
-        "metadata": msg.metadata,
+        "metadata": msg._metadata or {},
         "timestamp": msg.timestamp,
     }
     if msg.invocation_id is not None:
@@ -290,10 +289,10 @@ def _structure_msg_hook(value: Any, _: Any) -> Msg:
     msg.name = fields["name"]
     msg.content = fields["content"]
     msg.role = fields["role"]
-    msg.metadata = fields.get("metadata") or {}
+    msg._metadata = fields.get("metadata") or None
     msg.timestamp = fields.get("timestamp") or now_timestamp()
     msg.invocation_id = fields.get("invocation_id")
-    msg.id = fields.get("id") or new_id()
+    msg._id = fields.get("id") or None
     return msg
 
 

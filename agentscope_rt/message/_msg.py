@@ -29,6 +29,9 @@ __all__ = ["Msg", "Role", "now_timestamp"]
 
 Role = Literal["user", "assistant", "system"]
 _ROLES = frozenset(("user", "assistant", "system"))
+_NO_METADATA: dict[str, Any] = {}
+# The fields of attrs' pickled form (a dict by field name), in the order of __getstate__.
+_PICKLED_FIELDS = ("name", "content", "role", "metadata", "timestamp", "invocation_id", "id")
 _BlockType = Literal["text", "thinking", "image", "audio", "video", "tool_use", "tool_result"]
 
 
@@ -112,7 +115,7 @@ def _convert_content(content: Any) -> str | list[ContentBlock]:
     return blocks
 
 
-@attrs.define(slots=True, init=False, repr=False)
+@attrs.define(slots=True, init=False, repr=False, eq=False, getstate_setstate=False)
 class Msg:
     """A message.
 
@@ -125,6 +128,12 @@ class Msg:
     :param timestamp: ``YYYY-MM-DD HH:MM:SS.mmm``; defaults to now.
     :param invocation_id: the id of the agent call that produced this message, if any.
     :param id: the message id; generated when omitted.
+
+    A message made without metadata or an id gets them when they are first read (an empty
+    dict; a new id): most messages of a large simulation are never looked up by id nor given
+    metadata, and the two cost 150 bytes a message. Reading either gives the same object
+    every time, from any thread; copies, pickles and saved forms carry the message's id.
+
     :raises ValueError: for an unknown role.
     :raises TypeError: for content, name or metadata of the wrong type.
     :raises MessageFormatError: for a malformed dict block (the message names the field).
@@ -133,10 +142,10 @@ class Msg:
     name: str
     content: MsgContent
     role: Role
-    metadata: dict[str, Any]
+    _metadata: dict[str, Any] | None
     timestamp: str
     invocation_id: str | None
-    id: str
+    _id: str | None
 
     def __init__(
         self,
@@ -153,17 +162,91 @@ class Msg:
             raise ValueError(f"Msg role must be 'user', 'assistant' or 'system', not {role!r}")
         if not isinstance(name, str):
             raise TypeError(f"Msg name must be a str, not {type(name).__name__}")
-        if metadata is None:
-            metadata = {}
-        elif not isinstance(metadata, dict):
+        if metadata is not None and not isinstance(metadata, dict):
             raise TypeError(f"Msg metadata must be a dict or None, not {type(metadata).__name__}")
         self.name = name
         self.content = content if isinstance(content, str) else _convert_content(content)
         self.role = role
-        self.metadata = metadata
+        self._metadata = metadata
         self.timestamp = now_timestamp() if timestamp is None else timestamp
         self.invocation_id = invocation_id
-        self.id = new_id() if id is None else id
+        self._id = id
+
+    # In the two properties below, nothing between the second test and the store calls
+    # anything: under CPython's GIL no other thread runs in between, so two threads reading a
+    # new message's id (or metadata) at once get the same object.
+    @property
+    def id(self) -> str:
+        """The message id: given, or 32 random hex digits made when first read."""
+        msg_id = self._id
+        if msg_id is None:
+            made = new_id()
+            msg_id = self._id
+            if msg_id is None:
+                msg_id = self._id = made
+        return msg_id
+
+    @id.setter
+    def id(self, value: str) -> None:
+        self._id = value
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        """JSON data carried with the message (an empty dict, made when first read, if none
+        was given)."""
+        metadata = self._metadata
+        if metadata is None:
+            made: dict[str, Any] = {}
+            metadata = self._metadata
+            if metadata is None:
+                metadata = self._metadata = made
+        return metadata
+
+    @metadata.setter
+    def metadata(self, value: dict[str, Any]) -> None:
+        self._metadata = value
+
+    def has_id(self, msg_id: str) -> bool:
+        """Whether the message's id is *msg_id*, without making one: a message whose id was
+        never read gets a new one when it is, so it has no id anyone could be looking for."""
+        return self._id == msg_id
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        assert isinstance(other, Msg)
+        return (
+            self.id == other.id
+            and self.name == other.name
+            and self.content == other.content
+            and self.role == other.role
+            and (self._metadata or _NO_METADATA) == (other._metadata or _NO_METADATA)
+            and self.timestamp == other.timestamp
+            and self.invocation_id == other.invocation_id
+        )
+
+    __hash__ = None  # type: ignore[assignment]  # mutable: as attrs made it
+
+    def __getstate__(self) -> tuple[Any, ...]:
+        # The id is made now if need be: an unpickled message (a copy, another process's
+        # message) is the same message.
+        return (
+            self.name,
+            self.content,
+            self.role,
+            self._metadata,
+            self.timestamp,
+            self.invocation_id,
+            self.id,
+        )
+
+    def __setstate__(self, state: tuple[Any, ...] | dict[str, Any]) -> None:
+        # A dict: the form attrs pickled, by field name.
+        values = (
+            tuple(map(state.__getitem__, _PICKLED_FIELDS)) if isinstance(state, dict) else state
+        )
+        self.name, self.content, self.role = values[0], values[1], values[2]
+        self._metadata, self.timestamp, self.invocation_id, self._id = values[3:]
 
     def __repr__(self) -> str:
         return (
@@ -237,10 +320,10 @@ class Msg:
         new = object.__new__(Msg)
         new.name = self.name
         content = self.content
-        metadata = self.metadata
+        metadata = self._metadata
         try:
             new.content = content if content.__class__ is str else list(map(_copy_block, content))
-            new.metadata = copy_json(metadata) if metadata else {}
+            new._metadata = copy_json(metadata) if metadata else None
         except RecursionError:
             raise MessageFormatError(
                 f"message {self.id!r} from {self.name!r}: its content or metadata is nested too "
@@ -249,7 +332,7 @@ class Msg:
         new.role = self.role
         new.timestamp = self.timestamp
         new.invocation_id = self.invocation_id
-        new.id = self.id
+        new._id = self.id
         return new
 
     def to_dict(self) -> dict[str, Any]:
