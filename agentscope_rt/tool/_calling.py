@@ -125,6 +125,18 @@ class CallStream(ToolResponseStream):
         if tool.async_execution:
             return toolkit._background.start(toolkit._task_group, tool, kwargs, tool_call, limit)
         postprocess = tool.postprocess_func
+        if tool.kind is ToolKind.INLINE and postprocess is None:
+            # A quick sync function called right here: no checkpoint, so nothing to time out
+            # or interrupt; what is not a response (a generator, an awaitable, a wrong type)
+            # goes on through the general path, as if it had called the function itself.
+            try:
+                result = tool.original_func(**kwargs)
+            except Exception as exc:
+                return failure_response(exc)
+            if isinstance(result, ToolResponse):
+                return result
+            agen = self._inner = execute_tool(tool, kwargs, tool_call, limit, initial=result)
+            return await agen.__anext__()
         if tool.kind is not ToolKind.COROUTINE or (
             # MCP tools are awaited here even then, so their MCPError reads the same.
             postprocess is not None and tool.source != "mcp_server"
