@@ -419,11 +419,12 @@ def _game_section(sizes: tuple[int, ...] = GAME_SIZES) -> list[str]:
         "model call and the structured-output finish function per reply), announcements and "
         f"results broadcast in one MsgHub of all players, {GAME_ROUNDS} rounds, at most 1,000 "
         "replies in flight; one process per row. Per player per round: the median round over "
-        "the number of players.",
+        "the number of players; CPU: the process's CPU seconds in the median round over the "
+        "number of players (what the round would take with a core of its own).",
         "",
         "| players | backend | building | seconds per round (each) | per player per round "
-        "| vs 1,000 | peak RSS |",
-        "|---|---|---|---|---|---|---|",
+        "| CPU per player per round | vs 1,000 | peak RSS |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     notes = []
     for backend in BACKENDS:
@@ -434,10 +435,11 @@ def _game_section(sizes: tuple[int, ...] = GAME_SIZES) -> list[str]:
             f = _subprocess(command, timeout=7200)
             rounds = f["round_s"]
             us = statistics.median(rounds) / size * 1e6
+            cpu_us = statistics.median(f["round_cpu_s"]) / size * 1e6
             base = us if base is None else base
             lines.append(
                 f"| {size:,} | {backend} | {f['build_s']:.1f} s "
-                f"| {' / '.join(f'{r:.1f}' for r in rounds)} s | {us:.0f} us "
+                f"| {' / '.join(f'{r:.1f}' for r in rounds)} s | {us:.0f} us | {cpu_us:.0f} us "
                 f"| {us / base:.2f}x | {f['peak_rss_mib']:,.0f} MiB |"
             )
             if size == sizes[-1]:

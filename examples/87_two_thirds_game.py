@@ -138,9 +138,9 @@ def make_players(count: int, show: bool = False, first: int = 0) -> list[ReActAg
 
 async def play(
     players: list[ReActAgent], rounds: int, show: bool = False
-) -> tuple[list[dict[str, Any]], list[float]]:
-    """The moderator: *rounds* rounds; each round's result and its seconds (printed as they
-    end with *show*)."""
+) -> tuple[list[dict[str, Any]], list[float], list[float]]:
+    """The moderator: *rounds* rounds; each round's result, its seconds and the seconds of
+    CPU this process spent in it (printed as they end with *show*)."""
 
     async def ask() -> list[int]:
         # Every player answers what it heard; at most IN_FLIGHT replies at once bounds the
@@ -161,14 +161,16 @@ async def moderate(
     tell: Callable[[Msg], Awaitable[None]],
     ask: Callable[[], Awaitable[list[int]]],
     show: bool = False,
-) -> tuple[list[dict[str, Any]], list[float]]:
+) -> tuple[list[dict[str, Any]], list[float], list[float]]:
     """*rounds* rounds: *tell* gives every player a message, *ask* gets every player's guess
-    to what it heard; each round's result and its seconds (printed with *show*)."""
+    to what it heard; each round's result, its seconds and this process's CPU seconds in it
+    (printed with *show*)."""
     results: list[dict[str, Any]] = []
     seconds: list[float] = []
+    cpu_seconds: list[float] = []
     last_target: float | None = None
     for round_no in range(1, rounds + 1):
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         told = "" if last_target is None else f" Last round's target was {last_target:.2f}."
         await tell(
             Msg(
@@ -192,6 +194,7 @@ async def moderate(
             )
         )
         seconds.append(time.perf_counter() - started)
+        cpu_seconds.append(time.process_time() - cpu_started)
         results.append({"round": round_no, "average": round(average, 4), "winners": winners})
         if show:
             print(
@@ -199,27 +202,37 @@ async def moderate(
                 f"{winners:,} winner(s), {seconds[-1]:.2f} s"
             )
         last_target = target
-    return results, seconds
+    return results, seconds, cpu_seconds
+
+
+def settle_for_a_long_game() -> None:
+    """Tune Python's cycle collector for millions of objects that live for the whole game
+    (docs/scale.md, "The cycle collector"): what is built so far is taken out of its passes
+    (``gc.freeze``), and a full pass (which walks every object still in them: what the
+    players heard and said so far) waits for 1,000 passes of the middle generation instead
+    of 10: with the default, a round at 100,000 players made ten full passes and spent a
+    third of its time in them."""
+    gc.freeze()
+    young, middle, _ = gc.get_threshold()
+    gc.set_threshold(young, middle, 1_000)
 
 
 async def simulate(agents: int, rounds: int, show: bool = False) -> dict[str, Any]:
     started = time.perf_counter()
     players = make_players(agents, show)
     built = time.perf_counter() - started
-    # The players live for the whole game: taken out of the collector's passes, which would
-    # otherwise walk every one of them each time it looks for cycles (docs/scale.md).
-    gc.freeze()
+    settle_for_a_long_game()
     if show:
         print(f"{agents:,} players built in {built:.2f} s; {rounds} rounds:")
-    results, seconds = await play(players, rounds, show)
+    results, seconds, cpu_seconds = await play(players, rounds, show)
     heard = await players[-1].memory.size()
-    return _figures(agents, 0, rounds, built, seconds, results, heard)
+    return _figures(agents, 0, rounds, built, (seconds, cpu_seconds), results, heard)
 
 
 def make_frozen_players(count: int, first: int) -> list[ReActAgent]:
-    """A host's block of players, taken out of its collector's passes as in one process."""
+    """A host's block of players, its collector tuned as in one process."""
     players = make_players(count, first=first)
-    gc.freeze()
+    settle_for_a_long_game()
     return players
 
 
@@ -258,14 +271,14 @@ async def simulate_on_hosts(
         built = time.perf_counter() - started
         if show:
             print(f"{agents:,} players built on {hosts} agent hosts in {built:.2f} s:")
-        results, seconds = await moderate(rounds, tell, ask, show)
+        results, seconds, cpu_seconds = await moderate(rounds, tell, ask, show)
         (last,) = await groups[-1].agents(len(groups[-1]) - 1)
         heard = len((await anyio.to_thread.run_sync(last.state_dict))["memory"]["content"])
         hosts_rss = [(await host.stats())["peak_rss_kib"] / 1024 for host in on]
     finally:
         for host in on:
             await host.close()
-    figures = _figures(agents, hosts, rounds, built, seconds, results, heard)
+    figures = _figures(agents, hosts, rounds, built, (seconds, cpu_seconds), results, heard)
     return {**figures, "hosts_peak_rss_mib": hosts_rss}
 
 
@@ -274,7 +287,7 @@ def _figures(
     hosts: int,
     rounds: int,
     built: float,
-    seconds: list[float],
+    seconds: tuple[list[float], list[float]],
     results: list[dict[str, Any]],
     heard: int,
 ) -> dict[str, Any]:
@@ -284,7 +297,8 @@ def _figures(
         "hosts": hosts,
         "rounds": rounds,
         "build_s": built,
-        "round_s": seconds,
+        "round_s": seconds[0],
+        "round_cpu_s": seconds[1],
         "peak_rss_mib": rss,
         "driver_rss_mib": rss,
         "results": results,
