@@ -31,7 +31,6 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import AsyncGenerator, Awaitable
-from contextlib import aclosing
 from typing import Any, ClassVar, Literal
 
 import anyio
@@ -65,13 +64,11 @@ from ._generate_reason import GenerateReason
 from ._memory_calls import adding, deleting_mark
 from ._react_agent_base import ReActAgentBase
 from ._react_blocks import (
-    _fill_from,
     _has_text,
     _interrupted_output,
     _interrupted_result,
     _model_blocks,
     _result_msg,
-    _speech,
     _structured_hint,
     _success_metadata,
     _system_msg_of,
@@ -79,7 +76,7 @@ from ._react_blocks import (
     _tool_calls,
 )
 from ._react_retrieval import retrieve_from_knowledge, retrieve_from_long_term_memory, rewrite_query
-from ._react_speech import print_speaking, speak_rest
+from ._react_speech import receive_stream, speak_rest
 from ._react_state import NOT_ACTING, ReplyState
 from ._react_summary import summarize
 
@@ -784,7 +781,7 @@ class ReActAgent(ReActAgentBase):
                 msg.content = _model_blocks(res.content)
                 self._add_usage(res.usage)
             else:
-                speech = await self._receive_stream(res, msg, None)
+                speech = await receive_stream(self, res, msg, None)
             # As in AgentScope, the last chunk's audio goes with the final print of a stream
             # (a whole response prints without speech).
             if speech is None:
@@ -800,37 +797,8 @@ class ReActAgent(ReActAgentBase):
                 msg.content = _model_blocks(res.content)
                 self._add_usage(res.usage)
             else:
-                speech = await self._receive_stream(res, msg, tts)
+                speech = await receive_stream(self, res, msg, tts)
             await speak_rest(self, msg, tts, speech)
-
-    async def _receive_stream(
-        self, stream: AsyncGenerator[ChatResponse, None], msg: Msg, tts: TTSModelBase | None
-    ) -> AudioBlock | list[AudioBlock] | None:
-        """Fill *msg* from *stream*, printing it after each chunk, and add the usage.
-
-        Each print carries the speech so far: the model's own audio, or with a
-        streaming-input *tts* what it made of the text so far (also fed to the speech
-        player). Returns the speech of the last print (``None``: none or no chunk)."""
-        speech: AudioBlock | list[AudioBlock] | None = None
-        last: ChatResponse | None = None
-        async with aclosing(stream) as chunks:
-            async for chunk in chunks:
-                last = chunk
-                _fill_from(msg, chunk)
-                speech = _speech(msg)
-                if tts is not None:
-                    if tts.supports_streaming_input:
-                        speech = (await tts.push(msg)).content
-                    await print_speaking(self, msg, False, speech)
-                # Speech only when there is audio, so that a print override without the
-                # speech parameter keeps working for text.
-                elif speech is None:
-                    await self.print(msg, False)
-                else:
-                    await self.print(msg, False, speech=speech)
-        if last is not None:
-            self._add_usage(last.usage)
-        return speech
 
     def interrupt(self, msg: Msg | list[Msg] | None = None) -> Any:
         """Interrupt the reply in progress (see :meth:`AgentBase.interrupt`), which stops its
