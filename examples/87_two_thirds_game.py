@@ -207,14 +207,15 @@ async def moderate(
 
 def settle_for_a_long_game() -> None:
     """Tune Python's cycle collector for millions of objects that live for the whole game
-    (docs/scale.md, "The cycle collector"): what is built so far is taken out of its passes
-    (``gc.freeze``), and a full pass (which walks every object still in them: what the
-    players heard and said so far) waits for 1,000 passes of the middle generation instead
-    of 10: with the default, a round at 100,000 players made ten full passes and spent a
-    third of its time in them."""
+    (docs/scale.md): what is built so far is taken out of its passes (``gc.freeze``), and a
+    full pass (which walks every object still in them: all the players heard and said so
+    far) waits for 10,000 passes of the middle generation instead of 10. With the default,
+    a round at 100,000 players made ten full passes and spent a third of its time in them;
+    with 1,000, a million players still made one or two a round, of several seconds each.
+    The game makes no cyclic garbage to speak of: the young passes collect what there is."""
     gc.freeze()
     young, middle, _ = gc.get_threshold()
-    gc.set_threshold(young, middle, 1_000)
+    gc.set_threshold(young, middle, 10_000)
 
 
 async def simulate(agents: int, rounds: int, show: bool = False) -> dict[str, Any]:

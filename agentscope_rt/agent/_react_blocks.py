@@ -89,7 +89,10 @@ def _has_text(msg: Msg) -> bool:
     content = msg.content
     if content.__class__ is str:
         return True
-    return any(b.__class__ is TextBlock for b in content)
+    for block in content:  # noqa: SIM110 (a generator in any() costs more than the scan)
+        if block.__class__ is TextBlock:
+            return True
+    return False
 
 
 def _success_metadata(response: ToolResponse) -> dict[str, Any] | None:

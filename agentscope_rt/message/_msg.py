@@ -295,6 +295,8 @@ class Msg:
         )
         if block_type is None:
             return blocks
+        if block_type.__class__ is str and block_type in BLOCK_TYPES:
+            return [b for b in blocks if b.type == block_type]
         wanted = {block_type} if isinstance(block_type, str) else set(block_type)
         unknown = wanted - BLOCK_TYPES.keys()
         if unknown:
