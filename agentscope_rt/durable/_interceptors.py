@@ -47,7 +47,7 @@ class _Calls:
         run = frame.run
         agent = call.obj
         name = run._agent_name(agent)
-        number = run._calls[name] = run._calls.get(name, 0) + 1
+        number = run._calls[name] = run._calls.get(name, run._calls_before) + 1
         key = f"{name}#{number}"
         print_ = fingerprint(["call", list(call.args), call.kwargs])
         record = run._replay(key, "call", print_, frame)

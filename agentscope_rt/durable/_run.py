@@ -37,13 +37,14 @@ import os
 import random
 import secrets
 import weakref
-from collections.abc import AsyncIterator, Callable, Iterable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 import anyio
 import anyio.lowlevel
 
+from .._ids import new_id
 from ..exception import DurableRunError, RunDivergedError
 from ..message import Msg
 from ._fingerprint import fingerprint
@@ -57,6 +58,7 @@ __all__ = [
     "current_run",
     "current_step_key",
     "durable_run",
+    "join_calls",
     "join_run",
     "step",
 ]
@@ -79,6 +81,8 @@ class DurableRun:
     :ivar resumed: whether the run had records when it was opened.
     :ivar replayed: how many steps returned their recorded result so far.
     :ivar recorded: how many steps were run and recorded by this process so far.
+    :ivar execution_id: a fresh id each time the run is opened (one execution of the
+        program), for what is kept per execution outside the run.
     """
 
     def __init__(
@@ -125,6 +129,14 @@ class DurableRun:
         # while that call broadcasts; and deliveries counted per (call, observer).
         self._speakers: dict[str, str] = {}
         self._deliveries: dict[tuple[str, str], int] = {}
+        # In a process that joined the run for many agents at once (see join_calls): how
+        # many calls each agent made before, and where the deliveries are and how many each
+        # observer had there before.
+        self._calls_before = 0
+        self._delivered_before: tuple[str, int] | None = None
+        # The keys of the records of each call and delivery (see _owner).
+        self._owned: dict[str, list[str]] = {}
+        self.execution_id = ""
 
     def __repr__(self) -> str:
         return (
@@ -173,7 +185,11 @@ class DurableRun:
         self._arrivals, self._expected, self._last_mark, self._unrecorded = {}, {}, {}, {}
         self._speakers, self._deliveries = {}, {}
         self._progress = anyio.Event()
+        self.execution_id = new_id()
         self._records = {record.key: record for record in records}
+        self._owned = {}
+        for key in self._records:
+            self._owned.setdefault(_owner(key), []).append(key)
         self.resumed = bool(records)
         self._seq = max((record.seq for record in records), default=0)
         for record in records:
@@ -203,11 +219,7 @@ class DurableRun:
             status = "cancelled"
         else:
             status = "failed"
-        unreplayed = [
-            key
-            for key, record in self._records.items()
-            if key not in self._visited and record.kind != "snapshot"
-        ]
+        unreplayed = self.untaken
         if exc_type is None and unreplayed:
             status = "failed"
         with anyio.CancelScope(shield=True):
@@ -335,6 +347,8 @@ class DurableRun:
         # Shielded: a record whose result the program goes on with must reach the store.
         with anyio.CancelScope(shield=True):
             await self.store.put_step(self.user_id, self.run_id, record)
+        if key not in self._records:
+            self._owned.setdefault(_owner(key), []).append(key)
         self._records[key] = record
         self._visited.add(key)
         if count and status in ("done", "interrupted"):
@@ -352,6 +366,29 @@ class DurableRun:
         taken here: their records are then not "recorded steps never taken" at the end."""
         self._visited.update(keys)
         self.replayed += replayed
+
+    @property
+    def untaken(self) -> list[str]:
+        """The keys of the recorded steps this run did not replay (or record) so far."""
+        return [
+            key
+            for key, record in self._records.items()
+            if key not in self._visited and record.kind != "snapshot"
+        ]
+
+    def speaker_of(self, msg: Msg | list[Msg] | None) -> str:
+        """The key of the agent call whose reply *msg* is, while that call runs (a delivery
+        of *msg* is then keyed under it, ``"Alice#3/observe:Bob#1"``); ``""`` otherwise."""
+        reply_id = msg.invocation_id if isinstance(msg, Msg) else None
+        return self._speakers.get(reply_id, "") if reply_id else ""
+
+    def records_of(self, keys: Iterable[str]) -> list[StepRecord]:
+        """The records of the agent calls and deliveries *keys* (``"Alice#3"``,
+        ``"observe:Bob#2"``) and of the steps taken in each, found by key (not by a pass
+        over the run's records): what a process joining the run for many calls at once
+        needs (see :func:`join_calls`)."""
+        records = self._records
+        return [records[key] for owner in keys for key in self._owned.get(owner, ())]
 
     def records_under(self, key: str) -> list[StepRecord]:
         """The records of the call *key* and of the steps taken in it (what a process
@@ -476,10 +513,12 @@ class DurableRun:
         (``"Alice#3/observe:Bob#1"``), whichever task delivers it (a hub may hand it over
         from the speaker's task, a delivery task or another member's); a message that is
         no reply (an announcement) at the top of the program (``"observe:Bob#2"``)."""
-        reply_id = msg.invocation_id if isinstance(msg, Msg) else None
-        where = self._speakers.get(reply_id, "") if reply_id else ""
+        where = self.speaker_of(msg)
+        before = 0
+        if self._delivered_before is not None:
+            where, before = self._delivered_before
         number = self._deliveries[(where, observer)] = (
-            self._deliveries.get((where, observer), 0) + 1
+            self._deliveries.get((where, observer), before) + 1
         )
         label = f"observe:{observer}#{number}"
         return f"{where}/{label}" if where else label
@@ -530,18 +569,83 @@ async def join_run(
     if records is None:
         records = await run.store.load_steps(user_id, run_id)
     run._load(list(records))
-    run._joined = True
     frame = _Frame(run, key, record=run._records.get(key))
     frame.joined = True
+    with _joined(run, frame):
+        yield run
+
+
+@asynccontextmanager
+async def join_calls(
+    store: RunStore,
+    run_id: str,
+    names: Sequence[str],
+    fetch: Callable[[list[str]], Awaitable[Iterable[StepRecord]]],
+    *,
+    user_id: str = "",
+    call: int | None = None,
+    delivery: tuple[str, int] | None = None,
+) -> AsyncIterator[DurableRun]:
+    """Take part, in this process, in one call (or one delivery) of each of many agents of
+    the run *run_id*, which another process owns: a group of agents on an agent host, all
+    called at once by one call of the owner.
+
+    With *call*, each agent's next call inside the block is its call number *call* of the
+    run (``"Alice#3"`` for ``call=3``), recorded (its reply and its steps) with *store*'s
+    ``put_step`` or replayed, as the owner records a call of one of its own agents. With
+    *delivery* ``(where, number)``, each agent's next observation is its delivery number
+    *number* under *where* (``"observe:Bob#2"``, or ``"Alice#3/observe:Bob#2"`` under the
+    call ``"Alice#3"``): what it does while observing is keyed there. These are the keys a
+    one-process run gives the same calls, so a run's record does not depend on where its
+    agents live. No delivery order is kept across the agents (each observes once).
+
+    :param names: the agents' names, in any order (their records are fetched by key).
+    :param fetch: gets the records of the given call or delivery keys from the owner
+        (:meth:`DurableRun.records_of` there); awaited once, before the block.
+    :raises DurableRunError: when neither or both of *call* and *delivery* are given.
+    """
+    if (call is None) == (delivery is None):
+        raise DurableRunError("join_calls takes part in calls or in deliveries: give one")
+    if call is not None:
+        keys = [f"{escape(name)}#{call}" for name in names]
+    else:
+        assert delivery is not None
+        where, number = delivery
+        prefix = f"{where}/" if where else ""
+        keys = [f"{prefix}observe:{escape(name)}#{number}" for name in names]
+    run = DurableRun(run_id, store, user_id=user_id)
+    run._load(list(await fetch(keys)))
+    run._calls_before = (call or 1) - 1
+    if delivery is not None:
+        run._delivered_before = (delivery[0], delivery[1] - 1)
+    with _joined(run, _Frame(run, "")):
+        yield run
+
+
+@contextmanager
+def _joined(run: DurableRun, frame: _Frame) -> Iterator[None]:
+    """*run*, joined from this process, open in the block, with *frame* the calling task's."""
+    run._joined = True
     run._open = True
     activate()
     token = _FRAME.set(frame)
     try:
-        yield run
+        yield
     finally:
         _FRAME.reset(token)
         run._open = False
         deactivate()
+
+
+def _owner(key: str) -> str:
+    """The agent call or delivery a step of *key* is taken in: its first part, and its
+    second when that is a delivery (``"Alice#3/observe:Bob#1/chat#1"`` ->
+    ``"Alice#3/observe:Bob#1"``); the key itself for a call or a delivery."""
+    first, slash, rest = key.partition("/")
+    if slash and rest.startswith("observe:"):
+        second = rest.partition("/")[0]
+        return f"{first}/{second}"
+    return first
 
 
 def durable_run(
