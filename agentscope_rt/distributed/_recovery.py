@@ -130,11 +130,12 @@ class Relayed:
         return await self.host.wait(ref, self.who)
 
     async def _write(self, run: DurableRun, records: list[tuple[int, dict[str, Any]]]) -> None:
-        for number, record in records:
-            if number not in self._written:
-                await run.put_record(StepRecord(**record))
-                self._written.add(number)
-                self._fresh.append(number)
+        # One write for the batch (one wait for the disk, with a store that can).
+        new = [(number, record) for number, record in records if number not in self._written]
+        await run.put_records([StepRecord(**record) for _, record in new])
+        for number, _ in new:
+            self._written.add(number)
+            self._fresh.append(number)
 
 
 class OneAtATime:

@@ -43,6 +43,7 @@ from typing import Any
 
 import anyio
 import anyio.lowlevel
+import attrs
 
 from .._ids import new_id
 from ..exception import DurableRunError, RunDivergedError
@@ -347,11 +348,16 @@ class DurableRun:
         # Shielded: a record whose result the program goes on with must reach the store.
         with anyio.CancelScope(shield=True):
             await self.store.put_step(self.user_id, self.run_id, record)
+        self._kept(record, count=count)
+
+    def _kept(self, record: StepRecord, *, count: bool) -> None:
+        """Note *record*, just written, as the run's (and as taken)."""
+        key = record.key
         if key not in self._records:
             self._owned.setdefault(_owner(key), []).append(key)
         self._records[key] = record
         self._visited.add(key)
-        if count and status in ("done", "interrupted"):
+        if count and record.status in ("done", "interrupted"):
             self.recorded += 1
 
     # -- taking part from another process (agents on hosts) -----------------------------
@@ -406,6 +412,28 @@ class DurableRun:
         await self._write(
             record.key, record.kind, record.status, record.fingerprint, record.payload
         )
+
+    async def put_records(self, records: Sequence[StepRecord]) -> None:
+        """:meth:`put_record` for each of *records*, in one write when the store can
+        (``put_steps``, as :class:`SQLiteRunStore` has): a batch relayed from an agent host
+        waits for the disk once.
+
+        :raises DurableRunError: as :meth:`put_record` (none of the batch is kept then,
+            with ``put_steps``).
+        """
+        put_steps = getattr(self.store, "put_steps", None)
+        if put_steps is None:
+            for record in records:
+                await self.put_record(record)
+            return
+        numbered = []
+        for record in records:
+            self._seq += 1
+            numbered.append(attrs.evolve(record, seq=self._seq, at=""))
+        with anyio.CancelScope(shield=True):
+            await put_steps(self.user_id, self.run_id, numbered)
+        for record in numbered:
+            self._kept(record, count=True)
 
     async def record_snapshot(self, name: str, state: Any) -> None:
         """Record *state* (JSON data) as the latest state of the agent *name*, under
