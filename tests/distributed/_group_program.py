@@ -82,8 +82,8 @@ async def on_hosts(
     killed: list[float] | None = None,
 ) -> tuple[list[str], list[list[Any]], DurableRun]:
     """The noters as groups on two hosts: the answers, the transcripts and the run. With
-    *killed*, A's tool waits in the last round and the first host is killed meanwhile
-    (when, in *killed*)."""
+    *killed*, the tools of the first host's agents wait in the last round and that host is
+    killed meanwhile (when, in *killed*)."""
     store = SQLiteRunStore(db)
     hosts = [AgentHost(f"h-group-{h}") for h in range(len(NAMES))]
     try:
@@ -94,15 +94,17 @@ async def on_hosts(
 
         async def tell(announcement: Msg) -> None:
             if killed is not None and announcement.content == _messages(ROUNDS - 1)[0].content:
-                # The last round: A's tool waits (and the gate stays: it must not end).
-                await anyio.Path(gate(folder, "A")).touch()
+                # The last round: the tools of the first host's agents wait (and the gates
+                # stay: they must not end).
+                for name in NAMES[0]:
+                    await anyio.Path(gate(folder, name)).touch()
             await broadcast_groups(groups, announcement)
 
         async def ask(question: Msg) -> list[Msg]:
             return await fanout_groups(groups, question)
 
         async def kill() -> None:
-            await wait_for(folder, "tool-waits", 1)
+            await wait_for(folder, "tool-waits", len(NAMES[0]))
             assert killed is not None
             killed.append(time.time())
             await anyio.to_thread.run_sync(ray.kill, hosts[0].actor)

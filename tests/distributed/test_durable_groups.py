@@ -96,10 +96,10 @@ async def test_a_host_killed_mid_group_call_is_replaced_and_the_group_call_made_
         )
     clean = {"transcripts": transcripts, "run": clean_run, "log": read_log(str(alone))}
     after = {"transcripts": transcripts_h, "run": run, "log": read_log(str(hosted))}
-    # A's tool, running when the host died, is cut off and not run again; every model call
-    # recorded before (round 1's, rebuilding the group; B's and A's first of round 2) is
-    # replayed, not made again.
-    _check_the_rule(clean, {**after, "killed": killed}, 1)
+    # A's and B's tools, running when their host died, are cut off and not run again; every
+    # model call recorded before (round 1's, rebuilding the group; A's and B's first of round
+    # 2) is replayed, not made again; C, on the other host, answered once.
+    _check_the_rule(clean, {**after, "killed": killed}, 2)
     lines = [r.getMessage() for r in caplog.records if r.name == "agentscope_rt.distributed"]
     assert sum("died; a new one answers" in line for line in lines) == 1
     assert sum("built again on the new agent host 'h-group-0'" in line for line in lines) == 1
