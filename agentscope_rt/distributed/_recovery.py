@@ -13,6 +13,7 @@ import attrs
 
 from ..durable import DurableRun, StepRecord, current_step_key
 from ..exception import AgentError
+from ._wire import as_data
 
 if TYPE_CHECKING:
     from ._host import AgentHost
@@ -49,7 +50,7 @@ def run_link(run: DurableRun) -> dict[str, Any]:
         "run_id": run.run_id,
         "user_id": run.user_id,
         "key": key,
-        "records": [attrs.asdict(record) for record in run.records_under(key)] if key else [],
+        "records": [as_data(record) for record in run.records_under(key)] if key else [],
     }
 
 
@@ -126,7 +127,7 @@ class Relayed:
                 if question is not None:
                     found = self.run.records_of(question)
                     self.handed = [record.key for record in found]
-                    self._answer = [attrs.asdict(record) for record in found]
+                    self._answer = [as_data(record) for record in found]
         return await self.host.wait(ref, self.who)
 
     async def _write(self, run: DurableRun, records: list[tuple[int, dict[str, Any]]]) -> None:

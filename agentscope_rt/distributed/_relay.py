@@ -7,10 +7,10 @@ from __future__ import annotations
 from typing import Any, NoReturn
 
 import anyio
-import attrs
 
 from ..durable import RunInfo, StepRecord
 from ..exception import DurableRunError
+from ._wire import as_data
 
 __all__ = ["Relay"]
 
@@ -91,7 +91,7 @@ class Relay:
                 event.set()
         while not self._unwritten and not self._done and self._question is None:
             await self._wake.wait()
-        records = [(number, attrs.asdict(r)) for number, r in self._unwritten.items()]
+        records = [(number, as_data(r)) for number, r in self._unwritten.items()]
         return records, self._done and not records
 
     # -- the rest of the store protocol: a relay only writes ---------------------------
