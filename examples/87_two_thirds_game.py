@@ -238,11 +238,12 @@ def make_frozen_players(count: int, first: int) -> list[ReActAgent]:
 
 
 async def simulate_on_hosts(
-    agents: int, rounds: int, hosts: int, show: bool = False
+    agents: int, rounds: int, hosts: int, show: bool = False, durable: str | None = None
 ) -> dict[str, Any]:
     """The same game with the players on *hosts* Ray agent hosts: host h builds the h-th
     block of players itself (``create_group``: nothing per player on this side), and the
-    moderator reaches each host's players in one call per host for each message."""
+    moderator reaches each host's players in one call per host for each message. With
+    *durable*, the rounds are a durable run recorded in that SQLite file."""
     from agentscope_rt.distributed import AgentHost, broadcast_groups, fanout_groups
 
     started = time.perf_counter()
@@ -272,7 +273,8 @@ async def simulate_on_hosts(
         built = time.perf_counter() - started
         if show:
             print(f"{agents:,} players built on {hosts} agent hosts in {built:.2f} s:")
-        results, seconds, cpu_seconds = await moderate(rounds, tell, ask, show)
+        async with _maybe_durable(durable):
+            results, seconds, cpu_seconds = await moderate(rounds, tell, ask, show)
         (last,) = await groups[-1].agents(len(groups[-1]) - 1)
         heard = len((await anyio.to_thread.run_sync(last.state_dict))["memory"]["content"])
         hosts_rss = [(await host.stats())["peak_rss_kib"] / 1024 for host in on]
@@ -281,6 +283,12 @@ async def simulate_on_hosts(
             await host.close()
     figures = _figures(agents, hosts, rounds, built, (seconds, cpu_seconds), results, heard)
     return {**figures, "hosts_peak_rss_mib": hosts_rss}
+
+
+def _maybe_durable(path: str | None) -> Any:
+    from agentscope_rt.durable import durable_run
+
+    return contextlib.nullcontext() if path is None else durable_run("two-thirds", path)
 
 
 def _figures(
@@ -349,6 +357,7 @@ def _cli() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--hosts", type=int, default=0, help="Ray agent hosts (0: one process)")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--durable", metavar="PATH", help="with --hosts: a durable run in PATH")
     parser.add_argument("--studio", action="store_true", help="serve the studio, a page watching")
     args = parser.parse_args()
     quick = os.environ.get("AGENTSCOPE_RT_EXAMPLES") == "1"
@@ -375,7 +384,13 @@ def _on_hosts(agents: int, args: argparse.Namespace, hosts: int) -> dict[str, An
     start_local_ray()
     try:
         return anyio.run(
-            simulate_on_hosts, agents, args.rounds, hosts, not args.json, backend=args.backend
+            simulate_on_hosts,
+            agents,
+            args.rounds,
+            hosts,
+            not args.json,
+            args.durable,
+            backend=args.backend,
         )
     finally:
         ray.shutdown()

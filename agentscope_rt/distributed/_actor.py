@@ -13,7 +13,7 @@ import anyio
 
 from .._ids import new_id
 from ..agent import AgentBase, GenerateReason
-from ..durable import DurableRun, StepRecord, join_run
+from ..durable import DurableRun, StepRecord, join_calls, join_run
 from ..message import Msg, share
 from ._relay import Relay
 from ._tasks import run_all
@@ -150,15 +150,18 @@ class HostActor:
             relay.finish()
 
     async def relay(
-        self, call_id: str, written: list[int]
-    ) -> tuple[list[tuple[int, dict[str, Any]]], bool]:
+        self, call_id: str, written: list[int], answer: list[dict[str, Any]] | None = None
+    ) -> tuple[list[tuple[int, dict[str, Any]]], bool, list[str] | None]:
         """The records of call *call_id* the caller did not write yet (waiting for one),
-        once it said which it wrote (*written*); and whether the call ended."""
+        once it said which it wrote (*written*) and answered the call's question (*answer*,
+        see :meth:`Relay.ask`); whether the call ended; the call's question, until answered."""
         relay = self._relays.setdefault(call_id, Relay())
+        if answer is not None:
+            relay.answer(answer)
         records, done = await relay.take(written)
         if done:
             del self._relays[call_id]
-        return records, done
+        return records, done, relay.question
 
     def interrupt(self, call_id: str) -> bool:
         """Interrupt the call *call_id*; ``False`` when it has not started here yet (it will
@@ -182,8 +185,11 @@ class HostActor:
 
     # -- groups: many agents of this host addressed by one call -------------------------
 
-    def create_group(self, build: Callable[..., Any], kwargs: dict[str, Any]) -> tuple[str, int]:
-        """Build a group with ``build(**kwargs)`` (a sequence of agents); its id and size.
+    def create_group(
+        self, build: Callable[..., Any], kwargs: dict[str, Any], group_id: str | None = None
+    ) -> tuple[str, int]:
+        """Build a group with ``build(**kwargs)`` (a sequence of agents); its id (a fresh one,
+        or *group_id*: a group built again on a new host) and size.
 
         :raises TypeError: when *build* returns something that is not a sequence of agents
             (nothing is kept then).
@@ -201,7 +207,7 @@ class HostActor:
                     f"a group's build function must return agents (AgentBase), got "
                     f"{type(agent).__name__} at index {index}"
                 )
-        group_id = new_id()
+        group_id = group_id or new_id()
         self._groups[group_id] = agents
         for agent in agents:
             self._agents[agent.id] = agent
@@ -225,11 +231,13 @@ class HostActor:
         kwargs: dict[str, Any],
         keep: tuple[str, str | None],
         limit: int,
-    ) -> list[Any] | None:
+        link: dict[str, Any] | None = None,
+    ) -> Any:
         """Every agent of the group replies to its own copy of *msg*, at most *limit* at
         once; what *keep* says of each reply, in agent order (``("reply", None)``: the reply
         as JSON data, ``("metadata", None)``: its metadata, ``("metadata", key)``: that key
         of its metadata, ``None`` where missing). ``None`` when the call was cancelled.
+        With *link* (see :meth:`_joined_group`), that in a dict with what the run needs.
 
         :raises Exception: what an agent raised (the others are cancelled), with a note
             naming the agent.
@@ -242,13 +250,22 @@ class HostActor:
             answer = await agent(_copy(received), **kwargs)
             out[index] = _kept(answer, keep, agent)
 
-        done = await self._batch("reply", call_id, agents, one, limit)
-        return out if done else None
+        async with self._joined_group(call_id, link, agents) as report:
+            done = await self._batch("reply", call_id, agents, one, limit)
+        return (out if done else None) if link is None else {"out": out, **report}
 
-    async def group_observe(self, group_id: str, call_id: str, msg: WireMsg, limit: int) -> bool:
+    async def group_observe(
+        self,
+        group_id: str,
+        call_id: str,
+        msg: WireMsg,
+        limit: int,
+        link: dict[str, Any] | None = None,
+    ) -> Any:
         """Every agent of the group observes *msg*, at most *limit* at once; ``False`` when
         the call was cancelled. As a hub delivers it: one shared snapshot
         (``agentscope_rt.message.share``) that every memory holds, not a copy per agent.
+        With *link* (see :meth:`_joined_group`), that in a dict with what the run needs.
 
         :raises Exception: what an observer raised (the others are cancelled), with a note
             naming the agent.
@@ -263,7 +280,40 @@ class HostActor:
         async def one(index: int, agent: AgentBase) -> None:
             await agent.observe(received)
 
-        return await self._batch("observe", call_id, agents, one, limit)
+        async with self._joined_group(call_id, link, agents) as report:
+            done = await self._batch("observe", call_id, agents, one, limit)
+        return done if link is None else {"out": done, **report}
+
+    @asynccontextmanager
+    async def _joined_group(
+        self, call_id: str, link: dict[str, Any] | None, agents: list[AgentBase]
+    ) -> AsyncIterator[dict[str, Any]]:
+        """Where the group call *call_id* runs: inside the durable run *link* names (its
+        ids, and ``call``: the number of the agents' calls, or ``delivery``: where and which
+        delivery), the records of the agents' calls asked from the caller and their new
+        records relayed to it (:meth:`relay`); nowhere in particular without. Yields what
+        the caller is told once the block ends: how many steps were replayed and the keys
+        of the records handed that were not taken."""
+        report: dict[str, Any] = {}
+        if link is None:
+            yield report
+            return
+        relay = self._relays.setdefault(call_id, Relay())
+        delivery = link.get("delivery")
+        try:
+            async with join_calls(
+                relay,
+                link["run_id"],
+                [str(getattr(agent, "name", "")) for agent in agents],
+                relay.ask,
+                user_id=link["user_id"],
+                call=link.get("call"),
+                delivery=None if delivery is None else (delivery[0], delivery[1]),
+            ) as run:
+                yield report
+            report.update(replayed=run.replayed, untaken=run.untaken)
+        finally:
+            relay.finish()
 
     async def _batch(
         self,

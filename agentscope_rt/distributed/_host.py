@@ -24,7 +24,7 @@ from ..agent import AgentBase
 from ._actor import HostActor
 from ._group import RemoteGroup
 from ._proxy import AgentHostDiedError, RemoteAgent
-from ._recovery import OneAtATime
+from ._recovery import OneAtATime, OnHost
 
 __all__ = ["AgentFactory", "AgentHost", "GroupFactory"]
 
@@ -37,7 +37,7 @@ GroupFactory = Callable[..., Sequence[AgentBase]]
 share a model, a formatter, a toolkit); picklable, as :data:`AgentFactory`."""
 
 # Who a call is for: an agent's proxy, a group, or (None) the host itself.
-_For = RemoteAgent | RemoteGroup | None
+_For = OnHost | None
 
 logger = logging.getLogger("agentscope_rt.distributed")
 
@@ -104,7 +104,7 @@ class AgentHost:
             raise RuntimeError(f"agent host {self.name!r} is not started: await host.start()")
         return self._actor
 
-    def actor_for(self, agent: RemoteAgent | RemoteGroup) -> Any:
+    def actor_for(self, agent: OnHost) -> Any:
         """The Ray actor handle, for a call on behalf of *agent* (a proxy or a group).
 
         :raises AgentHostDiedError: when the host was closed or is known to be dead.
@@ -239,7 +239,7 @@ class AgentHost:
         """
         send_by_value(self._ray, driver_only_modules([build]))
         group_id, size = await self._build(self.actor.create_group, build, kwargs)
-        return RemoteGroup(self, group_id, size)
+        return RemoteGroup(self, group_id, size, (build, dict(kwargs)))
 
     async def _build(self, method: Any, *args: Any) -> Any:
         """What the building call ``method.remote(*args)`` answers, its pickling errors as

@@ -13,33 +13,22 @@ import anyio
 from .._ids import new_id
 from .._json import check_json
 from ..agent import AgentBase
-from ..durable import DurableRun, StepRecord, current_run
-from ..exception import AgentError, MessageFormatError, StateError
+from ..durable import DurableRun, current_run
+from ..exception import AgentError, DurableRunError, MessageFormatError, StateError
 from ..message import Msg
-from ._recovery import OneAtATime, run_link
+from ._recovery import AgentHostDiedError, OneAtATime, Relayed, on_host, run_link
 from ._wire import kwargs_to_wire, msg_from_wire, msg_to_wire
 
 if TYPE_CHECKING:
+    from ._group import RemoteGroup
     from ._host import AgentHost
 
 __all__ = ["AgentHostDiedError", "RemoteAgent"]
 
 logger = logging.getLogger("agentscope_rt.distributed")
 
-# What a wait answers when the host died under a call of a durable run and was replaced.
-_RETRY: Any = object()
-# How many times the host may die under one call of a durable run before the call gives up
-# (a call that kills its host each time, say a local model running out of memory, would be
-# made again for ever).
-_DEATHS_PER_CALL = 3
-
 # How long an interrupted (or cancelled) proxy waits for the remote agent's interrupt reply.
 _INTERRUPT_WAIT_S = 30.0
-
-
-class AgentHostDiedError(AgentError):
-    """The agent host holding an agent is gone (its Ray actor died or was killed): the agent
-    and everything it held are lost. The message names the agent and the host."""
 
 
 class RemoteAgent(AgentBase):
@@ -77,6 +66,8 @@ class RemoteAgent(AgentBase):
         agent_id: str,
         name: str,
         recipe: tuple[Callable[..., AgentBase], dict[str, Any]] | None = None,
+        *,
+        group: RemoteGroup | None = None,
     ) -> None:
         super().__init__()
         self.id = agent_id
@@ -85,6 +76,8 @@ class RemoteAgent(AgentBase):
         self.generation = host.generation
         # The factory and its arguments: how to build the agent again on a new host.
         self._recipe = recipe
+        # The group the agent belongs to (its calls in a durable run go through the group).
+        self._group = group
         self._restoring = OneAtATime()
         # The run this proxy recorded the agent's state in (only a state recorded by this
         # process is the agent's current one: a resumed run rebuilds it by replay).
@@ -129,16 +122,15 @@ class RemoteAgent(AgentBase):
             self.interrupt()
         return answer
 
-    async def _interrupt_remote(
-        self, actor: Any, call_id: str, ref: Any, run: DurableRun | None, written: set[int]
-    ) -> Msg | None:
-        """Interrupt remote call *call_id* and wait (bounded) for its interrupt reply (in a
-        durable run, taken as any answer is); ``None`` when it does not come (the host is
-        gone, the reply failed, the wait ran out)."""
+    async def _interrupt_remote(self, relayed: Relayed, ref: Any) -> Msg | None:
+        """Interrupt the remote call *relayed* follows and wait (bounded) for its interrupt
+        reply (in a durable run, taken as any answer is); ``None`` when it does not come
+        (the host is gone, the reply failed, the wait ran out)."""
         with anyio.move_on_after(_INTERRUPT_WAIT_S):
             try:
-                actor.interrupt.remote(call_id)
-                data = await self._answer(actor, call_id, ref, run, written)
+                relayed.actor.interrupt.remote(relayed.call_id)
+                data = await relayed.result(ref)
+                run = relayed.run
                 answer = msg_from_wire(data if run is None else await self._took(run, data))
             except Exception:
                 return None
@@ -178,25 +170,31 @@ class RemoteAgent(AgentBase):
     ) -> Any:
         """What the call ``send(actor, call_id, link)`` starts on the host answers; in a
         durable run (*link* says which call of it) made again on a new host when the host
-        dies. *interruptible*: a cancellation interrupts the remote call (see
-        :meth:`_interrupt_remote`) before it propagates."""
-        data, deaths = _RETRY, 0
-        while data is _RETRY:
-            actor = await self._reach(run)
+        dies (see :func:`on_host`). *interruptible*: a cancellation interrupts the remote
+        call (see :meth:`_interrupt_remote`) before it propagates.
+
+        :raises DurableRunError: in a durable run, for an agent of a group.
+        """
+        if run is not None and self._group is not None:
+            raise DurableRunError(
+                f"{self._who} belongs to {self._group._who}: in a durable run, a group's "
+                "agents are called through their group (fanout, broadcast), which numbers "
+                "their calls; call the group, or this proxy outside the run"
+            )
+
+        async def attempt(actor: Any) -> Any:
             call_id = new_id()
             ref = send(actor, call_id, None if run is None else run_link(run))
-            written: set[int] = set()
+            relayed = Relayed(self.host, self, actor, call_id, run)
             try:
-                data = await self._wait(actor, call_id, ref, run, written, deaths)
+                return await relayed.result(ref)
             except anyio.get_cancelled_exc_class():
                 if interruptible:
                     with anyio.CancelScope(shield=True):
-                        self._interrupt_reply = await self._interrupt_remote(
-                            actor, call_id, ref, run, written
-                        )
+                        self._interrupt_reply = await self._interrupt_remote(relayed, ref)
                 raise
-            deaths += 1
-        return data
+
+        return await on_host(self.host, self, run, lambda: self._reach(run), attempt)
 
     async def _reach(self, run: DurableRun | None) -> Any:
         """The actor holding the agent; in a durable run, a host that died is replaced and
@@ -208,54 +206,6 @@ class RemoteAgent(AgentBase):
                 lambda: self.generation != self.host.generation, lambda: self._restore(run)
             )
         return self.host.actor_for(self)
-
-    async def _answer(
-        self, actor: Any, call_id: str, ref: Any, run: DurableRun | None, written: set[int]
-    ) -> Any:
-        """The value of *ref*, the call *call_id*; in a durable run, the records of its steps
-        are written first, as the host relays them (each step waits for its own). *written*:
-        the numbers of the call's records written so far (kept by the caller, so a wait that
-        is cancelled and taken up again writes none twice)."""
-        if run is not None:
-            done = False
-            while not done:
-                fetch = actor.relay.remote(call_id, sorted(written))
-                records, done = await self.host.wait(fetch, self)
-                for number, record in records:
-                    if number not in written:
-                        await run.put_record(StepRecord(**record))
-                        written.add(number)
-        return await self.host.wait(ref, self)
-
-    async def _wait(
-        self,
-        actor: Any,
-        call_id: str,
-        ref: Any,
-        run: DurableRun | None,
-        written: set[int],
-        deaths: int,
-    ) -> Any:
-        """:meth:`_answer`, or ``_RETRY`` when the host died under a call of a durable run
-        (it is replaced then); *deaths*: how many times it died under this call before.
-
-        :raises AgentHostDiedError: outside a durable run, or when the host died under this
-            call too many times.
-        """
-        generation = self.generation
-        try:
-            return await self._answer(actor, call_id, ref, run, written)
-        except AgentHostDiedError as exc:
-            if run is None:
-                raise
-            if deaths + 1 >= _DEATHS_PER_CALL:
-                raise AgentHostDiedError(
-                    f"{exc}; it died under this call of durable run {run.run_id!r} "
-                    f"{_DEATHS_PER_CALL} times, so the call is not made again (the run can "
-                    "be resumed once the cause is fixed)"
-                ) from None
-        await self.host.replace(generation)
-        return _RETRY
 
     async def _restore(self, run: DurableRun) -> None:
         if self._recipe is None:

@@ -1,15 +1,16 @@
 """The host's side of a call of a durable run: the records its steps make go to the caller,
-which writes them with the run's store, and each step waits until its record is written."""
+which writes them with the run's store, and each step waits until its record is written; a
+group call first asks the caller for the records of its agents' calls."""
 
 from __future__ import annotations
 
 from typing import Any, NoReturn
 
 import anyio
-import attrs
 
 from ..durable import RunInfo, StepRecord
 from ..exception import DurableRunError
+from ._wire import as_data
 
 __all__ = ["Relay"]
 
@@ -21,7 +22,9 @@ class Relay:
     its result is used, as in the caller's own process.
 
     Records are numbered, and handed again until the caller says it wrote them: a fetch
-    whose answer the caller stopped waiting for (it was cancelled) loses nothing."""
+    whose answer the caller stopped waiting for (it was cancelled) loses nothing. A question
+    (:meth:`ask`) is handed with every fetch until the caller answers it, for the same
+    reason."""
 
     def __init__(self) -> None:
         self._count = 0
@@ -29,6 +32,9 @@ class Relay:
         self._written: dict[int, anyio.Event] = {}
         self._wake = anyio.Event()
         self._done = False
+        self._question: list[str] | None = None
+        self._answer: list[StepRecord] = []
+        self._answered = anyio.Event()
 
     def __repr__(self) -> str:
         return f"<relay of a durable run's records: {len(self._unwritten)} unwritten>"
@@ -46,6 +52,29 @@ class Relay:
         self._notify()
         await written.wait()
 
+    async def ask(self, keys: list[str]) -> list[StepRecord]:
+        """The records of the calls (or deliveries) *keys*, as the caller answers (see
+        :attr:`question` and :meth:`answer`); one question at a time."""
+        self._question, self._answered = keys, anyio.Event()
+        self._notify()
+        await self._answered.wait()
+        answer, self._answer = self._answer, []
+        return answer
+
+    @property
+    def question(self) -> list[str] | None:
+        """The keys :meth:`ask` waits for the records of, until they come."""
+        return self._question
+
+    def answer(self, records: list[dict[str, Any]]) -> None:
+        """The records (as JSON data) the caller found for :attr:`question`; nothing when
+        no question waits (an answer that came twice)."""
+        if self._question is None:
+            return
+        self._question = None
+        self._answer = [StepRecord(**record) for record in records]
+        self._answered.set()
+
     def finish(self) -> None:
         """The call ended: :meth:`take` says so once every record is written."""
         self._done = True
@@ -60,9 +89,9 @@ class Relay:
             event = self._written.pop(number, None)
             if event is not None:
                 event.set()
-        while not self._unwritten and not self._done:
+        while not self._unwritten and not self._done and self._question is None:
             await self._wake.wait()
-        records = [(number, attrs.asdict(r)) for number, r in self._unwritten.items()]
+        records = [(number, as_data(r)) for number, r in self._unwritten.items()]
         return records, self._done and not records
 
     # -- the rest of the store protocol: a relay only writes ---------------------------

@@ -6,10 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from .._json import check_json
+from ..durable import StepRecord
 from ..exception import MessageFormatError
 from ..message import Msg
 
-__all__ = ["WireMsg", "kwargs_to_wire", "msg_from_wire", "msg_to_wire"]
+__all__ = ["WireMsg", "as_data", "kwargs_to_wire", "msg_from_wire", "msg_to_wire"]
 
 WireMsg = dict[str, Any] | list[dict[str, Any]] | None
 """A message, a list of messages or ``None``, as JSON data."""
@@ -58,3 +59,18 @@ def kwargs_to_wire(kwargs: dict[str, Any], where: str) -> dict[str, Any]:
             f"{where}: the arguments of a remote reply cross as JSON data: {exc}"
         ) from None
     return kwargs
+
+
+def as_data(record: StepRecord) -> dict[str, Any]:
+    """*record* as the keyword arguments of ``StepRecord`` (what crosses to and from a host).
+    Not a deep copy: its payload is JSON data already, and Ray copies it as it sends it (a
+    deep copy here took about 15% of a host's time in a durable group call, profiled)."""
+    return {
+        "key": record.key,
+        "kind": record.kind,
+        "status": record.status,
+        "fingerprint": record.fingerprint,
+        "payload": record.payload,
+        "seq": record.seq,
+        "at": record.at,
+    }

@@ -22,7 +22,15 @@ from ._inspect import (
 )
 from ._postgres_store import PostgresRunStore
 from ._redis_store import RedisRunStore
-from ._run import DurableRun, current_run, current_step_key, durable_run, join_run, step
+from ._run import (
+    DurableRun,
+    current_run,
+    current_step_key,
+    durable_run,
+    join_calls,
+    join_run,
+    step,
+)
 from ._sqlite_store import SQLiteRunStore
 from ._store import RunInfo, RunStatus, RunStore, StepKind, StepRecord, StepStatus
 
@@ -52,6 +60,7 @@ __all__ = [
     "format_report",
     "format_runs",
     "inspect_run",
+    "join_calls",
     "join_run",
     "step",
 ]

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import anyio
@@ -293,23 +293,36 @@ class PostgresRunStore:
         :raises DurableRunError: when the run is not open with this store, the payload is not
             JSON data (nothing written), or the write failed (nothing written either).
         """
+        await self.put_steps(user_id, run_id, [record])
+
+    async def put_steps(self, user_id: str, run_id: str, records: Sequence[StepRecord]) -> None:
+        """Write *records* as :meth:`put_step` writes each, in one transaction (what a batch
+        of records relayed from an agent host needs): all or none.
+
+        :raises DurableRunError: as :meth:`put_step`.
+        """
         owned = self._owned.get((user_id, run_id))
         check_owned(owned is not None, user_id, run_id)
         assert owned is not None
-        payload = encode_json(record, record.payload)
-        at = record.at or now()
+        rows = [
+            step_row(
+                user_id, run_id, record, encode_json(record, record.payload), record.at or now()
+            )
+            for record in records
+        ]
+        if not rows:
+            return
+        last = records[-1].key
 
         def put(connection: Any) -> None:
-            with connection.transaction():
-                connection.execute(
-                    pyformat(UPSERT_STEP), step_row(user_id, run_id, record, payload, at)
-                )
-                connection.execute(
+            with connection.transaction(), connection.cursor() as cursor:
+                cursor.executemany(pyformat(UPSERT_STEP), rows)
+                cursor.execute(
                     pyformat(UPDATE_RUN_AFTER_STEP),
-                    (at, record.key, user_id, run_id, user_id, run_id),
+                    (rows[-1][-1], last, user_id, run_id, user_id, run_id),
                 )
 
-        what = f"record step {record.key!r} of run {run_id!r} of user {user_id!r}"
+        what = f"record step {last!r} of run {run_id!r} of user {user_id!r}"
         await anyio.to_thread.run_sync(self._with_owned, owned, what, put)
 
     async def load_steps(self, user_id: str, run_id: str) -> list[StepRecord]:

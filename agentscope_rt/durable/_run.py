@@ -37,23 +37,20 @@ import os
 import random
 import secrets
 import weakref
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable
-from contextlib import aclosing, asynccontextmanager
-from contextvars import ContextVar
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
+from typing import Any
 
 import anyio
 import anyio.lowlevel
+import attrs
 
-from .. import _intercept
-from ..agent import CUT_OFF_TEXT, GenerateReason
-from ..embedding import EmbeddingResponse
+from .._ids import new_id
 from ..exception import DurableRunError, RunDivergedError
-from ..message import Msg, TextBlock
-from ..message.serde import structure, unstructure
-from ..model import ChatResponse
-from ..tool import ToolResponse
+from ..message import Msg
 from ._fingerprint import fingerprint
+from ._frame import _FRAME, _Frame, current_run, current_step_key, escape, step
+from ._interceptors import activate, deactivate, marks_of
 from ._sqlite_store import SQLiteRunStore
 from ._store import RunInfo, RunStatus, RunStore, StepRecord
 
@@ -62,105 +59,18 @@ __all__ = [
     "current_run",
     "current_step_key",
     "durable_run",
+    "join_calls",
     "join_run",
     "step",
 ]
 
 logger = logging.getLogger("agentscope_rt.durable")
 
-T = TypeVar("T")
-
 _RESERVED = ("chat", "embed", "observe", "tool")
 # How many scheduling rounds a replayed interrupt waits for the steps recorded before it
 # (finished siblings of a parallel tool call) to be replayed first. A replay has no I/O, so
 # they finish within a few rounds; the bound only keeps a diverged program from spinning.
 _SETTLE_ROUNDS = 1000
-
-
-def _escape(name: str) -> str:
-    # Keys are built with "/" and "#": an agent or step name holding them must not make two
-    # different steps share a key.
-    if not any(ch in name for ch in "%/#"):
-        return name
-    return name.replace("%", "%25").replace("/", "%2F").replace("#", "%23")
-
-
-class _Frame:
-    """Where a step is taken: the run, and the agent call (or observation) it belongs to."""
-
-    __slots__ = ("agent", "counters", "joined", "key", "pending", "reading", "record", "run")
-
-    def __init__(
-        self, run: DurableRun, key: str, agent: Any = None, record: StepRecord | None = None
-    ) -> None:
-        self.run = run
-        self.key = key
-        self.agent = agent
-        # The record of this call when it completed before: its steps then all replay, and
-        # a step it did not take is a divergence, or, when it ended interrupted, where the
-        # interrupt landed.
-        self.record = record
-        self.counters: dict[str, int] = {}
-        self.pending: set[str] = run._children.get(key, set()).copy() if record else set()
-        # Opened by join_run: the next call (or observation) enters this frame as it is.
-        self.joined = False
-        # Whether a reasoning step made the mark of the model call that follows (where the
-        # agent read its memory; see DurableRun._mark).
-        self.reading = False
-
-    def claim(self, agent: Any) -> bool:
-        """Whether a call of *agent* is the call this frame was joined for (it then takes
-        its steps here, under no key of its own)."""
-        if not self.joined:
-            return False
-        self.joined = False
-        self.agent = agent
-        return True
-
-    def child(self, label: str) -> str:
-        number = self.counters.get(label, 0) + 1
-        self.counters[label] = number
-        return f"{self.key}/{label}#{number}" if self.key else f"{label}#{number}"
-
-    def tool(self, call_id: str) -> str:
-        # Numbered per id: many models (local ones above all) number their tool calls
-        # afresh in every answer, so one call of an agent may see "call_0" several times.
-        return self.child(f"tool:{_escape(call_id)}")
-
-    @property
-    def interrupted(self) -> bool:
-        return self.record is not None and self.record.status == "interrupted"
-
-
-_FRAME: ContextVar[_Frame | None] = ContextVar("agentscope_rt.durable.frame", default=None)
-
-
-def current_run() -> DurableRun | None:
-    """The durable run the calling task is inside, or ``None``."""
-    frame = _FRAME.get()
-    return None if frame is None else frame.run
-
-
-def current_step_key() -> str | None:
-    """The key under which the calling task's steps are recorded in its durable run: the
-    agent call (``"Alice#3"``) or observation (``"Bob#1/observe:Alice#1"``) it is inside,
-    ``""`` at the top of the program, ``None`` outside a run."""
-    frame = _FRAME.get()
-    return None if frame is None else frame.key
-
-
-async def step(name: str, func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """Run ``func(*args, **kwargs)`` as a recorded step of the current durable run (see
-    :meth:`DurableRun.step`); outside a run, just call it (awaiting an awaitable result).
-
-    Library and tool code can use it for anything that must not be repeated or must come
-    out the same on resume, whether or not it runs inside a durable run.
-    """
-    frame = _FRAME.get()
-    if frame is None:
-        result = func(*args, **kwargs)
-        return await result if inspect.isawaitable(result) else result
-    return await frame.run.step(name, func, *args, **kwargs)
 
 
 class DurableRun:
@@ -172,6 +82,8 @@ class DurableRun:
     :ivar resumed: whether the run had records when it was opened.
     :ivar replayed: how many steps returned their recorded result so far.
     :ivar recorded: how many steps were run and recorded by this process so far.
+    :ivar execution_id: a fresh id each time the run is opened (one execution of the
+        program), for what is kept per execution outside the run.
     """
 
     def __init__(
@@ -218,6 +130,14 @@ class DurableRun:
         # while that call broadcasts; and deliveries counted per (call, observer).
         self._speakers: dict[str, str] = {}
         self._deliveries: dict[tuple[str, str], int] = {}
+        # In a process that joined the run for many agents at once (see join_calls): how
+        # many calls each agent made before, and where the deliveries are and how many each
+        # observer had there before.
+        self._calls_before = 0
+        self._delivered_before: tuple[str, int] | None = None
+        # The keys of the records of each call and delivery (see _owner).
+        self._owned: dict[str, list[str]] = {}
+        self.execution_id = ""
 
     def __repr__(self) -> str:
         return (
@@ -246,7 +166,7 @@ class DurableRun:
                     await self.store.aclose()
             raise
         self._open = True
-        _activate()
+        activate()
         self._token = _FRAME.set(_Frame(self, ""))
         if self.resumed:
             logger.info(
@@ -266,12 +186,16 @@ class DurableRun:
         self._arrivals, self._expected, self._last_mark, self._unrecorded = {}, {}, {}, {}
         self._speakers, self._deliveries = {}, {}
         self._progress = anyio.Event()
+        self.execution_id = new_id()
         self._records = {record.key: record for record in records}
+        self._owned = {}
+        for key in self._records:
+            self._owned.setdefault(_owner(key), []).append(key)
         self.resumed = bool(records)
         self._seq = max((record.seq for record in records), default=0)
         for record in records:
             payload = record.payload
-            for agent, point, observed in _marks_of(payload):
+            for agent, point, observed in marks_of(payload):
                 self._expected[(agent, point)] = len(observed)
                 self._last_mark[agent] = max(point, self._last_mark.get(agent, -1))
                 for position, key in enumerate(observed):
@@ -289,18 +213,14 @@ class DurableRun:
     async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         _FRAME.reset(self._token)
         self._open = False
-        _deactivate()
+        deactivate()
         if exc_type is None:
             status: RunStatus = "finished"
         elif issubclass(exc_type, anyio.get_cancelled_exc_class()):
             status = "cancelled"
         else:
             status = "failed"
-        unreplayed = [
-            key
-            for key, record in self._records.items()
-            if key not in self._visited and record.kind != "snapshot"
-        ]
+        unreplayed = self.untaken
         if exc_type is None and unreplayed:
             status = "failed"
         with anyio.CancelScope(shield=True):
@@ -341,7 +261,7 @@ class DurableRun:
                 f"step name {name!r}: give a non-empty name other than {', '.join(_RESERVED)}"
             )
         frame = self._frame()
-        key = frame.child(_escape(name))
+        key = frame.child(escape(name))
         print_ = fingerprint([name, list(args), kwargs])
         record = self._replay(key, "step", print_, frame)
         if record is not None:
@@ -428,9 +348,16 @@ class DurableRun:
         # Shielded: a record whose result the program goes on with must reach the store.
         with anyio.CancelScope(shield=True):
             await self.store.put_step(self.user_id, self.run_id, record)
+        self._kept(record, count=count)
+
+    def _kept(self, record: StepRecord, *, count: bool) -> None:
+        """Note *record*, just written, as the run's (and as taken)."""
+        key = record.key
+        if key not in self._records:
+            self._owned.setdefault(_owner(key), []).append(key)
         self._records[key] = record
         self._visited.add(key)
-        if count and status in ("done", "interrupted"):
+        if count and record.status in ("done", "interrupted"):
             self.recorded += 1
 
     # -- taking part from another process (agents on hosts) -----------------------------
@@ -445,6 +372,29 @@ class DurableRun:
         taken here: their records are then not "recorded steps never taken" at the end."""
         self._visited.update(keys)
         self.replayed += replayed
+
+    @property
+    def untaken(self) -> list[str]:
+        """The keys of the recorded steps this run did not replay (or record) so far."""
+        return [
+            key
+            for key, record in self._records.items()
+            if key not in self._visited and record.kind != "snapshot"
+        ]
+
+    def speaker_of(self, msg: Msg | list[Msg] | None) -> str:
+        """The key of the agent call whose reply *msg* is, while that call runs (a delivery
+        of *msg* is then keyed under it, ``"Alice#3/observe:Bob#1"``); ``""`` otherwise."""
+        reply_id = msg.invocation_id if isinstance(msg, Msg) else None
+        return self._speakers.get(reply_id, "") if reply_id else ""
+
+    def records_of(self, keys: Iterable[str]) -> list[StepRecord]:
+        """The records of the agent calls and deliveries *keys* (``"Alice#3"``,
+        ``"observe:Bob#2"``) and of the steps taken in each, found by key (not by a pass
+        over the run's records): what a process joining the run for many calls at once
+        needs (see :func:`join_calls`)."""
+        records = self._records
+        return [records[key] for owner in keys for key in self._owned.get(owner, ())]
 
     def records_under(self, key: str) -> list[StepRecord]:
         """The records of the call *key* and of the steps taken in it (what a process
@@ -463,6 +413,28 @@ class DurableRun:
             record.key, record.kind, record.status, record.fingerprint, record.payload
         )
 
+    async def put_records(self, records: Sequence[StepRecord]) -> None:
+        """:meth:`put_record` for each of *records*, in one write when the store can
+        (``put_steps``, as :class:`SQLiteRunStore` has): a batch relayed from an agent host
+        waits for the disk once.
+
+        :raises DurableRunError: as :meth:`put_record` (none of the batch is kept then,
+            with ``put_steps``).
+        """
+        put_steps = getattr(self.store, "put_steps", None)
+        if put_steps is None:
+            for record in records:
+                await self.put_record(record)
+            return
+        numbered = []
+        for record in records:
+            self._seq += 1
+            numbered.append(attrs.evolve(record, seq=self._seq, at=""))
+        with anyio.CancelScope(shield=True):
+            await put_steps(self.user_id, self.run_id, numbered)
+        for record in numbered:
+            self._kept(record, count=True)
+
     async def record_snapshot(self, name: str, state: Any) -> None:
         """Record *state* (JSON data) as the latest state of the agent *name*, under
         ``"snapshot:<name>"`` (one record per agent, replaced each time). A snapshot is no
@@ -470,13 +442,13 @@ class DurableRun:
 
         :raises DurableRunError: when *state* is not JSON data.
         """
-        key = f"snapshot:{_escape(name)}"
+        key = f"snapshot:{escape(name)}"
         await self._write(key, "snapshot", "done", "", state, count=False)
 
     def snapshot(self, name: str) -> Any:
         """The state last recorded by :meth:`record_snapshot` for the agent *name* (by this
         process or an earlier one), or ``None``."""
-        record = self._records.get(f"snapshot:{_escape(name)}")
+        record = self._records.get(f"snapshot:{escape(name)}")
         return None if record is None else record.payload
 
     async def _interrupt(self, frame: _Frame) -> None:
@@ -569,10 +541,12 @@ class DurableRun:
         (``"Alice#3/observe:Bob#1"``), whichever task delivers it (a hub may hand it over
         from the speaker's task, a delivery task or another member's); a message that is
         no reply (an announcement) at the top of the program (``"observe:Bob#2"``)."""
-        reply_id = msg.invocation_id if isinstance(msg, Msg) else None
-        where = self._speakers.get(reply_id, "") if reply_id else ""
+        where = self.speaker_of(msg)
+        before = 0
+        if self._delivered_before is not None:
+            where, before = self._delivered_before
         number = self._deliveries[(where, observer)] = (
-            self._deliveries.get((where, observer), 0) + 1
+            self._deliveries.get((where, observer), before) + 1
         )
         label = f"observe:{observer}#{number}"
         return f"{where}/{label}" if where else label
@@ -588,413 +562,7 @@ class DurableRun:
                 f"run {self.run_id!r}: two agents named {name!r} take part; a durable run "
                 "keys each agent's steps by its name, so give every agent its own name"
             )
-        return _escape(name)
-
-
-# -- the interceptors ----------------------------------------------------------------------
-
-
-def _reply_payload(result: Any) -> Any:
-    return result.to_dict() if isinstance(result, Msg) else unstructure(result)
-
-
-class _Calls:
-    """An agent's call: numbered per agent, its reply recorded (or checked on replay)."""
-
-    def __repr__(self) -> str:
-        return "<durable runs: agent calls>"
-
-    async def intercept(
-        self, call: _intercept.Call, proceed: Callable[[tuple[Any, ...], dict[str, Any]], Any]
-    ) -> Any:
-        frame = _FRAME.get()
-        if frame is None or frame.claim(call.obj):
-            return await proceed(call.args, call.kwargs)
-        run = frame.run
-        agent = call.obj
-        name = run._agent_name(agent)
-        number = run._calls[name] = run._calls.get(name, 0) + 1
-        key = f"{name}#{number}"
-        print_ = fingerprint(["call", list(call.args), call.kwargs])
-        record = run._replay(key, "call", print_, frame)
-        if record is None and frame.interrupted:
-            await run._interrupt(frame)
-        # After the mark: deliveries recorded before the call have landed then.
-        await run._mark(name)
-        memory_size = await _memory_size(agent) if number == 1 else None
-        if record is not None and number == 1:
-            _check_first_memory(run, key, record, memory_size)
-        inner = _Frame(run, key, agent, record)
-        token = _FRAME.set(inner)
-        try:
-            result = await proceed(call.args, call.kwargs)
-        finally:
-            _FRAME.reset(token)
-            run._speakers.pop(str(getattr(agent, "reply_id", "")), None)
-        interrupted = getattr(agent, "generate_reason", None) == GenerateReason.INTERRUPTED
-        reply_print = fingerprint(result)
-        status = "interrupted" if interrupted else "done"
-        if record is None:
-            payload = {
-                "reply": _reply_payload(result),
-                "reply_fingerprint": reply_print,
-                "marks": run._take_marks(inner),
-            }
-            if memory_size is not None:
-                payload["memory_size"] = memory_size
-            await run._write(key, "call", status, print_, payload)
-        elif record.status != status or record.payload.get("reply_fingerprint") != reply_print:
-            raise RunDivergedError(
-                f"run {run.run_id!r}: the call {key!r} replayed to another reply than the "
-                f"recorded one (recorded {record.status}, now {status}): something outside "
-                "the recorded steps decided differently",
-                step=key,
-                recorded=f"{record.status} {record.payload.get('reply_fingerprint')}",
-                now=f"{status} {reply_print}",
-            )
-        return result
-
-
-async def _memory_size(agent: Any) -> int | None:
-    memory = getattr(agent, "memory", None)
-    size = getattr(memory, "size", None)
-    if not callable(size):
-        return None
-    value = size()
-    return int(await value if inspect.isawaitable(value) else value)
-
-
-def _check_first_memory(run: DurableRun, key: str, record: StepRecord, size: int | None) -> None:
-    recorded = record.payload.get("memory_size") if isinstance(record.payload, dict) else None
-    if recorded is not None and size is not None and recorded != size:
-        raise RunDivergedError(
-            f"run {run.run_id!r}: the agent of {key!r} holds {size} message(s) in memory "
-            f"before its first call, where the run recorded {recorded}. Its memory outlives "
-            "the process (a database memory, or state loaded from a session): in a durable "
-            "run agents start as the program builds them and the run rebuilds the rest; "
-            "keep such a memory apart per run, or start it empty",
-            step=key,
-            recorded=f"memory of {recorded}",
-            now=f"memory of {size}",
-        )
-
-
-class _Replies:
-    """The reply inside a replayed call: where a reply that ended interrupted gets its
-    interrupt back when it got through all its steps, and where an agent that answers from
-    outside (``replay_from_record``) gets its recorded reply."""
-
-    def __repr__(self) -> str:
-        return "<durable runs: replies>"
-
-    async def intercept(
-        self, call: _intercept.Call, proceed: Callable[[tuple[Any, ...], dict[str, Any]], Any]
-    ) -> Any:
-        frame = _FRAME.get()
-        agent = call.obj
-        if frame is None or frame.agent is not agent:
-            return await proceed(call.args, call.kwargs)
-        reply_id = getattr(agent, "reply_id", None)
-        if isinstance(reply_id, str):
-            # Until the call ends (see _Calls): its broadcast is delivered meanwhile.
-            frame.run._speakers[reply_id] = frame.key
-        record = frame.record
-        run = frame.run
-        if record is not None and getattr(type(agent), "replay_from_record", False):
-            run._visited.update(frame.pending)
-            frame.pending.clear()
-            if record.status == "interrupted":
-                await run._interrupt(frame)
-            reply = record.payload["reply"]
-            result = Msg.from_dict(reply) if isinstance(reply, dict) else reply
-        else:
-            result = await proceed(call.args, call.kwargs)
-        # The call's closing mark is the reply's end, before the broadcast: a hub may hand
-        # this agent what others said from its own task while it broadcasts, and those
-        # deliveries come after the mark (an interrupted reply makes none, live or replayed).
-        await run._mark(run._agent_name(agent))
-        if record is not None and record.status == "interrupted":
-            agent.interrupt()
-        return result
-
-
-class _Observations:
-    """What an observer does while observing is keyed under the call it observes."""
-
-    def __repr__(self) -> str:
-        return "<durable runs: observations>"
-
-    async def intercept(
-        self, call: _intercept.Call, proceed: Callable[[tuple[Any, ...], dict[str, Any]], Any]
-    ) -> Any:
-        frame = _FRAME.get()
-        if frame is None or frame.claim(call.obj):
-            return await proceed(call.args, call.kwargs)
-        run = frame.run
-        name = run._agent_name(call.obj)
-        key = run._delivery_key(name, call.args[0] if call.args else call.kwargs.get("msg"))
-        token = _FRAME.set(_Frame(run, key, call.obj))
-        try:
-            return await run._deliver(name, key, lambda: proceed(call.args, call.kwargs))
-        finally:
-            _FRAME.reset(token)
-
-
-def _model_step(
-    frame: _Frame, kind: str, call: _intercept.Call
-) -> tuple[DurableRun, str, str, StepRecord | None]:
-    """The run, key, fingerprint and record (if any) of a model or embedding call."""
-    run = frame.run
-    key = frame.child(kind)
-    print_ = fingerprint([kind, list(call.args), call.kwargs])
-    return run, key, print_, run._replay(key, kind, print_, frame)
-
-
-def _chat_payload(response: ChatResponse, stream: bool, marks: list[Any]) -> dict[str, Any]:
-    return {"stream": stream, "response": unstructure(response), "marks": marks}
-
-
-def _marks_of(payload: Any) -> list[list[Any]]:
-    marks = payload.get("marks") if isinstance(payload, dict) else None
-    return marks if isinstance(marks, list) else []
-
-
-async def _begin_model_call(frame: _Frame) -> None:
-    """The mark a model call begins with: the one its reasoning step made where the agent
-    read its memory, else one made now (an agent calling its model from ``reply``)."""
-    if frame.reading:
-        frame.reading = False
-        return
-    await frame.run._marks_here(frame)
-
-
-class _Reasonings:
-    """A ReAct agent's reasoning step reads its memory before its model call: the reading
-    point of that call is taken here."""
-
-    def __repr__(self) -> str:
-        return "<durable runs: reasoning steps>"
-
-    async def intercept(
-        self, call: _intercept.Call, proceed: Callable[[tuple[Any, ...], dict[str, Any]], Any]
-    ) -> Any:
-        frame = _FRAME.get()
-        if frame is None or frame.agent is not call.obj:
-            return await proceed(call.args, call.kwargs)
-        await frame.run._mark(frame.run._agent_name(call.obj))
-        frame.reading = True
-        try:
-            return await proceed(call.args, call.kwargs)
-        finally:
-            frame.reading = False
-
-
-class _Chats:
-    """A model call: its answer recorded, and returned from the record on replay."""
-
-    def __repr__(self) -> str:
-        return "<durable runs: model calls>"
-
-    async def intercept(
-        self, call: _intercept.Call, proceed: Callable[[tuple[Any, ...], dict[str, Any]], Any]
-    ) -> Any:
-        frame = _FRAME.get()
-        if frame is None:
-            return await proceed(call.args, call.kwargs)
-        await _begin_model_call(frame)
-        run, key, print_, record = _model_step(frame, "chat", call)
-        if record is not None and record.status == "done":
-            response: ChatResponse = structure(
-                record.payload["response"], ChatResponse, what="chat record"
-            )
-            await run._marks_here(frame)  # its end
-            await run._marks_here(frame)  # after its record was written
-            return _one_chunk(response) if record.payload["stream"] else response
-        if frame.interrupted:
-            if record is not None and record.status == "partial":
-                partial: ChatResponse = structure(
-                    record.payload["response"], ChatResponse, what="chat record"
-                )
-                return _chunk_then_interrupt(run, frame, partial)
-            await run._interrupt(frame)
-        result = await proceed(call.args, call.kwargs)
-        if isinstance(result, ChatResponse):
-            await run._marks_here(frame)
-            payload = _chat_payload(result, False, run._take_marks(frame))
-            await run._write(key, "chat", "done", print_, payload)
-            await run._marks_here(frame)
-            return result
-
-        async def write(chunk: ChatResponse, complete: bool) -> None:
-            # A stream cut off part-way ends with no mark, as its replay does.
-            if complete:
-                await run._marks_here(frame)
-            status = "done" if complete else "partial"
-            payload = _chat_payload(chunk, True, run._take_marks(frame))
-            await run._write(key, "chat", status, print_, payload)
-            if complete:
-                await run._marks_here(frame)
-
-        return _recorded_chunks(result, write=write, keep_cut_off=True)
-
-
-async def _one_chunk(response: ChatResponse) -> AsyncGenerator[ChatResponse, None]:
-    yield response
-
-
-async def _chunk_then_interrupt(
-    run: DurableRun, frame: _Frame, partial: ChatResponse
-) -> AsyncGenerator[ChatResponse, None]:
-    yield partial
-    await run._interrupt(frame)
-
-
-async def _recorded_chunks(
-    stream: AsyncGenerator[Any, None],
-    *,
-    write: Callable[[Any, bool], Awaitable[None]],
-    keep_cut_off: bool,
-) -> AsyncGenerator[Any, None]:
-    """*stream* (cumulative chunks: a model's answer, a tool's result), its final chunk
-    recorded with ``write(chunk, True)`` before it is handed on (the last one, when none
-    says it is final). With *keep_cut_off*, a stream closed part-way (an interrupt) records
-    what arrived with ``write(chunk, False)``."""
-    last: Any = None
-    recorded = False
-    try:
-        async with aclosing(stream) as chunks:
-            async for chunk in chunks:
-                last = chunk
-                if chunk.is_last and not recorded:
-                    await write(chunk, True)
-                    recorded = True
-                yield chunk
-        if not recorded and last is not None:
-            await write(last, True)
-            recorded = True
-    finally:
-        if keep_cut_off and not recorded and last is not None:
-            await write(last, False)
-
-
-class _Embeddings:
-    """An embedding call: its vectors recorded, and returned from the record on replay."""
-
-    def __repr__(self) -> str:
-        return "<durable runs: embedding calls>"
-
-    async def intercept(
-        self, call: _intercept.Call, proceed: Callable[[tuple[Any, ...], dict[str, Any]], Any]
-    ) -> Any:
-        frame = _FRAME.get()
-        if frame is None:
-            return await proceed(call.args, call.kwargs)
-        run, key, print_, record = _model_step(frame, "embed", call)
-        if record is not None:
-            return structure(record.payload, EmbeddingResponse, what="embedding record")
-        if frame.interrupted:
-            await run._interrupt(frame)
-        result = await proceed(call.args, call.kwargs)
-        await run._write(key, "embed", "done", print_, unstructure(result))
-        return result
-
-
-class _Tools:
-    """A tool call: recorded as started before it runs and with its result when it ends;
-    on replay the result is returned, and a call that started but never ended gets a result
-    saying it was cut off (it may have taken effect, so it is not run again)."""
-
-    def __repr__(self) -> str:
-        return "<durable runs: tool calls>"
-
-    def intercept(
-        self, call: _intercept.Call, proceed: Callable[[tuple[Any, ...], dict[str, Any]], Any]
-    ) -> Any:
-        frame = _FRAME.get()
-        if frame is None:
-            return proceed(call.args, call.kwargs)
-        tool_call = call.args[0] if call.args else call.kwargs.get("tool_call")
-        call_id = getattr(tool_call, "id", None)
-        if not isinstance(call_id, str):
-            return proceed(call.args, call.kwargs)
-        args, kwargs = call.args, call.kwargs
-        return _tool_stream(frame, call_id, tool_call, lambda: proceed(args, kwargs))
-
-
-def _tool_status(response: ToolResponse) -> str:
-    # An interrupted result is kept as partial: the call was cut off, and whether by its
-    # agent's interrupt (then replayed so) or by the end of the program (then it may have
-    # taken effect) is known only later.
-    return "partial" if response.is_interrupted else "done"
-
-
-async def _tool_stream(
-    frame: _Frame, call_id: str, tool_call: Any, start: Callable[[], Any]
-) -> AsyncGenerator[ToolResponse, None]:
-    run = frame.run
-    await run._marks_here(frame)
-    key = frame.tool(call_id)
-    print_ = fingerprint(["tool", tool_call.name, tool_call.input])
-    record = run._replay(key, "tool", print_, frame)
-
-    async def write(response: ToolResponse, complete: bool = True) -> None:
-        await run._marks_here(frame)
-        payload = {**unstructure(response), "marks": run._take_marks(frame)}
-        await run._write(key, "tool", _tool_status(response), print_, payload)
-        await run._marks_here(frame)
-
-    if record is not None and (
-        record.status == "done" or (frame.interrupted and record.status == "partial")
-    ):
-        await run._marks_here(frame)  # its end
-        await run._marks_here(frame)  # after its record was written
-        yield structure(record.payload, ToolResponse, what="tool record")
-        return
-    if frame.interrupted:
-        await run._interrupt(frame)
-    if record is not None:  # started (or cut off), never ended: it may have taken effect
-        response = ToolResponse(content=[TextBlock(text=CUT_OFF_TEXT)])
-        await write(response)
-        yield response
-        return
-    await run._write(key, "tool", "started", print_, None)
-    stream = start()
-    if inspect.iscoroutine(stream):  # an override written as AgentScope's
-        stream = await stream
-    # No partial record when the stream is dropped part-way: the call stays started, so it
-    # is cut off on resume (it may have taken effect).
-    chunks = _recorded_chunks(stream, write=write, keep_cut_off=False)
-    async with aclosing(chunks):
-        async for chunk in chunks:
-            yield chunk
-
-
-_INTERCEPTORS: tuple[tuple[str, Any], ...] = (
-    ("call", _Calls()),
-    ("reply", _Replies()),
-    ("observe", _Observations()),
-    ("reasoning", _Reasonings()),
-    ("chat", _Chats()),
-    ("embed", _Embeddings()),
-    ("tool", _Tools()),
-)
-_open_runs = 0
-
-
-def _activate() -> None:
-    global _open_runs
-    if _open_runs == 0:
-        for kind, interceptor in _INTERCEPTORS:
-            _intercept.register(kind, interceptor)
-    _open_runs += 1
-
-
-def _deactivate() -> None:
-    global _open_runs
-    _open_runs -= 1
-    if _open_runs == 0:
-        for kind, interceptor in _INTERCEPTORS:
-            _intercept.unregister(kind, interceptor)
+        return escape(name)
 
 
 @asynccontextmanager
@@ -1029,18 +597,83 @@ async def join_run(
     if records is None:
         records = await run.store.load_steps(user_id, run_id)
     run._load(list(records))
-    run._joined = True
     frame = _Frame(run, key, record=run._records.get(key))
     frame.joined = True
+    with _joined(run, frame):
+        yield run
+
+
+@asynccontextmanager
+async def join_calls(
+    store: RunStore,
+    run_id: str,
+    names: Sequence[str],
+    fetch: Callable[[list[str]], Awaitable[Iterable[StepRecord]]],
+    *,
+    user_id: str = "",
+    call: int | None = None,
+    delivery: tuple[str, int] | None = None,
+) -> AsyncIterator[DurableRun]:
+    """Take part, in this process, in one call (or one delivery) of each of many agents of
+    the run *run_id*, which another process owns: a group of agents on an agent host, all
+    called at once by one call of the owner.
+
+    With *call*, each agent's next call inside the block is its call number *call* of the
+    run (``"Alice#3"`` for ``call=3``), recorded (its reply and its steps) with *store*'s
+    ``put_step`` or replayed, as the owner records a call of one of its own agents. With
+    *delivery* ``(where, number)``, each agent's next observation is its delivery number
+    *number* under *where* (``"observe:Bob#2"``, or ``"Alice#3/observe:Bob#2"`` under the
+    call ``"Alice#3"``): what it does while observing is keyed there. These are the keys a
+    one-process run gives the same calls, so a run's record does not depend on where its
+    agents live. No delivery order is kept across the agents (each observes once).
+
+    :param names: the agents' names, in any order (their records are fetched by key).
+    :param fetch: gets the records of the given call or delivery keys from the owner
+        (:meth:`DurableRun.records_of` there); awaited once, before the block.
+    :raises DurableRunError: when neither or both of *call* and *delivery* are given.
+    """
+    if (call is None) == (delivery is None):
+        raise DurableRunError("join_calls takes part in calls or in deliveries: give one")
+    if call is not None:
+        keys = [f"{escape(name)}#{call}" for name in names]
+    else:
+        assert delivery is not None
+        where, number = delivery
+        prefix = f"{where}/" if where else ""
+        keys = [f"{prefix}observe:{escape(name)}#{number}" for name in names]
+    run = DurableRun(run_id, store, user_id=user_id)
+    run._load(list(await fetch(keys)))
+    run._calls_before = (call or 1) - 1
+    if delivery is not None:
+        run._delivered_before = (delivery[0], delivery[1] - 1)
+    with _joined(run, _Frame(run, "")):
+        yield run
+
+
+@contextmanager
+def _joined(run: DurableRun, frame: _Frame) -> Iterator[None]:
+    """*run*, joined from this process, open in the block, with *frame* the calling task's."""
+    run._joined = True
     run._open = True
-    _activate()
+    activate()
     token = _FRAME.set(frame)
     try:
-        yield run
+        yield
     finally:
         _FRAME.reset(token)
         run._open = False
-        _deactivate()
+        deactivate()
+
+
+def _owner(key: str) -> str:
+    """The agent call or delivery a step of *key* is taken in: its first part, and its
+    second when that is a delivery (``"Alice#3/observe:Bob#1/chat#1"`` ->
+    ``"Alice#3/observe:Bob#1"``); the key itself for a call or a delivery."""
+    first, slash, rest = key.partition("/")
+    if slash and rest.startswith("observe:"):
+        second = rest.partition("/")[0]
+        return f"{first}/{second}"
+    return first
 
 
 def durable_run(

@@ -24,7 +24,9 @@ __all__ = [
     "SELECT_STEPS",
     "SET_STATUS",
     "STEPS",
+    "STEP_EXISTS",
     "UPDATE_RUN_AFTER_STEP",
+    "UPDATE_RUN_AFTER_STEPS",
     "UPSERT_RUN",
     "UPSERT_STEP",
     "pyformat",
@@ -74,6 +76,16 @@ UPDATE_RUN_AFTER_STEP = (
     "WHERE user_id = ? AND run_id = ?"
 )
 """Parameters: at, key, user_id, run_id, user_id, run_id."""
+
+UPDATE_RUN_AFTER_STEPS = (
+    f"UPDATE {RUNS} SET updated_at = ?, last_step = ?, steps = steps + ? "
+    "WHERE user_id = ? AND run_id = ?"
+)
+"""Parameters: at, key, how many of the records written have new keys, user_id, run_id (no
+count over the run's records at each write: a long run's writes would grow with it)."""
+
+STEP_EXISTS = f"SELECT 1 FROM {STEPS} WHERE user_id = ? AND run_id = ? AND key = ?"
+"""Parameters: user_id, run_id, key."""
 
 SELECT_STEPS = (
     f"SELECT key, seq, kind, status, fingerprint, payload, at FROM {STEPS} "

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -32,7 +33,8 @@ from ._sql import (
     SELECT_RUNS,
     SELECT_STEPS,
     SET_STATUS,
-    UPDATE_RUN_AFTER_STEP,
+    STEP_EXISTS,
+    UPDATE_RUN_AFTER_STEPS,
     UPSERT_RUN,
     UPSERT_STEP,
     run_info,
@@ -247,19 +249,32 @@ class SQLiteRunStore:
     # -- records -----------------------------------------------------------------------
 
     async def put_step(self, user_id: str, run_id: str, record: StepRecord) -> None:
+        await self.put_steps(user_id, run_id, [record])
+
+    async def put_steps(self, user_id: str, run_id: str, records: Sequence[StepRecord]) -> None:
+        """Write *records* as :meth:`put_step` writes each, in one transaction: one wait for
+        the disk for all (what a batch of records relayed from an agent host needs).
+
+        :raises DurableRunError: as :meth:`put_step`; nothing is written then.
+        """
         check_owned((user_id, run_id) in self._owned, user_id, run_id)
-        payload = encode_json(record, record.payload)
-        await self._run(self._put, user_id, run_id, record, payload)
+        payloads = [encode_json(record, record.payload) for record in records]
+        if records:
+            await self._run(self._put, user_id, run_id, records, payloads)
 
     def _put(
-        self, db: sqlite3.Connection, user_id: str, run_id: str, record: StepRecord, payload: str
+        self,
+        db: sqlite3.Connection,
+        user_id: str,
+        run_id: str,
+        records: Sequence[StepRecord],
+        payloads: list[str],
     ) -> None:
-        at = record.at or now()
-        guards_effect = self.fsync == "effects" and record.status == "started"
+        guards_effect = self.fsync == "effects" and any(r.status == "started" for r in records)
         if guards_effect:
             db.execute("PRAGMA synchronous=FULL")
         try:
-            self._write(db, user_id, run_id, record, payload, at)
+            self._write(db, user_id, run_id, records, payloads)
         finally:
             if guards_effect:
                 db.execute("PRAGMA synchronous=NORMAL")
@@ -269,14 +284,19 @@ class SQLiteRunStore:
         db: sqlite3.Connection,
         user_id: str,
         run_id: str,
-        record: StepRecord,
-        payload: str,
-        at: str,
+        records: Sequence[StepRecord],
+        payloads: list[str],
     ) -> None:
         with db:
             db.execute("BEGIN IMMEDIATE")
-            db.execute(UPSERT_STEP, step_row(user_id, run_id, record, payload, at))
-            db.execute(UPDATE_RUN_AFTER_STEP, (at, record.key, user_id, run_id, user_id, run_id))
+            at, new = "", 0
+            for record, payload in zip(records, payloads, strict=True):
+                at = record.at or now()
+                found = db.execute(STEP_EXISTS, (user_id, run_id, record.key)).fetchone()
+                new += found is None
+                db.execute(UPSERT_STEP, step_row(user_id, run_id, record, payload, at))
+            last = records[-1].key
+            db.execute(UPDATE_RUN_AFTER_STEPS, (at, last, new, user_id, run_id))
 
     async def load_steps(self, user_id: str, run_id: str) -> list[StepRecord]:
         check_run_ids(run_id, user_id)

@@ -167,3 +167,8 @@ class Keeper(AgentBase):
 
 def make_keepers(count: int) -> list[Keeper]:
     return [Keeper(f"k{index}") for index in range(count)]
+
+
+def make_noters(names: list[str], folder: str) -> list[ReActAgent]:
+    """A group's noters (``AgentHost.create_group``): one :func:`make_noter` per name."""
+    return [make_noter(name, folder) for name in names]

@@ -28,8 +28,6 @@ from agentscope_rt.distributed import (
     fanout_groups,
 )
 from agentscope_rt.distributed._actor import HostActor
-from agentscope_rt.durable import SQLiteRunStore, durable_run
-from agentscope_rt.exception import DurableRunError
 from agentscope_rt.message import Msg, is_shared
 from agentscope_rt.pipeline import MsgHub, fanout_pipeline
 
@@ -153,18 +151,11 @@ async def test_cancelling_the_moderator_cancels_the_group_calls_on_the_hosts(
             await broadcast_groups(groups, Msg("moderator", "still here", "user"))
 
 
-async def test_group_calls_refuse_durable_runs_and_bad_input(
-    ray_cluster: Any, tmp_path: Path
-) -> None:
+async def test_group_calls_refuse_bad_input(ray_cluster: Any) -> None:
     question = Msg("moderator", "q", "user")
     with anyio.fail_after(120):
         async with AgentHost("h-bad") as host:
             group = await host.create_group(make_echoes, names=["e0"])
-            async with durable_run("r", SQLiteRunStore(tmp_path / "r.db")):
-                with pytest.raises(DurableRunError, match="not supported yet"):
-                    await group.fanout(question)
-                with pytest.raises(DurableRunError, match="not supported yet"):
-                    await group.broadcast(question)
             with pytest.raises(ValueError, match="max_concurrency"):
                 await group.fanout(question, max_concurrency=0)
             with pytest.raises(TypeError, match="cannot be sent"):

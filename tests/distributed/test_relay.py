@@ -45,3 +45,23 @@ async def test_a_step_goes_on_once_its_record_is_written_and_a_lost_fetch_loses_
 async def test_a_relay_only_writes() -> None:
     with pytest.raises(DurableRunError, match="cannot open a run"):
         await Relay().acquire("", "r")
+
+
+async def test_a_question_is_handed_with_every_fetch_until_the_caller_answers_it() -> None:
+    relay = Relay()
+    got: list[list[StepRecord]] = []
+
+    async def ask() -> None:
+        got.append(await relay.ask(["A#2", "B#2"]))
+
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(ask)
+            # A fetch waits for the question as it waits for a record.
+            assert await relay.take([]) == ([], False) and relay.question == ["A#2", "B#2"]
+            # That answer was lost: the question stays for the next fetch.
+            assert await relay.take([]) == ([], False) and relay.question == ["A#2", "B#2"]
+            relay.answer([{"key": "A#2", "kind": "call", "status": "done", "fingerprint": "f"}])
+            relay.answer([])  # the same answer come twice: nothing more
+            assert relay.question is None
+    assert [[record.key for record in records] for records in got] == [["A#2"]]

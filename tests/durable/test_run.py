@@ -17,6 +17,7 @@ from agentscope_rt.durable import (
     DurableRunError,
     RunDivergedError,
     SQLiteRunStore,
+    StepRecord,
     current_run,
     durable_run,
     step,
@@ -406,3 +407,46 @@ async def test_a_store_that_waits_for_the_disk_only_before_effects_keeps_the_sam
         await store.aclose()
     with pytest.raises(DurableRunError, match="fsync"):
         SQLiteRunStore(tmp_path / "x.db", fsync="sometimes")  # type: ignore[arg-type]
+
+
+class _OneAtATime:
+    """A SQLite store with ``put_step`` only (as a store without batches), counting writes."""
+
+    def __init__(self, path: Path) -> None:
+        self.inner = SQLiteRunStore(path)
+        self.acquire, self.release = self.inner.acquire, self.inner.release
+        self.load_steps, self.get_run = self.inner.load_steps, self.inner.get_run
+        self.list_runs, self.delete_run = self.inner.list_runs, self.inner.delete_run
+        self.aclose = self.inner.aclose
+        self.writes = 0
+
+    async def put_step(self, user_id: str, run_id: str, record: StepRecord) -> None:
+        self.writes += 1
+        await self.inner.put_step(user_id, run_id, record)
+
+
+@pytest.mark.parametrize("batches", [True, False])
+async def test_records_from_another_process_are_written_as_a_batch_and_found_by_call(
+    tmp_path: Path, batches: bool
+) -> None:
+    store = SQLiteRunStore(tmp_path / "r.db") if batches else _OneAtATime(tmp_path / "r.db")
+    keys = ["A#1/chat#1", "A#1", "observe:B#1/chat#1", "A#1/observe:B#1/chat#1", "B#1"]
+    records = [StepRecord(key, "chat", "done", "f", {"n": n}) for n, key in enumerate(keys)]
+    try:
+        async with durable_run("r", store) as run:
+            await run.put_records(records)
+            assert run.recorded == 5 and run.untaken == []
+            found = run.records_of(["A#1", "observe:B#1", "A#1/observe:B#1", "C#1"])
+            assert [record.key for record in found] == [
+                "A#1/chat#1",
+                "A#1",
+                "observe:B#1/chat#1",
+                "A#1/observe:B#1/chat#1",
+            ]
+        loaded = await store.load_steps("", "r")
+    finally:
+        await store.aclose()
+    assert [(r.key, r.seq, r.payload) for r in loaded] == [
+        (key, n + 1, {"n": n}) for n, key in enumerate(keys)
+    ]
+    assert batches or store.writes == 5

@@ -270,6 +270,34 @@ async def test_a_payload_that_is_not_json_data_is_refused_and_nothing_is_written
     assert info is not None and (info.steps, info.last_step) == (1, "ok#1")
 
 
+async def test_a_batch_of_records_is_written_at_once_or_none_of_it(
+    make_store: StoreFactory,
+) -> None:
+    store = make_store()
+    if not hasattr(store, "put_steps"):
+        pytest.skip(f"{type(store).__name__} writes records one at a time")
+    await store.acquire("u", "r")
+    try:
+        await store.put_step("u", "r", record("A#1/tool:c1", 1, status="started"))
+        batch = [record("A#1/chat#1", 2), record("A#1/tool:c1", 3), record("A#1", 4)]
+        await store.put_steps("u", "r", batch)
+        bad = [record("B#1", 5), record("B#1/chat#1", 6, payload={1})]
+        with pytest.raises(DurableRunError, match="'B#1/chat#1': its result is not JSON"):
+            await store.put_steps("u", "r", bad)
+    finally:
+        await store.release("u", "r", "finished")
+        await store.aclose()
+    steps = await store.load_steps("u", "r")
+    assert [(s.key, s.status, s.seq) for s in steps] == [
+        ("A#1/chat#1", "done", 2),
+        ("A#1/tool:c1", "done", 3),
+        ("A#1", "done", 4),
+    ]
+    # Counted by key: the tool's record replaced its started record.
+    info = await store.get_run("u", "r")
+    assert info is not None and (info.steps, info.last_step) == (3, "A#1")
+
+
 # -- listing and deleting ---------------------------------------------------------------------
 
 
