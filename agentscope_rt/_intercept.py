@@ -172,9 +172,10 @@ class Observer(Protocol):
     """
 
     def before(self, obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        """A call on *obj* starts, with the arguments as the caller passed them (the
-        caller's own objects: never mutate them); what this returns is handed to
-        :meth:`after` for the same call."""
+        """A call on *obj* starts. *args* holds the method's positional parameters (each
+        one, defaults filled in, extra positional arguments after them), *kwargs* its
+        keyword-only parameters and extra keywords: the caller's own objects, never to be
+        mutated. What this returns is handed to :meth:`after` for the same call."""
         ...
 
     def after(self, obj: Any, state: Any, result: Any, error: BaseException | None) -> None:
