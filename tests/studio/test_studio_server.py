@@ -538,7 +538,7 @@ async def test_a_reply_through_super_counts_once_as_do_replies_from_many_tasks()
         name = "Said"
 
         async def reply(self, *args: Any, **kwargs: Any) -> Msg:
-            await anyio.sleep(0)
+            await anyio.lowlevel.checkpoint()
             return Msg(self.name, "said", "assistant")
 
         async def observe(self, msg: Msg | list[Msg] | None) -> None:
