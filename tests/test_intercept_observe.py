@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -31,11 +31,20 @@ class Counter(Routed):
             raise ValueError("negative")
         return list(range(upto))
 
+    def stream(self, upto: int, log: list[Any]) -> AsyncIterator[int]:
+        async def items() -> AsyncIterator[int]:
+            for item in range(upto):
+                log.append(("item", item))
+                yield item
+
+        return items()
+
 
 _intercept.declare(Counter, "add", "test_observe")
 _intercept.declare(Counter, "add_all", "test_observe")
 _intercept.declare(Counter, "wait", "test_observe")
 _intercept.declare(Counter, "count", "test_observe_sync", is_async=False)
+_intercept.declare(Counter, "stream", "test_observe_sync", is_async=False)
 
 
 class Doubling(Counter):
@@ -260,6 +269,20 @@ def test_a_synchronous_route_is_observed_as_well() -> None:
     assert [entry[:2] for entry in log] == [("w", "before"), ("w", "after")] * 2
     assert log[1][4] == [0, 1, 2] and log[1][5] is None
     assert log[3][4] is None and isinstance(log[3][5], ValueError)
+
+
+async def test_a_call_returning_a_stream_ends_when_the_stream_is_returned() -> None:
+    log: list[Any] = []
+    with observing("test_observe_sync", Watcher("w", log)):
+        stream = Counter().stream(2, log)
+        assert [item async for item in stream] == [0, 1]
+    assert [entry[:2] for entry in log] == [
+        ("w", "before"),
+        ("w", "after"),
+        ("item", 0),
+        ("item", 1),
+    ]
+    assert log[1][4] is stream
 
 
 def test_a_synchronous_route_with_an_interceptor_too() -> None:
