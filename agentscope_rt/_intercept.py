@@ -10,17 +10,25 @@ good. The wrapper has the method's own signature, so a call passes its arguments
 through (no ``*args`` / ``**kwargs`` packing, which on Python 3.11 costs several times the
 wrapper), and its source is registered with :mod:`linecache`, so a traceback shows it.
 
-*Interceptors* (agent hooks, tracing, the studio) register with a kind and unregister from
+*Interceptors* (agent hooks, tracing, durable runs) register with a kind and unregister from
 it, as trio's instruments do; nothing else ever changes a class. A wrapper tests one thing
-before calling the method: whether any interceptor is registered for its kind. Only then does
-it build a :class:`Call` and run the interceptors, in registration order (the first
-registered is the outermost), each handing the call on with ``proceed``.
+before calling the method: whether anything is registered for its kind. Only then does it
+build a :class:`Call` and run the interceptors, in registration order (the first registered
+is the outermost), each handing the call on with ``proceed``.
+
+*Observers* (the studio) only watch: told of a call before it runs and of its result or
+exception after, they can change neither (see :class:`Observer`). The wrapper calls them
+itself, so a call that only observers watch costs two method calls and no more: no
+:class:`Call`, no chain, no context variable, no further coroutine.
 
 One rule against running interceptors twice for one call: while the interceptors of a kind
 run for an object, a call of a route of that kind on the same object from inside that call
 (an override calling ``super()``, ``format_within`` calling ``format``, a task the call
 starts) goes straight to its method. The rule is a context variable per kind, so it holds
-under concurrency: calls from other tasks are intercepted as usual.
+under concurrency: calls from other tasks are intercepted as usual. Observers have a rule
+that costs no context variable: they are told of a call at the wrapper the object's class
+resolves the method to, so a call through ``super()`` (or ``Base.method(obj, ...)``) is part
+of the call it is made in.
 
 This module imports nothing of the package: routes are declared to it.
 """
@@ -31,6 +39,7 @@ import functools
 import inspect
 import itertools
 import linecache
+import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from typing import Any, Protocol
@@ -38,15 +47,21 @@ from typing import Any, Protocol
 __all__ = [
     "Call",
     "Interceptor",
+    "Observer",
     "Precondition",
     "Routed",
     "declare",
     "installed",
     "intercepting",
     "register",
+    "register_observer",
     "route_of",
     "unregister",
+    "unregister_observer",
 ]
+
+# The package's logger, by name: this module imports nothing of the package.
+logger = logging.getLogger("agentscope_rt")
 
 
 class Precondition:
@@ -143,16 +158,89 @@ class Interceptor(Protocol):
         ...
 
 
-class _Kind:
-    """A kind of route: its interceptors and its guard against running them twice."""
+class Observer(Protocol):
+    """Something that watches the calls of a kind of route without taking part in them.
 
-    __slots__ = ("interceptors", "is_async", "name", "running")
+    For each call, ``before`` is called as the call starts and ``after`` once as it ends
+    (exactly once, whether it returned, raised or was cancelled), both synchronously in the
+    caller's task (or thread, for a synchronous route), for an async route as for a
+    synchronous one. An observer cannot change the arguments, the result or the exception:
+    an exception raised by ``before`` or ``after`` is logged (logger ``agentscope_rt``) and
+    the call carries on as if the observer had returned (``before`` as if it returned
+    ``None``). Watching never breaks what is watched; an observer that must be able to
+    change or stop a call is an :class:`Interceptor`.
+    """
+
+    def before(self, obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """A call on *obj* starts. *args* holds the method's positional parameters (each
+        one, defaults filled in, extra positional arguments after them), *kwargs* its
+        keyword-only parameters and extra keywords: the caller's own objects, never to be
+        mutated. What this returns is handed to :meth:`after` for the same call."""
+        ...
+
+    def after(self, obj: Any, state: Any, result: Any, error: BaseException | None) -> None:
+        """The call on *obj* that :meth:`before` returned *state* for ended: with *result*
+        (what the caller gets; a stream the caller iterates is a result, its end is not
+        watched) and ``error`` ``None``, or with *error* raised (a cancellation included:
+        it propagates once this returns) and *result* ``None``."""
+        ...
+
+
+class _Observers:
+    """The observers of a kind, as its wrappers call them: ``before`` and ``after`` are the
+    observer's own methods when there is one (no call in between), else they call each
+    observer in turn (in registration order; ``after`` in the reverse order)."""
+
+    __slots__ = ("after", "before", "items")
+
+    def __init__(self, items: tuple[Observer, ...]) -> None:
+        self.items = items
+        self.before: Callable[..., Any]
+        self.after: Callable[..., None]
+        if len(items) == 1:
+            self.before, self.after = items[0].before, items[0].after
+        else:
+            self.before, self.after = self._before_each, self._after_each
+
+    def _before_each(self, obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        states = []
+        for item in self.items:
+            try:
+                state = item.before(obj, args, kwargs)
+            except Exception:
+                _observer_failed(item, "before")
+                state = None
+            states.append(state)
+        return states
+
+    def _after_each(
+        self, obj: Any, states: list[Any], result: Any, error: BaseException | None
+    ) -> None:
+        for item, state in zip(reversed(self.items), reversed(states), strict=True):
+            try:
+                item.after(obj, state, result, error)
+            except Exception:
+                _observer_failed(item, "after")
+
+
+def _observer_failed(observer: object, method: str) -> None:
+    """Log an observer's failure (the call it watches carries on)."""
+    logger.exception("%r failed in %s; the call it watches carries on", observer, method)
+
+
+class _Kind:
+    """A kind of route: its interceptors and observers, and its guard against running the
+    interceptors twice."""
+
+    __slots__ = ("active", "interceptors", "is_async", "name", "observers", "running")
 
     def __init__(self, name: str, is_async: bool) -> None:
         self.name = name
         self.is_async = is_async
-        # What every wrapper of the kind tests: empty (falsy) while nothing is registered.
+        # What every wrapper of the kind tests first: false while nothing is registered.
+        self.active = False
         self.interceptors: tuple[Interceptor, ...] = ()
+        self.observers: _Observers | None = None
         self.running: ContextVar[object] = ContextVar(
             f"agentscope_rt_intercepting_{name}", default=None
         )
@@ -314,9 +402,8 @@ def register(kind: str, interceptor: Interceptor) -> None:
     :raises ValueError: for an undeclared kind, or when *interceptor* is registered already.
     """
     known = _kind(kind)
-    if any(item is interceptor for item in known.interceptors):
-        raise ValueError(f"{interceptor!r} is registered for {kind!r} already")
-    known.interceptors = (*known.interceptors, interceptor)
+    known.interceptors = _added(known.interceptors, interceptor, kind)
+    _settle(known)
 
 
 def unregister(kind: str, interceptor: Interceptor) -> None:
@@ -325,15 +412,70 @@ def unregister(kind: str, interceptor: Interceptor) -> None:
     :raises ValueError: for an undeclared kind, or when *interceptor* is not registered.
     """
     known = _kind(kind)
-    remaining = tuple(item for item in known.interceptors if item is not interceptor)
-    if len(remaining) == len(known.interceptors):
-        raise ValueError(f"{interceptor!r} is not registered for {kind!r}")
-    known.interceptors = remaining
+    known.interceptors = _removed(known.interceptors, interceptor, kind)
+    _settle(known)
 
 
-def installed() -> dict[str, tuple[Interceptor, ...]]:
-    """The interceptors registered now, per kind (kinds with none left out)."""
-    return {name: kind.interceptors for name, kind in _kinds.items() if kind.interceptors}
+def register_observer(kind: str, observer: Observer) -> None:
+    """Tell *observer* of every call of the routes of *kind* from now on (see
+    :class:`Observer`), after the observers registered before it (its ``after`` before
+    theirs).
+
+    Observers are told of a call at the wrapper the object's class resolves the method to:
+    once per call made on the object from outside, whatever runs inside it; a call through
+    ``super()`` or ``Base.method(obj, ...)`` from inside is part of that call. Interceptors
+    of the kind run inside the observers: ``before`` sees the call as the caller made it,
+    ``after`` what the caller gets.
+
+    :raises ValueError: for an undeclared kind, or when *observer* is registered already.
+    """
+    known = _kind(kind)
+    watching = () if known.observers is None else known.observers.items
+    _observe(known, _added(watching, observer, kind))
+
+
+def unregister_observer(kind: str, observer: Observer) -> None:
+    """Stop telling *observer* of calls of *kind* (calls it was told of the start of are
+    still told to it as they end).
+
+    :raises ValueError: for an undeclared kind, or when *observer* is not registered.
+    """
+    known = _kind(kind)
+    watching = () if known.observers is None else known.observers.items
+    _observe(known, _removed(watching, observer, kind))
+
+
+def _added(items: tuple[Any, ...], item: Any, kind: str) -> tuple[Any, ...]:
+    if any(other is item for other in items):
+        raise ValueError(f"{item!r} is registered for {kind!r} already")
+    return (*items, item)
+
+
+def _removed(items: tuple[Any, ...], item: Any, kind: str) -> tuple[Any, ...]:
+    remaining = tuple(other for other in items if other is not item)
+    if len(remaining) == len(items):
+        raise ValueError(f"{item!r} is not registered for {kind!r}")
+    return remaining
+
+
+def _observe(known: _Kind, observers: tuple[Observer, ...]) -> None:
+    # A new object each time: a call holds the one it was told of the start by.
+    known.observers = _Observers(observers) if observers else None
+    _settle(known)
+
+
+def _settle(known: _Kind) -> None:
+    known.active = bool(known.interceptors) or known.observers is not None
+
+
+def installed() -> dict[str, tuple[Interceptor | Observer, ...]]:
+    """What is registered now, per kind: its interceptors, then its observers (kinds with
+    neither left out)."""
+    return {
+        name: (*kind.interceptors, *(kind.observers.items if kind.observers else ()))
+        for name, kind in _kinds.items()
+        if kind.active
+    }
 
 
 def intercepting(kind: str, obj: object) -> bool:
@@ -354,9 +496,10 @@ def _proceed(
 
 
 async def _run_async(site: _Site, obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """A call of an async route while some interceptor of its kind is registered."""
+    """A call of an async route while something is registered for its kind (the method
+    alone when no interceptor is, or they run for *obj* already)."""
     kind = site.route.kind
-    if kind.running.get() is obj:
+    if not kind.interceptors or kind.running.get() is obj:
         return await site.func(obj, *args, **kwargs)
     token = kind.running.set(obj)
     try:
@@ -366,9 +509,10 @@ async def _run_async(site: _Site, obj: Any, args: tuple[Any, ...], kwargs: dict[
 
 
 def _run_sync(site: _Site, obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """A call of a synchronous route while some interceptor of its kind is registered."""
+    """A call of a synchronous route while something is registered for its kind (see
+    :func:`_run_async`)."""
     kind = site.route.kind
-    if kind.running.get() is obj:
+    if not kind.interceptors or kind.running.get() is obj:
         return site.func(obj, *args, **kwargs)
     token = kind.running.set(obj)
     try:
@@ -403,6 +547,7 @@ def _generate(site: _Site) -> Callable[..., Any]:
         f"{_PREFIX}kind": route.kind,
         f"{_PREFIX}site": site,
         f"{_PREFIX}run": _run_async if route.kind.is_async else _run_sync,
+        f"{_PREFIX}failed": _observer_failed,
     }
     signature: list[str] = []
     forward: list[str] = []  # the call of func, after self
@@ -439,19 +584,18 @@ def _generate(site: _Site) -> Callable[..., Any]:
             packed_kwargs.append(passed)
         else:
             packed_args.append(passed)
-    awaiting = "await " if route.kind.is_async else ""
     lines = [
         f"{'async ' if route.kind.is_async else ''}def {func.__name__}({', '.join(signature)}):"
     ]
     if route.precondition is not None:
         lines += _precondition_lines(route.precondition, params[1:], self_name, namespace)
     packed = "".join(f"{arg}, " for arg in packed_args)
-    lines += [
-        f"    if not {_PREFIX}kind.interceptors:",
-        f"        return {awaiting}{_PREFIX}func({', '.join([self_name, *forward])})",
-        f"    return {awaiting}{_PREFIX}run({_PREFIX}site, {self_name}, ({packed}), "
-        f"{{{', '.join(packed_kwargs)}}})",
-    ]
+    lines += _dispatch_lines(
+        route,
+        self_name,
+        call=f"{_PREFIX}func({', '.join([self_name, *forward])})",
+        packed=(f"({packed})", f"{{{', '.join(packed_kwargs)}}}"),
+    )
     source = "\n".join(lines) + "\n"
     filename = f"<route wrapper {next(_serial)} of {site.owner.__module__}.{func.__qualname__}>"
     # Registered so that a traceback through the wrapper shows its source (as attrs does for
@@ -459,7 +603,51 @@ def _generate(site: _Site) -> Callable[..., Any]:
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     exec(compile(source, filename, "exec"), namespace)
     wrapper: Callable[..., Any] = namespace[func.__name__]
+    # By a name no parameter can shadow: the observers' test of the method the object's
+    # class resolves to.
+    namespace[f"{_PREFIX}wrapper"] = wrapper
     return wrapper
+
+
+def _dispatch_lines(
+    route: _Route, self_name: str, *, call: str, packed: tuple[str, str]
+) -> list[str]:
+    """The wrapper's body after its precondition: *call* (the method's call, arguments
+    passed through) alone while nothing is registered; else with the observers told around
+    it, and through the interceptors (``_run_async`` / ``_run_sync``) when any is registered.
+    *packed* is the source of the call's ``(args, kwargs)``."""
+    p, obj = _PREFIX, self_name
+    awaiting = "await " if route.kind.is_async else ""
+    run = f"{awaiting}{p}run({p}site, {obj}, {p}args, {p}kwargs)"
+    return [
+        f"    if not {p}kind.active:",
+        f"        return {awaiting}{call}",
+        f"    {p}args, {p}kwargs = {packed[0]}, {packed[1]}",
+        f"    {p}seen = {p}kind.observers",
+        f"    if {p}seen is None or type({obj}).{route.method} is not {p}wrapper:",
+        f"        return {run}",
+        "    try:",
+        f"        {p}state = {p}seen.before({obj}, {p}args, {p}kwargs)",
+        "    except Exception:",
+        f"        {p}failed({p}seen.items[0], 'before')",
+        f"        {p}state = None",
+        "    try:",
+        f"        if {p}kind.interceptors:",
+        f"            {p}result = {run}",
+        "        else:",
+        f"            {p}result = {awaiting}{call}",
+        f"    except BaseException as {p}error:",
+        "        try:",
+        f"            {p}seen.after({obj}, {p}state, None, {p}error)",
+        "        except Exception:",
+        f"            {p}failed({p}seen.items[0], 'after')",
+        "        raise",
+        "    try:",
+        f"        {p}seen.after({obj}, {p}state, {p}result, None)",
+        "    except Exception:",
+        f"        {p}failed({p}seen.items[0], 'after')",
+        f"    return {p}result",
+    ]
 
 
 def _precondition_lines(

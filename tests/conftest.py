@@ -5,8 +5,9 @@ mode (``anyio_mode = "auto"`` in pyproject.toml), so each async test requests ``
 which is parametrised here over both backends.
 
 Every test runs the routes (``agentscope_rt._intercept``) in a state it chooses, whatever ran
-before it: no interceptor registered when it starts (a test that leaves one registered fails,
-checked after each test), or, with ``AGENTSCOPE_RT_TEST_INTERCEPTORS=hooks,tracing`` in the
+before it: no interceptor or observer registered when it starts (a test that leaves one
+registered fails, checked after each test through ``_intercept.installed()``, which lists
+both), or, with ``AGENTSCOPE_RT_TEST_INTERCEPTORS=hooks,tracing`` in the
 environment, a do-nothing agent hook of every kind and tracing (to a provider that keeps no
 span) registered around each test, as an application with hooks and tracing runs (except
 tests marked ``bare_routes``, which check the bare state itself). ``nox -s tests`` runs the
@@ -97,7 +98,10 @@ def _routes_in_a_known_state(request: pytest.FixtureRequest) -> Iterator[None]:
         if left:
             time.sleep(0.05)
     if left:
-        pytest.fail(f"the test left interceptors registered (later tests would run them): {left}")
+        pytest.fail(
+            f"the test left interceptors or observers registered (later tests would run them): "
+            f"{left}"
+        )
 
 
 def _left_registered(before: dict[str, set[int]]) -> dict[str, list[Any]]:

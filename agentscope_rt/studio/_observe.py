@@ -1,21 +1,21 @@
-"""How the studio learns what agents do: interceptors of the agent routes and the hub
+"""How the studio learns what agents do: observers of the agent routes and the hub
 observer, nothing else.
 
-While at least one studio is open, an interceptor is registered with
-:mod:`agentscope_rt._intercept` on the ``reply`` route, and a membership observer on every
-:class:`MsgHub`. It is not an agent hook, so an application clearing its class hooks does not
-blind the studio. What it sees of a reply costs O(1) and a few integer updates: the agent's
-state in the :class:`~._agents.AgentRegistry`, the replies, and at the reply's end its tokens
-per model (``ReActAgent.usage``). Those reach the page as one aggregate event per tick (see
-``_server``).
+While at least one studio is open, an observer (:class:`agentscope_rt._intercept.Observer`:
+told of each call before and after it, taking no part in it) is registered on the ``reply``
+route, and a membership observer on every :class:`MsgHub`. It is not an agent hook, so an
+application clearing its class hooks does not blind the studio. What it sees of a reply costs
+O(1) and a few integer updates: the agent's state in the :class:`~._agents.AgentRegistry`, the
+replies, and at the reply's end its tokens per model (``ReActAgent.usage``). Those reach the
+page as one aggregate event per tick (see ``_server``).
 
-*Details* (a printed chunk, a model call, a tool call) are seen by interceptors on the
+*Details* (a printed chunk, a model call, a tool call) are seen by observers on the
 ``print``, ``reasoning`` and ``acting`` routes, registered only while the tick's budget lasts
 (:data:`DETAIL_PER_TICK`): once it is spent they are unregistered until the next tick, so a
-million replies cost the agents one interception each (each costs microseconds, as much as a
-tenth of a fast agent's reply) and the page a hundred detail events a second. An agent never
+million replies cost the agents one observed call each (two method calls of the route's
+wrapper, no interception) and the page a hundred detail events a second. An agent never
 waits for the studio. When the last studio closes, everything is unregistered, so agents are
-back on their interceptor-free path.
+back on their observer-free path.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ import logging
 import time
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
 from .. import _intercept
@@ -63,7 +62,7 @@ _active: list[AgentObserver] = []
 
 
 class AgentObserver:
-    """Turns what the interceptors see into states, totals and detail entities for one
+    """Turns what the observers see into states, totals and detail entities for one
     studio (see the module docstring)."""
 
     def __init__(self, bus: EventBus) -> None:
@@ -95,14 +94,14 @@ class AgentObserver:
     # -- lifetime ---------------------------------------------------------------------
 
     def start(self) -> None:
-        """Start observing (the interceptors are registered when the first studio starts)."""
+        """Start observing (the observers are registered when the first studio starts)."""
         if not _active:
             _install()
         _active.append(self)
         _watch_details()
 
     def stop(self) -> None:
-        """Stop observing (the interceptors go when the last studio stops)."""
+        """Stop observing (the observers go when the last studio stops)."""
         if self not in _active:
             return
         _active.remove(self)
@@ -219,7 +218,7 @@ class AgentObserver:
             if agent.generate_reason == "interrupted":
                 self.agents.move(agent, INTERRUPTED)
 
-    # -- what the interceptors report -------------------------------------------------
+    # -- what the route observers report ----------------------------------------------
 
     def reply_started(self, agent: AgentBase) -> None:
         self.agents.move(agent, REPLYING)
@@ -388,7 +387,7 @@ def _tool_key(agent: AgentBase, call_id: str) -> str:
     return f"{agent.id}:{call_id}"
 
 
-# -- the interceptors, shared by every open studio ----------------------------------------
+# -- the route observers, shared by every open studio -------------------------------------
 
 
 def _each(method: str, *args: Any) -> None:
@@ -405,11 +404,9 @@ def _failed(what: str) -> None:
     logger.exception("the studio failed to show %s; the agent carries on", what)
 
 
-Proceed = Callable[[tuple[Any, ...], dict[str, Any]], Any]
-
-
 class _Watch:
-    """The studio's interceptor of one route kind."""
+    """The studio's observer of one route kind (an :class:`agentscope_rt._intercept.Observer`:
+    told of each call without taking part in it)."""
 
     __slots__ = ("kind",)
 
@@ -419,62 +416,67 @@ class _Watch:
     def __repr__(self) -> str:
         return f"<studio watching {self.kind!r} routes>"
 
+    def before(self, agent: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        return None
+
+    def after(self, agent: Any, state: Any, result: Any, error: BaseException | None) -> None:
+        return None
+
 
 class _ReplyWatch(_Watch):
     """Always registered while a studio is open: what every reply costs, so the observers
     are called directly (no dispatch by name)."""
 
-    async def intercept(self, call: _intercept.Call, proceed: Proceed) -> Any:
-        agent = call.obj
+    def before(self, agent: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         for observer in _active:
             try:
                 observer.reply_started(agent)
             except Exception:
                 _failed("a reply starting")
-        try:
-            result = await proceed(call.args, call.kwargs)
-        except BaseException as exc:
-            # A reply that raised or was cancelled is never left showing as replying.
-            _each("reply_ended", agent, exc)
-            raise
+
+    def after(self, agent: Any, state: Any, result: Any, error: BaseException | None) -> None:
+        # A reply that raised or was cancelled is never left showing as replying.
         for observer in _active:
             try:
-                observer.reply_ended(agent, None)
+                observer.reply_ended(agent, error)
             except Exception:
                 _failed("a reply ending")
-        return result
 
 
 class _PrintWatch(_Watch):
-    async def intercept(self, call: _intercept.Call, proceed: Proceed) -> Any:
-        msg = _argument(call, "msg", 0)
+    def before(self, agent: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        msg = _argument(args, kwargs, "msg", 0)
         if isinstance(msg, Msg):
-            _each("printed", call.obj, msg, bool(_argument(call, "last", 1, True)))
-        return await proceed(call.args, call.kwargs)
+            _each("printed", agent, msg, bool(_argument(args, kwargs, "last", 1, True)))
 
 
 class _ReasoningWatch(_Watch):
-    async def intercept(self, call: _intercept.Call, proceed: Proceed) -> Any:
-        result = await proceed(call.args, call.kwargs)
-        _each("reasoned", call.obj)
-        return result
+    def after(self, agent: Any, state: Any, result: Any, error: BaseException | None) -> None:
+        if error is None:
+            _each("reasoned", agent)
 
 
 class _ActingWatch(_Watch):
-    async def intercept(self, call: _intercept.Call, proceed: Proceed) -> Any:
-        agent, tool_call = call.obj, _argument(call, "tool_call", 0)
+    def before(self, agent: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        tool_call = _argument(args, kwargs, "tool_call", 0)
         _each("acting", agent, tool_call)
-        result = await proceed(call.args, call.kwargs)
-        _each("acted", agent, tool_call)
-        return result
+        return tool_call
+
+    def after(self, agent: Any, state: Any, result: Any, error: BaseException | None) -> None:
+        if error is None:
+            _each("acted", agent, state)
 
 
-def _argument(call: _intercept.Call, name: str, position: int, default: Any = None) -> Any:
-    if name in call.kwargs:
-        return call.kwargs[name]
-    if len(call.args) > position:
-        return call.args[position]
-    return call.arguments().get(name, default)
+def _argument(
+    args: tuple[Any, ...], kwargs: dict[str, Any], name: str, position: int, default: Any = None
+) -> Any:
+    """The argument *name* (else the one at *position*) of a call as it was made; *default*
+    when the caller left it out."""
+    if name in kwargs:
+        return kwargs[name]
+    if len(args) > position:
+        return args[position]
+    return default
 
 
 _REPLIES = _ReplyWatch("reply")
@@ -487,7 +489,7 @@ def _hub_changed(hub: MsgHub, event: str) -> None:
 
 
 def _watch_details() -> None:
-    """Register the detail interceptors while some open studio has budget left for details,
+    """Register the detail observers while some open studio has budget left for details,
     unregister them otherwise."""
     global _watching_details
     wanted = any(observer.budget > 0 for observer in _active)
@@ -496,17 +498,17 @@ def _watch_details() -> None:
     _watching_details = wanted
     for watch in _DETAILS:
         if wanted:
-            _intercept.register(watch.kind, watch)
+            _intercept.register_observer(watch.kind, watch)
         else:
-            _intercept.unregister(watch.kind, watch)
+            _intercept.unregister_observer(watch.kind, watch)
 
 
 def _install() -> None:
-    _intercept.register(_REPLIES.kind, _REPLIES)
+    _intercept.register_observer(_REPLIES.kind, _REPLIES)
     add_hub_observer(_hub_changed)
 
 
 def _uninstall() -> None:
-    _watch_details()  # nobody is left: the detail interceptors go
-    _intercept.unregister(_REPLIES.kind, _REPLIES)
+    _watch_details()  # nobody is left: the detail observers go
+    _intercept.unregister_observer(_REPLIES.kind, _REPLIES)
     remove_hub_observer(_hub_changed)

@@ -528,9 +528,34 @@ async def test_a_reply_that_raised_is_shown_as_ended() -> None:
     async with serve(spans=False) as studio:
         with pytest.raises(RuntimeError):
             await flaky()
-        # Ended by the studio's reply interceptor itself, with no span and no later check.
+        # Ended by the studio's reply observer itself, with no span and no later check.
         assert studio.observer.agents.state(flaky.id) == STATES.index("idle")
         assert studio.observer.replies == 1
+
+
+async def test_a_reply_through_super_counts_once_as_do_replies_from_many_tasks() -> None:
+    class Said(AgentBase):
+        name = "Said"
+
+        async def reply(self, *args: Any, **kwargs: Any) -> Msg:
+            await anyio.lowlevel.checkpoint()
+            return Msg(self.name, "said", "assistant")
+
+        async def observe(self, msg: Msg | list[Msg] | None) -> None:
+            return None
+
+    class Repeated(Said):
+        async def reply(self, *args: Any, **kwargs: Any) -> Msg:
+            said = await super().reply(*args, **kwargs)
+            return Msg(self.name, f"{said.content} again", "assistant")
+
+    agents = [Repeated() for _ in range(20)]
+    async with serve(spans=False) as studio:
+        async with anyio.create_task_group() as tg:
+            for agent in agents:
+                tg.start_soon(agent)
+        assert studio.observer.replies == 20
+        assert studio.observer.agents.counts[STATES.index("idle")] == 20
 
 
 async def test_several_open_pages_each_get_every_event() -> None:
