@@ -267,6 +267,11 @@ class LlamaCppChatModel(ChatModelBase):
                 f"file?): {exc}"
             ) from None
         self._address = self._server.listening_address
+        # The engine's task loop starts in a thread of its own once the port is open, and an
+        # engine freed before that loop runs loses its stop signal: its destructor then waits
+        # for the loop forever (a close right after a load hung so). /slots is answered by
+        # that loop: once it answers, the loop runs.
+        self._local_route("/slots", None)
         meta = self._local_route("/v1/models", None)["data"][0].get("meta") or {}
         self.n_ctx_train = int(meta["n_ctx_train"]) if meta.get("n_ctx_train") else None
 

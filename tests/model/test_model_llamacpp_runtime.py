@@ -4,6 +4,8 @@ a component's prompt beyond the context window, and the engine settings."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import tempfile
 from typing import Any
 
@@ -196,6 +198,34 @@ async def test_the_local_port_is_reached_directly_even_with_a_proxy_configured(
     model = LlamaCppChatModel(generate_kwargs={**GREEDY, "max_tokens": 2})
     counter, _ = model.prompt_budget()
     assert await counter.count([{"role": "user", "content": "Hi"}]) > 1
+
+
+# Loads and closes the default model in a loop; a close that never returns holds the GIL (the
+# engine's destructor joins its thread), so it runs in a child process the test can time out.
+_LOAD_AND_CLOSE = """
+import anyio
+from agentscope_rt.model import LlamaCppChatModel
+
+async def main():
+    model = LlamaCppChatModel()
+    for _ in range(30):
+        await model.load()
+        await model.aclose()
+    print("closed 30 times")
+
+anyio.run(main)
+"""
+
+
+async def test_a_close_right_after_a_load_frees_the_engine_every_time() -> None:
+    # The engine's task loop starts after its port opens; an engine freed before then lost its
+    # stop signal and its destructor waited forever (once in a dozen tries here).
+    with anyio.fail_after(300):
+        done = await anyio.run_process(
+            [sys.executable, "-c", _LOAD_AND_CLOSE], check=False, stderr=subprocess.STDOUT
+        )
+    assert done.returncode == 0, done.stdout.decode(errors="replace")[-2000:]
+    assert done.stdout.decode().strip().endswith("closed 30 times")
 
 
 async def test_aclose_frees_the_engine_and_a_later_call_reloads() -> None:
