@@ -423,7 +423,7 @@ def _game_section(sizes: tuple[int, ...] = GAME_SIZES) -> list[str]:
         "number of players (what the round would take with a core of its own).",
         "",
         "| players | backend | building | seconds per round (each) | per player per round "
-        "| CPU per player per round | vs 1,000 | peak RSS |",
+        "| CPU per player per round | CPU vs 1,000 | peak RSS |",
         "|---|---|---|---|---|---|---|---|",
     ]
     notes = []
@@ -436,18 +436,20 @@ def _game_section(sizes: tuple[int, ...] = GAME_SIZES) -> list[str]:
             rounds = f["round_s"]
             us = statistics.median(rounds) / size * 1e6
             cpu_us = statistics.median(f["round_cpu_s"]) / size * 1e6
-            base = us if base is None else base
+            # Compared in CPU time: a round at 1,000 lasts a tenth of a second, and what else
+            # the machine runs stretches its wall time most.
+            base = cpu_us if base is None else base
             lines.append(
                 f"| {size:,} | {backend} | {f['build_s']:.1f} s "
                 f"| {' / '.join(f'{r:.1f}' for r in rounds)} s | {us:.0f} us | {cpu_us:.0f} us "
-                f"| {us / base:.2f}x | {f['peak_rss_mib']:,.0f} MiB |"
+                f"| {cpu_us / base:.2f}x | {f['peak_rss_mib']:,.0f} MiB |"
             )
             if size == sizes[-1]:
                 notes.append(
                     f"{backend}: build {'met' if f['build_s'] <= 60 else 'NOT met'}, round "
                     f"{'met' if max(rounds) <= 60 else 'NOT met'}, memory "
                     f"{'met' if f['peak_rss_mib'] <= 6 * 1024 else 'NOT met'}, per-player "
-                    f"cost {'met' if us / base <= 1.25 else 'NOT met'}"
+                    f"cost {'met' if cpu_us / base <= 1.25 else 'NOT met'}"
                 )
     lines += [
         "",
