@@ -17,9 +17,9 @@ Run: ``python examples/87_two_thirds_game.py`` (asyncio, 10,000 players) or
 ``AGENTSCOPE_RT_EXAMPLES=1`` the default is 1,000 players); ``--json`` prints the figures as
 JSON (``bench/bench_scale.py`` uses this); ``--studio`` serves the studio for the whole game,
 with a page reading its live feed (see ``docs/studio.md``, "At scale"). What a million players
-(``--agents 1000000``) cost on one core of a 2-core machine (``bench/RESULTS.md``): 44 s to
-build, 84-108 s a round (about 100 us a player) and 7.2 GiB of memory after three rounds
-(about 6.5 KB a player: what it said and heard). See ``docs/scale.md``.
+(``--agents 1000000``) cost on one core of a 2-core machine (``bench/RESULTS.md``): 42-55 s
+to build, 44-57 s a round (about 50 us a player) and 5.8 GiB of memory after three rounds
+(about 5.3 KB a player: what it said and heard). See ``docs/scale.md``.
 
 On Ray agent hosts (the ``ray`` extra): ``--hosts H`` builds the players on H hosts, host h
 the h-th block, each host building its own (``AgentHost.create_group``: nothing per player on
