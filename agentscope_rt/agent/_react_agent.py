@@ -479,14 +479,9 @@ class ReActAgent(ReActAgentBase):
         tool_choice: str | None = None
         run.structured_model = structured_model
         if structured_model is not None:
-            finish = toolkit.tools.get(finish_name)
-            if finish is None:
+            if finish_name not in toolkit.tools:
                 toolkit.register_tool_function(self.generate_response, inline=True)
-                toolkit.set_extended_model(finish_name, structured_model)
-            elif finish.extended_model is not structured_model or not isinstance(
-                structured_model, type
-            ):  # a class extends the same way every time; a schema dict may have changed
-                toolkit.set_extended_model(finish_name, structured_model)
+            toolkit.set_extended_model(finish_name, structured_model)
             tool_choice = "required"
         elif finish_name in toolkit.tools:
             toolkit.remove_tool_function(finish_name)
