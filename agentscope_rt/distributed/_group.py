@@ -27,7 +27,7 @@ import attrs
 from .._ids import new_id
 from ..durable import DurableRun, current_run
 from ..message import Msg
-from ._recovery import AgentHostDiedError, OneAtATime, Relayed, on_host
+from ._recovery import AgentHostDiedError, OneAtATime, Relayed, on_host, restored_on
 from ._tasks import run_all
 from ._wire import msg_to_wire
 
@@ -283,12 +283,7 @@ class RemoteGroup:
     async def _reach(self, run: DurableRun) -> Any:
         """The actor holding the group; a host that died is replaced and the group rebuilt
         there first."""
-        if self.host.dead:
-            await self.host.replace(self.host.generation)
-        await self._restoring.run(
-            lambda: self.generation != self.host.generation, lambda: self._restore(run)
-        )
-        return self.host.actor_for(self)
+        return await restored_on(self, run)
 
     async def _restore(self, run: DurableRun) -> None:
         """Build the group again on the host's new actor and replay there the run's calls

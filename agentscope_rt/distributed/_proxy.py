@@ -16,7 +16,7 @@ from ..agent import AgentBase
 from ..durable import DurableRun, current_run
 from ..exception import AgentError, DurableRunError, MessageFormatError, StateError
 from ..message import Msg
-from ._recovery import AgentHostDiedError, OneAtATime, Relayed, on_host, run_link
+from ._recovery import AgentHostDiedError, OneAtATime, Relayed, on_host, restored_on, run_link
 from ._wire import kwargs_to_wire, msg_from_wire, msg_to_wire
 
 if TYPE_CHECKING:
@@ -200,11 +200,7 @@ class RemoteAgent(AgentBase):
         """The actor holding the agent; in a durable run, a host that died is replaced and
         the agent restored there first."""
         if run is not None:
-            if self.host.dead:
-                await self.host.replace(self.host.generation)
-            await self._restoring.run(
-                lambda: self.generation != self.host.generation, lambda: self._restore(run)
-            )
+            return await restored_on(self, run)
         return self.host.actor_for(self)
 
     async def _restore(self, run: DurableRun) -> None:

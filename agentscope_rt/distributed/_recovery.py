@@ -34,10 +34,24 @@ class AgentHostDiedError(AgentError):
 class OnHost(Protocol):
     """A proxy or a group: what a call on a host is made for."""
 
+    host: AgentHost
     generation: int
+    _restoring: OneAtATime
 
     @property
     def _who(self) -> str: ...
+
+    async def _restore(self, run: DurableRun) -> None: ...
+
+
+async def restored_on(who: OnHost, run: DurableRun) -> Any:
+    """The actor holding *who* in *run*: a host that died is replaced first, and *who*
+    restored on the new actor (once, however many tasks ask)."""
+    host = who.host
+    if host.dead:
+        await host.replace(host.generation)
+    await who._restoring.run(lambda: who.generation != host.generation, lambda: who._restore(run))
+    return host.actor_for(who)
 
 
 def run_link(run: DurableRun) -> dict[str, Any]:
