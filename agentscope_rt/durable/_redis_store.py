@@ -10,8 +10,9 @@ user's ids never name another user's keys)::
     durable:{user_id}:runs             set of the user's run ids
     durable:users                      set of the user ids that have runs
 
-Every write is one Lua script, so it is atomic: :meth:`RedisRunStore.put_step` writes the
-record and the run's info together, or nothing. A record is as durable as the server keeps
+Every write is one Lua script, so it is atomic: :meth:`RedisRunStore.put_step` (and
+:meth:`~RedisRunStore.put_steps`, a batch) writes the record(s) and the run's info together,
+or nothing. A record is as durable as the server keeps
 its data: it survives the death of the program as soon as ``put_step`` returns, and the
 death of the server with ``appendonly yes`` (``appendfsync always`` for every record). One
 server, not Redis Cluster (a run's keys and the indexes are written together).
@@ -41,7 +42,7 @@ import json
 import logging
 import math
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from .._cleanup import close_in_thread
@@ -78,13 +79,15 @@ if redis.call('HGET', KEYS[3], 'owner') ~= ARGV[1] then
   return 0
 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-redis.call('HSET', KEYS[2], ARGV[3], ARGV[4])
-redis.call('HSET', KEYS[3], 'updated_at', ARGV[5], 'last_step', ARGV[3],
+for i = 4, #ARGV, 2 do
+  redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1])
+end
+redis.call('HSET', KEYS[3], 'updated_at', ARGV[3], 'last_step', ARGV[#ARGV - 1],
            'steps', redis.call('HLEN', KEYS[2]))
 return 1
 """
-"""KEYS: lease, steps, info. ARGV: token, lease ms, step key, record, now. 0: another process
-owns the run now (nothing written)."""
+"""KEYS: lease, steps, info. ARGV: token, lease ms, the last record's time, then each record's
+step key and JSON. 0: another process owns the run now (nothing written)."""
 
 _RELEASE = """
 if redis.call('HGET', KEYS[2], 'owner') ~= ARGV[1] then
@@ -110,6 +113,24 @@ end
 return deleted
 """
 """KEYS: lease, steps, info, the user's runs, users. ARGV: run id, user id. -1: owned."""
+
+
+def _record_json(record: StepRecord, at: str) -> str:
+    """*record* as stored (its payload checked to be JSON data).
+
+    :raises DurableRunError: naming the step, when the payload is not JSON data.
+    """
+    return encode_json(
+        record,
+        {
+            "seq": record.seq,
+            "kind": record.kind,
+            "status": record.status,
+            "fingerprint": record.fingerprint,
+            "payload": record.payload,
+            "at": at,
+        },
+    )
 
 
 def _escape(value: str) -> str:
@@ -318,37 +339,41 @@ class RedisRunStore:
             took it over (this one let its lease expire), the payload is not JSON data, or
             Redis fails; nothing is written then.
         """
+        await self.put_steps(user_id, run_id, [record])
+
+    async def put_steps(self, user_id: str, run_id: str, records: Sequence[StepRecord]) -> None:
+        """Write *records* as :meth:`put_step` writes each, in one script: all of them or
+        none (what a batch of records relayed from an agent host needs).
+
+        :raises DurableRunError: as :meth:`put_step`; nothing is written then.
+        """
         token = self._owned.get((user_id, run_id))
         check_owned(token is not None, user_id, run_id)
-        at = record.at or now()
-        value = encode_json(
-            record,
-            {
-                "seq": record.seq,
-                "kind": record.kind,
-                "status": record.status,
-                "fingerprint": record.fingerprint,
-                "payload": record.payload,
-                "at": at,
-            },
-        )
+        if not records:
+            return
+        pairs: list[str] = []
+        at = ""
+        for record in records:
+            at = record.at or now()
+            pairs += [record.key, _record_json(record, at)]
         keys = [
             self._run_key(user_id, run_id, "lease"),
             self._run_key(user_id, run_id, "steps"),
             self._run_key(user_id, run_id, "info"),
         ]
+        last = records[-1].key
         written = await self._call(
-            f"record step {record.key!r} of run {run_id!r} of user {user_id!r}",
+            f"record step {last!r} of run {run_id!r} of user {user_id!r}",
             self._script,
             "put",
             keys,
-            [token, self._lease_ms, record.key, value, at],
+            [token, self._lease_ms, at, *pairs],
         )
         if not written:
             raise DurableRunError(
                 f"run {run_id!r} of user {user_id!r} was taken over by another process after "
                 f"this one went more than {self.lease_seconds} s (its lease) without recording "
-                f"a step; step {record.key!r} was not recorded. Give the store a longer "
+                f"a step; step {last!r} was not recorded. Give the store a longer "
                 "lease_seconds than the program's longest step"
             )
 

@@ -415,7 +415,7 @@ class DurableRun:
 
     async def put_records(self, records: Sequence[StepRecord]) -> None:
         """:meth:`put_record` for each of *records*, in one write when the store can
-        (``put_steps``, as :class:`SQLiteRunStore` has): a batch relayed from an agent host
+        (``put_steps``, as the three stores have): a batch relayed from an agent host
         waits for the disk once.
 
         :raises DurableRunError: as :meth:`put_record` (none of the batch is kept then,

@@ -274,8 +274,6 @@ async def test_a_batch_of_records_is_written_at_once_or_none_of_it(
     make_store: StoreFactory,
 ) -> None:
     store = make_store()
-    if not hasattr(store, "put_steps"):
-        pytest.skip(f"{type(store).__name__} writes records one at a time")
     await store.acquire("u", "r")
     try:
         await store.put_step("u", "r", record("A#1/tool:c1", 1, status="started"))
