@@ -24,13 +24,21 @@ Workloads:
   round against 1,000 players, peak RSS after three rounds. Targets at a million: build and
   round within 60 s, peak RSS within 6 GB, cost per player per round within 1.25x that at
   1,000.
+* **the game with the studio** (``game_studio``) — the game at 100,000 players without and
+  with ``--studio`` (served in the process, a page reading the feed), interleaved pairs with
+  the same hash seed; the ratio of CPU seconds in the rounds. Target: at most 1.05.
+* **the game on agent hosts** (``game_hosts``) — the game at 1,000,000 players on 4 Ray agent
+  hosts, the driver on each backend: building, rounds, the driver's and each host's peak RSS,
+  and whether the results equal those of one process (run in the same part). Target: the
+  driver within 1 GiB, the same results.
 * **agent hosts on Ray** — agents created per second on one host (10,000, in batches), remote
   replies per second through proxies (1,000 replies, 32 in flight), beside Ray's own figures on
   this machine: plain async-actor calls per second (``ray.get`` on batches) and one call's
   round trip.
 
 Run ``python bench/run.py scale`` (writes ``bench/RESULTS.md``), ``python bench/bench_scale.py
-[create] [big] [game] [voting] [voting_million] [ray]`` (prints the sections), or ``python
+[create] [big] [game] [game_studio] [game_hosts] [voting] [voting_million] [ray]`` (prints
+the sections), or ``python
 bench/bench_scale.py --write PART...`` (measures those parts and replaces only their sections
 of ``RESULTS.md``).
 """
@@ -60,6 +68,8 @@ HUB_SPEAKERS = 10
 VOTING_SIZES = (1_000, 10_000, 100_000)
 GAME_SIZES = (1_000, 100_000, 1_000_000)
 GAME_ROUNDS = 3
+STUDIO_PLAYERS = 100_000
+STUDIO_PAIRS = 4
 VOTING_ROUNDS = 2
 HOSTS = 4
 RAY_CREATE = 10_000
@@ -237,8 +247,13 @@ def _ray_worker(backend: str) -> dict[str, Any]:
 # -- the driver -----------------------------------------------------------------------------
 
 
-def _subprocess(command: list[str], timeout: float = 3600) -> dict[str, Any]:
+def _subprocess(
+    command: list[str], timeout: float = 3600, hash_seed: str | None = None
+) -> dict[str, Any]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(HERE)])}
+    if hash_seed is not None:
+        # Two runs compared as a pair lay out their dicts alike.
+        env["PYTHONHASHSEED"] = hash_seed
     result = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env)
     if result.returncode != 0:
         raise RuntimeError(f"{' '.join(command)} failed:\n{result.stdout}\n{result.stderr}")
@@ -459,6 +474,91 @@ def _game_section(sizes: tuple[int, ...] = GAME_SIZES) -> list[str]:
     return lines
 
 
+def _game_studio_section(size: int = STUDIO_PLAYERS, pairs: int = STUDIO_PAIRS) -> list[str]:
+    example = str(ROOT / "examples" / "87_two_thirds_game.py")
+    lines = [
+        "",
+        "## Scale: the game with the studio watching (`bench/bench_scale.py`)",
+        "",
+        _load_note(),
+        "",
+        f"`examples/87_two_thirds_game.py` at {size:,} players, {GAME_ROUNDS} rounds, without "
+        "and with `--studio` (the studio served in the same process, a page reading its event "
+        "feed over HTTP for the whole game): the process's CPU seconds in the rounds, "
+        f"{pairs} pairs per backend, the two runs of a pair one after the other (which one "
+        "first alternates) with the same hash seed. The ratio of a backend is that of the "
+        "sums of its pairs.",
+        "",
+        "| backend | CPU without, each pair | CPU with, each pair | ratio per pair | ratio |",
+        "|---|---|---|---|---|",
+    ]
+    notes = []
+    for backend in BACKENDS:
+        without: list[float] = []
+        with_studio: list[float] = []
+        for pair in range(pairs):
+            order = (False, True) if pair % 2 == 0 else (True, False)
+            for studio in order:
+                command = [sys.executable, example, backend, "--agents", str(size)]
+                command += ["--rounds", str(GAME_ROUNDS), "--json"] + ["--studio"] * studio
+                f = _subprocess(command, timeout=7200, hash_seed=str(pair))
+                (with_studio if studio else without).append(sum(f["round_cpu_s"]))
+        ratio = sum(with_studio) / sum(without)
+        lines.append(
+            f"| {backend} | {' / '.join(f'{s:.1f}' for s in without)} s "
+            f"| {' / '.join(f'{s:.1f}' for s in with_studio)} s "
+            f"| {' / '.join(f'{w / o:.3f}' for w, o in zip(with_studio, without, strict=True))} "
+            f"| {ratio:.3f} |"
+        )
+        notes.append(f"{backend}: {ratio:.3f} ({'met' if ratio <= 1.05 else 'NOT met'})")
+    lines += ["", "Target (the studio slows the game by at most 5%): " + "; ".join(notes) + "."]
+    return lines
+
+
+def _game_hosts_section(size: int = GAME_SIZES[-1], hosts: int = HOSTS) -> list[str]:
+    example = str(ROOT / "examples" / "87_two_thirds_game.py")
+    lines = [
+        "",
+        "## Scale: the two-thirds game on agent hosts (`bench/bench_scale.py`)",
+        "",
+        _load_note(),
+        "",
+        f"`examples/87_two_thirds_game.py --hosts {hosts}` at {size:,} players, "
+        f"{GAME_ROUNDS} rounds: each host (a Ray actor, one process) builds its block of "
+        "players itself, and the moderator's announcement, result and fanout are one call per "
+        f"host. All {hosts} hosts share this machine's 2 cores with the driver. Compared with "
+        "the same game in one process (asyncio) in the same run.",
+        "",
+        "| driver | building | seconds per round (each) | driver's peak RSS "
+        "| hosts' peak RSS (each) | same results as one process |",
+        "|---|---|---|---|---|---|",
+    ]
+    base = [sys.executable, example, "asyncio", "--agents", str(size)]
+    one = _subprocess([*base, "--rounds", str(GAME_ROUNDS), "--json"], timeout=7200)
+    notes = []
+    for backend in BACKENDS:
+        command = [sys.executable, example, backend, "--agents", str(size), "--hosts", str(hosts)]
+        f = _subprocess([*command, "--rounds", str(GAME_ROUNDS), "--json"], timeout=7200)
+        same = all(f[key] == one[key] for key in ("results", "memory_of_last_player"))
+        rounds = " / ".join(f"{r:.1f}" for r in f["round_s"])
+        lines.append(
+            f"| {backend} | {f['build_s']:.1f} s | {rounds} s | {f['driver_rss_mib']:,.0f} MiB "
+            f"| {' / '.join(f'{r:,.0f}' for r in f['hosts_peak_rss_mib'])} MiB "
+            f"| {'yes' if same else 'NO'} |"
+        )
+        notes.append(
+            f"{backend}: driver {'met' if f['driver_rss_mib'] <= 1024 else 'NOT met'}, "
+            f"results {'met' if same else 'NOT met'}"
+        )
+    lines += [
+        "",
+        "Targets (the driver within 1 GiB, the results those of one process): "
+        + "; ".join(notes)
+        + ".",
+    ]
+    return lines
+
+
 def _ray_section() -> list[str]:
     lines = [
         "",
@@ -494,6 +594,10 @@ def main(parts: tuple[str, ...] = ("create", "big", "game", "voting", "ray")) ->
         lines += _big_section()
     if "game" in parts:
         lines += _game_section()
+    if "game_studio" in parts:
+        lines += _game_studio_section()
+    if "game_hosts" in parts:
+        lines += _game_hosts_section()
     if "voting" in parts:
         lines += _voting_section()
     if "voting_million" in parts:

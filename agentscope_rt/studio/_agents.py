@@ -1,10 +1,22 @@
 """The agents a studio knows, at any scale: one small weak reference each, counts by state.
 
-A studio may watch a million agents, so it keeps per agent only a weak reference carrying the
-agent's state (about a hundred bytes with its dict entry; measured in ``docs/studio.md``) and
-updates the per-state counts as states move, in O(1). An agent that is garbage-collected leaves
-the registry and its count by itself. Everything else the page shows of an agent (name, class,
-reply id) is read from the agent when a page asks for it, a page of agents at a time.
+A studio may watch a million agents replying in turn, so a reply must not touch a record of
+its agent: a hundred thousand agents' records do not stay in the processor's caches, and one
+cold record read and written at each reply's start and end cost the game several times what
+the rest of the studio did (``docs/scale.md``). So the registry keeps per agent only a weak
+reference (about a hundred bytes with its dict entry; measured in ``docs/studio.md``), made
+when the agent is first seen and never written again, and it keeps what changes elsewhere:
+
+* the replies in flight, by agent id (a small dict: at most as many entries as replies run at
+  once), which a reply's start and end update;
+* the *marks*, by agent id: interrupted, or waiting for an answer from the page; rare
+  transitions (a page's interrupt, an interrupted reply, a question) set and clear them;
+* how many agents are replying, interrupted and waiting; the idle are the rest.
+
+An agent's state is its mark if it has one, else *replying* while a reply of it is in flight,
+else *idle*. An agent that is garbage-collected leaves the registry and its count by itself.
+Everything else the page shows of an agent (name, class, reply id) is read from the agent
+when a page asks for it, a page of agents at a time.
 """
 
 from __future__ import annotations
@@ -22,7 +34,7 @@ if TYPE_CHECKING:
 __all__ = ["MAX_AGENTS_PAGE", "STATES", "AgentRegistry"]
 
 STATES: Final = ("idle", "replying", "interrupted", "waiting")
-"""An agent's states on the page; an agent's state is stored as its index here."""
+"""An agent's states on the page; an agent's state is given as its index here."""
 
 IDLE, REPLYING, INTERRUPTED, WAITING = range(len(STATES))
 
@@ -40,37 +52,53 @@ def agent_name(agent: Any) -> str:
 
 
 class _Known(weakref.ref["AgentBase"]):
-    """A weak reference to a known agent, with the agent's id and state (an index of
-    :data:`STATES`): the whole of the studio's per-agent record."""
+    """A weak reference to a known agent, with the agent's id (its key in the registry): the
+    whole of the studio's per-agent record."""
 
-    __slots__ = ("key", "state")
+    __slots__ = ("key",)
 
     key: str
-    state: int
 
 
 class AgentRegistry:
-    """The known agents in the order they were first seen, and how many are in each state."""
+    """The known agents in the order they were first seen, their replies in flight and
+    marks, and how many are in each state.
+
+    Every method is O(1) but :meth:`know_all` (O(agents given)) and :meth:`page`.
+    """
 
     def __init__(self) -> None:
         self._known: dict[str, _Known] = {}
-        self.counts = [0] * len(STATES)
-        """How many known agents are in each state (indexed as :data:`STATES`)."""
+        self._replying: dict[str, int] = {}  # agent id: its replies in flight
+        self._marks: dict[str, int] = {}  # agent id: INTERRUPTED or WAITING
+        self._marked = [0] * len(STATES)  # agents per mark
+        self._marked_replying = 0  # marked agents with a reply in flight (shown as marked)
         self.version = 0
         """Incremented at every change of an agent's state or of the set of agents."""
 
         def gone(ref: _Known, registry: weakref.ref[AgentRegistry] = weakref.ref(self)) -> None:
-            # Runs when a known agent is garbage-collected (any thread, any moment): O(1).
+            # Runs when a known agent is garbage-collected (any thread, any moment): O(1). An
+            # agent with a reply in flight is alive, so only a mark can be left to drop.
             this = registry()
             if this is not None and this._known.get(ref.key) is ref:
                 del this._known[ref.key]
-                this.counts[ref.state] -= 1
+                mark = this._marks.pop(ref.key, None)
+                if mark is not None:
+                    this._marked[mark] -= 1
                 this.version += 1
 
         self._gone = gone
 
     def __len__(self) -> int:
         return len(self._known)
+
+    @property
+    def counts(self) -> list[int]:
+        """How many known agents are in each state (indexed as :data:`STATES`)."""
+        counts = self._marked.copy()
+        counts[REPLYING] = len(self._replying) - self._marked_replying
+        counts[IDLE] = len(self._known) - sum(counts)
+        return counts
 
     def get(self, agent_id: str) -> AgentBase | None:
         """The known agent *agent_id*, or ``None`` (never seen, or gone)."""
@@ -79,45 +107,117 @@ class AgentRegistry:
 
     def state(self, agent_id: str) -> int | None:
         """The state (an index of :data:`STATES`) of the known agent *agent_id*, or ``None``."""
-        ref = self._known.get(agent_id)
-        return None if ref is None else ref.state
+        if agent_id not in self._known:
+            return None
+        return self._state(agent_id)
 
-    def know(self, agent: AgentBase, state: int) -> _Known:
-        """Know *agent* (first seen in *state*); an agent already known keeps its state."""
-        ref = self._known.get(agent.id)
-        if ref is None or ref() is not agent:
-            if ref is not None:  # an id reused by a new agent: the old one is forgotten
-                self.counts[ref.state] -= 1
-            ref = _Known(agent, self._gone)
-            ref.key = agent.id
-            ref.state = state
-            self._known[agent.id] = ref
-            self.counts[state] += 1
-            self.version += 1
-        return ref
+    def _state(self, key: str) -> int:
+        mark = self._marks.get(key)
+        if mark is not None:
+            return mark
+        return REPLYING if key in self._replying else IDLE
+
+    def know(self, agent: AgentBase) -> None:
+        """Know *agent* from now on; an agent already known is left as it is. An agent
+        holding the id of another known agent replaces it (the other is forgotten)."""
+        key = agent.id
+        ref = self._known.get(key)
+        if ref is not None and ref() is agent:
+            return
+        if ref is not None:
+            self._forget(key)
+        ref = _Known(agent, self._gone)
+        ref.key = key
+        self._known[key] = ref
+        self.version += 1
+
+    def _forget(self, key: str) -> None:
+        del self._known[key]
+        self.unmark(key)
+        self._replying.pop(key, None)
 
     def know_all(self, agents: Iterable[AgentBase]) -> None:
-        """Know each of *agents* not known yet (in its current state: replying or idle); a
-        known one costs a dict lookup."""
+        """Know each of *agents* not known yet; a known one costs a dict lookup."""
         known = self._known
         for agent in agents:
             # By id only: touching each agent's record as well costs a cache miss per agent
-            # (a third of the time over a million); an id taken over by a new agent is caught
-            # by the next move of that agent.
+            # (a third of the time over a million).
             if agent.id not in known:
-                self.know(agent, REPLYING if agent.is_replying else IDLE)
+                self.know(agent)
 
-    def move(self, agent: AgentBase, state: int) -> None:
-        """Put *agent* (known from now on) in *state*."""
-        ref = self._known.get(agent.id)
-        if ref is None or ref() is not agent:
-            self.know(agent, state)
+    # -- what a reply changes: never the agent's record -----------------------------------
+    # The two methods every reply pays for: a lookup in the known agents, one entry of the
+    # replies in flight and the version; anything about marks only when some agent has one.
+
+    def started(self, agent: AgentBase) -> None:
+        """A reply of *agent* (known from now on) started: it is *replying* (its mark, if
+        any, is cleared)."""
+        key = agent.id
+        if key not in self._known:
+            self.know(agent)
+        if self._marks:
+            self.unmark(key)
+        replying = self._replying
+        if key in replying:  # replies of one agent at once: only by calling reply() directly
+            replying[key] += 1
+        else:
+            replying[key] = 1
+        self.version += 1
+
+    def ended(self, agent: AgentBase, mark: int | None = None) -> None:
+        """A reply of *agent* ended; *mark* (``INTERRUPTED`` or ``WAITING``) is how it is
+        shown from now on, else it is *idle* once none of its replies is in flight (its
+        mark, if any, is cleared)."""
+        key = agent.id
+        replying = self._replying
+        left = replying.pop(key, 0) - 1
+        if left > 0:
+            replying[key] = left
+        if mark is not None or self._marks:
+            if left == 0 and key in self._marks:
+                self._marked_replying -= 1
+            if mark is None:
+                self.unmark(key)
+            else:
+                self.mark(key, mark)
+        self.version += 1
+
+    # -- marks: rare transitions ----------------------------------------------------------
+
+    def mark(self, agent_id: str, mark: int) -> None:
+        """Show the known agent *agent_id* as *mark* (``INTERRUPTED`` or ``WAITING``) until
+        the mark is cleared (:meth:`unmark`, or a reply starting)."""
+        if mark not in (INTERRUPTED, WAITING):
+            raise ValueError(f"an agent is marked interrupted or waiting, not {STATES[mark]}")
+        if agent_id not in self._known:
             return
-        if ref.state != state:
-            self.counts[ref.state] -= 1
-            self.counts[state] += 1
-            ref.state = state
-            self.version += 1
+        before = self._marks.get(agent_id)
+        if before == mark:
+            return
+        if before is not None:
+            self._marked[before] -= 1
+        elif agent_id in self._replying:
+            self._marked_replying += 1
+        self._marks[agent_id] = mark
+        self._marked[mark] += 1
+        self.version += 1
+
+    def marked(self, agent_id: str) -> int | None:
+        """The mark of *agent_id* (``INTERRUPTED`` or ``WAITING``), or ``None``."""
+        return self._marks.get(agent_id)
+
+    def unmark(self, agent_id: str) -> None:
+        """Clear the mark of *agent_id*, if it has one: it is *replying* again when a reply
+        of it is in flight, else *idle*."""
+        before = self._marks.pop(agent_id, None)
+        if before is None:
+            return
+        self._marked[before] -= 1
+        if agent_id in self._replying:
+            self._marked_replying -= 1
+        self.version += 1
+
+    # -- the page ---------------------------------------------------------------------
 
     async def page(
         self, offset: int, limit: int, query: str = "", state: int | None = None
@@ -130,13 +230,13 @@ class AgentRegistry:
         refs = list(self._known.values())
         if not query and state is None:
             window = itertools.islice(refs, offset, offset + limit)
-            return _alive(window), len(refs)
+            return self._alive(window), len(refs)
         needle = query.casefold()
         found: list[_Known] = []
         total = 0
         for start in range(0, len(refs), _SCAN_CHUNK):
             for ref in refs[start : start + _SCAN_CHUNK]:
-                if state is not None and ref.state != state:
+                if state is not None and self._state(ref.key) != state:
                     continue
                 agent = ref()
                 if agent is None or needle not in agent_name(agent).casefold():
@@ -145,13 +245,12 @@ class AgentRegistry:
                     found.append(ref)
                 total += 1
             await anyio.lowlevel.checkpoint()
-        return _alive(found), total
+        return self._alive(found), total
 
-
-def _alive(refs: Any) -> list[tuple[AgentBase, int]]:
-    shown = []
-    for ref in refs:
-        agent = ref()
-        if agent is not None:
-            shown.append((agent, ref.state))
-    return shown
+    def _alive(self, refs: Iterable[_Known]) -> list[tuple[AgentBase, int]]:
+        shown = []
+        for ref in refs:
+            agent = ref()
+            if agent is not None:
+                shown.append((agent, self._state(ref.key)))
+        return shown

@@ -5,9 +5,10 @@ While at least one studio is open, an observer (:class:`agentscope_rt._intercept
 told of each call before and after it, taking no part in it) is registered on the ``reply``
 route, and a membership observer on every :class:`MsgHub`. It is not an agent hook, so an
 application clearing its class hooks does not blind the studio. What it sees of a reply costs
-O(1) and a few integer updates: the agent's state in the :class:`~._agents.AgentRegistry`, the
-replies, and at the reply's end its tokens per model (``ReActAgent.usage``). Those reach the
-page as one aggregate event per tick (see ``_server``).
+O(1) and a few integer updates: the replies in flight and the counts by state in the
+:class:`~._agents.AgentRegistry` (never a record of the agent: see there why), the replies,
+and at the reply's end its tokens per model (``ReActAgent.usage``). Those reach the page as
+one aggregate event per tick (see ``_server``).
 
 *Details* (a printed chunk, a model call, a tool call) are seen by observers on the
 ``print``, ``reasoning`` and ``acting`` routes, registered only while the tick's budget lasts
@@ -30,7 +31,7 @@ from .. import _intercept
 from ..agent import AgentBase, UserAgent
 from ..message import Msg
 from ..pipeline import MsgHub, add_hub_observer, remove_hub_observer
-from ._agents import IDLE, INTERRUPTED, REPLYING, STATES, WAITING, AgentRegistry, agent_name
+from ._agents import INTERRUPTED, STATES, WAITING, AgentRegistry, agent_name
 from ._state import HISTORY_LIMITS
 
 if TYPE_CHECKING:
@@ -163,22 +164,24 @@ class AgentObserver:
 
     def watch(self, agent: AgentBase) -> None:
         """Know *agent* before it does anything."""
-        self.agents.know(agent, REPLYING if agent.is_replying else IDLE)
+        self.agents.know(agent)
 
     def set_input(self, agent: AgentBase, request: dict[str, Any] | None) -> None:
         """Show (or, with ``None``, clear) a pending request for *agent*'s user input."""
         if request is None:
             self._pending_input.pop(agent.id, None)
-            if self.agents.state(agent.id) == WAITING:  # an interrupt shows as such
-                self.agents.move(agent, REPLYING if agent.is_replying else IDLE)
+            if self.agents.marked(agent.id) == WAITING:  # an interrupt shows as such
+                self.agents.unmark(agent.id)
         else:
             self._pending_input[agent.id] = request
-            self.agents.move(agent, WAITING)
+            self.agents.know(agent)
+            self.agents.mark(agent.id, WAITING)
 
     def interrupted(self, agent: AgentBase) -> None:
         """*agent* was interrupted (from the page): it is shown as such at once."""
         self._end_tools(agent, "interrupted")
-        self.agents.move(agent, INTERRUPTED)
+        self.agents.know(agent)
+        self.agents.mark(agent.id, INTERRUPTED)
 
     def reply_ended(self, agent: AgentBase, error: BaseException | None) -> None:
         """*agent*'s reply returned, or raised *error*."""
@@ -188,15 +191,17 @@ class AgentObserver:
             self._add_tokens(agent, usage)
         if self._running_tools:
             self._end_tools(agent, "interrupted")
-        if agent.id in self._pending_input:
-            return
-        if error is None or isinstance(error, Exception):
-            ended = INTERRUPTED if agent.generate_reason == "interrupted" else IDLE
-            self.agents.move(agent, ended)
-        elif self.agents.state(agent.id) != INTERRUPTED:
+        if self._pending_input and agent.id in self._pending_input:
+            self.agents.ended(agent, WAITING)
+        elif error is None or isinstance(error, Exception):
+            interrupted = agent.generate_reason == "interrupted"
+            self.agents.ended(agent, INTERRUPTED if interrupted else None)
+        elif self.agents.marked(agent.id) == INTERRUPTED:
+            self.agents.ended(agent, INTERRUPTED)
+        else:
             # Cancelled: by an interrupt, the agent says so only once its call has handled
             # it, after this; the next tick looks again.
-            self.agents.move(agent, IDLE)
+            self.agents.ended(agent)
             if len(self._cancelled) < MAX_RECHECKED:
                 self._cancelled.add(agent.id)
 
@@ -216,12 +221,12 @@ class AgentObserver:
             if agent is None or agent.is_replying:
                 continue
             if agent.generate_reason == "interrupted":
-                self.agents.move(agent, INTERRUPTED)
+                self.agents.mark(agent_id, INTERRUPTED)
 
     # -- what the route observers report ----------------------------------------------
 
     def reply_started(self, agent: AgentBase) -> None:
-        self.agents.move(agent, REPLYING)
+        self.agents.started(agent)
 
     def printed(self, agent: AgentBase, msg: Msg, last: bool) -> None:
         self.messages += last
