@@ -29,7 +29,8 @@ asks them in another and tells them the result in a third (``broadcast_groups``,
 and checks that the results are the same. On this 2-core machine 100,000 players on 4 hosts
 take about 8 s to build and 9-11 s a round (12-19 s in one process), the driver staying at
 about 150 MiB (860 MiB in one process) and each host at about 330 MiB; a million players on 4
-hosts took 50 s to build and 92-119 s a round, the driver at 171 MiB and each host at 2 GB.
+hosts take about 25 s to build and 29-36 s a round, the driver at 171 MiB and each host at
+1.4 GiB (``bench/bench_scale.py game_hosts``).
 
 What to look for: the targets fall round after round as the players anchor on the last one
 (the classic result), the build time and seconds per round, and the peak memory.
