@@ -7,6 +7,7 @@ flight, so this pins that the derived states stay right."""
 from __future__ import annotations
 
 import gc
+import weakref
 from typing import Any
 
 import anyio.lowlevel
@@ -20,6 +21,7 @@ from agentscope_rt.message import Msg
 from agentscope_rt.studio._agents import (
     IDLE,
     INTERRUPTED,
+    RECENT_MAX,
     REPLYING,
     STATES,
     WAITING,
@@ -221,3 +223,22 @@ async def test_pages_filter_by_the_derived_states() -> None:
     ]
     assert total == 10_000
     await anyio.lowlevel.checkpoint()
+
+
+def test_agents_of_started_replies_are_held_only_until_learned() -> None:
+    registry = AgentRegistry()
+    agents = [Quiet(f"q{n}") for n in range(2 * RECENT_MAX + 10)]
+    refs = [weakref.ref(agent) for agent in agents]
+    for agent in agents:
+        registry.started(agent)
+        registry.ended(agent)
+    del agent, agents
+    gc.collect()
+    # Nothing read the registry: only the replies since the last batch was learned hold
+    # their agents.
+    alive = sum(ref() is not None for ref in refs)
+    assert 0 < alive < RECENT_MAX
+    len(registry)  # reading learns them: from then on they are held weakly only
+    gc.collect()
+    assert all(ref() is None for ref in refs)
+    assert len(registry) == 0 and registry.counts == [0, 0, 0, 0]
