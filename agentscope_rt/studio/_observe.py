@@ -5,10 +5,11 @@ While at least one studio is open, an observer (:class:`agentscope_rt._intercept
 told of each call before and after it, taking no part in it) is registered on the ``reply``
 route, and a membership observer on every :class:`MsgHub`. It is not an agent hook, so an
 application clearing its class hooks does not blind the studio. What it sees of a reply costs
-O(1) and a few integer updates: the replies in flight and the counts by state in the
-:class:`~._agents.AgentRegistry` (never a record of the agent: see there why), the replies,
-and at the reply's end its tokens per model (``ReActAgent.usage``). Those reach the page as
-one aggregate event per tick (see ``_server``).
+O(1) and a few integer updates: the replies in flight in the :class:`~._agents.AgentRegistry`
+(which reads nothing of the agent's during its reply: see there why), the replies, and at
+the reply's end its tokens per model (``ReActAgent.usage``, read while the reply's own data
+is still in the caches). Those reach the page as one aggregate event per tick (see
+``_server``).
 
 *Details* (a printed chunk, a model call, a tool call) are seen by observers on the
 ``print``, ``reasoning`` and ``acting`` routes, registered only while the tick's budget lasts
