@@ -261,6 +261,14 @@ def _subprocess(
     return figures
 
 
+def _game(backend: str, players: int, *extra: str, hash_seed: str | None = None) -> dict[str, Any]:
+    """The figures of one run of the two-thirds game (``GAME_ROUNDS`` rounds) with *extra*
+    command-line arguments."""
+    command = [sys.executable, str(ROOT / "examples" / "87_two_thirds_game.py"), backend]
+    command += ["--agents", str(players), "--rounds", str(GAME_ROUNDS), "--json", *extra]
+    return _subprocess(command, timeout=7200, hash_seed=hash_seed)
+
+
 def _ours(*args: str) -> dict[str, Any]:
     return _subprocess([sys.executable, str(HERE / "bench_scale.py"), "--worker", *args])
 
@@ -423,7 +431,6 @@ def _voting_million_section() -> list[str]:
 
 
 def _game_section(sizes: tuple[int, ...] = GAME_SIZES) -> list[str]:
-    example = str(ROOT / "examples" / "87_two_thirds_game.py")
     lines = [
         "",
         "## Scale: the two-thirds game (`bench/bench_scale.py`)",
@@ -445,9 +452,7 @@ def _game_section(sizes: tuple[int, ...] = GAME_SIZES) -> list[str]:
     for backend in BACKENDS:
         base: float | None = None
         for size in sizes:
-            command = [sys.executable, example, backend, "--agents", str(size)]
-            command += ["--rounds", str(GAME_ROUNDS), "--json"]
-            f = _subprocess(command, timeout=7200)
+            f = _game(backend, size)
             rounds = f["round_s"]
             us = statistics.median(rounds) / size * 1e6
             cpu_us = statistics.median(f["round_cpu_s"]) / size * 1e6
@@ -475,7 +480,6 @@ def _game_section(sizes: tuple[int, ...] = GAME_SIZES) -> list[str]:
 
 
 def _game_studio_section(size: int = STUDIO_PLAYERS, pairs: int = STUDIO_PAIRS) -> list[str]:
-    example = str(ROOT / "examples" / "87_two_thirds_game.py")
     lines = [
         "",
         "## Scale: the game with the studio watching (`bench/bench_scale.py`)",
@@ -499,9 +503,7 @@ def _game_studio_section(size: int = STUDIO_PLAYERS, pairs: int = STUDIO_PAIRS) 
         for pair in range(pairs):
             order = (False, True) if pair % 2 == 0 else (True, False)
             for studio in order:
-                command = [sys.executable, example, backend, "--agents", str(size)]
-                command += ["--rounds", str(GAME_ROUNDS), "--json"] + ["--studio"] * studio
-                f = _subprocess(command, timeout=7200, hash_seed=str(pair))
+                f = _game(backend, size, *["--studio"] * studio, hash_seed=str(pair))
                 (with_studio if studio else without).append(sum(f["round_cpu_s"]))
         ratio = sum(with_studio) / sum(without)
         lines.append(
@@ -516,7 +518,6 @@ def _game_studio_section(size: int = STUDIO_PLAYERS, pairs: int = STUDIO_PAIRS) 
 
 
 def _game_hosts_section(size: int = GAME_SIZES[-1], hosts: int = HOSTS) -> list[str]:
-    example = str(ROOT / "examples" / "87_two_thirds_game.py")
     lines = [
         "",
         "## Scale: the two-thirds game on agent hosts (`bench/bench_scale.py`)",
@@ -533,12 +534,10 @@ def _game_hosts_section(size: int = GAME_SIZES[-1], hosts: int = HOSTS) -> list[
         "| hosts' peak RSS (each) | same results as one process |",
         "|---|---|---|---|---|---|",
     ]
-    base = [sys.executable, example, "asyncio", "--agents", str(size)]
-    one = _subprocess([*base, "--rounds", str(GAME_ROUNDS), "--json"], timeout=7200)
+    one = _game("asyncio", size)
     notes = []
     for backend in BACKENDS:
-        command = [sys.executable, example, backend, "--agents", str(size), "--hosts", str(hosts)]
-        f = _subprocess([*command, "--rounds", str(GAME_ROUNDS), "--json"], timeout=7200)
+        f = _game(backend, size, "--hosts", str(hosts))
         same = all(f[key] == one[key] for key in ("results", "memory_of_last_player"))
         rounds = " / ".join(f"{r:.1f}" for r in f["round_s"])
         lines.append(
