@@ -14,10 +14,11 @@ naming a story is answered with :data:`STORY` in 100 ms pieces of audio, held af
 ``barge_after`` pieces until the user speaks again: then the user's speech is reported started,
 the rest of the story (already on its way, as from the real API) follows, and the response ends
 cancelled (``truncated`` is set when a truncate arrives). Everything a session receives is
-recorded in ``received`` and per session in ``sessions``. ``preamble`` holds raw frames (text
-or binary) every server sends first, right after accepting: messages a client cannot read;
-``close_with`` (a code and a reason) makes the OpenAI session close on the first message after
-the session's configuration.
+recorded in ``received`` and per session in ``sessions``; :meth:`log` waits until a session
+has ended, so that everything its client sent before closing is in it. ``preamble`` holds raw
+frames (text or binary) every server sends first, right after accepting: messages a client
+cannot read; ``close_with`` (a code and a reason) makes the OpenAI session close on the first
+message after the session's configuration.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import json
 import threading
 from typing import Any
 
+import anyio
 from starlette.applications import Starlette
 from starlette.routing import WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
@@ -57,6 +59,7 @@ class RealtimeServer:
     def __init__(self) -> None:
         self.received: list[dict[str, Any]] = []
         self.sessions: list[list[dict[str, Any]]] = []
+        self._ended: list[threading.Event] = []
         self.replies: dict[str, str] = {}
         self.barge_after = 2
         self.truncated = threading.Event()
@@ -78,6 +81,14 @@ class RealtimeServer:
     def __exit__(self, *exc: object) -> None:
         self._asgi.__exit__(*exc)
 
+    async def log(self, session: int = 0) -> list[dict[str, Any]]:
+        """What *session* (in the order they connected) received, once its client has closed
+        it (10 s at most): a message the client sent just before closing may still be on its
+        way before."""
+        if not await anyio.to_thread.run_sync(self._ended[session].wait, 10.0):
+            raise AssertionError(f"session {session} did not end within 10 s")
+        return self.sessions[session]
+
     async def _accept(self, websocket: WebSocket) -> None:
         self.headers = {k.lower(): v for k, v in websocket.headers.items()}
         await websocket.accept()
@@ -89,7 +100,15 @@ class RealtimeServer:
 
     async def _session(self, websocket: WebSocket) -> None:
         received: list[dict[str, Any]] = []
+        ended = threading.Event()
         self.sessions.append(received)
+        self._ended.append(ended)
+        try:
+            await self._play(websocket, received)
+        finally:
+            ended.set()
+
+    async def _play(self, websocket: WebSocket, received: list[dict[str, Any]]) -> None:
         await self._accept(websocket)
 
         async def send(**event: Any) -> None:

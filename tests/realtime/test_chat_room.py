@@ -77,7 +77,8 @@ async def test_agents_hear_each_other_and_the_frontend_hears_all(server: Realtim
     assert spoken == {"Alice": "Bob, how are you?", "Bob": "I am fine, Alice."}
     # The frontend's audio went to both; Alice's speech reached Bob as audio, and Bob's reply
     # (forwarded before his response ended) went to Alice's model.
-    sessions = {s[0]["session"]["instructions"]: s for s in server.sessions}
+    logs = [await server.log(0), await server.log(1)]
+    sessions = {s[0]["session"]["instructions"]: s for s in logs}
     assert heard_by(sessions["You are Bob."]) == "Alice, greet Bob?Bob, how are you?"
     assert heard_by(sessions["You are Alice."]).startswith("Alice, greet Bob?")
     assert await remembered(bob) == [
@@ -87,7 +88,7 @@ async def test_agents_hear_each_other_and_the_frontend_hears_all(server: Realtim
     ]
     assert ("Alice", "assistant", "Bob, how are you?") in await remembered(alice)
     # Nobody spoke over anybody: nothing was trimmed.
-    assert all(e["type"] != "conversation.item.truncate" for s in server.sessions for e in s)
+    assert all(e["type"] != "conversation.item.truncate" for s in logs for e in s)
 
 
 async def test_an_agent_that_cannot_connect_stops_the_others(server: RealtimeServer) -> None:
