@@ -1,15 +1,15 @@
 """How the studio learns what agents do: observers of the agent routes and the hub
 observer, nothing else.
 
-While at least one studio is open, an observer (:class:`agentscope_rt._intercept.Observer`:
-told of each call before and after it, taking no part in it) is registered on the ``reply``
-route, and a membership observer on every :class:`MsgHub`. It is not an agent hook, so an
-application clearing its class hooks does not blind the studio. What it sees of a reply costs
-O(1) and a few integer updates: the replies in flight in the :class:`~._agents.AgentRegistry`
-(which reads nothing of the agent's during its reply: see there why), the replies, and at
-the reply's end its tokens per model (``ReActAgent.usage``, read while the reply's own data
-is still in the caches). Those reach the page as one aggregate event per tick (see
-``_server``).
+Each open studio registers its own observer (:class:`agentscope_rt._intercept.Observer`:
+told of each call before and after it, taking no part in it) on the ``reply`` route, and,
+while at least one is open, a membership observer watches every :class:`MsgHub`. It is not
+an agent hook, so an application clearing its class hooks does not blind the studio. What it
+sees of a reply costs two calls, O(1) and a few integer updates: the replies in flight in
+the :class:`~._agents.AgentRegistry` (which reads nothing of the agent's during its reply:
+see there why), the replies, and at the reply's end its tokens per model
+(``ReActAgent.usage``, read while the reply's own data is still in the caches). Those reach
+the page as one aggregate event per tick (see ``_server``).
 
 *Details* (a printed chunk, a model call, a tool call) are seen by observers on the
 ``print``, ``reasoning`` and ``acting`` routes, registered only while the tick's budget lasts
@@ -96,21 +96,27 @@ class AgentObserver:
     # -- lifetime ---------------------------------------------------------------------
 
     def start(self) -> None:
-        """Start observing (the observers are registered when the first studio starts)."""
+        """Start observing (the shared observers are registered when the first studio
+        starts)."""
         if not _active:
             _install()
         _active.append(self)
+        _intercept.register_observer("reply", self)
         _watch_details()
 
     def stop(self) -> None:
-        """Stop observing (the observers go when the last studio stops)."""
+        """Stop observing (the shared observers go when the last studio stops)."""
         if self not in _active:
             return
         _active.remove(self)
+        _intercept.unregister_observer("reply", self)
         if not _active:
             _uninstall()
         else:
             _watch_details()
+
+    def __repr__(self) -> str:
+        return "<the studio's observer of replies>"
 
     # -- what the page reads ----------------------------------------------------------
 
@@ -184,12 +190,29 @@ class AgentObserver:
         self.agents.know(agent)
         self.agents.mark(agent.id, INTERRUPTED)
 
-    def reply_ended(self, agent: AgentBase, error: BaseException | None) -> None:
-        """*agent*'s reply returned, or raised *error*."""
+    # -- the reply route's observer: what every reply costs ------------------------------
+    # Each open studio's observer is registered on the ``reply`` route itself, so that the
+    # route's wrapper calls these two methods directly: a reply costs the studio two calls.
+    # A failure here is logged by the wrapper; the reply carries on.
+
+    def before(self, agent: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """A reply of *agent* starts."""
+        self.agents.started(agent)
+
+    def after(self, agent: Any, state: Any, result: Any, error: BaseException | None) -> None:
+        """A reply of *agent* returned, or raised *error* (one that raised or was cancelled
+        is never left showing as replying)."""
         self.replies += 1
         usage = getattr(agent, "usage", None)
         if usage is not None:
-            self._add_tokens(agent, usage)
+            # ReActAgent.usage sums the model calls of the reply: added once, at its end.
+            model = str(getattr(getattr(agent, "model", None), "model_name", "unknown"))
+            used = self.tokens.get(model)
+            if used is None:
+                used = self.tokens[model] = [0, 0, 0]
+            used[0] += usage.input_tokens
+            used[1] += usage.output_tokens
+            used[2] += 1
         if self._running_tools:
             self._end_tools(agent, "interrupted")
         if self._pending_input and agent.id in self._pending_input:
@@ -226,9 +249,6 @@ class AgentObserver:
 
     # -- what the route observers report ----------------------------------------------
 
-    def reply_started(self, agent: AgentBase) -> None:
-        self.agents.started(agent)
-
     def printed(self, agent: AgentBase, msg: Msg, last: bool) -> None:
         self.messages += last
         if msg.metadata and msg.metadata.get("_is_interrupted"):
@@ -249,16 +269,6 @@ class AgentObserver:
 
     def reasoned(self, agent: AgentBase) -> None:
         self.model_calls += 1
-
-    def _add_tokens(self, agent: AgentBase, usage: Any) -> None:
-        # ReActAgent.usage sums the model calls of the reply: added once, at its end.
-        model = str(getattr(getattr(agent, "model", None), "model_name", "unknown"))
-        used = self.tokens.get(model)
-        if used is None:
-            used = self.tokens[model] = [0, 0, 0]
-        used[0] += usage.input_tokens
-        used[1] += usage.output_tokens
-        used[2] += 1
 
     def acting(self, agent: AgentBase, tool_call: Any) -> None:
         self.tool_calls += 1
@@ -429,26 +439,6 @@ class _Watch:
         return None
 
 
-class _ReplyWatch(_Watch):
-    """Always registered while a studio is open: what every reply costs, so the observers
-    are called directly (no dispatch by name)."""
-
-    def before(self, agent: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        for observer in _active:
-            try:
-                observer.reply_started(agent)
-            except Exception:
-                _failed("a reply starting")
-
-    def after(self, agent: Any, state: Any, result: Any, error: BaseException | None) -> None:
-        # A reply that raised or was cancelled is never left showing as replying.
-        for observer in _active:
-            try:
-                observer.reply_ended(agent, error)
-            except Exception:
-                _failed("a reply ending")
-
-
 class _PrintWatch(_Watch):
     def before(self, agent: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         msg = _argument(args, kwargs, "msg", 0)
@@ -485,7 +475,6 @@ def _argument(
     return default
 
 
-_REPLIES = _ReplyWatch("reply")
 _DETAILS = (_PrintWatch("print"), _ReasoningWatch("reasoning"), _ActingWatch("acting"))
 _watching_details = False
 
@@ -510,11 +499,9 @@ def _watch_details() -> None:
 
 
 def _install() -> None:
-    _intercept.register_observer(_REPLIES.kind, _REPLIES)
     add_hub_observer(_hub_changed)
 
 
 def _uninstall() -> None:
     _watch_details()  # nobody is left: the detail observers go
-    _intercept.unregister_observer(_REPLIES.kind, _REPLIES)
     remove_hub_observer(_hub_changed)

@@ -413,8 +413,9 @@ async def test_the_studio_intercepts_only_while_a_studio_is_open() -> None:
     assert not any(_studio_watches().values())
     async with serve():
         async with serve():
-            assert _studio_watches() == dict.fromkeys(("reply", "print", "reasoning", "acting"), 1)
-        assert sum(_studio_watches().values()) == 4
+            # Each studio watches replies itself; the detail observers are shared.
+            assert _studio_watches() == {"reply": 2, "print": 1, "reasoning": 1, "acting": 1}
+        assert _studio_watches() == dict.fromkeys(("reply", "print", "reasoning", "acting"), 1)
     assert not any(_studio_watches().values())
 
 
@@ -608,3 +609,24 @@ async def test_the_feed_goes_on_when_keepalives_are_due_more_often_than_writes(
                         shown = True
                         break
             assert shown, "the feed ended"
+
+
+async def test_a_failing_studio_never_breaks_a_reply(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from agentscope_rt.studio._agents import AgentRegistry
+
+    def broken(self: AgentRegistry, *args: Any) -> None:
+        raise RuntimeError("the registry is broken")
+
+    async with serve():
+        monkeypatch.setattr(AgentRegistry, "started", broken)
+        monkeypatch.setattr(AgentRegistry, "ended", broken)
+        with caplog.at_level(logging.ERROR, "agentscope_rt"):
+            reply = await talker("Ada", "hello")()
+    assert reply.get_text_content() == "hello"
+    failed = [r.getMessage() for r in caplog.records if r.exc_info]
+    assert failed == [
+        "<the studio's observer of replies> failed in before; the call it watches carries on",
+        "<the studio's observer of replies> failed in after; the call it watches carries on",
+    ]
