@@ -119,8 +119,19 @@ def json_problem(
 
 def _path(path: str, keys: list[tuple[Any, bool]]) -> str:
     for key, in_object in keys:
+        if in_object:
+            key = _sendable(key)
         path = (f"{path}.{key}" if path else key) if in_object else f"{path}[{key}]"
     return path
+
+
+def _sendable(key: str) -> str:
+    """*key* as an error message may quote it: a lone surrogate (which JSON's ``"\udfff"``
+    decodes to, and which UTF-8 cannot encode) written as its escape, so that the message can
+    be sent to a model, logged and saved."""
+    if key.isascii():
+        return key
+    return key.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def check_json_within(value: Any, path: str, levels_above: int) -> None:

@@ -118,6 +118,11 @@ def test_the_other_problems_are_still_named_with_their_path() -> None:
         check_json([[], {"x": object()}])
     assert caught.value.path == "[1].x"
     check_json({"a": [1, 2.5, "s", None, True, {"b": ()}]})
+    # A key holding a lone surrogate is named by its escape: the error can be sent and saved.
+    with pytest.raises(MessageFormatError) as caught:
+        check_json({"é\udfff": {"x": float("-inf")}})
+    assert caught.value.path == "é\\udfff.x"
+    str(caught.value).encode("utf-8")
 
 
 # -- state ---------------------------------------------------------------------------------
