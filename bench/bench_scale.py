@@ -24,9 +24,10 @@ Workloads:
   round against 1,000 players, peak RSS after three rounds. Targets at a million: build and
   round within 60 s, peak RSS within 6 GB, cost per player per round within 1.25x that at
   1,000.
-* **the game with the studio** (``game_studio``) — the game at 100,000 players without and
-  with ``--studio`` (served in the process, a page reading the feed), interleaved pairs with
-  the same hash seed; the ratio of CPU seconds in the rounds. Target: at most 1.05.
+* **the game with the studio** (``game_studio``; ``game_studio_million``) — the game at
+  100,000 players (8 pairs; a million: 2 pairs) without and with ``--studio`` (served in the
+  process, a page reading the feed), interleaved pairs with the same hash seed; the ratio of
+  CPU seconds in the rounds. Target: at most 1.05.
 * **the game on agent hosts** (``game_hosts``) — the game at 1,000,000 players on 4 Ray agent
   hosts, the driver on each backend: building, rounds, the driver's and each host's peak RSS,
   and whether the results equal those of one process (run in the same part). Target: the
@@ -37,10 +38,9 @@ Workloads:
   round trip.
 
 Run ``python bench/run.py scale`` (writes ``bench/RESULTS.md``), ``python bench/bench_scale.py
-[create] [big] [game] [game_studio] [game_hosts] [voting] [voting_million] [ray]`` (prints
-the sections), or ``python
-bench/bench_scale.py --write PART...`` (measures those parts and replaces only their sections
-of ``RESULTS.md``).
+[create] [big] [game] [game_studio] [game_studio_million] [game_hosts] [voting]
+[voting_million] [ray]`` (prints the sections), or ``python bench/bench_scale.py --write
+PART...`` (measures those parts and replaces only their sections of ``RESULTS.md``).
 """
 
 from __future__ import annotations
@@ -69,7 +69,8 @@ VOTING_SIZES = (1_000, 10_000, 100_000)
 GAME_SIZES = (1_000, 100_000, 1_000_000)
 GAME_ROUNDS = 3
 STUDIO_PLAYERS = 100_000
-STUDIO_PAIRS = 4
+STUDIO_PAIRS = 8
+STUDIO_MILLION_PAIRS = 2
 VOTING_ROUNDS = 2
 HOSTS = 4
 RAY_CREATE = 10_000
@@ -480,9 +481,10 @@ def _game_section(sizes: tuple[int, ...] = GAME_SIZES) -> list[str]:
 
 
 def _game_studio_section(size: int = STUDIO_PLAYERS, pairs: int = STUDIO_PAIRS) -> list[str]:
+    at = "" if size == STUDIO_PLAYERS else f" at {size:,} players"
     lines = [
         "",
-        "## Scale: the game with the studio watching (`bench/bench_scale.py`)",
+        f"## Scale: the game with the studio watching{at} (`bench/bench_scale.py`)",
         "",
         _load_note(),
         "",
@@ -595,6 +597,8 @@ def main(parts: tuple[str, ...] = ("create", "big", "game", "voting", "ray")) ->
         lines += _game_section()
     if "game_studio" in parts:
         lines += _game_studio_section()
+    if "game_studio_million" in parts:
+        lines += _game_studio_section(GAME_SIZES[-1], STUDIO_MILLION_PAIRS)
     if "game_hosts" in parts:
         lines += _game_hosts_section()
     if "voting" in parts:
