@@ -10,18 +10,27 @@ its exceptions: messages, state modules, sessions, memories, models and tools al
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterator
 from typing import Any
 
 from .exception import MessageFormatError
 
+# A UTF-16 surrogate that is not half of a pair: JSON's ``"\ud800"`` decodes to one, and it
+# cannot be encoded as UTF-8, so a value holding one breaks every later request and save.
+LONE_SURROGATE = re.compile(
+    "[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]"
+)
+
 __all__ = [
+    "LONE_SURROGATE",
     "MAX_JSON_DEPTH",
     "MAX_TOOL_INPUT_DEPTH",
     "check_json",
     "check_json_within",
     "flat_json_object",
     "json_problem",
+    "savable_text",
     "tool_input_problem",
     "type_name",
 ]
@@ -120,18 +129,18 @@ def json_problem(
 def _path(path: str, keys: list[tuple[Any, bool]]) -> str:
     for key, in_object in keys:
         if in_object:
-            key = _sendable(key)
+            key = savable_text(key)  # the error may be sent to a model, logged and saved
         path = (f"{path}.{key}" if path else key) if in_object else f"{path}[{key}]"
     return path
 
 
-def _sendable(key: str) -> str:
-    """*key* as an error message may quote it: a lone surrogate (which JSON's ``"\udfff"``
-    decodes to, and which UTF-8 cannot encode) written as its escape, so that the message can
-    be sent to a model, logged and saved."""
-    if key.isascii():
-        return key
-    return key.encode("utf-8", "backslashreplace").decode("utf-8")
+def savable_text(text: str) -> str:
+    """*text* with any lone surrogate written as its ``\\uXXXX`` escape, so that it can be
+    kept (a tool call's ``raw_input``, a path in an error), sent and saved; text without one
+    is returned as is."""
+    if text.isascii() or LONE_SURROGATE.search(text) is None:
+        return text
+    return LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def check_json_within(value: Any, path: str, levels_above: int) -> None:

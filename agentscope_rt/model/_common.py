@@ -13,7 +13,13 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from .._json import MAX_JSON_DEPTH, MAX_TOOL_INPUT_DEPTH, check_json
+from .._json import (
+    LONE_SURROGATE,
+    MAX_JSON_DEPTH,
+    MAX_TOOL_INPUT_DEPTH,
+    check_json,
+    savable_text,
+)
 from .._schema import (
     StructuredModel,
     StructuredOutputError,
@@ -43,11 +49,6 @@ STRUCTURED_TOOL_NAME = "generate_structured_output"
 """The name of the tool through which providers return structured output."""
 
 
-# A UTF-16 surrogate that is not half of a pair: JSON's ``"\\ud800"`` decodes to one, and it
-# cannot be encoded as UTF-8, so a value holding one breaks every later request and save.
-_LONE_SURROGATE = re.compile(
-    "[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]"
-)
 # What text must contain for its JSON to decode to a surrogate: an escape of one, or one as is.
 _MAY_HOLD_SURROGATE = re.compile(r"\\[uU][dD][89a-fA-F]|[\ud800-\udfff]")
 
@@ -59,7 +60,7 @@ def _refuse_constant(name: str) -> Any:
 def _is_strict(value: Any) -> bool:
     """Whether *value* (decoded JSON) holds only finite numbers and encodable strings."""
     if isinstance(value, str):
-        return _LONE_SURROGATE.search(value) is None
+        return LONE_SURROGATE.search(value) is None
     if isinstance(value, float):
         return math.isfinite(value)
     if isinstance(value, dict):
@@ -96,14 +97,6 @@ def loads_strict(text: str, max_depth: int = MAX_JSON_DEPTH) -> Any:
     return value
 
 
-def savable_text(text: str) -> str:
-    """*text* with any lone surrogate written as its ``\\uXXXX`` escape, so that it can be
-    kept (``raw_input``), sent and saved; text without one is returned as is."""
-    if _LONE_SURROGATE.search(text) is None:
-        return text
-    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
-
-
 def scrub_surrogates(response: Any) -> Any:
     """*response* (a :class:`~._model_response.ChatResponse`) with every lone surrogate in its
     text and thinking replaced by U+FFFD, in place.
@@ -116,12 +109,12 @@ def scrub_surrogates(response: Any) -> Any:
         kind = block.__class__
         if kind is TextBlock:
             text = block.text
-            if not text.isascii() and _LONE_SURROGATE.search(text) is not None:
-                block.text = _LONE_SURROGATE.sub("\ufffd", text)
+            if not text.isascii() and LONE_SURROGATE.search(text) is not None:
+                block.text = LONE_SURROGATE.sub("\ufffd", text)
         elif kind is ThinkingBlock:
             text = block.thinking
-            if not text.isascii() and _LONE_SURROGATE.search(text) is not None:
-                block.thinking = _LONE_SURROGATE.sub("\ufffd", text)
+            if not text.isascii() and LONE_SURROGATE.search(text) is not None:
+                block.thinking = LONE_SURROGATE.sub("\ufffd", text)
     return response
 
 

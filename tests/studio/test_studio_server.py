@@ -25,7 +25,7 @@ from agentscope_rt.model import ScriptedChatModel
 from agentscope_rt.pipeline import MsgHub, add_hub_observer, remove_hub_observer
 from agentscope_rt.studio import MAX_BODY_BYTES, Studio, serve
 from agentscope_rt.studio import _server as studio_server
-from agentscope_rt.studio._agents import STATES
+from agentscope_rt.studio._agents import STATES, AgentRegistry
 from agentscope_rt.studio._state import EventBus, StudioState
 
 VOTE = {
@@ -614,8 +614,6 @@ async def test_the_feed_goes_on_when_keepalives_are_due_more_often_than_writes(
 async def test_a_failing_studio_never_breaks_a_reply(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from agentscope_rt.studio._agents import AgentRegistry
-
     def broken(self: AgentRegistry, *args: Any) -> None:
         raise RuntimeError("the registry is broken")
 
